@@ -1,0 +1,129 @@
+"""The ``kvmtune`` command.
+
+Each sub-command lives in ``kvmtune/cmd/<name>.py`` with two functions:
+``add_arguments(parser)`` and ``run(args) -> int``. Those modules are imported
+to build the parser, so their top level imports only the standard library and
+``kvmtune.errors``; anything heavier (oslo.config, stevedore, openstacksdk) is
+imported inside ``run``. ``kvmtune host inspect`` runs on every compute host
+and must start fast.
+"""
+
+import argparse
+import importlib
+import sys
+
+from kvmtune.errors import KvmtuneError
+
+DESCRIPTION = """\
+Tune KVM compute hosts for near bare-metal guests, and measure it.
+
+  facts   -> host inspect        what this host has (read from /proc and /sys)
+  plan    -> plan, profile       what a tuning profile needs here
+  apply   -> nova-conf apply     nova.conf, edited in place
+             flavor apply        tuned flavors (openstacksdk)
+             host tag            Placement traits for EPT/nested/1G/vhost-net
+  measure -> image build, bench local, baseline, report
+"""
+
+# (command words, module under kvmtune.cmd, one-line help)
+COMMANDS = [
+    (('host', 'inspect'), 'host_inspect',
+     'Read this host\'s (or a captured tree\'s) KVM, NUMA, hugepage facts.'),
+    (('host', 'capture'), 'host_capture',
+     'Copy the /proc and /sys files kvmtune reads into a directory.'),
+    (('host', 'tag'), 'host_tag',
+     'Set kvmtune traits on the compute node\'s resource provider.'),
+    (('profile', 'list'), 'profile_list', 'List the tuning profiles.'),
+    (('profile', 'show'), 'profile_show', 'Show one tuning profile.'),
+    (('profile', 'validate'), 'profile_validate',
+     'Check a profile YAML file.'),
+    (('plan',), 'plan',
+     'Show the nova.conf, kernel, modprobe and flavor changes for a profile.'),
+    (('nova-conf', 'apply'), 'nova_conf_apply',
+     'Write a profile\'s options into nova.conf, in place.'),
+    (('flavor', 'apply'), 'flavor_apply',
+     'Create or update the tuned flavor for a profile.'),
+    (('flavor', 'diff'), 'flavor_diff',
+     'Show how a flavor differs from what a profile wants.'),
+    (('flavor', 'remove'), 'flavor_remove',
+     'Remove a profile\'s extra specs, or its tuned flavor.'),
+    (('image', 'build'), 'image_build',
+     'Build the benchmark guest image.'),
+    (('baseline',), 'baseline',
+     'Run a workload on the bare host and save the result.'),
+    (('bench', 'local'), 'bench_local',
+     'Boot N benchmark guests with QEMU here and run a workload.'),
+    (('report',), 'report',
+     'Tabulate and plot a Rally scaling run against the baseline.'),
+]
+
+
+def _available_commands():
+    """Yield the commands whose module exists (the tree grows by issue)."""
+    for words, module, help_ in COMMANDS:
+        try:
+            mod = importlib.import_module('kvmtune.cmd.' + module)
+        except ModuleNotFoundError as exc:
+            if exc.name == 'kvmtune.cmd.' + module:
+                continue
+            raise
+        yield words, mod, help_
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='kvmtune', description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--config-file', action='append', default=[],
+                        metavar='PATH',
+                        help='kvmtune.conf to read (repeatable); default '
+                             '/etc/kvmtune/kvmtune.conf when it exists.')
+    parser.add_argument('--debug', action='store_true',
+                        help='Show tracebacks for unexpected errors.')
+    top = parser.add_subparsers(dest='command', metavar='COMMAND')
+    groups = {}
+    for words, mod, help_ in _available_commands():
+        subparsers = top
+        for depth, word in enumerate(words[:-1]):
+            key = words[:depth + 1]
+            if key not in groups:
+                group = subparsers.add_parser(word, help=f'{word} commands')
+                groups[key] = group.add_subparsers(
+                    dest='_'.join(key), metavar='SUBCOMMAND')
+                groups[key].required = True
+            subparsers = groups[key]
+        sub = subparsers.add_parser(
+            words[-1], help=help_, description=(mod.__doc__ or help_),
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(sub)
+        sub.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, '_run', None):
+        parser.print_help()
+        return 2
+    try:
+        return args._run(args) or 0
+    except KvmtuneError as exc:
+        print(f'kvmtune: error: {exc.line()}', file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print('kvmtune: interrupted', file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # never a traceback unless asked for
+        if args.debug:
+            raise
+        msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
+        print(f'kvmtune: internal error: {msg} (run with --debug for the '
+              'traceback, and report it)', file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

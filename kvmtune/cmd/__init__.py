@@ -1,0 +1,1 @@
+"""Sub-commands of ``kvmtune``; see kvmtune.cli for the contract."""
