@@ -1,0 +1,66 @@
+"""kvmtune's own options, one module per option group (as nova/conf/ does).
+
+Every module in this package defines ``register_opts(conf)`` and
+``list_opts()``; they are found by walking the package, so a new group is a
+new module and nothing else.
+"""
+
+import importlib
+import pkgutil
+
+from oslo_config import cfg
+
+CONF = cfg.ConfigOpts()
+DEFAULT_CONFIG_FILES = ['/etc/kvmtune/kvmtune.conf']
+
+
+def _modules():
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        yield importlib.import_module(f'{__name__}.{info.name}')
+
+
+def register_opts(conf=CONF):
+    for mod in _modules():
+        mod.register_opts(conf)
+
+
+def list_opts():
+    """oslo-config-generator's entry point: [(group, [opts])]."""
+    merged = {}
+    for mod in _modules():
+        for group, opts in mod.list_opts():
+            merged.setdefault(group, []).extend(opts)
+    return sorted(merged.items(), key=lambda kv: (kv[0] != 'DEFAULT', kv[0]))
+
+
+_registered = False
+
+
+def load(config_files=None, conf=CONF):
+    """Register and parse kvmtune.conf; the CLI calls this lazily.
+
+    :param config_files: paths given with --config-file; when empty the
+        default /etc/kvmtune/kvmtune.conf is read if it exists.
+    """
+    import os
+
+    from kvmtune.errors import InputError
+
+    global _registered
+    if not _registered:
+        register_opts(conf)
+        _registered = True
+    files = list(config_files or [])
+    for path in files:
+        if not os.access(path, os.R_OK):
+            raise InputError('cannot read the config file', source=path,
+                             fix='give a readable kvmtune.conf path')
+    if not files:
+        files = [p for p in DEFAULT_CONFIG_FILES if os.path.exists(p)]
+    try:
+        conf(args=[], project='kvmtune', default_config_files=files,
+             validate_default_values=True)
+    except (cfg.Error, ValueError) as exc:
+        raise InputError(str(exc), source=', '.join(files) or 'kvmtune.conf',
+                         fix='correct the option as its help text says')
+    return conf

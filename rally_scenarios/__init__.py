@@ -1,0 +1,1 @@
+"""Rally plugins of kvmtune (imported wholesale by Rally: plugins only)."""
