@@ -1,0 +1,38 @@
+"""Copy the /proc, /sys and /dev facts of this host into a directory.
+
+Every file ``kvmtune host inspect`` reads is copied to DIR under the same
+relative path (/dev nodes and other files whose existence is all that counts
+become empty marker files), with ``kvmtune-capture.json`` recording the live
+/dev/kvm probe, the time and the kvmtune version. ``kvmtune host inspect
+--root DIR`` (and ``kvmtune plan --root DIR``) then give the same facts as on
+this host, anywhere.
+
+  kvmtune host capture /tmp/compute-1
+  tar czf compute-1.tgz -C /tmp compute-1
+
+DIR must be empty or not exist yet.
+"""
+
+import os
+import sys
+
+from kvmtune.errors import InputError
+
+
+def add_arguments(parser):
+    parser.add_argument('directory', metavar='DIR',
+                        help='where to write the captured tree')
+
+
+def run(args):
+    from kvmtune.facts import capture
+    target = args.directory
+    if os.path.exists(target) and (not os.path.isdir(target)
+                                   or os.listdir(target)):
+        raise InputError('exists and is not an empty directory',
+                         source=target, fix='give a new directory')
+    record = capture.capture('/', target)
+    print(f'{target}: {len(record["files"])} files captured from '
+          f'{record["hostname"]}; /dev/kvm usable: '
+          f'{record["kvm_probe"]["usable"]}', file=sys.stderr)
+    return 0

@@ -1,0 +1,192 @@
+"""Show what this host offers KVM guests: CPU, virtualization, NUMA, pages.
+
+Reads only /proc, /sys and /dev of this host (or of a tree captured with
+``kvmtune host capture`` on another host, with ``--root``), probes
+/dev/kvm with a real KVM_CREATE_VM, and prints a summary table or the facts
+JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
+
+  kvmtune host inspect
+  kvmtune host inspect --format json -o compute-1.json
+  kvmtune host inspect --root captured/compute-1 --versions
+
+``--versions`` also runs ``libvirtd --version`` and
+``qemu-system-x86_64 --version``; nothing else is run.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+from kvmtune.errors import InputError
+
+
+def add_arguments(parser):
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='read a tree made by "kvmtune host capture" '
+                             'instead of this host')
+    source.add_argument('--facts', metavar='FILE',
+                        help='show a facts JSON file saved earlier')
+    parser.add_argument('--format', choices=('table', 'json'),
+                        default='table', help='output format (default: '
+                                              'table)')
+    parser.add_argument('--versions', action='store_true',
+                        help='also ask libvirtd and qemu-system-x86_64 '
+                             'for their versions')
+    parser.add_argument('-o', '--output', metavar='FILE',
+                        help='write to FILE (atomically) instead of stdout')
+
+
+def run(args):
+    from kvmtune import facts as host_facts
+    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
+    if args.versions:
+        from kvmtune.facts import versions
+        facts['versions'] = versions.probe()
+    text = to_json(facts) if args.format == 'json' else to_table(facts)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def to_json(facts):
+    """Indented JSON with short lists (CPUs, a pool) kept on one line."""
+    def encode(value, indent):
+        if isinstance(value, dict) and value:
+            pad = '  ' * (indent + 1)
+            items = [f'{pad}{json.dumps(k)}: {encode(v, indent + 1)}'
+                     for k, v in value.items()]
+            return '{\n' + ',\n'.join(items) + '\n' + '  ' * indent + '}'
+        if isinstance(value, list) and any(
+                isinstance(v, dict) and v for v in value):
+            pad = '  ' * (indent + 1)
+            items = [pad + encode(v, indent + 1) for v in value]
+            return '[\n' + ',\n'.join(items) + '\n' + '  ' * indent + ']'
+        return json.dumps(value)
+    return encode(facts, 0) + '\n'
+
+
+def write_atomic(path, text):
+    """Replace path with text in one rename; leave it alone if equal."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            if f.read() == text:
+                print(f'{path}: unchanged', file=sys.stderr)
+                return
+    except (OSError, UnicodeDecodeError):
+        pass
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.kvmtune-')
+    except OSError as exc:
+        raise InputError(f'cannot write: {exc.strerror}', source=path,
+                         fix='choose a writable directory') from None
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    print(f'{path}: written', file=sys.stderr)
+
+
+def _yes(value):
+    return {True: 'yes', False: 'no', None: 'unknown'}[value]
+
+
+def _size(kb):
+    for unit, factor in (('G', 1024 * 1024), ('M', 1024)):
+        if kb % factor == 0:
+            return f'{kb // factor}{unit}'
+    return f'{kb}k'
+
+
+def _pools(pools):
+    return ', '.join(f'{_size(p["size_kb"])} {p["total"]} ({p["free"]} '
+                     f'free)' for p in pools) or 'none'
+
+
+def _cpus(cpus):
+    from kvmtune.facts.cpulist import format_cpulist
+    return format_cpulist(cpus) or '-'
+
+
+def _smt(cpu):
+    pairs = [group for group in cpu['thread_siblings'] if len(group) > 1]
+    if not pairs:
+        return 'no thread siblings (one thread per core)'
+    shown = ' '.join(','.join(map(str, g)) for g in pairs[:3])
+    more = ' ...' if len(pairs) > 3 else ''
+    return f'{len(pairs)} sibling groups: {shown}{more}'
+
+
+def _virt(virt):
+    usable = _yes(virt['kvm_usable'])
+    if virt.get('kvm_error'):
+        usable += f' ({virt["kvm_error"]})'
+    nested = _yes(virt['nested'])
+    if virt['nested_mechanism']:
+        nested += f' ({virt["nested_mechanism"]})'
+    guest = (f'; guest of {virt["hypervisor_vendor"] or "a hypervisor"}'
+             if virt['is_guest'] else '')
+    return (f'/dev/kvm {_yes(virt["kvm_device"])}, usable {usable}; '
+            f'mechanism {virt["mechanism"] or "none"}; nested {nested}; '
+            f'EPT/NPT {_yes(virt["ept"])}{guest}')
+
+
+def _kernel_args(args):
+    parts = []
+    if args['isolcpus']:
+        flags = ','.join(args['isolcpus_flags'])
+        parts.append(f'isolcpus {_cpus(args["isolcpus"])}'
+                     + (f' ({flags})' if flags else ''))
+    if args['nohz_full']:
+        parts.append(f'nohz_full {_cpus(args["nohz_full"])}')
+    if args['default_hugepagesz']:
+        parts.append(f'default_hugepagesz {args["default_hugepagesz"]}')
+    for entry in args['hugepages']:
+        parts.append(f'hugepages {entry["count"]} x {entry["size"]}')
+    parts.extend(f'{key}={value}' if value is not None else key
+                 for key, value in args['iommu'].items())
+    return '; '.join(parts) or 'none that kvmtune tunes'
+
+
+def to_table(facts):
+    cpu, virt, mem = facts['cpu'], facts['virt'], facts['memory']
+    vhost = facts['vhost_net']
+    versions = facts['versions']
+    rows = [
+        ('Host', f'{facts["hostname"]} (kernel '
+                 f'{facts["kernel"]["release"]}), facts from '
+                 f'{facts["source"]}'),
+        ('CPU', f'{cpu["model_name"]} ({cpu["vendor"]}), '
+                f'{len(cpu["online"])} online: {_cpus(cpu["online"])}'),
+        ('', f'{cpu["sockets"]} socket(s) x {cpu["cores_per_socket"]} '
+             f'cores x {cpu["threads_per_core"]} thread(s); 1G pages '
+             f'(pdpe1gb) {_yes(cpu["pdpe1gb"])}'),
+        ('SMT', _smt(cpu)),
+        ('Virt', _virt(virt)),
+        ('Memory', f'{mem["total_mb"]} MB; default huge page '
+                   f'{mem["hugepage_default_kb"]} kB; pools '
+                   f'{_pools(mem.get("hugepages", []))}'),
+    ]
+    for node in facts['numa']['nodes']:
+        rows.append((f'NUMA {node["id"]}',
+                     f'cpus {_cpus(node["cpus"])}; {node["memory_mb"]} MB; '
+                     f'pools {_pools(node["hugepages"])}'))
+    rows += [
+        ('vhost-net', f'{_yes(vhost["available"])} (/dev/vhost-net '
+                      f'{_yes(vhost["device"])}, module {vhost["module"]})'),
+        ('Kernel', _kernel_args(facts['kernel']['args'])),
+        ('Versions', f'libvirt {versions["libvirt"] or "-"}, qemu '
+                     f'{versions["qemu"] or "-"}'
+                     + ('' if any(versions.values()) else
+                        ' (--versions asks the binaries)')),
+    ]
+    width = max(len(label) for label, _ in rows)
+    return ''.join(f'{label:<{width}}  {text}\n' for label, text in rows)

@@ -1,0 +1,130 @@
+"""Host facts: what a KVM compute host has, read from /proc, /sys and /dev.
+
+``gather(root)`` reads the live host (root ``/``) or a tree captured by
+``kvmtune host capture``; ``load(path)`` reads facts saved by
+``kvmtune host inspect --format json`` on another host; ``resolve()`` picks
+one of the three for commands that take ``--root`` / ``--facts``. The keys
+are documented in doc/facts.md and fixed by doc/design.md section 1.
+"""
+
+import json
+import os
+
+from kvmtune.errors import InputError
+from kvmtune.facts import cpu
+from kvmtune.facts import hostfs
+from kvmtune.facts import kernel
+from kvmtune.facts import memory
+from kvmtune.facts import schema
+from kvmtune.facts import virt
+
+SCHEMA_VERSION = schema.SCHEMA_VERSION
+CAPTURE_FILE = 'kvmtune-capture.json'
+HOSTNAME = '/proc/sys/kernel/hostname'
+OSRELEASE = '/proc/sys/kernel/osrelease'
+CMDLINE = '/proc/cmdline'
+VHOST_NET_DEVICE = '/dev/vhost-net'
+VHOST_NET_MODULE = '/sys/module/vhost_net'
+REGENERATE = 'regenerate it with kvmtune host inspect --format json'
+
+
+def is_live(root):
+    return os.path.realpath(root) == '/'
+
+
+def _recorded_probe(root):
+    """The KVM probe ``host capture`` recorded, or None."""
+    try:
+        with open(os.path.join(root, CAPTURE_FILE)) as f:
+            probe = json.load(f).get('kvm_probe')
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(probe, dict) or 'usable' not in probe:
+        return None
+    return probe
+
+
+def _vhost_net(files):
+    device = files.exists(VHOST_NET_DEVICE)
+    if not files.exists(VHOST_NET_MODULE):
+        module = 'absent'
+    elif files.exists(VHOST_NET_MODULE + '/initstate'):
+        module = 'loaded'   # only loadable modules have an initstate
+    else:
+        module = 'builtin'
+    return {'available': device, 'device': device, 'module': module}
+
+
+def collect(files, kvm_probe=None):
+    """Build the facts from a HostFiles view (used by gather and capture)."""
+    cpu_facts = cpu.gather(files)
+    memory_facts, numa = memory.gather(files, cpu_facts['online'])
+    cmdline = files.read_value(CMDLINE)
+    return {
+        'schema': SCHEMA_VERSION,
+        'source': files.root,
+        'hostname': files.read_value(HOSTNAME),
+        'cpu': cpu_facts,
+        'virt': virt.gather(files, cpu_facts['flags'], kvm_probe),
+        'memory': memory_facts,
+        'numa': numa,
+        'vhost_net': _vhost_net(files),
+        'kernel': {'release': files.read_value(OSRELEASE),
+                   'cmdline': cmdline,
+                   'args': kernel.parse_args(cmdline or '')},
+        'versions': {'libvirt': None, 'qemu': None},
+    }
+
+
+def gather(root='/', probe_kvm=None):
+    """Return the facts of the host whose /proc and /sys are under root.
+
+    :param probe_kvm: True to probe /dev/kvm with KVM_CREATE_VM, False not
+        to; None (default) probes on the live root and reads the recorded
+        probe of a captured one.
+    """
+    if probe_kvm is None:
+        probe_kvm = is_live(root)
+    if probe_kvm:
+        probe = virt.probe_kvm(os.path.join(root, virt.KVM_DEVICE[1:]))
+    else:
+        probe = None if is_live(root) else _recorded_probe(root)
+    return collect(hostfs.HostFiles(root), probe)
+
+
+def load(path):
+    """Read and check a facts JSON file; InputError names what is wrong."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            facts = json.load(f)
+    except OSError as exc:
+        raise InputError(f'cannot read facts: {exc.strerror}',
+                         source=path) from None
+    except ValueError as exc:
+        raise InputError(f'not JSON ({exc})', source=path,
+                         fix=REGENERATE) from None
+    for key, problem in schema.problems(facts):
+        raise InputError(problem, source=path, key=key or None,
+                         fix=REGENERATE)
+    if facts['schema'] != SCHEMA_VERSION:
+        raise InputError(f'schema {facts["schema"]} is not supported '
+                         f'(this kvmtune reads {SCHEMA_VERSION})',
+                         source=path, key='schema', fix=REGENERATE)
+    if not facts['numa']['nodes']:
+        raise InputError('no NUMA node', source=path, key='numa.nodes',
+                         fix=REGENERATE)
+    facts['source'] = path
+    return facts
+
+
+def resolve(root=None, facts_file=None):
+    """Facts for a command: from a file, a captured tree, or this host."""
+    if root is not None and facts_file is not None:
+        raise InputError('--root and --facts are exclusive',
+                         fix='give one of them')
+    if facts_file is not None:
+        return load(facts_file)
+    if root is not None and not os.path.isdir(root):
+        raise InputError('not a directory', source=root,
+                         fix='give a tree made by kvmtune host capture')
+    return gather(root or '/')

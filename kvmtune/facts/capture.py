@@ -1,0 +1,79 @@
+"""Copy what gather() read on this host into a tree that replays it."""
+
+import datetime
+import json
+import os
+import shutil
+import tempfile
+
+from kvmtune import facts as host_facts
+from kvmtune.facts import hostfs
+from kvmtune.facts import virt
+
+
+def _kvmtune_version():
+    from importlib import metadata     # slow: only here, never in inspect
+    try:
+        return metadata.version('kvmtune')
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _write(tree, path, data):
+    full = os.path.join(tree, path.lstrip('/'))
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, 'wb') as f:
+        f.write(data)
+
+
+def write_tree(files, tree):
+    """Write a HostFiles record into tree; return the paths written."""
+    written = []
+    for path, data in sorted(files.contents.items()):
+        if data is not None:
+            _write(tree, path, data)
+            written.append(path)
+    for path, kind in sorted(files.existence.items()):
+        if kind == 'dir':
+            os.makedirs(os.path.join(tree, path.lstrip('/')), exist_ok=True)
+        elif kind == 'file' and path not in files.contents:
+            _write(tree, path, b'')     # only its existence was looked at
+            written.append(path)
+    for path in sorted(files.listed):
+        if files.exists(path):
+            os.makedirs(os.path.join(tree, path.lstrip('/')), exist_ok=True)
+    return written
+
+
+def capture(root, target):
+    """Capture root's facts into target (built aside, then renamed).
+
+    Returns the record written to ``kvmtune-capture.json``, with the facts
+    of the live host at capture time under ``facts``.
+    """
+    probe = virt.probe_kvm(os.path.join(root, virt.KVM_DEVICE[1:]))
+    files = hostfs.HostFiles(root)
+    facts = host_facts.collect(files, probe)
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(dir=parent, prefix='.kvmtune-capture-')
+    try:
+        written = write_tree(files, staging)
+        record = {
+            'kvmtune_version': _kvmtune_version(),
+            'captured_at': datetime.datetime.now(
+                datetime.timezone.utc).isoformat(timespec='seconds'),
+            'hostname': facts['hostname'],
+            'kvm_probe': probe,
+            'files': written,
+        }
+        with open(os.path.join(staging, host_facts.CAPTURE_FILE), 'w') as f:
+            json.dump(record, f, indent=2)
+            f.write('\n')
+        if os.path.isdir(target):
+            os.rmdir(target)        # empty, checked by the caller
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dict(record, facts=facts)

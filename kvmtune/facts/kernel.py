@@ -1,0 +1,107 @@
+"""The kernel release and the command line arguments kvmtune cares about.
+
+Syntax follows Documentation/admin-guide/kernel-parameters.txt: words are
+separated by spaces, a value may be double-quoted, and everything after a
+lone ``--`` belongs to init, not to the kernel.
+"""
+
+from kvmtune.facts.cpulist import parse_cpulist
+
+ISOLCPUS_FLAGS = ('nohz', 'domain', 'managed_irq')
+IOMMU_KEYS = ('intel_iommu', 'amd_iommu', 'iommu')
+_SIZE_KB = {'K': 1, 'M': 1024, 'G': 1024 * 1024}
+# x86's default huge page size when default_hugepagesz is not given.
+X86_DEFAULT_HUGEPAGESZ = '2M'
+
+
+def split_cmdline(cmdline):
+    """Return (key, value) pairs; value is None for bare words."""
+    words, word, quoted = [], [], False
+    for char in cmdline:
+        if char == '"':
+            quoted = not quoted
+        elif char.isspace() and not quoted:
+            if word:
+                words.append(''.join(word))
+                word = []
+        else:
+            word.append(char)
+    if word:
+        words.append(''.join(word))
+    pairs = []
+    for word in words:
+        if word == '--':
+            break
+        key, eq, value = word.partition('=')
+        pairs.append((key, value if eq else None))
+    return pairs
+
+
+def size_kb(text):
+    """``1G``/``1GB``/``2M``/``2048k`` -> kB, or None if not a size."""
+    text = (text or '').strip().upper().removesuffix('B')
+    if text and text[-1] in _SIZE_KB and text[:-1].isdigit():
+        return int(text[:-1]) * _SIZE_KB[text[-1]]
+    if text.isdigit():
+        return int(text) // 1024
+    return None
+
+
+def parse_isolcpus(value):
+    """``managed_irq,domain,2-5,8`` -> ([2, 3, 4, 5, 8], [flags])."""
+    items = value.split(',')
+    flags = []
+    while items and items[0] in ISOLCPUS_FLAGS:
+        flags.append(items.pop(0))
+    return parse_cpulist(','.join(items)), flags
+
+
+def _hugepages_count(value):
+    """``16`` or the per-node form ``0:8,1:8`` -> (total, per_node)."""
+    if ':' not in value:
+        return int(value), None
+    per_node = {}
+    for item in value.split(','):
+        node, _, count = item.partition(':')
+        per_node[str(int(node))] = int(count)
+    return sum(per_node.values()), per_node
+
+
+def parse_args(cmdline):
+    """Return the ``kernel.args`` dict of the facts (doc/facts.md)."""
+    args = {'isolcpus': [], 'isolcpus_flags': [], 'nohz_full': [],
+            'hugepages': [], 'default_hugepagesz': None,
+            'hugepagesz': [], 'iommu': {}, 'invalid': []}
+    size = None
+    pending = []
+    for key, value in split_cmdline(cmdline):
+        try:
+            if key == 'isolcpus' and value is not None:
+                args['isolcpus'], args['isolcpus_flags'] = (
+                    parse_isolcpus(value))
+            elif key == 'nohz_full' and value is not None:
+                args['nohz_full'] = parse_cpulist(value)
+            elif key == 'default_hugepagesz' and value is not None:
+                args['default_hugepagesz'] = value
+            elif key == 'hugepagesz' and value is not None:
+                args['hugepagesz'].append(value)
+                size = value
+            elif key == 'hugepages' and value is not None:
+                count, per_node = _hugepages_count(value)
+                entry = {'size': size, 'count': count}
+                if per_node is not None:
+                    entry['per_node'] = per_node
+                args['hugepages'].append(entry)
+                if size is None:
+                    pending.append(entry)
+            elif key in IOMMU_KEYS or key.startswith('iommu.'):
+                args['iommu'][key] = value
+        except ValueError:
+            args['invalid'].append(f'{key}={value}')
+    # hugepages= before any hugepagesz= counts pages of the default size.
+    default = args['default_hugepagesz'] or X86_DEFAULT_HUGEPAGESZ
+    for entry in pending:
+        entry['size'] = default
+    for entry in args['hugepages']:
+        entry['size_kb'] = size_kb(entry['size'])
+    return args
