@@ -1,0 +1,185 @@
+"""Tuned flavors: what a profile wants on a flavor, and getting it there.
+
+A tuned flavor is a copy of a base flavor (same size) whose extra specs are
+the plan's ``extra_specs``. kvmtune only ever removes keys the profile's
+tuners own (the plan's ``owned_extra_specs``); any other key on the flavor
+stays as it is. A flavor kvmtune created carries a description starting
+with ``MARK`` so that ``flavor remove --delete`` never deletes a flavor
+someone else made.
+"""
+
+import dataclasses
+import fnmatch
+import re
+
+from kvmtune.errors import CloudError, InputError
+
+MARK = 'Tuned by kvmtune'
+_MARK_RE = re.compile(re.escape(MARK) + r' \(profile (?P<profile>[^,]+),'
+                      r' from (?P<base>[^)]+)\)')
+
+# Sizes Nova keeps for a flavor's life (only the description may change).
+IMMUTABLE_PROPERTIES = (
+    ('ram', 'ram'),
+    ('vcpus', 'vcpus'),
+    ('disk', 'disk'),
+    ('OS-FLV-EXT-DATA:ephemeral', 'ephemeral'),
+    ('swap', 'swap'),
+    ('rxtx_factor', 'rxtx_factor'),
+    ('os-flavor-access:is_public', 'is_public'),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecDiff:
+    """How a flavor's extra specs must change; the keys are sorted."""
+
+    added: dict
+    changed: dict   # key -> (current, wanted)
+    removed: dict   # key -> current
+
+    @property
+    def empty(self):
+        return not (self.added or self.changed or self.removed)
+
+    def to_set(self):
+        """The keys and values one POST os-extra_specs must carry."""
+        wanted = dict(self.added)
+        wanted.update((k, new) for k, (_, new) in self.changed.items())
+        return dict(sorted(wanted.items()))
+
+    def lines(self):
+        out = [f'+ {k}={v}' for k, v in self.added.items()]
+        out += [f'~ {k}: {old} -> {new}'
+                for k, (old, new) in self.changed.items()]
+        out += [f'- {k} (was {v})' for k, v in self.removed.items()]
+        return out
+
+    def to_dict(self):
+        return {'added': self.added,
+                'changed': {k: {'current': o, 'wanted': n}
+                            for k, (o, n) in self.changed.items()},
+                'removed': self.removed}
+
+
+def is_owned(key, owned):
+    """Whether a tuner owns key; owned entries may be globs (hw:numa_*)."""
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in owned)
+
+
+def diff_extra_specs(current, wanted, owned):
+    """The change from current to wanted, removing only owned keys.
+
+    A key that is wanted is always set; a key present but not wanted is
+    removed only when a tuner of the profile owns it.
+    """
+    current = {k: str(v) for k, v in (current or {}).items()}
+    added, changed, removed = {}, {}, {}
+    for key in sorted(wanted):
+        value = str(wanted[key])
+        if key not in current:
+            added[key] = value
+        elif current[key] != value:
+            changed[key] = (current[key], value)
+    for key in sorted(current):
+        if key not in wanted and is_owned(key, owned):
+            removed[key] = current[key]
+    return SpecDiff(added, changed, removed)
+
+
+def owned_present(current, owned):
+    """The diff that removes every owned key a flavor has (flavor remove)."""
+    return diff_extra_specs(current, {}, owned)
+
+
+def tuned_name(base, profile):
+    return f'{base}.{profile}'
+
+
+def description(profile, base):
+    return f'{MARK} (profile {profile}, from {base}).'
+
+
+def made_by_kvmtune(flavor):
+    """(profile, base) when kvmtune created the flavor, else None."""
+    match = _MARK_RE.match(flavor.get('description') or '')
+    return (match['profile'], match['base']) if match else None
+
+
+def property_differences(flavor, base):
+    """Lines naming each immutable size where flavor and base differ."""
+    diffs = []
+    for field, label in IMMUTABLE_PROPERTIES:
+        have, want = flavor.get(field), base.get(field)
+        if field == 'swap':
+            # Nova returns "" for no swap before 2.75; treat it as 0.
+            have, want = have or 0, want or 0
+        if have != want:
+            diffs.append(f'{label} {have} (base {base["name"]}: {want})')
+    return diffs
+
+
+def create_body(name, base, profile):
+    """The POST /flavors body: the base's sizes under a new name."""
+    body = {'name': name, 'description': description(profile, base['name'])}
+    for field, _ in IMMUTABLE_PROPERTIES:
+        if base.get(field) is not None:
+            body[field] = base[field]
+    body['swap'] = base.get('swap') or 0
+    return {'flavor': body}
+
+
+class Flavors:
+    """The few Nova flavor calls kvmtune makes (all at microversion 2.86).
+
+    At 2.61 and later the flavor list carries each flavor's extra specs, so
+    reading everything kvmtune needs is one GET.
+    """
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+
+    def find(self, name):
+        """The flavor named name (public or private), or None."""
+        body = self.cloud.compute('GET', '/flavors/detail?is_public=none')
+        found = [f for f in body['flavors'] if f['name'] == name]
+        if len(found) > 1:
+            raise CloudError(
+                f'{len(found)} flavors are named {name!r}',
+                source=f'cloud {self.cloud.name}',
+                fix='rename the duplicates so the name is unique')
+        return found[0] if found else None
+
+    def get(self, name):
+        flavor = self.find(name)
+        if flavor is None:
+            raise InputError(f'no flavor named {name!r}',
+                             source=f'cloud {self.cloud.name}',
+                             fix='give an existing flavor name')
+        return flavor
+
+    def create(self, name, base, profile):
+        body = create_body(name, base, profile)
+        return self.cloud.compute('POST', '/flavors', body)['flavor']
+
+    def set_extra_specs(self, flavor_id, specs):
+        self.cloud.compute('POST', f'/flavors/{flavor_id}/os-extra_specs',
+                           {'extra_specs': specs})
+
+    def unset_extra_spec(self, flavor_id, key):
+        from urllib.parse import quote
+
+        self.cloud.compute(
+            'DELETE',
+            f'/flavors/{flavor_id}/os-extra_specs/{quote(key, safe=":")}')
+
+    def delete(self, flavor_id):
+        self.cloud.compute('DELETE', f'/flavors/{flavor_id}')
+
+    def change(self, flavor_id, diff):
+        """Apply a SpecDiff: one POST for added/changed, a DELETE per key."""
+        to_set = diff.to_set()
+        if to_set:
+            self.set_extra_specs(flavor_id, to_set)
+        for key in diff.removed:
+            self.unset_extra_spec(flavor_id, key)

@@ -1,0 +1,45 @@
+"""Show how a flavor differs from what a profile wants (read-only).
+
+    kvmtune flavor diff --os-cloud kvmtune-admin \\
+        --profile pinned-hugepages-ept \\
+        --name m1.small.pinned-hugepages-ept [--root DIR | --facts FILE]
+
+Prints the extra specs `kvmtune flavor apply` would add (+), change (~) or
+remove (-), and exits 0 when the flavor already matches, 3 when it does
+not (handy in scripts). Only GET requests are sent.
+"""
+
+DIFFERS = 3
+
+
+def add_arguments(parser):
+    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
+                        help='Cloud name in clouds.yaml.')
+    parser.add_argument('--profile', required=True,
+                        help='Tuning profile name (kvmtune profile list).')
+    parser.add_argument('--name', required=True,
+                        help='Flavor to compare.')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='Plan for the host captured under DIR.')
+    source.add_argument('--facts', metavar='FILE',
+                        help='Plan for the host described by a facts JSON.')
+
+
+def run(args):
+    from kvmtune.cloud import flavors as tuned
+    from kvmtune.cloud import planning
+    from kvmtune.cloud.connection import Cloud
+
+    plan = planning.plan_for(args)
+    cloud = Cloud.connect(args.os_cloud)
+    flavor = tuned.Flavors(cloud).get(args.name)
+    diff = tuned.diff_extra_specs(flavor.get('extra_specs'),
+                                  plan.extra_specs, plan.owned_extra_specs)
+    if diff.empty:
+        print(f'flavor {args.name}: matches profile {plan.profile}')
+        return 0
+    print(f'flavor {args.name}: differs from profile {plan.profile}')
+    for line in diff.lines():
+        print(f'  {line}')
+    return DIFFERS

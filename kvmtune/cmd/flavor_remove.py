@@ -1,0 +1,80 @@
+"""Remove a profile's extra specs from a flavor, or delete its tuned flavor.
+
+    kvmtune flavor remove --os-cloud kvmtune-admin \\
+        --profile pinned-hugepages-ept \\
+        --name m1.small.pinned-hugepages-ept [--delete] [--dry-run]
+
+Without --delete, removes the extra-spec keys the profile's tuners own
+(whatever their value) and leaves every other key. With --delete, deletes
+the flavor, but only one kvmtune created for this profile (its description
+says so); any other flavor is refused. A second run changes nothing and
+sends no write request.
+"""
+
+from kvmtune.errors import InputError
+
+
+def add_arguments(parser):
+    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
+                        help='Cloud name in clouds.yaml (an admin one).')
+    parser.add_argument('--profile', required=True,
+                        help='Tuning profile name (kvmtune profile list).')
+    parser.add_argument('--name', required=True, help='The tuned flavor.')
+    parser.add_argument('--delete', action='store_true',
+                        help='Delete the flavor (only one kvmtune made).')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='Plan for the host captured under DIR.')
+    source.add_argument('--facts', metavar='FILE',
+                        help='Plan for the host described by a facts JSON.')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='Show the change, send no write request.')
+
+
+def run(args):
+    from kvmtune.cloud import flavors as tuned
+    from kvmtune.cloud import planning
+    from kvmtune.cloud.connection import Cloud
+
+    cloud = Cloud.connect(args.os_cloud)
+    flavors = tuned.Flavors(cloud)
+    if args.delete:
+        _delete(flavors, args)
+    else:
+        plan = planning.plan_for(args)
+        flavor = flavors.get(args.name)
+        diff = tuned.owned_present(flavor.get('extra_specs'),
+                                   plan.owned_extra_specs)
+        for line in diff.lines():
+            print(f'  {line}')
+        if diff.empty:
+            print(f'flavor {args.name}: has no key of profile '
+                  f'{plan.profile}, nothing to change')
+        elif not args.dry_run:
+            flavors.change(flavor['id'], diff)
+            print(f'flavor {args.name}: removed {len(diff.removed)} keys')
+    if args.dry_run:
+        print('dry run: nothing written')
+    print(f'cloud {cloud.name}: {cloud.requests.summary()}')
+    return 0
+
+
+def _delete(flavors, args):
+    from kvmtune.cloud import flavors as tuned
+
+    flavor = flavors.find(args.name)
+    if flavor is None:
+        print(f'flavor {args.name}: does not exist, nothing to delete')
+        return
+    made = tuned.made_by_kvmtune(flavor)
+    if made is None or made[0] != args.profile:
+        raise InputError(
+            f'flavor {args.name} was not created by kvmtune for profile '
+            f'{args.profile}; refusing to delete it',
+            source=f'cloud {flavors.cloud.name}', key='--delete',
+            fix='remove only the profile\'s keys (drop --delete)')
+    if args.dry_run:
+        print(f'flavor {args.name}: would be deleted')
+        return
+    flavors.delete(flavor['id'])
+    print(f'flavor {args.name}: deleted')

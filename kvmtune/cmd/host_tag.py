@@ -1,0 +1,68 @@
+"""Set kvmtune's traits on the compute node's resource provider.
+
+    kvmtune host tag --os-cloud kvmtune-admin [--hypervisor NAME] \\
+        [--facts FILE | --root DIR] [--dry-run]
+
+Placement knows nothing of EPT/NPT, nested guests, 1G pages or vhost-net,
+so kvmtune reports them as CUSTOM_KVMTUNE_* traits computed from the host
+facts (this host, a captured tree or a facts JSON). A flavor can then ask
+for them (trait:CUSTOM_KVMTUNE_EPT=required) and the scheduler places it
+only where they hold.
+
+The compute node is the one named --hypervisor, else the one named like
+this host (or the host in --facts), else the only compute node there is.
+Missing traits are created; the provider keeps every trait that is not
+kvmtune's; a capability the host lost takes only its own trait away. A
+second run finds nothing to change and sends no write request.
+"""
+
+import socket
+
+
+def add_arguments(parser):
+    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
+                        help='Cloud name in clouds.yaml (an admin one).')
+    parser.add_argument('--hypervisor', metavar='NAME',
+                        help='Hypervisor hostname of the compute node '
+                             '(default: this host\'s name).')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='Facts of the host captured under DIR.')
+    source.add_argument('--facts', metavar='FILE',
+                        help='Facts JSON of the host.')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='Show the change, send no write request.')
+
+
+def run(args):
+    from kvmtune import facts as host_facts
+    from kvmtune import traits
+    from kvmtune.cloud import placement
+    from kvmtune.cloud.connection import Cloud
+
+    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
+    wanted = traits.from_facts(facts)
+    name = args.hypervisor or facts.get('hostname') or socket.gethostname()
+
+    cloud = Cloud.connect(args.os_cloud)
+    api = placement.Placement(cloud)
+    (hostname, uuid), note = placement.pick_compute_node(
+        api.compute_nodes(), name, explicit=bool(args.hypervisor))
+    if note:
+        print(f'host tag: {note}')
+    print(f'compute node {hostname} (resource provider {uuid}): '
+          f'kvmtune traits from {facts.get("source")}: '
+          f'{", ".join(sorted(wanted)) or "none"}')
+    change = api.set_traits(uuid, wanted, traits.KVMTUNE_TRAITS,
+                            dry_run=args.dry_run)
+    for line in change.lines():
+        print(f'  {line}')
+    if change.empty:
+        print(f'compute node {hostname}: traits already match, '
+              'nothing to change')
+    elif args.dry_run:
+        print('dry run: nothing written')
+    else:
+        print(f'compute node {hostname}: traits updated')
+    print(f'cloud {cloud.name}: {cloud.requests.summary()}')
+    return 0

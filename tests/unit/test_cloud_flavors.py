@@ -1,0 +1,90 @@
+"""The pure logic of tuned flavors: diffs, names, marks and sizes."""
+
+from kvmtune.cloud import flavors
+
+OWNED = ('hw:cpu_policy', 'hw:cpu_thread_policy', 'hw:mem_page_size',
+         'trait:CUSTOM_KVMTUNE_EPT', 'hw:numa_*')
+
+BASE = {'name': 'm1.small', 'ram': 2048, 'vcpus': 1, 'disk': 20,
+        'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': 0, 'rxtx_factor': 1.0,
+        'os-flavor-access:is_public': True, 'id': 'b-1',
+        'extra_specs': {'quota:disk_read_bytes_sec': '1000'}}
+
+
+def test_diff_new_flavor_adds_every_wanted_key():
+    diff = flavors.diff_extra_specs(
+        {}, {'hw:mem_page_size': 'large', 'hw:cpu_policy': 'dedicated'},
+        OWNED)
+    assert diff.added == {'hw:cpu_policy': 'dedicated',
+                          'hw:mem_page_size': 'large'}
+    assert not diff.changed and not diff.removed
+    assert diff.lines() == ['+ hw:cpu_policy=dedicated',
+                            '+ hw:mem_page_size=large']
+
+
+def test_diff_changes_owned_and_keeps_foreign_keys():
+    current = {'hw:cpu_policy': 'shared', 'hw:cpu_thread_policy': 'prefer',
+               'hw:numa_nodes': '2', 'quota:cpu_shares': '10',
+               'hw:watchdog_action': 'reset'}
+    wanted = {'hw:cpu_policy': 'dedicated'}
+    diff = flavors.diff_extra_specs(current, wanted, OWNED)
+    assert diff.changed == {'hw:cpu_policy': ('shared', 'dedicated')}
+    # Owned by a tuner (exact name or glob) and no longer wanted: removed.
+    assert diff.removed == {'hw:cpu_thread_policy': 'prefer',
+                            'hw:numa_nodes': '2'}
+    # Keys no tuner of the profile owns are never touched.
+    assert 'quota:cpu_shares' not in diff.removed
+    assert 'hw:watchdog_action' not in diff.removed
+    assert diff.to_set() == {'hw:cpu_policy': 'dedicated'}
+    assert diff.lines() == ['~ hw:cpu_policy: shared -> dedicated',
+                            '- hw:cpu_thread_policy (was prefer)',
+                            '- hw:numa_nodes (was 2)']
+
+
+def test_diff_is_empty_when_flavor_matches():
+    current = {'hw:cpu_policy': 'dedicated', 'quota:cpu_shares': '10'}
+    diff = flavors.diff_extra_specs(current, {'hw:cpu_policy': 'dedicated'},
+                                    OWNED)
+    assert diff.empty
+    assert diff.lines() == []
+
+
+def test_diff_compares_values_as_nova_stores_them():
+    diff = flavors.diff_extra_specs({'hw:numa_nodes': '1'},
+                                    {'hw:numa_nodes': 1}, OWNED)
+    assert diff.empty
+
+
+def test_owned_present_removes_only_owned_keys():
+    diff = flavors.owned_present(
+        {'hw:cpu_policy': 'dedicated', 'trait:CUSTOM_KVMTUNE_EPT':
+         'required', 'trait:CUSTOM_OTHER': 'required'}, OWNED)
+    assert diff.removed == {'hw:cpu_policy': 'dedicated',
+                            'trait:CUSTOM_KVMTUNE_EPT': 'required'}
+    assert not diff.added and not diff.changed
+
+
+def test_mark_round_trip_and_foreign_flavor():
+    flavor = {'description': flavors.description('pinned', 'm1.small')}
+    assert flavors.made_by_kvmtune(flavor) == ('pinned', 'm1.small')
+    assert flavors.made_by_kvmtune({'description': None}) is None
+    assert flavors.made_by_kvmtune(
+        {'description': 'made by hand, says Tuned by kvmtune'}) is None
+
+
+def test_create_body_copies_the_base_sizes():
+    body = flavors.create_body('m1.small.pinned', BASE, 'pinned')['flavor']
+    assert body['name'] == 'm1.small.pinned'
+    for field in ('ram', 'vcpus', 'disk', 'OS-FLV-EXT-DATA:ephemeral',
+                  'swap', 'rxtx_factor', 'os-flavor-access:is_public'):
+        assert body[field] == BASE[field]
+    assert 'id' not in body and 'extra_specs' not in body
+    assert flavors.made_by_kvmtune(body) == ('pinned', 'm1.small')
+
+
+def test_property_differences_name_each_size():
+    same = dict(BASE, name='m1.small.pinned', swap='')
+    assert flavors.property_differences(same, BASE) == []
+    bigger = dict(BASE, name='x', ram=4096, vcpus=2)
+    assert flavors.property_differences(bigger, BASE) == [
+        'ram 4096 (base m1.small: 2048)', 'vcpus 2 (base m1.small: 1)']
