@@ -13,7 +13,7 @@ COMMANDS = {
     'libvirt': ['libvirtd', '--version'],
     'qemu': ['qemu-system-x86_64', '--version'],
 }
-# "libvirtd (libvirt) 9.0.0", "QEMU emulator version 7.2.19 (Debian ...)"
+# "libvirtd (libvirt) 9.0.0", "QEMU emulator version 7.2.19 (Debian)"
 _VERSION = re.compile(r'\b(\d+\.\d+(?:\.\d+)?)\b')
 TIMEOUT = 10
 # libvirtd lives in sbin, which a non-root PATH often lacks.
@@ -26,8 +26,8 @@ def _version(argv):
     if binary is None:
         return None
     try:
-        out = subprocess.run([binary, *argv[1:]], capture_output=True, text=True,
-                             timeout=TIMEOUT, check=False).stdout
+        out = subprocess.run([binary, *argv[1:]], capture_output=True,
+                             text=True, timeout=TIMEOUT, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     first_line = out.splitlines()[0] if out else ''
