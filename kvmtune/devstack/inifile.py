@@ -1,0 +1,86 @@
+"""Read and edit single options of an INI file such as nova.conf.
+
+Only what undoing kvmtune's own nova.conf changes needs: read an option's
+values (a multi-valued option is repeated lines), set them back, or delete
+the option. Comments and every other line stay as they are; writes are
+atomic.
+"""
+
+import os
+import re
+import tempfile
+
+_HEADER = re.compile(r'^\[(?P<name>[^\]]+)\]\s*$')
+
+
+def _option_re(option):
+    return re.compile(r'^' + re.escape(option) + r'\s*=\s*(?P<value>.*)$')
+
+
+def _read_lines(path):
+    with open(path) as handle:
+        return handle.read().splitlines()
+
+
+def _locate(lines, section, option):
+    """Indexes of the option's lines in the section, and the header's."""
+    pattern = _option_re(option)
+    current = None
+    header = None
+    found = []
+    for index, line in enumerate(lines):
+        match = _HEADER.match(line)
+        if match:
+            current = match.group('name')
+            if current == section and header is None:
+                header = index
+            continue
+        if current == section and pattern.match(line):
+            found.append(index)
+    return header, found
+
+
+def get(path, section, option):
+    """The option's values in order, or None when it is not set."""
+    lines = _read_lines(path)
+    _, found = _locate(lines, section, option)
+    if not found:
+        return None
+    pattern = _option_re(option)
+    return [pattern.match(lines[i]).group('value').strip() for i in found]
+
+
+def put(path, section, option, values):
+    """Make the option have exactly ``values``; None deletes it."""
+    lines = _read_lines(path)
+    header, found = _locate(lines, section, option)
+    new = [f'{option} = {value}' for value in (values or [])]
+    if found:
+        at = found[0]
+        lines = [line for i, line in enumerate(lines) if i not in found]
+        lines[at:at] = new
+    elif new:
+        if header is None:
+            lines += ['', f'[{section}]']
+            header = len(lines) - 1
+        lines[header + 1:header + 1] = new
+    write_atomic(path, ''.join(line + '\n' for line in lines))
+
+
+def write_atomic(path, text, mode=None):
+    """Replace ``path`` with ``text`` through a temporary file + rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.kvmtune-')
+    try:
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

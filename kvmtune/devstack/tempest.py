@@ -1,0 +1,50 @@
+"""test-config: the [kvmtune] options for tempest.conf.
+
+``extra`` leaves what it made in ``<state dir>/found.json``; this turns it
+into ``option value`` lines that plugin.sh writes with DevStack's iniset
+(the names are recorded so that clean can inidelete them). The options
+are the Tempest plugin's (kvmtune/tempest_plugin/config.py).
+"""
+
+import json
+import os
+
+from kvmtune.devstack import inifile
+from kvmtune.errors import InputError
+
+FOUND_FILE = 'found.json'
+
+
+def save_found(state_dir, found):
+    os.makedirs(state_dir, exist_ok=True)
+    inifile.write_atomic(os.path.join(state_dir, FOUND_FILE),
+                         json.dumps(found, indent=2, sort_keys=True) + '\n')
+
+
+def load_found(state_dir):
+    path = os.path.join(state_dir, FOUND_FILE)
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InputError('does not exist', source=path,
+                         fix='run the stack extra phase first')
+
+
+def options(found):
+    """[(option, value)] in the Tempest plugin's formats."""
+    lines = [
+        ('flavors', ','.join(f'{profile}:{name}' for profile, name
+                             in sorted(found['flavors'].items()))),
+        ('traits_tagged', str(bool(found['traits_tagged']))),
+        ('host_traits', ','.join(found['host_traits'])),
+    ]
+    if found.get('benchmark_image'):
+        lines.append(('benchmark_image', found['benchmark_image']))
+    return lines
+
+
+def remove_found(state_dir):
+    path = os.path.join(state_dir, FOUND_FILE)
+    if os.path.exists(path):
+        os.unlink(path)
