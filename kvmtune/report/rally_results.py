@@ -1,0 +1,118 @@
+"""Read kvmtune scaling sweeps out of a Rally task result file.
+
+Two formats are accepted: ``rally task report --json`` (a dict with
+``tasks`` → ``subtasks`` → ``workloads`` → ``data``) and the older
+``rally task results`` (a list of ``{"key": ..., "result": [...]}``).
+"""
+
+import collections
+import dataclasses
+import json
+
+from kvmtune.errors import InputError
+from kvmtune.report import vmtable
+
+SCENARIOS = ('KvmTune.disk_scaling', 'KvmTune.network_scaling')
+
+
+@dataclasses.dataclass
+class Sweep:
+    """One flavor's run of one workload over several VM counts."""
+
+    scenario: str
+    flavor: str
+    workload: str
+    # VM count -> list of iterations, each a list of client row dicts
+    points: dict = dataclasses.field(
+        default_factory=lambda: collections.defaultdict(list))
+    # one line per iteration that failed before leaving a table
+    iteration_errors: list = dataclasses.field(default_factory=list)
+    sla: list = dataclasses.field(default_factory=list)
+
+    @property
+    def emulated(self):
+        return any(r.get('emulated') for its in self.points.values()
+                   for rows in its for r in rows)
+
+    @property
+    def failures(self):
+        """(VM count, row) of every guest that returned no valid result."""
+        return [(n, r) for n, its in sorted(self.points.items())
+                for rows in its for r in rows if r['status'] != vmtable.OK]
+
+
+def _name(value):
+    """A flavor/image argument as the task wrote it ({"name": X} or X)."""
+    if isinstance(value, dict):
+        return str(value.get('name') or value.get('regex') or value)
+    return str(value)
+
+
+def _workloads_new(doc):
+    for task in doc.get('tasks') or []:
+        for subtask in task.get('subtasks') or []:
+            for wl in subtask.get('workloads') or []:
+                (name, args), = (wl.get('scenario') or {'?': {}}).items()
+                yield (name, args or {}, wl.get('data') or [],
+                       (wl.get('sla_results') or {}).get('sla') or [])
+
+
+def _workloads_old(doc):
+    for item in doc:
+        key = item['key']
+        yield (key['name'], (key.get('kw') or {}).get('args') or {},
+               item.get('result') or [], item.get('sla') or [])
+
+
+def _error_line(error):
+    # Rally stores [type, message, traceback]
+    return ': '.join(str(e) for e in (error or [])[:2]) or 'unknown error'
+
+
+def sweeps_from(doc, source='<input>'):
+    """Sweeps found in a parsed Rally result document, in task order."""
+    if isinstance(doc, dict) and 'tasks' in doc:
+        workloads = _workloads_new(doc)
+    elif isinstance(doc, list) and all(
+            isinstance(i, dict) and 'key' in i for i in doc):
+        workloads = _workloads_old(doc)
+    else:
+        raise InputError(
+            'not a Rally task result (neither `rally task report --json` '
+            'nor `rally task results` output)', source=source,
+            fix='pass the JSON file Rally wrote for the task')
+    sweeps = []
+    try:
+        for name, args, data, sla in workloads:
+            if name not in SCENARIOS:
+                continue
+            sweep = Sweep(name, _name(args.get('flavor')),
+                          str(args.get('workload')), sla=sla)
+            for it in data:
+                rows = vmtable.rows_as_dicts(it.get('output'))
+                if rows is None:
+                    sweep.iteration_errors.append(_error_line(it['error']))
+                    continue
+                cl = vmtable.clients(rows)
+                sweep.points[len(cl)].append(cl)
+            sweeps.append(sweep)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f'malformed Rally task result ({exc!r})',
+                         source=source) from None
+    if not sweeps:
+        raise InputError('holds no KvmTune scaling workload',
+                         source=source,
+                         fix='run rally_scenarios/tasks/*.yaml first')
+    return sweeps
+
+
+def load(path):
+    """Sweeps from a Rally result file; InputError when it is not one."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), source=path) from None
+    except ValueError as exc:
+        raise InputError(f'not JSON ({exc})', source=path) from None
+    return sweeps_from(doc, source=path)

@@ -1,0 +1,72 @@
+"""Disk scaling: the same fio job on 1..N guests of one host at once."""
+
+import time
+
+from rally.common import validation
+from rally.task import types
+
+from rally_openstack.common import consts
+from rally_openstack.task import scenario
+
+from kvmtune.report import guests
+from rally_scenarios.scenarios.kvmtune import utils
+
+
+@types.convert(image={"type": "glance_image"},
+               flavor={"type": "nova_flavor"})
+@validation.add("image_valid_on_flavor", flavor_param="flavor",
+                image_param="image", fail_on_404_image=False)
+@validation.add("number", param_name="runtime", minval=1, integer_only=True)
+@validation.add("required_services", services=[consts.Service.NOVA])
+@validation.add("required_platform", platform="openstack", users=True)
+@scenario.configure(context={"cleanup@openstack": ["nova"]},
+                    name="KvmTune.disk_scaling", platform="openstack")
+class DiskScaling(utils.KvmTuneScenario):
+
+    _chart_metrics = (("iops", "IOPS"), ("bw_MiB_s", "MiB/s"),
+                      ("lat_mean_us", "mean latency (us)"))
+
+    def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
+            target="/dev/vdb", runtime=10, params=None, start_margin=45,
+            start_margin_per_vm=20, result_timeout=180, host=None,
+            nics=None):
+        """Boot N guests on one host; each runs a fio job on its data disk.
+
+        Iteration i boots vm_counts[i] guests (so a task sweeps the list
+        with times = len(vm_counts)), all started by one common start_at.
+        Every guest benchmarks its flavor's ephemeral disk, named in the
+        job, never the boot disk. Per-VM results go to the output table
+        read by the kvmtune_scaling SLA and `kvmtune report`.
+
+        :param flavor: benchmark flavor (with an ephemeral disk)
+        :param image: the kvmtune benchmark image
+        :param vm_counts: guests per iteration, e.g. [1, 2, 3]
+        :param workload: workload name from etc/kvmtune/workloads
+        :param target: device of the data disk inside the guest
+        :param runtime: seconds the workload runs
+        :param params: workload parameters passed to the guest unchanged
+        :param start_margin: seconds from now to start_at for one guest
+        :param start_margin_per_vm: extra seconds per guest booted at once
+        :param result_timeout: seconds after start_at + runtime to wait for
+            every guest's status line on its console
+        :param host: admin only: boot on this compute host
+            (availability_zone nova:HOST) instead of an affinity group
+        :param nics: NICs for novaclient; default: the context's network,
+            else none
+        """
+        vms = self._vm_count(vm_counts)
+        self._require_data_disk(flavor, target)
+        with self._guest_batch(host) as (created, placement):
+            start = guests.start_at(time.time(), vms, start_margin,
+                                    start_margin_per_vm)
+            job = guests.job(workload, start, runtime, target=target,
+                             params=params)
+            self._create_guests(image, flavor, [job] * vms, placement,
+                                self._nics(nics), created)
+            active = self._wait_active(created)
+            logs = self._wait_results(active,
+                                      start + runtime + result_timeout)
+            rows = [guests.row(logs[s.id], s.id, "client", workload)
+                    for s in active]
+            self._add_charts(rows)
+        self._fail_on_bad_guests(rows)

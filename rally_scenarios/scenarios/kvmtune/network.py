@@ -1,0 +1,90 @@
+"""Network scaling: N client guests against one server guest, one host."""
+
+import time
+
+from rally.common import validation
+from rally import exceptions
+from rally.task import types
+
+from rally_openstack.common import consts
+from rally_openstack.task import scenario
+
+from kvmtune.report import guests
+from rally_scenarios.scenarios.kvmtune import utils
+
+
+@types.convert(image={"type": "glance_image"},
+               flavor={"type": "nova_flavor"})
+@validation.add("image_valid_on_flavor", flavor_param="flavor",
+                image_param="image", fail_on_404_image=False)
+@validation.add("number", param_name="runtime", minval=1, integer_only=True)
+@validation.add("required_services", services=[consts.Service.NOVA,
+                                               consts.Service.NEUTRON])
+@validation.add("required_platform", platform="openstack", users=True)
+@scenario.configure(context={"cleanup@openstack": ["nova"]},
+                    name="KvmTune.network_scaling", platform="openstack")
+class NetworkScaling(utils.KvmTuneScenario):
+
+    _chart_metrics = (("gbit_s", "Gbit/s"), ("tps", "transactions/s"))
+
+    def _address(self, server):
+        """The server guest's first fixed address, from the Nova API."""
+        for addresses in (server.addresses or {}).values():
+            for a in addresses:
+                if a.get("OS-EXT-IPS:type", "fixed") == "fixed":
+                    return a["addr"]
+        raise exceptions.RallyException(
+            f"server guest {server.id} has no fixed address: the network "
+            "scenario needs a tenant network (network@openstack context or "
+            "the nics argument)")
+
+    def run(self, flavor, image, vm_counts, workload="iperf3-tcp",
+            runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
+            result_timeout=180, host=None, nics=None):
+        """Boot a server guest, then N clients that load it at once.
+
+        The server guest (role server, hold) serves until it is deleted;
+        iteration i boots vm_counts[i] clients on the same host and network,
+        each given the server's address (read from the Nova API) as peer and
+        one common start_at. Per-client results go to the output table read
+        by the kvmtune_scaling SLA and `kvmtune report`.
+
+        :param flavor: benchmark flavor
+        :param image: the kvmtune benchmark image
+        :param vm_counts: clients per iteration, e.g. [1, 2, 3]
+        :param workload: workload name from etc/kvmtune/workloads
+        :param runtime: seconds each client runs
+        :param params: workload parameters passed to the guests unchanged
+        :param start_margin: seconds from now to start_at for one client
+        :param start_margin_per_vm: extra seconds per client booted at once
+        :param result_timeout: seconds after start_at + runtime to wait for
+            every client's status line on its console
+        :param host: admin only: boot on this compute host
+        :param nics: NICs for novaclient; default: the context's network
+        """
+        vms = self._vm_count(vm_counts)
+        nics = self._nics(nics)
+        if not isinstance(nics, list):
+            raise exceptions.InvalidArgumentsException(
+                "the network scenario needs a network: add the "
+                "network@openstack context or pass nics")
+        with self._guest_batch(host) as (created, placement):
+            serve = guests.job(workload, time.time(), runtime,
+                               role="server", hold=True, params=params)
+            self._create_guests(image, flavor, [serve], placement, nics,
+                                created)
+            server, = self._wait_active(created)
+            peer = self._address(server)
+            start = guests.start_at(time.time(), vms, start_margin,
+                                    start_margin_per_vm)
+            job = guests.job(workload, start, runtime, peer=peer,
+                             params=params)
+            self._create_guests(image, flavor, [job] * vms, placement, nics,
+                                created)
+            clients = self._wait_active(created[1:])
+            logs = self._wait_results(clients,
+                                      start + runtime + result_timeout)
+            rows = [guests.row(logs[s.id], s.id, "client", workload)
+                    for s in clients]
+            self._add_charts(rows)
+        self._fail_on_bad_guests(rows)

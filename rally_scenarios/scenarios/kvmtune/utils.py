@@ -1,0 +1,182 @@
+"""Shared steps of the kvmtune scaling scenarios.
+
+One iteration boots a batch of benchmark guests on one host, each with
+its job on the config drive, waits for every guest to print its verdict on
+the serial console, and turns the verdicts into output charts and the
+per-VM table the SLA and ``kvmtune report`` read. Nothing is reached
+inside the guests: no SSH, floating IP or agent.
+"""
+
+import contextlib
+import time
+
+from rally.common import cfg
+from rally.common import logging
+from rally import exceptions
+from rally.task import atomic
+from rally.task import utils
+
+from rally_openstack.task.scenarios.nova import utils as nova_utils
+
+from kvmtune.report import guests
+from kvmtune.report import vmtable
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+CONSOLE_POLL_INTERVAL = 5
+
+
+class GuestResultsMissing(exceptions.RallyException):
+    error_code = 720
+    msg_fmt = "%(count)s of %(total)s guests gave no valid result: %(which)s"
+
+
+class KvmTuneScenario(nova_utils.NovaScenario):
+    """Boot benchmark guests together and read their results."""
+
+    def _vm_count(self, vm_counts):
+        """The sweep step of this iteration: iteration i runs vm_counts[i]."""
+        return vm_counts[(self.context["iteration"] - 1) % len(vm_counts)]
+
+    def _require_data_disk(self, flavor_id, target):
+        """Refuse a flavor without ephemeral disk: the boot disk is never
+        benchmarked (writes would destroy it, reads can skip real I/O)."""
+        flavor = self.clients("nova").flavors.get(flavor_id)
+        if not getattr(flavor, "OS-FLV-EXT-DATA:ephemeral", 0):
+            raise exceptions.InvalidArgumentsException(
+                f"flavor {flavor.name} has no ephemeral disk for {target}: "
+                "give the benchmark flavor one (openstack flavor create "
+                "--ephemeral 1 ...), the boot disk is never benchmarked")
+
+    def _nics(self, nics):
+        """NICs as asked, else the context's networks, else none at all."""
+        if nics:
+            return nics
+        networks = self.context.get("tenant", {}).get("networks")
+        if networks:
+            return [{"net-id": networks[0]["id"]}]
+        version = self.clients("nova").api_version
+        return "none" if version.ver_minor >= 37 else None
+
+    def _affinity_group(self):
+        """A server group keeping the batch on one host (as a user)."""
+        if self.clients("nova").api_version.ver_minor >= 64:
+            return self._create_server_group(policy="affinity")
+        return self._create_server_group(policies=["affinity"])
+
+    def _placement(self, host, group):
+        """Where the batch goes: an admin's "nova:HOST" or the group."""
+        if host:
+            return {"availability_zone": f"nova:{host}"}
+        return {"scheduler_hints": {"group": group.id}}
+
+    def _create_guests(self, image, flavor, jobs, placement, nics, created):
+        """Create one server per job without waiting, so they boot together.
+
+        ``created`` receives each server as soon as Nova returns it, so the
+        caller can delete them even if a later create fails.
+        """
+        prefix = self.generate_random_name()
+        with atomic.ActionTimer(self, "kvmtune.create_servers"):
+            for i, user_data in enumerate(jobs):
+                kwargs = dict(placement, userdata=user_data,
+                              config_drive=True)
+                if nics is not None:
+                    kwargs["nics"] = nics
+                created.append(self.clients("nova").servers.create(
+                    f"{prefix}_{i}", image, flavor, **kwargs))
+
+    @atomic.action_timer("kvmtune.wait_active")
+    def _wait_active(self, servers):
+        self.sleep_between(CONF.openstack.nova_server_boot_prepoll_delay)
+        return [utils.wait_for_status(
+            server, ready_statuses=["ACTIVE"],
+            update_resource=utils.get_from_manager(),
+            timeout=CONF.openstack.nova_server_boot_timeout,
+            check_interval=CONF.openstack.nova_server_boot_poll_interval)
+            for server in servers]
+
+    @atomic.action_timer("kvmtune.wait_results")
+    def _wait_results(self, servers, deadline):
+        """Console log of each server once it printed its KVMTUNE-STATUS
+        line, or the last log seen when the deadline passes."""
+        logs, pending = {}, list(servers)
+        while pending:
+            for server in list(pending):
+                logs[server.id] = self.clients(
+                    "nova").servers.get_console_output(server)
+                if guests.status(logs[server.id], server.id):
+                    pending.remove(server)
+            if not pending or time.time() >= deadline:
+                break
+            self.sleep_between(CONSOLE_POLL_INTERVAL)
+        return logs
+
+    @atomic.action_timer("kvmtune.delete_servers")
+    def _delete_guests(self, servers, group):
+        for server in servers:
+            server.delete()
+        for server in servers:
+            utils.wait_for_status(
+                server, ready_statuses=["deleted"], check_deletion=True,
+                update_resource=utils.get_from_manager(),
+                timeout=CONF.openstack.nova_server_delete_timeout,
+                check_interval=CONF.openstack.nova_server_delete_poll_interval)
+        if group is not None:
+            self.clients("nova").server_groups.delete(group.id)
+
+    @contextlib.contextmanager
+    def _guest_batch(self, host):
+        """Yield (created servers list, placement kwargs); on the way out
+        delete every server put in the list and the affinity group, also
+        when a boot or a wait failed half way."""
+        created, group = [], None
+        try:
+            if not host:
+                group = self._affinity_group()
+            yield created, self._placement(host, group)
+        finally:
+            self._delete_guests(created, group)
+
+    def _add_charts(self, rows):
+        """Rally output of one iteration: trends across the sweep's steps
+        (additive, one point per iteration) and this step's guests."""
+        cl = vmtable.clients(rows)
+        ok = [r for r in cl if r["status"] == vmtable.OK]
+        emulated = any(r["emulated"] for r in ok)
+        tag = " (emulated: QEMU TCG)" if emulated else ""
+        axis = "Sweep step (iteration)"
+        for key, unit in self._chart_metrics:
+            values = [r[key] for r in ok if r.get(key) is not None]
+            mean = sum(values) / len(values) if values else 0.0
+            self.add_output(additive={
+                "title": f"{unit} by VM count{tag}",
+                "description": f"Per-VM mean and aggregate {unit} at "
+                               f"{len(cl)} VMs; 0 means no valid guest",
+                "chart_plugin": "Lines", "axis_label": axis, "label": unit,
+                "data": [[f"per-VM {unit}", mean],
+                         [f"aggregate {unit}", sum(values)]]})
+            self.add_output(complete={
+                "title": f"{unit} per VM at {len(cl)} VMs{tag}",
+                "chart_plugin": "StackedArea", "axis_label": "VM",
+                "label": unit,
+                "data": [[f"{unit}",
+                          [[i, r.get(key) or 0.0]
+                           for i, r in enumerate(cl, 1)]]]})
+        self.add_output(additive={
+            "title": "Guests with a valid result",
+            "chart_plugin": "StackedArea", "axis_label": axis,
+            "label": "guests",
+            "data": [["valid", len(ok)], ["no valid result",
+                                          len(cl) - len(ok)]]})
+        self.add_output(complete=vmtable.table_output(rows, emulated))
+
+    def _fail_on_bad_guests(self, rows):
+        bad = [r for r in vmtable.clients(rows)
+               if r["status"] != vmtable.OK]
+        if bad:
+            raise GuestResultsMissing(
+                count=len(bad), total=len(vmtable.clients(rows)),
+                which="; ".join(f"{r['instance']}: {r['status']}: "
+                                f"{r['reason']}" for r in bad))
