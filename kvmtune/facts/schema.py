@@ -99,13 +99,13 @@ def problems(value, spec=FACTS, key=''):
             yield key, f'{_short(value)} is not one of {allowed}'
     elif isinstance(spec, list):
         if not _is(value, list):
-            yield key, f'expected {_TYPE_NAMES[list]}'
+            yield key, f'expected {_TYPE_NAMES[list]}, got {_short(value)}'
             return
         for index, item in enumerate(value):
             yield from problems(item, spec[0], f'{key}[{index}]')
     elif isinstance(spec, (dict, MapOf)):
         if not _is(value, dict):
-            yield key, f'expected {_TYPE_NAMES[dict]}'
+            yield key, f'expected {_TYPE_NAMES[dict]}, got {_short(value)}'
             return
         if isinstance(spec, MapOf):
             for name, item in value.items():

@@ -1,0 +1,90 @@
+"""host capture on this machine: the tree must give the live facts."""
+
+import json
+import os
+
+import pytest
+
+from kvmtune import cli
+from kvmtune import facts as host_facts
+from kvmtune.facts import capture
+
+# Facts the kernel changes while we look: this machine's node 0 grows as
+# memory is initialised lazily (deferred_init=lazy, virtio-mem), so a second
+# read of the live host may differ there and only there.
+MOVING = (('numa', 'nodes'), ('memory',))
+
+
+def without(facts, *paths):
+    facts = json.loads(json.dumps(facts))
+    for path in paths:
+        parent = facts
+        for key in path[:-1]:
+            parent = parent[key]
+        parent.pop(path[-1])
+    return facts
+
+
+@pytest.fixture(scope='module')
+def captured(tmp_path_factory):
+    target = tmp_path_factory.mktemp('capture') / 'host'
+    record = capture.capture('/', str(target))
+    return target, record
+
+
+def test_tree_gives_the_facts_read_at_capture_time(captured):
+    target, record = captured
+    replayed = host_facts.gather(str(target))
+    assert replayed['source'] == str(target)
+    at_capture = without(record['facts'], ('source',))
+    assert without(replayed, ('source',)) == at_capture
+
+
+def test_tree_gives_the_same_facts_as_the_live_host(captured):
+    target, _ = captured
+    live = host_facts.gather('/')
+    replayed = host_facts.gather(str(target))
+    assert live['source'] == '/'
+    assert (without(live, ('source',), *MOVING)
+            == without(replayed, ('source',), *MOVING))
+    assert (len(live['numa']['nodes'])
+            == len(replayed['numa']['nodes']))
+
+
+def test_record(captured):
+    target, record = captured
+    with open(target / host_facts.CAPTURE_FILE) as f:
+        on_disk = json.load(f)
+    assert on_disk['kvm_probe'] == record['kvm_probe']
+    assert set(on_disk['kvm_probe']) == {'usable', 'api_version', 'error'}
+    assert on_disk['captured_at'].endswith('+00:00')
+    assert 'kvmtune_version' in on_disk
+    for path in on_disk['files']:
+        assert (target / path.lstrip('/')).is_file(), path
+    assert '/proc/cpuinfo' in on_disk['files']
+
+
+def test_live_probe_matches_the_device():
+    probe = host_facts.gather('/')['virt']
+    if not os.path.exists('/dev/kvm'):
+        assert probe['kvm_usable'] is False
+        assert probe['kvm_error'].startswith('open /dev/kvm')
+    else:
+        assert isinstance(probe['kvm_usable'], bool)
+        assert (probe['kvm_error'] is None) == probe['kvm_usable']
+
+
+def test_command_refuses_a_non_empty_directory(tmp_path, capsys):
+    (tmp_path / 'keep').write_text('x')
+    assert cli.main(['host', 'capture', str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'kvmtune: error: {tmp_path}: exists and is not')
+    assert os.listdir(tmp_path) == ['keep']
+
+
+def test_command_writes_an_empty_directory(tmp_path, capsys):
+    assert cli.main(['host', 'capture', str(tmp_path)]) == 0
+    assert 'files captured from' in capsys.readouterr().err
+    assert (tmp_path / 'proc/cpuinfo').is_file()
+    assert not [n for n in os.listdir(tmp_path.parent)
+                if n.startswith('.kvmtune-capture-')]
