@@ -1,0 +1,98 @@
+"""Show what a tuning profile needs on this host, changing nothing.
+
+Runs the profile's tuners on this host's facts (or on a tree captured with
+``kvmtune host capture``, or a facts JSON from ``kvmtune host inspect
+--format json``) and prints the nova.conf options, kernel arguments,
+modprobe.d files and flavor extra specs it wants, then the host checks:
+PASS, WARN or FAIL, each failure with a one-line fix.
+
+  kvmtune plan --profile pinned-hugepages-ept
+  kvmtune plan --profile cpu-pinning --root captured/compute-1
+  kvmtune plan --profile ./my-profile.yaml --facts compute-1.json \\
+      --format json
+
+``kvmtune nova-conf apply`` and ``kvmtune flavor apply`` apply the same
+plan. The JSON keys are stable (doc/design.md section 4).
+"""
+
+import json
+import sys
+
+
+def add_arguments(parser):
+    parser.add_argument('--profile', required=True, metavar='NAME|FILE',
+                        help='profile name (see "kvmtune profile list") or '
+                             'a profile YAML file')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='plan for a tree made by "kvmtune host '
+                             'capture" instead of this host')
+    source.add_argument('--facts', metavar='FILE',
+                        help='plan for a facts JSON file')
+    parser.add_argument('--format', choices=('text', 'json'),
+                        default='text',
+                        help='output format (default: text)')
+
+
+def run(args):
+    from kvmtune import facts as host_facts
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+
+    dirs = profiles.configured_dirs(args.config_file)
+    profile = profiles.load(args.profile, dirs)
+    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
+    plan = plans.build_plan(profile, facts)
+    if args.format == 'json':
+        json.dump(plan.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write('\n')
+    else:
+        sys.stdout.write(format_text(plan))
+    return 0
+
+
+STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}
+
+
+def format_text(plan):
+    """The plan as an operator reads it, section by section."""
+    lines = [f'Profile {plan.profile} on {plan.facts_source}', '']
+    lines.append('nova.conf:')
+    if not plan.nova_conf:
+        lines.append('  (no change)')
+    for section, options in plan.nova_conf.items():
+        lines.append(f'  [{section}]')
+        for option, value in options.items():
+            values = value if isinstance(value, list) else [value]
+            lines.extend(f'  {option} = {item}' for item in values)
+    lines += ['', 'kernel arguments:',
+              '  ' + (' '.join(plan.kernel_args) or '(no change)')]
+    lines += ['', 'modprobe.d:']
+    if not plan.modprobe:
+        lines.append('  (no change)')
+    for path, content in plan.modprobe.items():
+        lines.append(f'  {path}: {content.strip()}')
+    lines += ['', 'flavor extra specs:']
+    if not plan.extra_specs:
+        lines.append('  (none)')
+    lines.extend(f'  {name}={value}'
+                 for name, value in plan.extra_specs.items())
+    stale = [name for name in plan.owned_extra_specs
+             if name not in plan.extra_specs]
+    if stale:
+        lines.append('  removed if present: ' + ', '.join(stale))
+    lines += ['', 'checks:']
+    if not plan.checks:
+        lines.append('  (none)')
+    for check in plan.checks:
+        lines.append(f'  {STATUS_WORDS[check.status]} {check.tuner} '
+                     f'{check.name}: {check.message}')
+        if check.fix:
+            lines.append(f'       fix: {check.fix}')
+    if plan.notes:
+        lines += ['', 'notes:']
+        lines.extend(f'  - {note["tuner"]}: {note["note"]}'
+                     for note in plan.notes)
+    lines += ['', f'{plan.count("pass")} pass, {plan.count("warn")} warn, '
+                  f'{plan.count("fail")} fail']
+    return '\n'.join(lines) + '\n'

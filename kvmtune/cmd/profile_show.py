@@ -1,0 +1,40 @@
+"""Show one tuning profile, with every tuner parameter filled in.
+
+Parameters the profile leaves out are shown with their defaults, so what
+you read is what ``kvmtune plan`` uses.
+
+  kvmtune profile show pinned-hugepages-ept
+  kvmtune profile show io-tuned --format json
+"""
+
+import json
+import sys
+
+
+def add_arguments(parser):
+    parser.add_argument('name', metavar='NAME|FILE',
+                        help='profile name or profile YAML file')
+    parser.add_argument('--format', choices=('yaml', 'json'),
+                        default='yaml', help='output format (default: yaml)')
+
+
+def run(args):
+    import yaml
+
+    from kvmtune import profiles
+
+    dirs = profiles.configured_dirs(args.config_file)
+    profile = profiles.load(args.name, dirs)
+    shown = profile.to_dict()
+    shown['tuners'] = [
+        {'name': ref.name,
+         'params': ref.tuner_class.parse_params(ref.params, profile.path)}
+        for ref in profile.tuner_refs]
+    shown['path'] = profile.path
+    if args.format == 'json':
+        json.dump(shown, sys.stdout, indent=2)
+        sys.stdout.write('\n')
+    else:
+        yaml.safe_dump(shown, sys.stdout, sort_keys=False,
+                       default_flow_style=False, width=79)
+    return 0

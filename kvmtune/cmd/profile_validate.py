@@ -1,0 +1,24 @@
+"""Check a profile YAML file: syntax, tuners, parameters, extra specs.
+
+Prints one OK line, or the first problem as one line (file, key, what is
+wrong and the valid values) and exits 2. The tuners are also run on an
+empty host, which catches two tuners that set one option differently.
+
+  kvmtune profile validate my-profile.yaml
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument('file', metavar='FILE', help='profile YAML file')
+
+
+def run(args):
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+
+    profile = profiles.load_file(args.file)
+    plan = plans.build_plan(profile, {'source': 'no host'})
+    tuners = ', '.join(ref.name for ref in profile.tuner_refs) or 'none'
+    print(f'{args.file}: OK: profile {profile.name} (tuners: {tuners}; '
+          f'{len(plan.extra_specs)} extra specs)')
+    return 0

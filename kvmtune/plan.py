@@ -1,0 +1,117 @@
+"""A profile applied to one host's facts: what to change, and what is wrong.
+
+``build_plan(profile, facts)`` runs each of the profile's tuners on the
+facts and merges what they want. Two tuners asking for different values of
+one nova.conf option, kernel argument, module option or extra spec is a
+mistake in the profile, reported as an InputError; equal values merge.
+"""
+
+import dataclasses
+
+from kvmtune import extra_specs as specs
+from kvmtune.errors import InputError
+
+MODPROBE_PATH = '/etc/modprobe.d/{module}.conf'
+
+
+@dataclasses.dataclass
+class Plan:
+    profile: str
+    facts_source: str
+    nova_conf: dict = dataclasses.field(default_factory=dict)
+    kernel_args: list = dataclasses.field(default_factory=list)
+    modprobe: dict = dataclasses.field(default_factory=dict)
+    extra_specs: dict = dataclasses.field(default_factory=dict)
+    owned_extra_specs: list = dataclasses.field(default_factory=list)
+    checks: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self):
+        return {
+            'profile': self.profile,
+            'facts_source': self.facts_source,
+            'nova_conf': {section: dict(options) for section, options
+                          in self.nova_conf.items()},
+            'kernel_args': list(self.kernel_args),
+            'modprobe': dict(self.modprobe),
+            'extra_specs': dict(self.extra_specs),
+            'owned_extra_specs': list(self.owned_extra_specs),
+            'checks': [check.to_dict() for check in self.checks],
+            'notes': list(self.notes),
+        }
+
+    def count(self, status):
+        return sum(1 for check in self.checks if check.status == status)
+
+
+class _Merge:
+    """Values by key, remembering which tuner set each (for conflicts)."""
+
+    def __init__(self, what, source):
+        self.what = what
+        self.source = source
+        self.values = {}
+        self.owners = {}
+
+    def add(self, key, value, tuner, label=None):
+        if key in self.values and self.values[key] != value:
+            raise InputError(
+                f'tuners {self.owners[key]} and {tuner} set different '
+                f'{self.what}: {self.values[key]!r} and {value!r}',
+                source=self.source, key=label or key,
+                fix='drop one of them from the profile or give them '
+                    'matching params')
+        self.values.setdefault(key, value)
+        self.owners.setdefault(key, tuner)
+
+
+def _kernel_key(arg):
+    return arg.partition('=')[0]
+
+
+def build_plan(profile, facts):
+    """Merge the tuners of ``profile`` (kvmtune.profiles.Profile) on
+    ``facts`` (the design.md section 1 dict) into a Plan."""
+    source = profile.path
+    nova_conf = _Merge('nova.conf values', source)
+    kernel = _Merge('kernel arguments', source)
+    module_options = _Merge('module options', source)
+    extra = _Merge('extra spec values', source)
+    owned, checks, notes = set(), [], []
+
+    for tuner in profile.tuners(facts):
+        for (section, option), value in tuner.nova_conf().items():
+            nova_conf.add((section, option), value, tuner.name,
+                          label=f'[{section}] {option}')
+        for arg in tuner.kernel_args():
+            kernel.add(_kernel_key(arg), arg, tuner.name)
+        for module, options in tuner.modprobe().items():
+            for option, value in options.items():
+                module_options.add((module, option), value, tuner.name,
+                                   label=f'{module} {option}')
+        for name, value in tuner.extra_specs().items():
+            specs.validate(name, value, source=source,
+                           key=f'{tuner.name}: {name}')
+            extra.add(name, value, tuner.name)
+        owned.update(tuner.OWNED_EXTRA_SPECS)
+        checks.extend(tuner.checks())
+        notes.extend({'tuner': tuner.name, 'note': note}
+                     for note in tuner.notes())
+
+    plan = Plan(profile=profile.name, facts_source=facts.get('source'))
+    for (section, option), value in sorted(
+            nova_conf.values.items(),
+            key=lambda item: (item[0][0] != 'DEFAULT', item[0][0])):
+        plan.nova_conf.setdefault(section, {})[option] = value
+    plan.kernel_args = list(kernel.values.values())
+    modules = {}
+    for (module, option), value in module_options.values.items():
+        modules.setdefault(module, []).append(f'{option}={value}')
+    plan.modprobe = {MODPROBE_PATH.format(module=module):
+                     f'options {module} {" ".join(options)}\n'
+                     for module, options in modules.items()}
+    plan.extra_specs = dict(extra.values)
+    plan.owned_extra_specs = sorted(owned | set(extra.values))
+    plan.checks = checks
+    plan.notes = notes
+    return plan

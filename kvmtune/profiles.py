@@ -1,0 +1,192 @@
+"""Tuning profiles: YAML files naming tuners and their parameters.
+
+A profile (design.md section 3) has a ``description``, a ``source`` citing
+the experiment it reproduces, and ``tuners``: a list of tuner names or
+``{name, params}`` mappings. Profiles are found in the packaged directory
+(``etc/kvmtune/profiles`` in a checkout, ``share/kvmtune/profiles`` when
+installed), then in ``[DEFAULT] profile_dirs``; a later directory wins on
+equal names.
+"""
+
+import dataclasses
+import os
+import pathlib
+import sys
+import sysconfig
+
+from kvmtune.errors import InputError
+
+SUFFIXES = ('.yaml', '.yml')
+TOP_LEVEL_KEYS = ('name', 'description', 'source', 'tuners')
+TUNER_KEYS = ('name', 'params')
+
+
+def packaged_dir():
+    """The profiles shipped with kvmtune: the checkout's, else installed."""
+    checkout = pathlib.Path(__file__).resolve().parent.parent
+    candidates = [checkout / 'etc' / 'kvmtune' / 'profiles']
+    for prefix in (sys.prefix, sysconfig.get_path('data')):
+        candidates.append(pathlib.Path(prefix) / 'share' / 'kvmtune' /
+                          'profiles')
+    for candidate in candidates:
+        if candidate.is_dir():
+            return str(candidate)
+    return None
+
+
+def search_dirs(extra_dirs=()):
+    dirs = [packaged_dir()] + list(extra_dirs or ())
+    return [d for d in dirs if d]
+
+
+def available(dirs):
+    """{profile name: path}; later directories win on equal names."""
+    found = {}
+    for directory in dirs:
+        try:
+            entries = sorted(os.listdir(directory))
+        except OSError as exc:
+            raise InputError(f'cannot read the profile directory: '
+                             f'{exc.strerror}', source=directory,
+                             fix='fix [DEFAULT] profile_dirs in '
+                                 'kvmtune.conf') from None
+        for entry in entries:
+            stem, suffix = os.path.splitext(entry)
+            if suffix in SUFFIXES:
+                found[stem] = os.path.join(directory, entry)
+    return found
+
+
+@dataclasses.dataclass
+class TunerRef:
+    name: str
+    params: dict          # as written in the profile
+    tuner_class: type
+
+
+@dataclasses.dataclass
+class Profile:
+    name: str
+    description: str
+    source: str           # the experiment it reproduces (a citation)
+    path: str             # the YAML file
+    tuner_refs: list
+
+    def tuners(self, facts):
+        """The profile's tuners, instantiated on a host's facts."""
+        return [ref.tuner_class(ref.params, facts, source=self.path)
+                for ref in self.tuner_refs]
+
+    def to_dict(self):
+        return {
+            'name': self.name,
+            'description': self.description,
+            'source': self.source,
+            'tuners': [dict(name=ref.name, **({'params': ref.params}
+                                              if ref.params else {}))
+                       for ref in self.tuner_refs],
+        }
+
+
+def _read_yaml(path):
+    import yaml
+
+    try:
+        with open(path, encoding='utf-8') as f:
+            return yaml.safe_load(f)
+    except OSError as exc:
+        raise InputError(f'cannot read the profile: {exc.strerror}',
+                         source=path) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        where = (f' at line {mark.line + 1}, column {mark.column + 1}'
+                 if mark else '')
+        problem = getattr(exc, 'problem', None) or str(exc)
+        raise InputError(f'malformed YAML{where}: {problem}', source=path,
+                         fix='correct the YAML syntax') from None
+
+
+def _text(data, key, path):
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f'{key} must be a non-empty string', source=path,
+                         key=key, fix=f'add a {key} line')
+    return ' '.join(value.split())
+
+
+def _tuner_ref(item, index, path, seen):
+    from kvmtune import tuners
+
+    key = f'tuners[{index}]'
+    if isinstance(item, str):
+        item = {'name': item}
+    if not isinstance(item, dict):
+        raise InputError('a tuner is a name or a mapping with name and '
+                         'params', source=path, key=key)
+    unknown = sorted(set(item) - set(TUNER_KEYS))
+    if unknown:
+        raise InputError(f'unknown key {unknown[0]!r}', source=path,
+                         key=key, fix='a tuner has: ' + ', '.join(
+                             TUNER_KEYS))
+    name = item.get('name')
+    if not isinstance(name, str):
+        raise InputError('missing tuner name', source=path, key=key)
+    if name in seen:
+        raise InputError(f'tuner {name!r} is listed twice', source=path,
+                         key=key, fix='merge its params into one entry')
+    seen.add(name)
+    tuner_class = tuners.get(name, source=path, key=key)
+    params = item.get('params') or {}
+    tuner_class.parse_params(params, source=path)
+    return TunerRef(name, params, tuner_class)
+
+
+def load_file(path):
+    """Read and check one profile file; InputError names what is wrong."""
+    data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError('a profile is a mapping with description, source '
+                         'and tuners', source=path)
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise InputError(f'unknown key {unknown[0]!r}', source=path,
+                         fix='a profile has: ' + ', '.join(TOP_LEVEL_KEYS))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = data.get('name', stem)
+    if name != stem:
+        raise InputError(f'name {name!r} differs from the file name',
+                         source=path, key='name',
+                         fix=f'name it {stem!r} or rename the file')
+    tuner_items = data.get('tuners') or []
+    if not isinstance(tuner_items, list):
+        raise InputError('tuners must be a list', source=path, key='tuners')
+    seen = set()
+    refs = [_tuner_ref(item, index, path, seen)
+            for index, item in enumerate(tuner_items)]
+    return Profile(name=name, description=_text(data, 'description', path),
+                   source=_text(data, 'source', path), path=path,
+                   tuner_refs=refs)
+
+
+def is_file_reference(text):
+    return os.sep in text or text.endswith(SUFFIXES)
+
+
+def load(name_or_path, dirs):
+    """A profile by name (searched in ``dirs``) or by file path."""
+    if is_file_reference(name_or_path):
+        return load_file(name_or_path)
+    found = available(dirs)
+    if name_or_path not in found:
+        raise InputError(f'unknown profile {name_or_path!r}',
+                         fix='available: ' + (', '.join(sorted(found))
+                                              or 'none'))
+    return load_file(found[name_or_path])
+
+
+def configured_dirs(config_files):
+    """The search path from kvmtune.conf's [DEFAULT] profile_dirs."""
+    from kvmtune import conf
+
+    loaded = conf.load(config_files)
+    return search_dirs(loaded.profile_dirs)

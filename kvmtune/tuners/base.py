@@ -1,0 +1,282 @@
+"""What every tuner is: declarations, and a little logic where the host
+decides.
+
+A tuner (one per concern, loaded by stevedore from ``kvmtune.tuners``) says
+in class attributes which parameters a profile may give it, which flavor
+extra specs it sets and owns, which nova.conf options, kernel arguments and
+kvm module options it wants, and which host checks it runs. Values are
+templates over the parameters (``'{policy}'``) or ``FromHost('method')``
+when the host's facts decide them; a template naming a parameter that is
+unset (``None``) leaves the item out.
+"""
+
+import dataclasses
+import re
+import string
+
+from kvmtune import extra_specs as specs
+from kvmtune.errors import InputError
+
+PASS = 'pass'
+WARN = 'warn'
+FAIL = 'fail'
+
+# The kvm module whose options apply, by the CPU's virtualization flag.
+HARDWARE_MODULES = (('vmx', 'kvm_intel'), ('svm', 'kvm_amd'))
+
+# Nova 34.0.0's default [filter_scheduler] enabled_filters
+# (nova/conf/scheduler.py) plus the filter pinning and huge pages need; the
+# defaults stay, in their order.
+NOVA_DEFAULT_FILTERS = (
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+)
+NUMA_FILTERS = ','.join(NOVA_DEFAULT_FILTERS + ('NUMATopologyFilter',))
+
+# Where a kernel argument goes on Debian/Ubuntu hosts.
+KERNEL_ARGS_FIX = ('add {args} to GRUB_CMDLINE_LINUX in /etc/default/grub, '
+                   'then update-grub && reboot')
+
+TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'true or false',
+              list: 'a list'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A parameter a profile may set for a tuner."""
+
+    name: str
+    type: type = str
+    default: object = None
+    help: str = ''
+    choices: tuple = ()
+    spec: str = None          # an extra spec whose rules the value follows
+    min: int = None
+    max: int = None
+    item_pattern: str = None  # lists: a regex each item must match
+
+    def convert(self, value, source=None, key=None):
+        """Return the value checked and typed, or raise InputError."""
+        key = key or self.name
+        if value is None:
+            return None
+        if self.type is bool:
+            ok = isinstance(value, bool)
+        elif self.type is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.type is list:
+            ok = isinstance(value, list) and all(
+                isinstance(item, str) for item in value)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            raise InputError(
+                f'{value!r} is {_type_name(value)}, expected '
+                f'{TYPE_NAMES[self.type]}', source=source, key=key,
+                fix=self.help_line())
+        if self.choices and value not in self.choices:
+            raise InputError(
+                f'{value!r} is not valid', source=source, key=key,
+                fix='valid values: ' + ', '.join(map(str, self.choices)))
+        if self.min is not None and value < self.min:
+            raise InputError(f'{value} is too small', source=source,
+                             key=key, fix=f'give {self.min} or more')
+        if self.max is not None and value > self.max:
+            raise InputError(f'{value} is too large', source=source,
+                             key=key, fix=f'give {self.max} or less')
+        if self.item_pattern:
+            for item in value:
+                if not re.fullmatch(self.item_pattern, item):
+                    raise InputError(
+                        f'{item!r} is not valid', source=source, key=key,
+                        fix=f'each item must match {self.item_pattern}')
+        if self.spec:
+            specs.validate(self.spec, value, source=source, key=key)
+        return value
+
+    def help_line(self):
+        return ' '.join(self.help.split()) or None
+
+
+def _type_name(value):
+    if isinstance(value, bool):
+        return 'a boolean'
+    for kind, name in TYPE_NAMES.items():
+        if isinstance(value, kind):
+            return name
+    return 'a mapping' if isinstance(value, dict) else type(value).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class FromHost:
+    """A value the tuner's method ``name`` derives from the host facts."""
+
+    method: str
+
+
+@dataclasses.dataclass
+class Check:
+    tuner: str
+    name: str
+    status: str
+    message: str
+    fix: str = None
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def check(name):
+    """Mark a tuner method as the host check ``name``.
+
+    The method returns ``(status, message, fix)``; fix is one line an
+    operator can run or follow, or None when nothing is to be done.
+    """
+    def mark(func):
+        func.check_name = name
+        return func
+    return mark
+
+
+def module_reload_fix(module, option):
+    """One line that sets a kvm module option and reloads the module."""
+    return (f'echo "options {module} {option}" > '
+            f'/etc/modprobe.d/{module}.conf && modprobe -r {module} && '
+            f'modprobe {module}')
+
+
+def render(value):
+    """nova.conf and extra-spec text for a Python value."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return str(value)
+
+
+class Tuner:
+    """Base of the tuners; subclasses fill in the declarations."""
+
+    name = None
+    description = ''
+    PARAMS = ()
+    OWNED_EXTRA_SPECS = ()
+    EXTRA_SPECS = {}    # extra spec name -> template | FromHost
+    NOVA_CONF = {}      # (section, option) -> template | FromHost
+    KERNEL_ARGS = ()    # templates | FromHost (returning a list)
+    MODPROBE = {}       # kvm module -> {option: template}
+    NOTES = ()
+
+    def __init__(self, params=None, facts=None, source=None):
+        self.source = source
+        self.params = self.parse_params(params or {}, source)
+        self.facts = facts or {}
+
+    @classmethod
+    def parse_params(cls, given, source=None):
+        """Check a profile's params for this tuner; fill in defaults."""
+        if not isinstance(given, dict):
+            raise InputError(f'params must be a mapping, not '
+                             f'{_type_name(given)}', source=source,
+                             key=f'{cls.name}.params')
+        declared = {param.name: param for param in cls.PARAMS}
+        for name in given:
+            if name not in declared:
+                raise InputError(
+                    f'unknown parameter {name!r}', source=source,
+                    key=f'{cls.name}.params',
+                    fix='known parameters: ' + (', '.join(declared)
+                                                or 'none'))
+        values = {}
+        for name, param in declared.items():
+            value = given.get(name, param.default)
+            values[name] = param.convert(value, source=source,
+                                         key=f'{cls.name}.params.{name}')
+        return values
+
+    # -- facts ---------------------------------------------------------
+
+    def fact(self, path, default=None):
+        """The fact at a dotted path (``'cpu.vendor'``), or ``default``."""
+        value = self.facts
+        for part in path.split('.'):
+            if not isinstance(value, dict) or value.get(part) is None:
+                return default
+            value = value[part]
+        return value
+
+    def numa_nodes(self):
+        """Host NUMA nodes; a host without NUMA data is one node 0."""
+        nodes = self.fact('numa.nodes') or []
+        if nodes:
+            return sorted(nodes, key=lambda node: node['id'])
+        return [{'id': 0, 'cpus': list(self.fact('cpu.online', [])),
+                 'hugepages': self.fact('memory.hugepages', [])}]
+
+    def hardware_module(self):
+        """kvm_intel or kvm_amd when the CPU has VT-x/AMD-V, else None."""
+        flags = set(self.fact('cpu.flags', []))
+        for flag, module in HARDWARE_MODULES:
+            if flag in flags:
+                return module
+        return None
+
+    # -- what the tuner wants -------------------------------------------
+
+    def _resolve(self, value):
+        if isinstance(value, FromHost):
+            return getattr(self, value.method)()
+        fields = [field for _, field, _, _ in string.Formatter().parse(value)
+                  if field]
+        if any(self.params[field] is None for field in fields):
+            return None
+        return value.format(**{field: render(self.params[field])
+                               for field in fields})
+
+    def _resolved(self, declarations):
+        for key, template in declarations.items():
+            value = self._resolve(template)
+            if value is not None:
+                yield key, value
+
+    def extra_specs(self):
+        return {name: render(value)
+                for name, value in self._resolved(self.EXTRA_SPECS)}
+
+    def nova_conf(self):
+        return {key: value if isinstance(value, list) else render(value)
+                for key, value in self._resolved(self.NOVA_CONF)}
+
+    def kernel_args(self):
+        args = []
+        for template in self.KERNEL_ARGS:
+            value = self._resolve(template)
+            if isinstance(value, list):
+                args.extend(value)
+            elif value is not None:
+                args.append(value)
+        return args
+
+    def modprobe(self):
+        """{module: {option: value}} for this host's kvm module."""
+        module = self.hardware_module()
+        if module not in self.MODPROBE:
+            return {}
+        return {module: dict(self._resolved(self.MODPROBE[module]))}
+
+    def checks(self):
+        results = []
+        for attr in vars(type(self)).values():
+            name = getattr(attr, 'check_name', None)
+            if name is None:
+                continue
+            outcome = attr(self)
+            if outcome is None:  # not relevant with these params
+                continue
+            status, message, fix = outcome
+            results.append(Check(self.name, name, status, message, fix))
+        return results
+
+    def notes(self):
+        return list(self.NOTES)
