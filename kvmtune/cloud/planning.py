@@ -1,8 +1,9 @@
 """The part of a profile's plan the cloud commands need.
 
 ``flavor apply|diff|remove`` take ``--profile`` and ``--root``/``--facts``
-(default: this host) like ``kvmtune plan`` does; the plan's extra specs
-are checked against Nova's rules here, before any request leaves.
+(default: this host) as ``kvmtune plan`` does. ``build_plan`` checks every
+extra spec against Nova's rules (kvmtune.extra_specs), so a wrong value
+stops here, before any request leaves.
 """
 
 import dataclasses
@@ -16,21 +17,16 @@ class FlavorPlan:
 
 
 def plan_for(args):
-    """Build and check the plan for args.profile on the host args name."""
-    from kvmtune import conf
-    from kvmtune import extra_specs
+    """The flavor side of args.profile's plan for the host args name."""
     from kvmtune import facts
     from kvmtune import plan
     from kvmtune import profiles
 
-    config = conf.load(getattr(args, 'config_file', None))
-    profile = profiles.load(args.profile, conf=config)
+    profile = profiles.load(
+        args.profile, profiles.configured_dirs(args.config_file))
     host = facts.resolve(root=getattr(args, 'root', None),
                          facts_file=getattr(args, 'facts', None))
-    built = plan.build_plan(profile, host).to_dict()
-    for key, value in built['extra_specs'].items():
-        extra_specs.validate(key, value, source=f'profile {args.profile}',
-                             key=key)
-    return FlavorPlan(built['profile'],
-                      {k: str(v) for k, v in built['extra_specs'].items()},
-                      tuple(built['owned_extra_specs']))
+    built = plan.build_plan(profile, host)
+    return FlavorPlan(built.profile,
+                      {k: str(v) for k, v in built.extra_specs.items()},
+                      tuple(built.owned_extra_specs))
