@@ -94,8 +94,8 @@ class KvmtuneScaling(sla.SLA):
         return out
 
     def _check(self):
-        self.success = not (self.bad_guests or self.problem
-                            or self._shortfalls())
+        short = self._shortfalls()   # also finds the reference's problem
+        self.success = not (short or self.bad_guests or self.problem)
         return self.success
 
     def merge(self, other):
