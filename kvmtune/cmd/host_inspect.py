@@ -16,7 +16,6 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 import json
 import os
 import sys
-import tempfile
 
 from kvmtune.errors import InputError
 
@@ -71,6 +70,7 @@ def to_json(facts):
 
 def write_atomic(path, text):
     """Replace path with text in one rename; leave it alone if equal."""
+    import tempfile     # pulls in shutil and random: only when writing
     try:
         with open(path, encoding='utf-8') as f:
             if f.read() == text:
