@@ -1,0 +1,344 @@
+"""Fixtures for the functional tier: a real single-host cloud.
+
+The cloud is ``tests/functional/cloud/cloud up [--compute fake|libvirt]``.
+Its ``env`` command says where clouds.yaml and the compute host's nova.conf
+are. Without a cloud the tier is skipped, except in CI
+(``KVMTUNE_FUNCTIONAL=1``), where a missing cloud is a failure.
+
+Tests marked ``@pytest.mark.compute('libvirt')`` need the cloud in that
+compute mode and are skipped in the other; CI runs the tier once per mode
+and sets ``KVMTUNE_FUNCTIONAL_COMPUTE`` to the mode it started, so that a
+cloud in the wrong mode fails instead of skipping.
+
+kvmtune runs in-process (``kvmtune.cli.main``) so that ``http_requests``
+can count the HTTP requests it really sends, by method, at the transport
+adapter of requests (the layer below keystoneauth and openstacksdk).
+"""
+
+import contextlib
+import dataclasses
+import io
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import urllib.parse
+import uuid
+
+import pytest
+import requests.adapters
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLOUD = REPO / 'tests' / 'functional' / 'cloud' / 'cloud'
+FIXTURES = REPO / 'tests' / 'fixtures' / 'hosts'
+INTEL_HOST = FIXTURES / 'intel-2s-smt-ept-1g'
+BENCH_IMAGE = pathlib.Path(os.environ.get(
+    'KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')) / 'kvmtune-bench.raw'
+ADMIN = 'kvmtune-admin'
+BOOT_TIMEOUT = 300
+# Names this tier creates start with it, so a leftover is easy to spot.
+PREFIX = 'kvmtune-ft-'
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'compute(mode): needs the test cloud in that compute '
+                   'mode (fake or libvirt)')
+
+
+def _in_ci():
+    return os.environ.get('KVMTUNE_FUNCTIONAL') == '1'
+
+
+def _unavailable(reason):
+    if _in_ci():
+        pytest.fail(f'KVMTUNE_FUNCTIONAL=1 but {reason}', pytrace=False)
+    pytest.skip(reason)
+
+
+def parse_env(text):
+    """KEY=VALUE lines (optionally with ``export``) into a dict."""
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('export '):
+            line = line[len('export '):]
+        key, sep, value = line.partition('=')
+        if sep and key.isidentifier():
+            env[key] = value.strip().strip('\'"')
+    return env
+
+
+@dataclasses.dataclass
+class TestCloud:
+    env: dict
+    compute_mode: str
+    nova_conf: str
+
+    def run(self, *args, timeout=600):
+        return subprocess.run([str(CLOUD), *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def restart_compute(self):
+        done = self.run('restart-compute')
+        assert done.returncode == 0, done.stderr
+
+
+def _compute_mode(env, status_text):
+    for key in ('KVMTUNE_CLOUD_COMPUTE', 'KVMTUNE_COMPUTE_DRIVER'):
+        if env.get(key):
+            return env[key]
+    for mode in ('libvirt', 'fake'):
+        if mode in status_text:
+            return mode
+    return 'unknown'
+
+
+@pytest.fixture(scope='session')
+def test_cloud():
+    if not CLOUD.exists():
+        _unavailable(f'{CLOUD} is missing')
+    status = subprocess.run([str(CLOUD), 'status'], capture_output=True,
+                            text=True, timeout=120)
+    if status.returncode != 0:
+        _unavailable('the test cloud is not up (`cloud status` said: '
+                     f'{(status.stdout + status.stderr).strip()[-300:]})')
+    env_run = subprocess.run([str(CLOUD), 'env'], capture_output=True,
+                             text=True, timeout=60)
+    env = parse_env(env_run.stdout)
+    if env_run.returncode != 0 or 'OS_CLIENT_CONFIG_FILE' not in env:
+        _unavailable(f'`cloud env` failed: {env_run.stderr.strip()}')
+    # kvmtune runs in this process and reads clouds.yaml from here.
+    os.environ['OS_CLIENT_CONFIG_FILE'] = env['OS_CLIENT_CONFIG_FILE']
+    os.environ.pop('OS_CLOUD', None)
+    cloud = TestCloud(env, _compute_mode(env, status.stdout),
+                      env.get('KVMTUNE_NOVA_CONF', ''))
+    wanted = os.environ.get('KVMTUNE_FUNCTIONAL_COMPUTE')
+    if wanted and wanted != cloud.compute_mode:
+        pytest.fail(f'CI asked for compute mode {wanted}, the cloud runs '
+                    f'{cloud.compute_mode}', pytrace=False)
+    return cloud
+
+
+@pytest.fixture(autouse=True)
+def _compute_mode_marker(request):
+    marker = request.node.get_closest_marker('compute')
+    if marker is None:
+        return
+    cloud = request.getfixturevalue('test_cloud')
+    if cloud.compute_mode != marker.args[0]:
+        pytest.skip(f'needs the cloud in {marker.args[0]} compute mode '
+                    f'(it runs {cloud.compute_mode})')
+
+
+@pytest.fixture(scope='session')
+def admin(test_cloud):
+    """openstacksdk connection of the test itself (not kvmtune's)."""
+    import openstack
+
+    conn = openstack.connect(cloud=ADMIN)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def unique():
+    return PREFIX + uuid.uuid4().hex[:8]
+
+
+# -- kvmtune itself -------------------------------------------------------
+
+@dataclasses.dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+
+def kvmtune(*argv):
+    """Run the kvmtune CLI in this process; returns its exit code and
+    output."""
+    from kvmtune import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main([str(a) for a in argv])
+        except SystemExit as exc:     # argparse usage errors
+            rc = exc.code
+    return Result(rc, out.getvalue(), err.getvalue())
+
+
+def kvmtune_process(*argv, env=None):
+    """Run the kvmtune CLI as its own process (what an operator sees)."""
+    done = subprocess.run(
+        [sys.executable, '-m', 'kvmtune.cli', *map(str, argv)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, **(env or {})})
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+class HttpRequests:
+    """Every HTTP request sent in this process, as (METHOD, path)."""
+
+    def __init__(self):
+        self.sent = []
+
+    def clear(self):
+        self.sent.clear()
+
+    def by_method(self):
+        counts = {}
+        for method, _ in self.sent:
+            counts[method] = counts.get(method, 0) + 1
+        return counts
+
+    def writes(self):
+        """Requests that change the cloud: not GET/HEAD, and not the
+        POST that asks Keystone for a token."""
+        return [(m, p) for m, p in self.sent
+                if m not in ('GET', 'HEAD') and
+                not (m == 'POST' and p.rstrip('/').endswith('/auth/tokens'))]
+
+
+@pytest.fixture
+def http_requests(monkeypatch):
+    """Count requests where requests hands them to the transport."""
+    log = HttpRequests()
+    real_send = requests.adapters.HTTPAdapter.send
+
+    def send(adapter, request, *args, **kwargs):
+        path = urllib.parse.urlsplit(request.url).path
+        log.sent.append((request.method.upper(), path))
+        return real_send(adapter, request, *args, **kwargs)
+
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, 'send', send)
+    return log
+
+
+# -- cloud resources the tests make, always cleaned up --------------------
+
+def find_flavor(conn, name):
+    for flavor in conn.compute.flavors(is_public=None):
+        if flavor.name == name:
+            return flavor
+    return None
+
+
+@pytest.fixture
+def flavor_cleanup(admin):
+    """Names of flavors to delete at teardown, whatever happened."""
+    names = []
+    yield names
+    for name in names:
+        flavor = find_flavor(admin, name)
+        if flavor is not None:
+            admin.compute.delete_flavor(flavor.id, ignore_missing=True)
+
+
+@pytest.fixture(scope='session')
+def base_flavor(admin):
+    """A small public flavor to copy: 128 MB, 1 vCPU, 1 GB disk."""
+    name = PREFIX + 'base-' + uuid.uuid4().hex[:6]
+    flavor = admin.compute.create_flavor(name=name, ram=128, vcpus=1,
+                                         disk=1, is_public=True)
+    yield flavor
+    admin.compute.delete_flavor(flavor.id, ignore_missing=True)
+
+
+@pytest.fixture(scope='session')
+def image(admin, tmp_path_factory):
+    """The benchmark image if built, else a small raw file (enough for
+    the fake driver and for QEMU to start a domain)."""
+    if BENCH_IMAGE.exists():
+        path = BENCH_IMAGE
+    else:
+        path = tmp_path_factory.mktemp('image') / 'blank.raw'
+        path.write_bytes(b'\0' * (1024 * 1024))
+    image = admin.image.create_image(
+        name=PREFIX + 'image-' + uuid.uuid4().hex[:6], filename=str(path),
+        disk_format='raw', container_format='bare', wait=True,
+        validate_checksum=False)
+    yield image
+    admin.image.delete_image(image.id, ignore_missing=True)
+
+
+class Servers:
+    """Boots servers without networks and deletes them at teardown."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.made = []
+
+    def boot(self, name, flavor_id, image_id):
+        server = self.conn.compute.create_server(
+            name=name, flavor_id=flavor_id, image_id=image_id,
+            networks='none')
+        self.made.append(server.id)
+        return self.wait(server.id)
+
+    def wait(self, server_id):
+        """Wait until the server is ACTIVE or ERROR; return it."""
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while True:
+            server = self.conn.compute.get_server(server_id)
+            if server.status in ('ACTIVE', 'ERROR'):
+                return server
+            if time.monotonic() > deadline:
+                raise AssertionError(f'server {server_id} still '
+                                     f'{server.status} after '
+                                     f'{BOOT_TIMEOUT} s')
+            time.sleep(1)
+
+    def delete_all(self):
+        for server_id in self.made:
+            self.conn.compute.delete_server(server_id, ignore_missing=True)
+        for server_id in self.made:
+            server = self.conn.compute.find_server(server_id,
+                                                   ignore_missing=True)
+            if server is not None:
+                self.conn.compute.wait_for_delete(server, wait=120)
+
+
+@pytest.fixture
+def servers(admin):
+    made = Servers(admin)
+    yield made
+    made.delete_all()
+
+
+@pytest.fixture
+def compute_node(admin):
+    """(hypervisor hostname, resource provider uuid) of the one node."""
+    hypervisors = list(admin.compute.hypervisors())
+    assert len(hypervisors) == 1, [h.name for h in hypervisors]
+    return hypervisors[0].name, hypervisors[0].id
+
+
+def provider_traits(conn, uuid_):
+    body = conn.placement.get(f'/resource_providers/{uuid_}/traits',
+                              microversion='1.6').json()
+    return set(body['traits']), body['resource_provider_generation']
+
+
+def put_provider_traits(conn, uuid_, traits):
+    """Set a provider's traits as they were (retrying a generation race)."""
+    for _ in range(10):
+        _, generation = provider_traits(conn, uuid_)
+        response = conn.placement.put(
+            f'/resource_providers/{uuid_}/traits', microversion='1.6',
+            json={'traits': sorted(traits),
+                  'resource_provider_generation': generation})
+        if response.status_code != 409:
+            assert response.status_code == 200, response.text
+            return
+    raise AssertionError('provider generation kept changing')
+
+
+@pytest.fixture
+def restore_traits(admin, compute_node):
+    """Put the compute node's traits back as they were before the test."""
+    before, _ = provider_traits(admin, compute_node[1])
+    yield before
+    put_provider_traits(admin, compute_node[1], before)
