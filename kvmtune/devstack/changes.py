@@ -54,6 +54,7 @@ class Changes:
         return data
 
     def save(self):
+        self.data = {k: v for k, v in self.data.items() if v or k == 'schema'}
         if set(self.data) == {'schema'}:
             # Nothing left to undo: no record at all.
             if os.path.exists(self.path):
