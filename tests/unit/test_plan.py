@@ -1,0 +1,211 @@
+"""build_plan on the fixture hosts, conflicts, and the plan command."""
+
+import json
+import os
+
+import pytest
+
+from kvmtune import cli
+from kvmtune import facts as host_facts
+from kvmtune import plan as plans
+from kvmtune import profiles
+from kvmtune.errors import InputError
+from kvmtune.facts.cpulist import format_cpulist
+from kvmtune.tuners import base
+
+HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+INTEL = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
+AMD = os.path.join(HOSTS, 'amd-epyc-npt')
+PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')
+PLAN_KEYS = {'profile', 'facts_source', 'nova_conf', 'kernel_args',
+             'modprobe', 'extra_specs', 'owned_extra_specs', 'checks',
+             'notes'}
+
+
+def profile(name):
+    return profiles.load(name, profiles.search_dirs())
+
+
+def plan_for(name, root):
+    return plans.build_plan(profile(name), host_facts.gather(root))
+
+
+def expected_split(facts):
+    """The TripleO rule, computed independently of the tuner."""
+    shared = set()
+    for node in facts['numa']['nodes']:
+        first = min(node['cpus'])
+        shared.update(next(g for g in facts['cpu']['thread_siblings']
+                           if first in g))
+    return shared, set(facts['cpu']['online']) - shared
+
+
+def checks_by_name(plan):
+    return {check.name: check for check in plan.checks}
+
+
+def test_intel_two_sockets_with_smt():
+    facts = host_facts.gather(INTEL)
+    plan = plans.build_plan(profile('pinned-hugepages-ept'), facts)
+    data = plan.to_dict()
+    assert set(data) == PLAN_KEYS
+    shared, dedicated = expected_split(facts)
+    compute = data['nova_conf']['compute']
+    assert compute['cpu_shared_set'] == format_cpulist(shared)
+    assert compute['cpu_dedicated_set'] == format_cpulist(dedicated)
+    # The constructed host: node 0 = 0-19,40-59, node 1 = 20-39,60-79.
+    assert compute['cpu_shared_set'] == '0,20,40,60'
+    assert compute['cpu_dedicated_set'] == '1-19,21-39,41-59,61-79'
+    assert data['nova_conf']['DEFAULT']['reserved_huge_pages'] == [
+        'node:0,size:1GB,count:1', 'node:1,size:1GB,count:1']
+    assert data['nova_conf']['DEFAULT']['reserved_host_memory_mb'] == '4096'
+    assert data['nova_conf']['workarounds'] == {
+        'disable_fallback_pcpu_query': 'true'}
+    assert data['kernel_args'][0] == 'isolcpus=1-19,21-39,41-59,61-79'
+    assert data['kernel_args'][1:3] == ['default_hugepagesz=1G',
+                                        'hugepagesz=1G']
+    assert data['modprobe'] == {
+        '/etc/modprobe.d/kvm_intel.conf': 'options kvm_intel ept=1\n'}
+    assert data['extra_specs'] == {
+        'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'prefer',
+        'hw:emulator_threads_policy': 'share', 'hw:mem_page_size': 'large',
+        'trait:CUSTOM_KVMTUNE_EPT': 'required'}
+    assert data['owned_extra_specs'] == sorted(data['owned_extra_specs'])
+    assert set(data['extra_specs']) <= set(data['owned_extra_specs'])
+    assert all(c['status'] == 'pass' for c in data['checks']), data['checks']
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_amd_uses_npt():
+    plan = plan_for('pinned-hugepages-ept', AMD)
+    assert plan.modprobe == {
+        '/etc/modprobe.d/kvm_amd.conf': 'options kvm_amd npt=1\n'}
+    check = checks_by_name(plan)['ept-enabled']
+    assert (check.status, check.message) == ('pass', 'kvm_amd npt=Y')
+
+
+def test_pvm_guest_fails_and_warns_with_fixes():
+    plan = plan_for('pinned-hugepages-ept', PVM)
+    compute = plan.nova_conf['compute']
+    assert compute == {'cpu_shared_set': '0', 'cpu_dedicated_set': '1'}
+    assert plan.modprobe == {}
+    checks = checks_by_name(plan)
+    assert checks['ept-enabled'].status == 'fail'
+    assert checks['hugepage-pool'].status == 'fail'
+    assert 'hugepagesz=1G' in checks['hugepage-pool'].fix
+    assert checks['isolcpus'].status == 'warn'
+    for check in plan.checks:
+        if check.status != 'pass':
+            assert check.fix
+    nested = plan_for('nested-host', PVM)
+    check = checks_by_name(nested)['nested-enabled']
+    assert check.status == 'warn' and 'PVM' in check.message
+    assert nested.extra_specs == {'trait:CUSTOM_KVMTUNE_NESTED': 'required'}
+    assert nested.nova_conf['libvirt'] == {
+        'cpu_mode': 'host-passthrough',
+        'disk_cachemodes': 'file=none,block=none'}
+
+
+def test_module_options_merge_into_one_file():
+    facts = host_facts.gather(INTEL)
+    refs = profile('nested-host').tuner_refs + \
+        profile('pinned-hugepages-ept').tuner_refs[2:]
+    merged = profiles.Profile('x', 'x', 'x', 'x.yaml', refs)
+    plan = plans.build_plan(merged, facts)
+    assert plan.modprobe == {
+        '/etc/modprobe.d/kvm_intel.conf': 'options kvm_intel nested=1 ept=1\n'}
+
+
+def test_baseline_changes_nothing():
+    plan = plan_for('baseline', PVM)
+    data = plan.to_dict()
+    assert data['nova_conf'] == {} and data['kernel_args'] == []
+    assert data['extra_specs'] == {} and data['checks'] == []
+
+
+class _SharedSetTwin(base.Tuner):
+    """A tuner that disagrees with cpu_pinning about a nova.conf option."""
+
+    name = 'twin'
+    NOVA_CONF = {('compute', 'cpu_shared_set'): '0-3'}
+
+
+class _SpecTwin(base.Tuner):
+    name = 'spec_twin'
+    OWNED_EXTRA_SPECS = ('hw:cpu_policy',)
+    EXTRA_SPECS = {'hw:cpu_policy': 'shared'}
+
+
+class _BadSpec(base.Tuner):
+    name = 'bad_spec'
+    EXTRA_SPECS = {'hw:cpu_policy': 'pinned'}
+
+
+def _profile_with(*classes):
+    pinning = profile('cpu-pinning').tuner_refs
+    refs = pinning + [profiles.TunerRef(c.name, {}, c) for c in classes]
+    return profiles.Profile('p', 'd', 's', 'p.yaml', refs)
+
+
+@pytest.mark.parametrize('tuner,key', [
+    (_SharedSetTwin, '[compute] cpu_shared_set'),
+    (_SpecTwin, 'hw:cpu_policy'),
+])
+def test_conflicting_tuners_are_an_input_error(tuner, key):
+    with pytest.raises(InputError) as err:
+        plans.build_plan(_profile_with(tuner), host_facts.gather(PVM))
+    line = err.value.line()
+    assert line.startswith(f'p.yaml: {key}: tuners cpu_pinning and '
+                           f'{tuner.name} set different')
+
+
+def test_invalid_extra_spec_from_a_tuner_is_an_input_error():
+    with pytest.raises(InputError) as err:
+        plans.build_plan(_profile_with(_BadSpec), host_facts.gather(PVM))
+    assert "p.yaml: bad_spec: hw:cpu_policy: 'pinned' is not valid" in \
+        err.value.line()
+
+
+# -- the command -----------------------------------------------------------
+
+def test_plan_command_json_on_a_captured_root(capsys):
+    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept', '--root',
+                     INTEL, '--format', 'json']) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == PLAN_KEYS
+    assert data['facts_source'] == INTEL
+    assert data['nova_conf']['compute']['cpu_shared_set'] == '0,20,40,60'
+
+
+def test_plan_command_text_from_a_facts_file(tmp_path, capsys):
+    facts_file = tmp_path / 'amd.json'
+    facts_file.write_text(json.dumps(host_facts.gather(AMD)))
+    assert cli.main(['plan', '--profile', 'net-tuned', '--facts',
+                     str(facts_file)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f'Profile net-tuned on {facts_file}\n')
+    assert '  [libvirt]\n  rx_queue_size = 1024\n' in out
+    assert '  hw:vif_multiqueue_enabled=true\n' in out
+    assert 'vhost-net-device' in out
+    assert out.rstrip().endswith('fail')
+
+
+def test_plan_text_lists_multi_valued_options_line_by_line(capsys):
+    assert cli.main(['plan', '--profile', 'hugepages', '--root',
+                     INTEL]) == 0
+    out = capsys.readouterr().out
+    assert ('  reserved_huge_pages = node:0,size:1GB,count:1\n'
+            '  reserved_huge_pages = node:1,size:1GB,count:1\n') in out
+    assert 'removed if present' not in out
+
+
+@pytest.mark.parametrize('argv,expected', [
+    (['--profile', 'nope'], "unknown profile 'nope'"),
+    (['--profile', 'baseline', '--root', '/nonexistent'], 'not a directory'),
+    (['--profile', 'baseline', '--facts', '/nonexistent.json'],
+     'cannot read facts'),
+])
+def test_plan_command_bad_input_exits_2(argv, expected, capsys):
+    assert cli.main(['plan'] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and expected in err

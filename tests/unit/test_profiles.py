@@ -1,0 +1,191 @@
+"""Profiles: the shipped ones, the search path and every bad input."""
+
+import json
+import os
+import textwrap
+
+import pytest
+import yaml
+
+from kvmtune import cli
+from kvmtune import profiles
+from kvmtune.errors import InputError
+
+SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
+           'nested-host', 'net-tuned', 'pinned-hugepages-ept']
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def error_line(path):
+    with pytest.raises(InputError) as err:
+        profiles.load_file(path)
+    line = err.value.line()
+    assert '\n' not in line
+    return line
+
+
+GOOD = """\
+    description: test profile
+    source: seeds/004
+    tuners:
+      - name: cpu_pinning
+        params: {thread_policy: isolate}
+      - ept
+    """
+
+
+def test_shipped_profiles_load_and_cite_a_seed():
+    found = profiles.available(profiles.search_dirs())
+    assert sorted(found) == SHIPPED
+    for name, path in found.items():
+        profile = profiles.load_file(path)
+        assert profile.name == name
+        assert profile.description
+        assert 'seeds/' in profile.source
+    baseline = profiles.load_file(found['baseline'])
+    assert baseline.tuner_refs == []
+    pinned = profiles.load_file(found['pinned-hugepages-ept'])
+    assert [r.name for r in pinned.tuner_refs] == ['cpu_pinning',
+                                                   'hugepages', 'ept']
+
+
+def test_packaged_dir_is_the_checkout_one():
+    here = os.path.dirname(os.path.abspath(__file__))
+    expected = os.path.join(here, '..', '..', 'etc', 'kvmtune', 'profiles')
+    assert os.path.samefile(profiles.packaged_dir(), expected)
+
+
+def test_later_directory_wins(tmp_path):
+    path = write(tmp_path, 'baseline.yaml', GOOD.replace(
+        'test profile', 'site baseline'))
+    found = profiles.available(profiles.search_dirs([str(tmp_path)]))
+    assert found['baseline'] == path
+    assert profiles.load('baseline', profiles.search_dirs(
+        [str(tmp_path)])).description == 'site baseline'
+
+
+def test_good_profile_and_to_dict(tmp_path):
+    path = write(tmp_path, 'mine.yaml', GOOD)
+    profile = profiles.load_file(path)
+    assert profile.to_dict() == {
+        'name': 'mine', 'description': 'test profile', 'source': 'seeds/004',
+        'tuners': [{'name': 'cpu_pinning',
+                    'params': {'thread_policy': 'isolate'}},
+                   {'name': 'ept'}]}
+    assert profiles.load(path, []).name == 'mine'
+
+
+def test_malformed_yaml_names_line_and_column(tmp_path):
+    path = write(tmp_path, 'bad.yaml', """\
+        description: x
+        source: y
+        tuners:
+          - name: ept
+           params: {}
+        """)
+    line = error_line(path)
+    assert line.startswith(f'{path}: malformed YAML at line 5, column 4')
+
+
+@pytest.mark.parametrize('body,expected', [
+    ('- a\n- b\n', 'a profile is a mapping'),
+    ('description: x\nsource: y\ntuners: [cpu_pining]\n',
+     "tuners[0]: unknown tuner 'cpu_pining' (fix: known tuners: "
+     "cpu_pinning, disk_io, ept, hugepages, nested, numa, vhost_net)"),
+    ('description: x\nsource: y\ntuners:\n  - name: numa\n'
+     '    params: {node: 2}\n',
+     "numa.params: unknown parameter 'node' (fix: known parameters: nodes)"),
+    ('description: x\nsource: y\ntuners:\n  - name: numa\n'
+     '    params: {nodes: two}\n',
+     "numa.params.nodes: 'two' is a string, expected an integer"),
+    ('description: x\nsource: y\ntuners:\n  - name: hugepages\n'
+     '    params: {page_size: 3M3}\n',
+     "hugepages.params.page_size: '3M3' is not valid (for hw:mem_page_size)"
+     " (fix: valid values: small, large, any"),
+    ('description: x\nsource: y\ntuners:\n  - name: cpu_pinning\n'
+     '    params: {policy: pinned}\n',
+     "valid values: dedicated, shared, mixed"),
+    ('description: x\nsource: y\ntuners: [ept, ept]\n',
+     "tuner 'ept' is listed twice"),
+    ('description: x\nsource: y\ntuners: ept\n', 'tuners must be a list'),
+    ('description: x\nsource: y\ntuners:\n  - {name: ept, parms: {}}\n',
+     "unknown key 'parms'"),
+    ('description: x\nsource: y\nextra: 1\n', "unknown key 'extra'"),
+    ('source: y\ntuners: []\n', 'description must be a non-empty string'),
+    ('name: other\ndescription: x\nsource: y\n',
+     "name 'other' differs from the file name"),
+])
+def test_bad_profiles_are_one_line_errors(tmp_path, body, expected):
+    path = str(tmp_path / 'p.yaml')
+    with open(path, 'w') as f:
+        f.write(body)
+    assert expected in error_line(path)
+
+
+def test_unknown_profile_lists_available():
+    with pytest.raises(InputError) as err:
+        profiles.load('pinned', profiles.search_dirs())
+    assert err.value.line() == (
+        "unknown profile 'pinned' (fix: available: " + ', '.join(SHIPPED) +
+        ')')
+
+
+def test_missing_file_and_directory():
+    with pytest.raises(InputError):
+        profiles.load_file('/nonexistent/p.yaml')
+    with pytest.raises(InputError):
+        profiles.available(['/nonexistent-dir'])
+
+
+# -- the commands ----------------------------------------------------------
+
+@pytest.fixture
+def site_conf(tmp_path):
+    site = tmp_path / 'site'
+    site.mkdir()
+    write(site, 'site-pinning.yaml', GOOD)
+    conf = tmp_path / 'kvmtune.conf'
+    conf.write_text(f'[DEFAULT]\nprofile_dirs = {site}\n')
+    return str(conf)
+
+
+def test_profile_list_reads_profile_dirs(site_conf, capsys):
+    assert cli.main(['--config-file', site_conf, 'profile', 'list']) == 0
+    out = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in out]
+    assert names == sorted(SHIPPED + ['site-pinning'])
+    assert any('test profile' in line for line in out)
+
+
+def test_profile_show_yaml_and_json(capsys):
+    assert cli.main(['profile', 'show', 'net-tuned']) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown['tuners'] == [{'name': 'vhost_net', 'params': {
+        'rx_queue_size': 1024, 'multiqueue': True}}]
+    assert cli.main(['profile', 'show', 'hugepages', '--format',
+                     'json']) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown['tuners'][0]['params']['host_page_size'] == 'auto'
+
+
+def test_profile_validate(tmp_path, capsys):
+    good = write(tmp_path, 'mine.yaml', GOOD)
+    assert cli.main(['profile', 'validate', good]) == 0
+    assert capsys.readouterr().out.startswith(f'{good}: OK: profile mine')
+    bad = write(tmp_path, 'bad.yaml', GOOD.replace('isolate', 'avoid'))
+    assert cli.main(['profile', 'validate', bad]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert err.startswith(f'kvmtune: error: {bad}: cpu_pinning.params.'
+                          'thread_policy: ')
+    assert 'prefer, isolate, require' in err
+
+
+def test_unknown_profile_exits_2(capsys):
+    assert cli.main(['profile', 'show', 'nope']) == 2
+    assert 'available: baseline' in capsys.readouterr().err
