@@ -101,3 +101,18 @@ def test_unreachable_cloud_is_one_line_without_password(tmp_path,
     assert '127.0.0.1:1' in line
     assert '\n' not in line
     assert cloud.requests.writes == 0
+
+
+def test_request_log_counts_token_requests_apart():
+    from kvmtune.cloud.connection import RequestLog
+
+    log = RequestLog()
+    log.record('post', 'http://k:5000/v3/auth/tokens')
+    log.record('GET', 'http://n:8774/v2.1/flavors/detail?is_public=none')
+    log.record('GET', 'http://n:8774/v2.1/flavors/detail')
+    assert log.writes == 0
+    assert log.summary() == ('3 requests (GET 2, POST 1: 1 for a Keystone '
+                             'token), 0 writes')
+    log.record('POST', 'http://n:8774/v2.1/flavors')
+    log.record('DELETE', 'http://n:8774/v2.1/flavors/f')
+    assert log.writes == 2
