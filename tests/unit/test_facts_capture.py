@@ -9,9 +9,9 @@ from kvmtune import cli
 from kvmtune import facts as host_facts
 from kvmtune.facts import capture
 
-# Facts the kernel changes while we look: this machine's node 0 grows as
-# memory is initialised lazily (deferred_init=lazy, virtio-mem), so a second
-# read of the live host may differ there and only there.
+# Facts the kernel changes while we look: on this machine node 0's MemTotal
+# grows for minutes after boot (/proc/meminfo's does not), so a second read
+# of the live host may differ there and only there.
 MOVING = (('numa', 'nodes'), ('memory',))
 
 
