@@ -1,0 +1,72 @@
+"""Write a profile's options into nova.conf, in place.
+
+Builds the profile's plan for this host (or for a tree captured with
+``kvmtune host capture``, or a facts JSON), prints the change to nova.conf
+as a unified diff (values of passwords, tokens, transport_url and database
+connections are shown as ***) and writes it:
+
+  kvmtune nova-conf apply --profile pinned-hugepages-ept
+  kvmtune nova-conf apply --profile cpu-pinning --config /etc/nova/nova.conf \\
+      --root captured/compute-1 --dry-run
+
+Only the options the profile sets change; comments, order, spacing and all
+other options stay byte for byte. The previous content is kept in
+``<nova.conf>.kvmtune.bak``; the file keeps its mode and owner and is
+replaced atomically. A second run writes nothing and says so.
+
+Before writing, every value is checked against Nova's own option
+definitions: in kvmtune's Python when it has Nova, else in the Python named
+by --nova-python, $KVMTUNE_NOVA_PYTHON or [nova] python_executable in
+kvmtune.conf (Nova's virtualenv), else /usr/bin/python3 when it has Nova.
+A value Nova would reject stops the run with nothing written. Restart
+nova-compute afterwards for Nova to read the new options.
+"""
+
+import sys
+
+
+def add_arguments(parser):
+    parser.add_argument('--profile', required=True, metavar='NAME|FILE',
+                        help='profile name (see "kvmtune profile list") or '
+                             'a profile YAML file')
+    parser.add_argument('--config', metavar='PATH',
+                        help='the nova.conf to edit (default: [nova] '
+                             'config_file, /etc/nova/nova.conf)')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--root', metavar='DIR',
+                        help='plan for a tree made by "kvmtune host '
+                             'capture" instead of this host')
+    source.add_argument('--facts', metavar='FILE',
+                        help='plan for a facts JSON file')
+    parser.add_argument('--nova-python', metavar='PYTHON',
+                        help='a Python that can import nova, to check the '
+                             'values with (default: see above)')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='print the diff; write nothing')
+
+
+def run(args):
+    from kvmtune import conf
+    from kvmtune import facts as host_facts
+    from kvmtune import novaconf
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+    from kvmtune.novaconf import validate
+
+    loaded = conf.load(args.config_file)
+    profile = profiles.load(args.profile,
+                            profiles.search_dirs(loaded.profile_dirs))
+    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
+    plan = plans.build_plan(profile, facts)
+    path = args.config or loaded.nova.config_file
+    python = validate.configured_python(args.nova_python,
+                                        loaded.nova.python_executable)
+    result = novaconf.apply(path, plan.nova_conf, dry_run=args.dry_run,
+                            nova_python=python)
+    for notice in result.notices:
+        print(f'kvmtune: notice: {notice}', file=sys.stderr)
+    if result.nova:
+        print(f'checked against Nova {result.nova}', file=sys.stderr)
+    sys.stdout.write(result.diff)
+    print(result.message(plan.profile))
+    return 0

@@ -1,0 +1,200 @@
+"""Write a profile's options into nova.conf, in place.
+
+Read, edit with kvmtune.novaconf.inifile, check the values (kvmtune's rules,
+then Nova's own option definitions when Nova can be found), show a diff with
+secrets masked, and only when something changed: write a backup of the
+previous content to ``<file>.kvmtune.bak`` and replace the file atomically
+(a temporary file in the same directory, with the file's mode and owner,
+fsync, rename). A file that already has the options is not rewritten; its
+mtime stays.
+
+A symbolic link is followed: the file it points to is edited and backed up
+next to itself, and the link stays a link.
+"""
+
+import contextlib
+import dataclasses
+import os
+import stat
+import tempfile
+
+from kvmtune.errors import InputError
+from kvmtune.novaconf import diff as ini_diff
+from kvmtune.novaconf import inifile
+from kvmtune.novaconf import rules
+from kvmtune.novaconf import validate
+
+BACKUP_SUFFIX = '.kvmtune.bak'
+_BOM = '\ufeff'
+
+
+@dataclasses.dataclass
+class ApplyResult:
+    path: str
+    changed: bool           # the new text differs from the file
+    written: bool           # and it was written (not a dry run)
+    diff: str               # unified diff, secrets masked
+    notices: list
+    nova: str = None        # Nova version the values were checked with
+    backup: str = None
+
+    def message(self, profile=None):
+        whose = f"profile {profile}'s" if profile else "the requested"
+        if not self.changed:
+            return (f'nova.conf already has {whose} options; nothing '
+                    f'changed ({self.path})')
+        if not self.written:
+            return f'dry run: {self.path} not written'
+        return f'wrote {self.path} (previous content: {self.backup})'
+
+
+def read_config(path):
+    """The text of nova.conf, or InputError saying why it cannot be read."""
+    fix = 'give the path of a readable nova.conf with --config'
+    if os.path.isdir(path):
+        raise InputError('is a directory, not a file', source=path, fix=fix)
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise InputError('no such file', source=path, fix=fix) from None
+    except OSError as exc:
+        raise InputError(f'cannot read it: {exc.strerror}', source=path,
+                         fix=fix) from None
+    if b'\0' in data:
+        raise InputError('has NUL bytes: not a text file', source=path,
+                         fix='restore nova.conf from a backup')
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise InputError(f'not UTF-8 text (byte {exc.start})', source=path,
+                         fix='save nova.conf as UTF-8') from None
+    if text.startswith(_BOM):
+        raise InputError('starts with a UTF-8 byte order mark, which '
+                         'oslo.config reads as part of the first line',
+                         source=path, key='line 1',
+                         fix='save nova.conf without the BOM')
+    return text
+
+
+def parse_config(path, text):
+    try:
+        return inifile.IniFile(text)
+    except inifile.ParseError as exc:
+        raise InputError(exc.problem, source=path, key=f'line {exc.lineno}',
+                         fix='correct the line as oslo.config reads it '
+                         '(Nova would not start with it either)') from None
+
+
+def edit(ini, changes):
+    """Apply {section: {option: value | [values]}} to ``ini`` in place."""
+    for section, options in changes.items():
+        for option, value in options.items():
+            if isinstance(value, list):
+                ini.set_multi(section, option, value)
+            else:
+                ini.set(section, option, value)
+
+
+def _mask(option, value, text):
+    if not ini_diff.is_secret(option):
+        return text
+    for item in value if isinstance(value, list) else [value]:
+        if item:
+            text = text.replace(item, ini_diff.MASK)
+    return text
+
+
+def check_rules(path, changes):
+    """kvmtune's own rules (kvmtune.novaconf.rules), Nova or not."""
+    try:
+        rules.check(changes)
+    except rules.Problem as problem:
+        value = changes.get(problem.section, {}).get(problem.option, '')
+        raise InputError(_mask(problem.option, value, problem.reason),
+                         source=path,
+                         key=f'[{problem.section}] {problem.option}',
+                         fix=problem.fix) from None
+
+
+def check_nova(path, changes, nova_python=None):
+    """Nova's option definitions; return (Nova version, notices)."""
+    answer = validate.check_with_nova(changes, python=nova_python)
+    for problem in answer['problems']:
+        section, option = problem['section'], problem['option']
+        value = changes[section][option]
+        raise InputError(_mask(option, value, problem['reason']),
+                         source=path, key=f'[{section}] {option}',
+                         fix=problem['fix'])
+    return answer['nova'], answer['notices']
+
+
+def _write_atomically(path, data, like):
+    """Replace ``path`` by ``data`` with the owner and mode of ``like``."""
+    directory = os.path.dirname(path) or '.'
+    handle, temp = tempfile.mkstemp(
+        dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
+    try:
+        with os.fdopen(handle, 'wb') as out:
+            out.write(data)
+            out.flush()
+            # chown first: it may clear set-id bits that chmod then restores.
+            if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
+                os.fchown(out.fileno(), like.st_uid, like.st_gid)
+            os.fchmod(out.fileno(), stat.S_IMODE(like.st_mode))
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    directory_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+
+
+def write_config(path, old_text, new_text):
+    """Back up the old content, then replace the file; return the backup."""
+    target = os.path.realpath(path)
+    backup = target + BACKUP_SUFFIX
+    try:
+        like = os.stat(target)
+        _write_atomically(backup, old_text.encode('utf-8'), like)
+        _write_atomically(target, new_text.encode('utf-8'), like)
+    except OSError as exc:
+        raise InputError(f'cannot write {exc.filename or target}: '
+                         f'{exc.strerror}', source=path,
+                         fix='run as root or as the owner of nova.conf and '
+                         'its directory') from None
+    return backup
+
+
+def apply(path, changes, dry_run=False, nova_python=None):
+    """Make nova.conf at ``path`` have ``changes``; return ApplyResult.
+
+    :param changes: {section: {option: str | [str, ...]}}, as
+        kvmtune.plan's ``nova_conf``; a list is a multi-valued option.
+    :param nova_python: a Python that can import nova, to check values
+        against Nova (see kvmtune.novaconf.validate for where else Nova is
+        looked for).
+    :raises InputError: unreadable or unparsable file, a value kvmtune or
+        Nova rejects, or a failed write; the file is then untouched.
+    """
+    old_text = read_config(path)
+    old = parse_config(path, old_text)
+    check_rules(path, changes)
+    new = parse_config(path, old_text)
+    edit(new, changes)
+    new_text = new.text
+    result = ApplyResult(path=path, changed=new_text != old_text,
+                         written=False, diff='', notices=[])
+    if not result.changed:
+        return result
+    result.nova, result.notices = check_nova(path, changes, nova_python)
+    result.diff = ini_diff.unified_diff(old, new, path, path)
+    if not dry_run:
+        result.backup = write_config(path, old_text, new_text)
+        result.written = True
+    return result

@@ -1,0 +1,102 @@
+"""kvmtune's own checks of nova.conf changes, made with or without Nova.
+
+They keep the file readable by oslo.config (names and values that fit on
+one ``key = value`` line) and catch the mistakes in the options kvmtune
+itself sets, with the syntax Nova documents for them. Nova's own option
+definitions, when Nova is importable, are checked after these
+(kvmtune.novaconf.nova_check).
+"""
+
+import re
+
+_SECTION = re.compile(r'^[A-Za-z0-9_.\-]+$')
+_OPTION = re.compile(r'^[A-Za-z0-9_\-]+$')
+_CPU_ITEM = re.compile(r'^\^?\d+(-\d+)?$')
+_PAGE_SIZE = re.compile(r'^\d+([KMGT]i?B?)?$', re.IGNORECASE)
+CPU_SET_OPTIONS = {('compute', 'cpu_shared_set'),
+                   ('compute', 'cpu_dedicated_set'),
+                   ('DEFAULT', 'vcpu_pin_set')}
+RESERVED_HUGE_PAGES = ('DEFAULT', 'reserved_huge_pages')
+HUGE_PAGES_KEYS = ('node', 'size', 'count')
+
+
+class Problem(ValueError):
+    """A change that cannot go into nova.conf: what and how to fix it."""
+
+    def __init__(self, section, option, reason, fix):
+        self.section, self.option = section, option
+        self.reason, self.fix = reason, fix
+        super().__init__(reason)
+
+
+def parse_cpu_set(text):
+    """CPUs of Nova's CPU set syntax, e.g. ``0-7,^3,12``."""
+    cpus = set()
+    for item in (i.strip() for i in text.split(',') if i.strip()):
+        if not _CPU_ITEM.match(item):
+            raise ValueError(f'{item!r} is not N, N-M, ^N or ^N-M')
+        first, _, last = item.lstrip('^').partition('-')
+        span = set(range(int(first), int(last or first) + 1))
+        if not span:
+            raise ValueError(f'{item!r} is an empty range')
+        if item.startswith('^'):
+            cpus -= span
+        else:
+            cpus |= span
+    return cpus
+
+
+def _check_huge_pages(item):
+    pairs = dict(p.partition(':')[::2] for p in item.split(','))
+    if sorted(pairs) != sorted(HUGE_PAGES_KEYS):
+        raise ValueError(f'{item!r} is not node:N,size:S,count:N')
+    if not (pairs['node'].isdigit() and pairs['count'].isdigit()
+            and _PAGE_SIZE.match(pairs['size'])):
+        raise ValueError(f'{item!r}: node and count are numbers, size is '
+                         'KiB or has a unit (2048, 2MB, 1GB)')
+
+
+def _check_value(section, option, value):
+    if not isinstance(value, str):
+        raise Problem(section, option, f'value {value!r} is not a string',
+                      'give nova.conf values as strings')
+    if any(c in value for c in '\r\n\0'):
+        raise Problem(section, option, 'a value must fit on one line',
+                      'remove line breaks from the value')
+    try:
+        if (section, option) in CPU_SET_OPTIONS:
+            parse_cpu_set(value)
+        elif (section, option) == RESERVED_HUGE_PAGES:
+            _check_huge_pages(value)
+    except ValueError as exc:
+        raise Problem(section, option, str(exc),
+                      'give the value in the syntax Nova documents') from None
+
+
+def check(changes):
+    """Raise Problem for the first change that cannot be written."""
+    for section, options in changes.items():
+        if not _SECTION.match(section or ''):
+            raise Problem(section, '', f'{section!r} is not a section name',
+                          'use letters, digits, "_", "-" and "."')
+        for option, value in options.items():
+            if not _OPTION.match(option or ''):
+                raise Problem(section, option, f'{option!r} is not an '
+                              'option name', 'use letters, digits, "_", "-"')
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                _check_value(section, option, item)
+    _check_cpu_sets_disjoint(changes.get('compute', {}))
+
+
+def _check_cpu_sets_disjoint(compute):
+    shared = compute.get('cpu_shared_set')
+    dedicated = compute.get('cpu_dedicated_set')
+    if not shared or not dedicated:
+        return
+    both = parse_cpu_set(shared) & parse_cpu_set(dedicated)
+    if both:
+        raise Problem('compute', 'cpu_dedicated_set',
+                      f'CPUs {sorted(both)} are also in cpu_shared_set; '
+                      'Nova refuses to start with overlapping sets',
+                      'give each host CPU to one of the two sets')
