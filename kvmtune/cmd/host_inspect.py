@@ -39,11 +39,19 @@ def add_arguments(parser):
 
 def run(args):
     from kvmtune import facts as host_facts
+    if args.versions and (args.root or args.facts):
+        raise InputError('--versions asks this host\'s libvirtd and QEMU, '
+                         'so it cannot describe --root or --facts',
+                         key='--versions',
+                         fix='run it on the host itself, or drop it')
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     if args.versions:
         from kvmtune.facts import versions
         facts['versions'] = versions.probe()
-    text = to_json(facts) if args.format == 'json' else to_table(facts)
+    if args.format == 'json':
+        text = to_json(facts)
+    else:
+        text = to_table(facts, versions_asked=args.versions)
     if args.output:
         write_atomic(args.output, text)
     else:
@@ -89,6 +97,10 @@ def write_atomic(path, text):
             f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise InputError(f'cannot write: {exc.strerror}', source=path,
+                         fix='give a file path you can write') from None
     except BaseException:
         os.unlink(tmp)
         raise
@@ -156,7 +168,7 @@ def _kernel_args(args):
     return '; '.join(parts) or 'none that kvmtune tunes'
 
 
-def to_table(facts):
+def to_table(facts, versions_asked=False):
     cpu, virt, mem = facts['cpu'], facts['virt'], facts['memory']
     vhost = facts['vhost_net']
     versions = facts['versions']
@@ -185,8 +197,8 @@ def to_table(facts):
         ('Kernel', _kernel_args(facts['kernel']['args'])),
         ('Versions', f'libvirt {versions["libvirt"] or "-"}, qemu '
                      f'{versions["qemu"] or "-"}'
-                     + ('' if any(versions.values()) else
-                        ' (--versions asks the binaries)')),
+                     + ('' if versions_asked or any(versions.values())
+                        else ' (--versions asks the binaries)')),
     ]
     width = max(len(label) for label, _ in rows)
     return ''.join(f'{label:<{width}}  {text}\n' for label, text in rows)

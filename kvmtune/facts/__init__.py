@@ -23,6 +23,7 @@ CAPTURE_FILE = 'kvmtune-capture.json'
 HOSTNAME = '/proc/sys/kernel/hostname'
 OSRELEASE = '/proc/sys/kernel/osrelease'
 CMDLINE = '/proc/cmdline'
+CPUINFO = cpu.CPUINFO
 VHOST_NET_DEVICE = '/dev/vhost-net'
 VHOST_NET_MODULE = '/sys/module/vhost_net'
 REGENERATE = 'regenerate it with kvmtune host inspect --format json'
@@ -124,7 +125,9 @@ def resolve(root=None, facts_file=None):
                          fix='give one of them')
     if facts_file is not None:
         return load(facts_file)
-    if root is not None and not os.path.isdir(root):
-        raise InputError('not a directory', source=root,
-                         fix='give a tree made by kvmtune host capture')
+    if root is not None and not os.path.isfile(
+            os.path.join(root, CPUINFO.lstrip('/'))):
+        raise InputError('not a host tree (no proc/cpuinfo in it)',
+                         source=root,
+                         fix='give a directory made by kvmtune host capture')
     return gather(root or '/')

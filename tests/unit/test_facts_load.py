@@ -104,8 +104,17 @@ def test_resolve_sources(saved, tmp_path):
     assert host_facts.resolve(root=INTEL)['hostname'] == 'compute-intel-1'
     with pytest.raises(InputError, match='exclusive'):
         host_facts.resolve(root=INTEL, facts_file=str(path))
-    with pytest.raises(InputError, match='not a directory'):
+    with pytest.raises(InputError, match='not a host tree'):
         host_facts.resolve(root=str(tmp_path / 'missing'))
+    with pytest.raises(InputError, match='not a host tree'):
+        host_facts.resolve(root=str(tmp_path))
+
+
+def test_cli_versions_only_for_this_host(capsys):
+    assert cli.main(['host', 'inspect', '--root', INTEL, '--versions']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('kvmtune: error: --versions: --versions asks')
+    assert len(err.splitlines()) == 1
 
 
 def test_cli_bad_facts_is_one_line_and_exit_2(saved, capsys):
@@ -151,3 +160,14 @@ def test_cli_table(capsys):
     assert 'nested yes (vmx)' in out
     assert 'NUMA 1     cpus 20-39,60-79' in out
     assert '40 sibling groups: 0,40 1,41 2,42 ...' in out
+
+
+def test_cli_output_errors_leave_nothing_behind(tmp_path, capsys):
+    (tmp_path / 'adir').mkdir()
+    for target in (tmp_path / 'adir', tmp_path / 'missing' / 'f.json'):
+        assert cli.main(['host', 'inspect', '--root', INTEL,
+                         '-o', str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f'kvmtune: error: {target}: cannot write')
+    assert os.listdir(tmp_path) == ['adir']
+    assert os.listdir(tmp_path / 'adir') == []
