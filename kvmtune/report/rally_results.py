@@ -69,21 +69,24 @@ def _error_line(error):
     return ': '.join(str(e) for e in (error or [])[:2]) or 'unknown error'
 
 
+def workloads(doc, source='<input>'):
+    """(scenario name, args, iterations, SLA results) of every workload."""
+    if isinstance(doc, dict) and 'tasks' in doc:
+        return _workloads_new(doc)
+    if isinstance(doc, list) and all(
+            isinstance(i, dict) and 'key' in i for i in doc):
+        return _workloads_old(doc)
+    raise InputError(
+        'not a Rally task result (neither `rally task report --json` '
+        'nor `rally task results` output)', source=source,
+        fix='pass the JSON file Rally wrote for the task')
+
+
 def sweeps_from(doc, source='<input>'):
     """Sweeps found in a parsed Rally result document, in task order."""
-    if isinstance(doc, dict) and 'tasks' in doc:
-        workloads = _workloads_new(doc)
-    elif isinstance(doc, list) and all(
-            isinstance(i, dict) and 'key' in i for i in doc):
-        workloads = _workloads_old(doc)
-    else:
-        raise InputError(
-            'not a Rally task result (neither `rally task report --json` '
-            'nor `rally task results` output)', source=source,
-            fix='pass the JSON file Rally wrote for the task')
     sweeps = []
     try:
-        for name, args, data, sla in workloads:
+        for name, args, data, sla in workloads(doc, source):
             if name not in SCENARIOS:
                 continue
             sweep = Sweep(name, _name(args.get('flavor')),
@@ -106,13 +109,17 @@ def sweeps_from(doc, source='<input>'):
     return sweeps
 
 
-def load(path):
-    """Sweeps from a Rally result file; InputError when it is not one."""
+def read(path):
+    """The parsed JSON of a Rally result file."""
     try:
         with open(path, encoding='utf-8') as f:
-            doc = json.load(f)
+            return json.load(f)
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), source=path) from None
     except ValueError as exc:
         raise InputError(f'not JSON ({exc})', source=path) from None
-    return sweeps_from(doc, source=path)
+
+
+def load(path):
+    """Sweeps from a Rally result file; InputError when it is not one."""
+    return sweeps_from(read(path), source=path)

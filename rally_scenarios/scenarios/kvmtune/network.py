@@ -38,7 +38,7 @@ class NetworkScaling(utils.KvmTuneScenario):
             "scenario needs a tenant network (network@openstack context or "
             "the nics argument)")
 
-    def run(self, flavor, image, vm_counts, workload="iperf3-tcp",
+    def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
             runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
             result_timeout=180, host=None, nics=None):
         """Boot a server guest, then N clients that load it at once.

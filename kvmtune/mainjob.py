@@ -1,0 +1,250 @@
+"""The main job: from a fresh host to a scaling report (tools/main-job).
+
+Without --os-cloud it brings up the single-host test cloud (libvirt
+compute, QEMU TCG here) and works against it; with --os-cloud C it uses
+that cloud and starts nothing locally. Either way it builds and uploads
+the benchmark image, makes the default and the tuned flavor with
+`kvmtune flavor apply`, shows this host's facts and the tuned profile's
+plan, runs the disk scaling sweep with Rally and prints `kvmtune report`.
+Rally's database and settings stay in the state directory.
+
+Exit status: 0 when every step ran and the task met its SLA, 1 when the
+task ran but an SLA failed, 2 when a step could not run.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from kvmtune.errors import CloudError
+from kvmtune.errors import KvmtuneError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLOUD_CTL = os.path.join(REPO, 'tests', 'functional', 'cloud', 'cloud')
+TASK = os.path.join(REPO, 'rally_scenarios', 'tasks', 'disk-scaling.yaml')
+IMAGE_DIR = os.environ.get('KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')
+CLOUD_DIR = os.environ.get('KVMTUNE_CLOUD_DIR', '/var/lib/kvmtune-cloud')
+STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
+                           '/var/lib/kvmtune/main-job')
+PROFILES = ('baseline', 'pinned-hugepages-ept')
+IMAGE_NAME = 'kvmtune-bench'
+# The base flavor: small guests, and an ephemeral disk the job benchmarks.
+BASE_FLAVOR = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256, 'disk': 1,
+               'ephemeral': 1}
+_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                   r'[0-9a-f]{12}')
+
+
+def say(text):
+    print(f'main-job: {text}', flush=True)
+
+
+def bin_path(name):
+    """A console script of this venv (kvmtune, rally)."""
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    return here if os.path.exists(here) else shutil.which(name) or name
+
+
+def run(argv, env=None, capture=False):
+    """Run a step; its output goes to ours unless captured."""
+    say('$ ' + ' '.join(argv))
+    proc = subprocess.run(argv, env=env, text=True,
+                          stdout=subprocess.PIPE if capture else None)
+    if proc.returncode != 0:
+        raise CloudError(f'exited {proc.returncode}',
+                         source=' '.join(argv[:3]))
+    return proc.stdout
+
+
+def rally_spec(cloud):
+    """An existing@openstack spec from an openstacksdk CloudRegion."""
+    auth = cloud.config['auth']
+    admin = {k: auth[k] for k in ('username', 'password', 'project_name',
+                                  'user_domain_name', 'project_domain_name')
+             if auth.get(k)}
+    spec = {'auth_url': auth['auth_url'], 'admin': admin,
+            'endpoint_type': cloud.config.get('interface') or 'public'}
+    if cloud.get_region_name():
+        spec['region_name'] = cloud.get_region_name()
+    if cloud.config.get('verify') is False:
+        spec['https_insecure'] = True
+    return {'existing@openstack': spec}
+
+
+def task_args(max_vms, workload, flavors, image, baseline=None):
+    args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
+            'image_name': image}
+    if baseline:
+        args['baseline'] = os.path.abspath(baseline)
+    return args
+
+
+class Rally:
+    """Rally with its database and globals kept in one directory."""
+
+    def __init__(self, state_dir):
+        self.dir = os.path.join(state_dir, 'rally')
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.conf = os.path.join(self.dir, 'rally.conf')
+        with open(self.conf, 'w') as f:
+            f.write('[database]\nconnection = sqlite:///'
+                    + os.path.join(self.dir, 'rally.sqlite') + '\n')
+        # Rally keeps the "current" env and task under ~/.rally
+        self.env = dict(os.environ, HOME=self.dir)
+
+    def __call__(self, *args, capture=False):
+        return run([bin_path('rally'), '--config-file', self.conf, *args],
+                   env=self.env, capture=capture)
+
+    def use_cloud(self, name, spec):
+        self('db', 'ensure')
+        envs = json.loads(self('env', 'list', '--json', capture=True)
+                          or '[]')
+        if any(e['name'] == name for e in envs):
+            self('env', 'destroy', name, capture=True)
+            self('env', 'delete', name, capture=True)
+        path = os.path.join(self.dir, 'spec.json')
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            json.dump(spec, f)
+        try:
+            self('env', 'create', '--name', name, '--spec', path)
+        finally:
+            os.unlink(path)
+        self('env', 'check')
+
+    def sweep(self, task, args, out_json, out_html):
+        started = self('task', 'start', task, '--task-args',
+                       json.dumps(args), capture=True)
+        print(started, end='')
+        uuids = _UUID.findall(started)
+        if not uuids:
+            raise CloudError('rally printed no task UUID', source=task)
+        uuid = uuids[0]
+        self('task', 'report', uuid, '--json', '--out', out_json)
+        self('task', 'report', uuid, '--html-static', '--out', out_html)
+        proc = subprocess.run([bin_path('rally'), '--config-file', self.conf,
+                               'task', 'sla-check', uuid], env=self.env)
+        return uuid, proc.returncode == 0
+
+
+def local_cloud():
+    """Bring up the test cloud (libvirt compute) unless it already runs."""
+    status = subprocess.run([CLOUD_CTL, 'status'], capture_output=True,
+                            text=True)
+    if status.returncode == 0 and 'up' in status.stdout.lower():
+        say('test cloud already up: using it')
+    else:
+        run([CLOUD_CTL, 'install'])
+        run([CLOUD_CTL, 'up', '--compute', 'libvirt'])
+    os.environ['OS_CLIENT_CONFIG_FILE'] = os.path.join(CLOUD_DIR,
+                                                       'clouds.yaml')
+    return 'kvmtune-admin'
+
+
+def image_file():
+    for name, fmt in (('kvmtune-bench.qcow2', 'qcow2'),
+                      ('kvmtune-bench.raw', 'raw')):
+        path = os.path.join(IMAGE_DIR, name)
+        if os.path.exists(path):
+            return path, fmt
+    raise CloudError('no benchmark image after the build', source=IMAGE_DIR,
+                     fix='run kvmtune image build and read its error')
+
+
+def upload_image(conn):
+    """Upload the image once; a changed file replaces the old one."""
+    import hashlib
+
+    path, fmt = image_file()
+    sha = hashlib.sha512()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            sha.update(block)
+    old = [i for i in conn.image.images(name=IMAGE_NAME)]
+    if any(i.hash_value == sha.hexdigest() for i in old):
+        say(f'image {IMAGE_NAME}: unchanged')
+        return
+    conn.create_image(IMAGE_NAME, filename=path, disk_format=fmt,
+                      container_format='bare', visibility='public',
+                      wait=True)
+    for i in old:
+        conn.image.delete_image(i)
+    say(f'image {IMAGE_NAME}: uploaded {path}')
+
+
+def base_flavor(conn):
+    if conn.compute.find_flavor(BASE_FLAVOR['name']):
+        say(f'flavor {BASE_FLAVOR["name"]}: exists')
+        return
+    conn.compute.create_flavor(is_public=True, **BASE_FLAVOR)
+    say(f'flavor {BASE_FLAVOR["name"]}: created')
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog='tools/main-job',
+                                description=__doc__.split('\n\n')[0])
+    p.add_argument('--os-cloud', metavar='CLOUD',
+                   help='Use this cloud (clouds.yaml, admin) instead of '
+                        'bringing up the local test cloud.')
+    p.add_argument('--max-vms', type=int, default=3,
+                   help='Largest VM count of the sweep (default 3).')
+    p.add_argument('--workload', default='fio-randread-4k')
+    p.add_argument('--baseline', metavar='FILE',
+                   help='Bare-metal result from kvmtune baseline.')
+    p.add_argument('--state-dir', default=STATE_DIR,
+                   help=f'Rally DB and results (default {STATE_DIR}).')
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    kvmtune = bin_path('kvmtune')
+    try:
+        os.makedirs(args.state_dir, exist_ok=True)
+        run([kvmtune, 'image', 'build'])
+        cloud_name = args.os_cloud or local_cloud()
+        import openstack
+
+        conn = openstack.connect(cloud=cloud_name)
+        upload_image(conn)
+        base_flavor(conn)
+        flavors = []
+        for profile in PROFILES:
+            run([kvmtune, 'flavor', 'apply', '--os-cloud', cloud_name,
+                 '--profile', profile, '--from', BASE_FLAVOR['name']])
+            flavors.append(f'{BASE_FLAVOR["name"]}.{profile}')
+        run([kvmtune, 'host', 'inspect'])
+        run([kvmtune, 'plan', '--profile', PROFILES[-1]])
+        rally = Rally(args.state_dir)
+        rally.use_cloud(f'kvmtune-{cloud_name}', rally_spec(conn.config))
+        out_json = os.path.join(args.state_dir, 'disk-scaling.json')
+        uuid, sla_ok = rally.sweep(
+            TASK, task_args(args.max_vms, args.workload, flavors,
+                            IMAGE_NAME, args.baseline),
+            out_json, os.path.join(args.state_dir, 'disk-scaling.html'))
+        report = [kvmtune, 'report', out_json,
+                  '--png', os.path.join(args.state_dir, 'disk-scaling.png'),
+                  '--html', os.path.join(args.state_dir,
+                                         'disk-scaling-report.html')]
+        if args.baseline:
+            report += ['--baseline', args.baseline]
+        run(report)
+    except KvmtuneError as exc:
+        print(f'main-job: error: {exc.line()}', file=sys.stderr)
+        return 2
+    except Exception as exc:  # openstacksdk's own errors: one line too
+        msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
+        print(f'main-job: error: {msg}', file=sys.stderr)
+        return 2
+    say(f'rally task {uuid}: SLA {"met" if sla_ok else "FAILED"}; '
+        f'results in {args.state_dir}')
+    return 0 if sla_ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
