@@ -136,8 +136,13 @@ def local_cloud():
     """Bring up the test cloud (libvirt compute) unless it already runs."""
     status = subprocess.run([CLOUD_CTL, 'status'], capture_output=True,
                             text=True)
-    if status.returncode == 0 and 'up' in status.stdout.lower():
-        say('test cloud already up: using it')
+    if status.returncode == 0 and 'libvirt compute' in status.stdout:
+        say('test cloud already up with libvirt compute: using it')
+    elif status.returncode == 0:
+        raise CloudError('a test cloud without libvirt compute is up',
+                         source=CLOUD_DIR,
+                         fix='guests need libvirt: when nobody uses it, '
+                             f'{CLOUD_CTL} down, then run again')
     else:
         run([CLOUD_CTL, 'install'])
         run([CLOUD_CTL, 'up', '--compute', 'libvirt'])
