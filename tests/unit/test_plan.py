@@ -201,7 +201,8 @@ def test_plan_text_lists_multi_valued_options_line_by_line(capsys):
 
 @pytest.mark.parametrize('argv,expected', [
     (['--profile', 'nope'], "unknown profile 'nope'"),
-    (['--profile', 'baseline', '--root', '/nonexistent'], 'not a directory'),
+    (['--profile', 'baseline', '--root', '/nonexistent'],
+     'error: /nonexistent: '),
     (['--profile', 'baseline', '--facts', '/nonexistent.json'],
      'cannot read facts'),
 ])
