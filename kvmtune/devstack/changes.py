@@ -9,6 +9,7 @@ change, so an interrupted phase still leaves an accurate record::
                     "before": null, "after": ["1"]}],
      "files": [{"path": "/etc/modprobe.d/kvm_intel.conf",
                 "before": null, "after": "options kvm_intel nested=1\\n"}],
+     "created": [{"path": "/etc/nova/nova.conf.kvmtune.bak"}],
      "sysctl": [{"path": "/proc/sys/vm/nr_hugepages",
                  "before": "0", "after": "256"}],
      "flavors": [{"profile": "cpu-pinning", "name": "m1.small.cpu-pinning",

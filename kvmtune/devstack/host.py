@@ -1,6 +1,7 @@
 """post-config and clean: nova.conf options, modprobe files, hugepages.
 
-nova.conf is undone option by option, not from a backup copy: DevStack
+nova.conf is undone option by option, not from kvmtune's backup copy
+(``nova.conf.kvmtune.bak``, removed at clean if the plugin made it): DevStack
 and later plugins keep editing nova.conf after post-config, and restoring
 a whole file would drop their lines. Each option kvmtune set goes back to
 its value before kvmtune (or is deleted when it had none), unless someone
@@ -15,6 +16,8 @@ from kvmtune.devstack import inifile
 from kvmtune.errors import InputError
 
 HUGEPAGES_SYSCTL_FILE = '90-kvmtune-hugepages.conf'
+# "kvmtune nova-conf apply" keeps the previous nova.conf there.
+NOVA_CONF_BACKUP_SUFFIX = '.kvmtune.bak'
 
 
 def kvmtune_cli(*argv, capture=False):
@@ -74,7 +77,12 @@ def post_config(changes, nova_conf, profiles, modprobe_dir=None,
             changes.entries('nova_conf').append({
                 'path': nova_conf, 'section': section, 'option': option,
                 'before': inifile.get(nova_conf, section, option),
+                'section_existed': inifile.has_section(nova_conf, section),
                 'after': None})
+    backup = nova_conf + NOVA_CONF_BACKUP_SUFFIX
+    if not os.path.exists(backup) and changes.find(
+            'created', path=backup) is None:
+        changes.entries('created').append({'path': backup})
     changes.save()
     for name in profiles:
         kvmtune_cli('nova-conf', 'apply', '--profile', name,
@@ -175,6 +183,12 @@ def clean(changes):
         _undo_file(entry)
         changes.drop('files', entry)
         changes.save()
+    for entry in list(changes.entries('created')):
+        if os.path.exists(entry['path']):
+            os.unlink(entry['path'])
+            print(f'kvmtune: removed {entry["path"]}')
+        changes.drop('created', entry)
+        changes.save()
     for entry in list(changes.entries('sysctl')):
         with open(entry['path'], 'w') as handle:
             handle.write(entry['before'] + '\n')
@@ -201,6 +215,9 @@ def _undo_option(entry):
         print(f'kvmtune: {where} removed')
     else:
         print(f'kvmtune: {where} back to its earlier value')
+    if not entry.get('section_existed', True):
+        if inifile.drop_section_if_empty(path, section):
+            print(f'kvmtune: {path} [{section}] removed (empty)')
 
 
 def _undo_file(entry):

@@ -67,6 +67,35 @@ def put(path, section, option, values):
     write_atomic(path, ''.join(line + '\n' for line in lines))
 
 
+def has_section(path, section):
+    return any(_HEADER.match(line) and _HEADER.match(line).group('name')
+               == section for line in _read_lines(path))
+
+
+def drop_section_if_empty(path, section):
+    """Remove [section] when only blank lines follow it; True if removed.
+
+    The blank line before the header goes too: it is the separator that
+    was added with the section.
+    """
+    lines = _read_lines(path)
+    starts = [i for i, line in enumerate(lines)
+              if _HEADER.match(line) and _HEADER.match(line).group('name')
+              == section]
+    if len(starts) != 1:
+        return False
+    start = end = starts[0]
+    while end + 1 < len(lines) and not _HEADER.match(lines[end + 1]):
+        if lines[end + 1].strip():
+            return False
+        end += 1
+    if start > 0 and not lines[start - 1].strip():
+        start -= 1
+    del lines[start:end + 1]
+    write_atomic(path, ''.join(line + '\n' for line in lines))
+    return True
+
+
 def write_atomic(path, text, mode=None):
     """Replace ``path`` with ``text`` through a temporary file + rename."""
     directory = os.path.dirname(os.path.abspath(path))

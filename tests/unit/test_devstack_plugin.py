@@ -235,3 +235,31 @@ def test_tempest_options_lines():
                     'nested-host:m1.small.nested-host'),
         ('traits_tagged', 'True'),
         ('host_traits', 'CUSTOM_KVMTUNE_NESTED')]
+
+
+def test_tempest_options_are_the_tempest_plugins_options():
+    from kvmtune.tempest_plugin import config
+
+    lines = tempest.options({
+        'flavors': {'cpu-pinning': 'm1.small.cpu-pinning'},
+        'traits_tagged': False, 'host_traits': [],
+        'benchmark_image': 'kvmtune-bench'})
+    opts = {opt.name: opt for opt in config.KvmtuneGroup}
+    # Every line is one of the plugin's options, in that option's format.
+    parsed = {name: opts[name].type(value) for name, value in lines}
+    assert parsed == {'flavors': {'cpu-pinning': 'm1.small.cpu-pinning'},
+                      'traits_tagged': False, 'host_traits': [],
+                      'benchmark_image': 'kvmtune-bench'}
+
+
+def test_drop_section_if_empty_restores_the_file(tmp_path):
+    path = str(tmp_path / 'nova.conf')
+    with open(path, 'w') as handle:
+        handle.write(NOVA_CONF)
+    inifile.put(path, 'libvirt', 'cpu_mode', ['host-passthrough'])
+    assert not inifile.drop_section_if_empty(path, 'libvirt')
+    inifile.put(path, 'libvirt', 'cpu_mode', None)
+    assert inifile.drop_section_if_empty(path, 'libvirt')
+    with open(path) as handle:
+        assert handle.read() == NOVA_CONF
+    assert not inifile.drop_section_if_empty(path, 'compute')

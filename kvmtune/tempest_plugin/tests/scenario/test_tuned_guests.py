@@ -26,11 +26,25 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
                 'no tuned flavor configured ([kvmtune] flavors is empty)')
 
     def _pinned_hugepages_flavor(self):
+        """A configured pinned + large-page flavor some host can take."""
+        on_hosts = set()
+        for uuid in self.compute_providers().values():
+            on_hosts |= self.provider_traits(uuid)
+        missing = set()
         for profile, name in sorted(CONF.kvmtune.flavors.items()):
             flavor, specs = self.tuned_flavor(profile, name)
-            if (specs.get('hw:cpu_policy') == 'dedicated'
+            if not (specs.get('hw:cpu_policy') == 'dedicated'
                     and specs.get('hw:mem_page_size')):
+                continue
+            required = {k[len('trait:'):] for k, v in specs.items()
+                        if k.startswith('trait:') and v == 'required'}
+            if required <= on_hosts:
                 return flavor
+            missing |= required - on_hosts
+        if missing:
+            raise self.skipException(
+                f'no compute node has {", ".join(sorted(missing))}, which '
+                'the pinned + large-page flavors require')
         raise self.skipException(
             'no configured tuned flavor pins vCPUs and uses large pages '
             '([kvmtune] flavors: add a pinned-hugepages-ept flavor)')

@@ -1,0 +1,144 @@
+"""kvmtune's Tempest plugin, run for real against the test cloud.
+
+Set up the way a DevStack job does it: the DevStack plugin's extra and
+test-config phases (under tests/devstack_shim) make the tuned flavors, tag
+the host, upload the benchmark image when one is built and write the
+[kvmtune] options; the rest of tempest.conf comes from clouds.yaml. Then
+``tempest init`` + ``tempest run --regex kvmtune``. Every test must pass;
+a skip is accepted only when its reason names a missing capability.
+"""
+
+import io
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.devstack_shim.run import Stack
+from tests.functional.conftest import ADMIN, REPO
+
+PROFILES = ['pinned-hugepages-ept', 'cpu-pinning', 'nested-host']
+TEMPEST = pathlib.Path(sys.executable).parent / 'tempest'
+# What a skip may say: the capability the cloud lacks.
+CAPABILITY_SKIPS = [
+    r'compute has no PCPU inventory',
+    r'no compute node has (a CUSTOM_KVMTUNE_\* trait|CUSTOM_KVMTUNE_\w+)',
+    r'the compute driver cannot run guests \(hypervisor type \w+\)',
+    r'every kvmtune trait is on some compute node',
+    r'benchmark image \S+ is not in Glance',
+]
+
+
+def tempest_conf(clouds_yaml, image_id, flavor_id, lock_path):
+    """tempest.conf text for the admin cloud in clouds.yaml."""
+    with open(clouds_yaml) as handle:
+        cloud = yaml.safe_load(handle)['clouds'][ADMIN]
+    auth = cloud['auth']
+    sections = {
+        'DEFAULT': {'log_file': 'tempest.log'},
+        'oslo_concurrency': {'lock_path': lock_path},
+        'auth': {'admin_username': auth['username'],
+                 'admin_password': auth['password'],
+                 'admin_project_name': auth['project_name'],
+                 'admin_domain_name': auth.get('user_domain_name',
+                                               'Default'),
+                 'use_dynamic_credentials': 'True',
+                 'create_isolated_networks': 'False'},
+        'identity': {'uri_v3': auth['auth_url'], 'auth_version': 'v3',
+                     'region': cloud.get('region_name', 'RegionOne')},
+        'identity-feature-enabled': {'api_v2': 'False'},
+        'service_available': {'nova': 'True', 'glance': 'True',
+                              'neutron': 'False', 'cinder': 'False',
+                              'swift': 'False'},
+        'compute': {'image_ref': image_id, 'flavor_ref': flavor_id,
+                    'min_microversion': '2.1', 'max_microversion': 'latest',
+                    'build_timeout': '300'},
+        'compute-feature-enabled': {'console_output': 'True'},
+        'placement': {'min_microversion': '1.0',
+                      'max_microversion': 'latest'},
+        'validation': {'run_validation': 'False'},
+    }
+    return ''.join(
+        f'[{name}]\n' + ''.join(f'{k} = {v}\n' for k, v in opts.items())
+        + '\n' for name, opts in sections.items())
+
+
+def parse_results(workspace):
+    """{test id: (status, skip reason)} from the run's subunit stream."""
+    import subunit
+    import testtools
+
+    stream = subprocess.run(
+        [str(TEMPEST.parent / 'stestr'), 'last', '--subunit'],
+        cwd=workspace, capture_output=True, check=True).stdout
+    results = {}
+
+    def on_test(test):
+        reason = test['details'].get('reason')
+        results[test['id']] = (test['status'],
+                               reason.as_text() if reason else None)
+
+    case = subunit.ByteStreamToStreamResult(
+        io.BytesIO(stream), non_subunit_name='stdout')
+    collector = testtools.StreamToDict(on_test)
+    collector.startTestRun()
+    case.run(collector)
+    collector.stopTestRun()
+    return results
+
+
+@pytest.fixture
+def devstack(tmp_path, test_cloud, base_flavor):
+    workspace = tmp_path / 'tempest'
+    env = {
+        'PATH': f'{pathlib.Path(sys.executable).parent}:'
+                f'{os.environ["PATH"]}',
+        'HOME': os.environ.get('HOME', '/root'),
+        'OS_CLIENT_CONFIG_FILE': os.environ['OS_CLIENT_CONFIG_FILE'],
+        'SHIM_PYTHON': sys.executable, 'PYTHON': sys.executable,
+        'DEST': str(tmp_path), 'KVMTUNE_DIR': str(REPO),
+        'ENABLED_SERVICES': 'n-cpu,tempest',
+        'TEMPEST_CONFIG': str(workspace / 'etc' / 'tempest.conf'),
+        'KVMTUNE_PROFILES': ' '.join(PROFILES),
+        'KVMTUNE_BASE_FLAVOR': base_flavor.name,
+        'KVMTUNE_OS_CLOUD': ADMIN,
+    }
+    stack = Stack(env)
+    stack.workspace = workspace
+    yield stack
+    stack('unstack')
+    stack('clean')
+
+
+def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):
+    workspace = devstack.workspace
+    subprocess.run([str(TEMPEST), 'init', str(workspace)], check=True,
+                   capture_output=True)
+    conf = workspace / 'etc' / 'tempest.conf'
+    conf.write_text(tempest_conf(os.environ['OS_CLIENT_CONFIG_FILE'],
+                                 image.id, base_flavor.id,
+                                 str(workspace / 'lock')))
+    conf.chmod(0o600)
+    devstack('stack', 'extra')
+    devstack('stack', 'test-config')
+
+    run = subprocess.run(
+        [str(TEMPEST), 'run', '--regex', 'kvmtune', '--concurrency', '1'],
+        cwd=workspace, capture_output=True, text=True, timeout=1800)
+    print(run.stdout[-6000:])
+    results = parse_results(workspace)
+    ran = {tid: r for tid, r in results.items() if r[0] != 'exists'}
+    assert ran, 'tempest ran no kvmtune test'
+    failed = {t: r for t, r in ran.items() if r[0] not in ('success', 'skip')}
+    assert not failed, f'failed: {failed}\n{run.stdout[-4000:]}'
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert any(r[0] == 'success' for r in ran.values())
+    for tid, (status, reason) in ran.items():
+        if status == 'skip':
+            assert any(re.search(p, reason or '') for p in CAPABILITY_SKIPS), \
+                f'{tid} skipped without naming a missing capability: ' \
+                f'{reason!r}'
