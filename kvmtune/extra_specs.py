@@ -97,6 +97,13 @@ HW = (
         enum=('share', 'isolate'),
     ),
     ExtraSpec(
+        name='hw:cpu_dedicated_mask',
+        description='With hw:cpu_policy=mixed: the guest CPUs that are '
+                    'pinned (the others float).',
+        pattern=r'\^?\d+((-\d+)?(,\^?\d+(-\d+)?)?)*',
+        values_help='a guest CPU list such as 0-1 or ^0',
+    ),
+    ExtraSpec(
         name='hw:mem_page_size',
         description='Guest RAM page size: small, large, any, or a size '
                     'such as 2MB, 1GB, 2048 (KiB).',

@@ -9,6 +9,7 @@ processes); every other online CPU is dedicated, and the kernel keeps its
 own tasks off them with ``isolcpus``.
 """
 
+from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuners import base
 
@@ -27,17 +28,22 @@ class CpuPinning(base.Tuner):
                    spec='hw:emulator_threads_policy',
                    help='hw:emulator_threads_policy: share (on '
                         'cpu_shared_set) or isolate (a core per guest)'),
+        base.Param('dedicated_mask', spec='hw:cpu_dedicated_mask',
+                   help='hw:cpu_dedicated_mask, needed by policy mixed: '
+                        'the guest CPUs to pin, e.g. ^0 (all but vCPU 0)'),
         base.Param('isolcpus', type=bool, default=True,
                    help='Add isolcpus=<dedicated CPUs> to the kernel '
                         'arguments'),
     )
 
     OWNED_EXTRA_SPECS = ('hw:cpu_policy', 'hw:cpu_thread_policy',
-                         'hw:emulator_threads_policy')
+                         'hw:emulator_threads_policy',
+                         'hw:cpu_dedicated_mask')
     EXTRA_SPECS = {
         'hw:cpu_policy': '{policy}',
         'hw:cpu_thread_policy': '{thread_policy}',
         'hw:emulator_threads_policy': '{emulator_threads_policy}',
+        'hw:cpu_dedicated_mask': base.FromHost('mixed_mask'),
     }
     NOVA_CONF = {
         ('compute', 'cpu_shared_set'): base.FromHost('shared_set'),
@@ -48,6 +54,22 @@ class CpuPinning(base.Tuner):
         ('filter_scheduler', 'enabled_filters'): base.NUMA_FILTERS,
     }
     KERNEL_ARGS = (base.FromHost('isolcpus_arg'),)
+
+    @classmethod
+    def parse_params(cls, given, source=None):
+        values = super().parse_params(given, source)
+        # Nova refuses a mixed flavor without a mask, and a mask without
+        # mixed (nova/virt/hardware.py).
+        if (values['policy'] == 'mixed') != bool(values['dedicated_mask']):
+            raise InputError(
+                'dedicated_mask goes with policy mixed, and only with it',
+                source=source, key=f'{cls.name}.params.dedicated_mask',
+                fix='give both (policy: mixed, dedicated_mask: ^0) or '
+                    'neither')
+        return values
+
+    def mixed_mask(self):
+        return self.params['dedicated_mask']
 
     # -- host-derived values ---------------------------------------------
 

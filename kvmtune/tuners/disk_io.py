@@ -70,5 +70,23 @@ class DiskIo(base.Tuner):
                              fix='name the LVM volume group for guest disks')
         return values
 
+    @base.check('cache-modes')
+    def _cache_modes(self):
+        modes = dict(item.split('=') for item in self.params['cache_modes'])
+        if not modes:
+            return None
+        risky = sorted(t for t, mode in modes.items() if mode == 'unsafe')
+        if risky:
+            return (base.WARN, f'cache=unsafe for {", ".join(risky)} disks '
+                    'ignores guest flushes: a host crash loses guest data',
+                    'use none (O_DIRECT, as seed 003 does) or directsync')
+        direct = sorted(t for t, mode in modes.items()
+                        if mode in ('none', 'directsync'))
+        cached = sorted(set(modes) - set(direct))
+        return (base.PASS, 'host page cache bypassed (O_DIRECT) for '
+                f'{", ".join(direct) or "no"} disks'
+                + (f', used for {", ".join(cached)}' if cached else ''),
+                None)
+
     def cachemodes(self):
         return ','.join(self.params['cache_modes']) or None

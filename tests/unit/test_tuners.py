@@ -20,7 +20,8 @@ from kvmtune.tuners import vhost_net
 HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
 FIXTURES = ('intel-2s-smt-ept-1g', 'amd-epyc-npt', 'pvm-guest-2cpu')
 # Params a choice cannot go without.
-COMPANIONS = {('images_type', 'lvm'): {'images_volume_group': 'nova-vg'}}
+COMPANIONS = {('images_type', 'lvm'): {'images_volume_group': 'nova-vg'},
+              ('policy', 'mixed'): {'dedicated_mask': '^0'}}
 SEVEN = ['cpu_pinning', 'disk_io', 'ept', 'hugepages', 'nested', 'numa',
          'vhost_net']
 
@@ -98,7 +99,7 @@ def test_unknown_param_and_wrong_type_are_one_line_errors():
     assert err.value.line() == (
         "p.yaml: cpu_pinning.params: unknown parameter 'polcy' (fix: known "
         "parameters: policy, thread_policy, emulator_threads_policy, "
-        "isolcpus)")
+        "dedicated_mask, isolcpus)")
     with pytest.raises(InputError) as err:
         cpu_pinning.CpuPinning.parse_params({'isolcpus': 'yes'}, 'p.yaml')
     assert 'expected true or false' in err.value.line()
@@ -166,6 +167,20 @@ def test_one_cpu_host_has_nothing_to_dedicate():
     assert ('compute', 'cpu_dedicated_set') not in tuner.nova_conf()
     checks = {c.name: c for c in tuner.checks()}
     assert checks['dedicated-cpus'].status == base.FAIL
+
+
+def test_mixed_policy_needs_a_dedicated_mask():
+    mixed = cpu_pinning.CpuPinning({'policy': 'mixed',
+                                    'dedicated_mask': '^0'}, smt_host())
+    assert mixed.extra_specs()['hw:cpu_dedicated_mask'] == '^0'
+    for params in ({'policy': 'mixed'}, {'dedicated_mask': '^0'}):
+        with pytest.raises(InputError) as err:
+            cpu_pinning.CpuPinning.parse_params(params, 'p.yaml')
+        assert err.value.key == 'cpu_pinning.params.dedicated_mask'
+    with pytest.raises(InputError) as err:
+        cpu_pinning.CpuPinning.parse_params(
+            {'policy': 'mixed', 'dedicated_mask': '0-x'}, 'p.yaml')
+    assert 'a guest CPU list' in err.value.line()
 
 
 def test_require_thread_policy_fails_without_smt():
@@ -325,6 +340,17 @@ def test_disk_io_sets_only_what_is_given():
         ('DEFAULT', 'use_cow_images'): 'false',
         ('DEFAULT', 'preallocate_images'): 'space'}
     assert any('hw_disk_bus' in note for note in tuned.notes())
+
+
+def test_disk_cache_modes_check():
+    (check,) = disk_io.DiskIo({}, {}).checks()
+    assert check.status == base.PASS
+    assert 'bypassed (O_DIRECT) for block, file disks' in check.message
+    (check,) = disk_io.DiskIo({'cache_modes': ['file=unsafe',
+                                               'block=writeback']},
+                              {}).checks()
+    assert check.status == base.WARN and 'file disks' in check.message
+    assert disk_io.DiskIo({'cache_modes': []}, {}).checks() == []
 
 
 def test_disk_io_bad_params():
