@@ -52,8 +52,8 @@ class DiskIo(base.Tuner):
     }
     NOTES = (
         'virtio-blk is the image property hw_disk_bus=virtio (Nova has no '
-        'flavor extra spec for the disk bus); it is also the libvirt '
-        'default for KVM guests.',
+        'flavor extra spec for the disk bus); Nova already picks virtio for '
+        'KVM/QEMU disks when the image sets no bus.',
         'Nova 34 already gives every libvirt guest one I/O thread, pinned '
         'with the emulator threads: seed 003\'s iothread step is the '
         'default now.',
