@@ -189,3 +189,21 @@ def test_profile_validate(tmp_path, capsys):
 def test_unknown_profile_exits_2(capsys):
     assert cli.main(['profile', 'show', 'nope']) == 2
     assert 'available: baseline' in capsys.readouterr().err
+
+
+def test_config_sample_is_current(tmp_path):
+    """etc/kvmtune/kvmtune.conf.sample is what oslo-config-generator writes
+    (regenerate it with: tox -e genconfig)."""
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), '..', '..')
+    out = tmp_path / 'kvmtune.conf.sample'
+    subprocess.run(
+        [sys.executable, '-m', 'oslo_config.generator', '--config-file',
+         'etc/kvmtune/kvmtune-config-generator.conf', '--output-file',
+         str(out)], cwd=root, check=True)
+    with open(os.path.join(root, 'etc', 'kvmtune',
+                           'kvmtune.conf.sample')) as f:
+        assert f.read() == out.read_text()
+    assert '#profile_dirs =' in out.read_text()
