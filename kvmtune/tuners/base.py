@@ -95,7 +95,7 @@ class Param:
                         fix=f'each item must match {self.item_pattern}')
         if self.spec:
             specs.validate(self.spec, value, source=source, key=key)
-        return value
+        return list(value) if self.type is list else value
 
     def help_line(self):
         return ' '.join(self.help.split()) or None
