@@ -68,4 +68,3 @@ def unified_diff(old, new, fromfile, tofile, context=3):
             out += [_show('-', old, old_shown, i) for i in range(i1, i2)]
             out += [_show('+', new, new_shown, j) for j in range(j1, j2)]
     return ''.join(out)
-

@@ -113,7 +113,7 @@ def check_rules(path, changes):
         value = changes.get(problem.section, {}).get(problem.option, '')
         raise InputError(_mask(problem.option, value, problem.reason),
                          source=path,
-                         key=f'[{problem.section}] {problem.option}',
+                         key=f'[{problem.section}] {problem.option}'.rstrip(),
                          fix=problem.fix) from None
 
 

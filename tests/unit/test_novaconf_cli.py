@@ -1,0 +1,196 @@
+"""``kvmtune nova-conf apply`` end to end: output, exit codes, files."""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from kvmtune import cli
+from kvmtune.novaconf import validate
+
+HERE = os.path.dirname(__file__)
+FIXTURES = os.path.join(HERE, os.pardir, 'fixtures')
+HOST = os.path.join(FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')
+PROFILE = 'pinned-hugepages-ept'
+NOBODY = 65534
+
+
+def kvmtune(*args):
+    env = dict(os.environ)
+    env.pop(validate.ENV_PYTHON, None)
+    return subprocess.run([sys.executable, '-m', 'kvmtune.cli', *args],
+                          capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def apply_args(path, *extra, profile=PROFILE):
+    return ('nova-conf', 'apply', '--profile', profile, '--config',
+            str(path), '--root', HOST, *extra)
+
+
+@pytest.fixture
+def nova_conf(tmp_path):
+    path = tmp_path / 'nova.conf'
+    shutil.copyfile(os.path.join(FIXTURES, 'novaconf', 'devstack.conf'),
+                    path)
+    return path
+
+
+def snapshot(path):
+    info = os.stat(path)
+    return path.read_bytes(), info.st_mtime_ns
+
+
+def assert_one_line_error(done, *words):
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ''
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith('kvmtune: error: ')
+    assert 'Traceback' not in done.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_apply_then_apply_again(nova_conf):
+    plan = kvmtune('plan', '--profile', PROFILE, '--root', HOST,
+                   '--format', 'json')
+    wanted = json.loads(plan.stdout)['nova_conf']
+
+    first = kvmtune(*apply_args(nova_conf))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f'--- {nova_conf}\n+++ {nova_conf}\n')
+    assert f'+cpu_dedicated_set = {wanted["compute"]["cpu_dedicated_set"]}' \
+        in first.stdout
+    assert 'S3cret' not in first.stdout + first.stderr
+    assert first.stdout.endswith(
+        f'wrote {nova_conf} (previous content: {nova_conf}.kvmtune.bak)\n')
+    before = snapshot(nova_conf)
+
+    second = kvmtune(*apply_args(nova_conf))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == (
+        f"nova.conf already has profile {PROFILE}'s options; nothing "
+        f"changed ({nova_conf})\n")
+    assert snapshot(nova_conf) == before
+
+
+def test_dry_run_writes_nothing(nova_conf):
+    before = snapshot(nova_conf)
+    done = kvmtune(*apply_args(nova_conf, '--dry-run'))
+    assert done.returncode == 0, done.stderr
+    assert '+cpu_shared_set = 0,20,40,60\n' in done.stdout
+    assert done.stdout.endswith(f'dry run: {nova_conf} not written\n')
+    assert snapshot(nova_conf) == before
+    assert os.listdir(nova_conf.parent) == ['nova.conf']
+
+
+def test_notice_when_no_nova_is_found(nova_conf):
+    if validate.check_with_nova({})['nova'] is not None:
+        pytest.skip('this Python (or /usr/bin/python3) has Nova')
+    done = kvmtune(*apply_args(nova_conf, '--dry-run'))
+    assert done.stderr == f'kvmtune: notice: {validate.NO_NOVA}\n'
+
+
+def test_nova_python_that_has_no_nova_is_an_error(nova_conf):
+    before = snapshot(nova_conf)
+    done = kvmtune(*apply_args(nova_conf, '--nova-python', '/bin/false'))
+    assert_one_line_error(done, '/bin/false', 'Nova option check failed')
+    done = kvmtune(*apply_args(nova_conf, '--nova-python', sys.executable))
+    if validate.check_with_nova({})['nova'] is None:
+        assert_one_line_error(done, 'cannot import nova', 'fix: ')
+    assert snapshot(nova_conf) == before
+
+
+def test_unknown_profile(nova_conf):
+    before = snapshot(nova_conf)
+    done = kvmtune(*apply_args(nova_conf, profile='no-such-profile'))
+    assert_one_line_error(done, "unknown profile 'no-such-profile'",
+                          'fix: available: ')
+    assert snapshot(nova_conf) == before
+
+
+@pytest.mark.parametrize('content, words', [
+    (b'\x7fELF\x02\x01\x01\x00\x00\x00binary', ['NUL bytes']),
+    (b'[DEFAULT]\nmy_ip = \xff\xfe\n', ['not UTF-8']),
+    (b'# a comment is fine\ndebug = True\n', ['line 2: ', 'before any']),
+    (b'[DEFAULT]\n[libvirt\n', ['line 2: malformed section header']),
+])
+def test_unparsable_file(tmp_path, content, words):
+    path = tmp_path / 'nova.conf'
+    path.write_bytes(content)
+    before = snapshot(path)
+    done = kvmtune(*apply_args(path))
+    assert_one_line_error(done, f'{path}: ', 'fix: ', *words)
+    assert snapshot(path) == before
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
+def test_missing_file_and_directory(tmp_path):
+    missing = kvmtune(*apply_args(tmp_path / 'nova.conf'))
+    assert_one_line_error(missing, 'nova.conf: no such file', '--config')
+    directory = kvmtune(*apply_args(tmp_path))
+    assert_one_line_error(directory, f'{tmp_path}: is a directory')
+    assert os.listdir(tmp_path) == []
+
+
+def _run_cli_as(uid, argv):
+    """cli.main(argv) in a child that dropped to ``uid``: (rc, stderr)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), \
+                    contextlib.redirect_stdout(io.StringIO()):
+                rc = cli.main(argv)
+            os.write(write_end, json.dumps([rc, err.getvalue()]).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(answer)
+
+
+def _quiet_main(argv):
+    with contextlib.redirect_stderr(io.StringIO()), \
+            contextlib.redirect_stdout(io.StringIO()):
+        return cli.main(argv)
+
+
+def test_unreadable_file(nova_conf, tmp_path):
+    readable = tmp_path / 'readable.conf'
+    shutil.copyfile(nova_conf, readable)
+    os.chmod(nova_conf, 0)
+    before = snapshot(nova_conf)
+    argv = list(apply_args(nova_conf))
+    if os.getuid() == 0:
+        # root reads any file: drop to nobody, as an operator without sudo.
+        # Python's standard library may live where nobody cannot read
+        # (a pyenv under /root): import what the command needs first.
+        assert _quiet_main(list(apply_args(readable, '--dry-run'))) == 0
+        rc, err = _run_cli_as(NOBODY, argv)
+    else:
+        out = io.StringIO()
+        with contextlib.redirect_stderr(out), \
+                contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main(argv)
+        err = out.getvalue()
+    assert rc == 2
+    assert err == (f'kvmtune: error: {nova_conf}: cannot read it: '
+                   'Permission denied (fix: give the path of a readable '
+                   'nova.conf with --config)\n')
+    assert snapshot(nova_conf) == before
