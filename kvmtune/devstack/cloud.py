@@ -112,8 +112,7 @@ def _upload_image(changes, cloud, build_image, image_dir, image_name):
     try:
         image = conn.image.create_image(
             name=image_name, filename=path, disk_format='raw',
-            container_format='bare', visibility='public',
-            properties={'kvmtune_image': 'kvmtune-bench'})
+            container_format='bare', visibility='public', wait=True)
     except Exception as exc:
         raise CloudError(f'image upload failed: {exc}',
                          source=f'cloud {cloud.name}', key=image_name)
