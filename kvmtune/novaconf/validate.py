@@ -38,7 +38,8 @@ def run_checker(python, changes):
                          source=python, fix='give a working Python with '
                          f'--nova-python or ${ENV_PYTHON}')
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ['no output'])[-1]
+        last = (done.stderr.strip().splitlines()
+                or [f'exit status {done.returncode}, no output'])[-1]
         raise InputError(f'the Nova option check failed: {last}',
                          source=python, fix='give a Python that can import '
                          f'nova with --nova-python or ${ENV_PYTHON}')
