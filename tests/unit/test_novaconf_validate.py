@@ -1,0 +1,58 @@
+"""Where kvmtune looks for Nova, with this machine's real Pythons."""
+
+import os
+import sys
+
+import pytest
+
+from kvmtune.errors import InputError
+from kvmtune.novaconf import validate
+
+
+def test_precedence_of_the_nova_python(monkeypatch):
+    monkeypatch.setenv(validate.ENV_PYTHON, '/env/python')
+    assert validate.configured_python('/cli/python', '/conf/python') == \
+        '/cli/python'
+    assert validate.configured_python(None, '/conf/python') == '/env/python'
+    monkeypatch.delenv(validate.ENV_PYTHON)
+    assert validate.configured_python(None, '/conf/python') == \
+        '/conf/python'
+    assert validate.configured_python(None, '') is None
+
+
+def test_checker_under_a_python_without_nova():
+    # The checker runs with the standard library alone and says "no Nova".
+    answer = validate.run_checker(sys.executable, {'compute': {'x': '1'}})
+    if answer['nova'] is not None:
+        pytest.skip('this Python has Nova')
+    assert answer == {'nova': None, 'problems': [], 'notices': []}
+
+
+def test_configured_python_without_nova_is_an_error():
+    if validate.run_checker(sys.executable, {})['nova'] is not None:
+        pytest.skip('this Python has Nova')
+    with pytest.raises(InputError, match='cannot import nova'):
+        validate.check_with_nova({}, python=sys.executable)
+
+
+@pytest.mark.parametrize('python, words', [
+    ('/no/such/python', 'cannot run it'),
+    ('/bin/false', 'exit status 1, no output'),
+    ('/bin/echo', 'answered no JSON'),
+])
+def test_broken_python(python, words):
+    with pytest.raises(InputError, match=words) as info:
+        validate.check_with_nova({}, python=python)
+    assert info.value.source == python
+
+
+def test_nothing_found_is_one_notice(monkeypatch):
+    monkeypatch.delenv(validate.ENV_PYTHON, raising=False)
+    pythons = [sys.executable]
+    if os.path.exists(validate.SYSTEM_PYTHON):
+        pythons.append(validate.SYSTEM_PYTHON)
+    if any(validate.run_checker(p, {})['nova'] for p in pythons):
+        pytest.skip('a Python kvmtune tries has Nova')
+    assert validate.check_with_nova({'compute': {'x': '1'}}) == {
+        'nova': None, 'problems': [], 'notices': [validate.NO_NOVA],
+        'via': None}
