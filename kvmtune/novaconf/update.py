@@ -160,7 +160,13 @@ def write_config(path, old_text, new_text):
     target = os.path.realpath(path)
     backup = target + BACKUP_SUFFIX
     try:
-        like = os.stat(target)
+        # The Nova check takes seconds: someone may have edited meanwhile.
+        with open(target, 'rb') as handle:
+            if handle.read() != old_text.encode('utf-8'):
+                raise InputError('changed while kvmtune was checking it; '
+                                 'nothing written', source=path,
+                                 fix='run kvmtune nova-conf apply again')
+            like = os.fstat(handle.fileno())
         _write_atomically(backup, old_text.encode('utf-8'), like)
         _write_atomically(target, new_text.encode('utf-8'), like)
     except OSError as exc:

@@ -162,6 +162,24 @@ def test_failure_while_writing_leaves_the_original(tmp_path, monkeypatch,
                                             'nova.conf.kvmtune.bak']
 
 
+def test_file_edited_during_the_check_is_not_overwritten(
+        tmp_path, monkeypatch):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    real_check = update.check_nova
+
+    def check_while_someone_edits(*args, **kwargs):
+        with open(path, 'a') as handle:
+            handle.write('debug = False\n')
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(update, 'check_nova', check_while_someone_edits)
+    with pytest.raises(InputError, match='changed while kvmtune was'):
+        update.apply(str(path), CHANGES)
+    assert path.read_bytes() == expected('devstack.conf') + \
+        b'debug = False\n'
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
 def test_failure_writing_the_backup_writes_nothing(tmp_path, monkeypatch):
     path = copy_fixture(tmp_path, 'devstack.conf')
     before = snapshot(path)

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,23 @@ def test_nova_python_that_has_no_nova_is_an_error(nova_conf):
     if validate.check_with_nova({})['nova'] is None:
         assert_one_line_error(done, 'cannot import nova', 'fix: ')
     assert snapshot(nova_conf) == before
+
+
+def test_kvmtune_conf_names_nova_conf_and_nova_python(nova_conf, tmp_path):
+    kvmtune_conf = tmp_path / 'kvmtune.conf'
+    kvmtune_conf.write_text(f'[nova]\nconfig_file = {nova_conf}\n')
+    done = kvmtune('--config-file', str(kvmtune_conf), 'nova-conf',
+                   'apply', '--profile', PROFILE, '--root', HOST,
+                   '--dry-run')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(f'dry run: {nova_conf} not written\n')
+    kvmtune_conf.write_text(f'[nova]\nconfig_file = {nova_conf}\n'
+                            'python_executable = /bin/false\n')
+    done = kvmtune('--config-file', str(kvmtune_conf), 'nova-conf',
+                   'apply', '--profile', PROFILE, '--root', HOST)
+    assert_one_line_error(done, '/bin/false: the Nova option check failed')
+    assert nova_conf.read_bytes() == (
+        pathlib.Path(FIXTURES) / 'novaconf' / 'devstack.conf').read_bytes()
 
 
 def test_unknown_profile(nova_conf):
