@@ -15,11 +15,12 @@ other options stay byte for byte. The previous content is kept in
 replaced atomically. A second run writes nothing and says so.
 
 Before writing, every value is checked against Nova's own option
-definitions: in kvmtune's Python when it has Nova, else in the Python named
-by --nova-python, $KVMTUNE_NOVA_PYTHON or [nova] python_executable in
-kvmtune.conf (Nova's virtualenv), else /usr/bin/python3 when it has Nova.
-A value Nova would reject stops the run with nothing written. Restart
-nova-compute afterwards for Nova to read the new options.
+definitions, by the Python named with --nova-python, $KVMTUNE_NOVA_PYTHON
+or [nova] python_executable in kvmtune.conf (Nova's virtualenv), else by
+kvmtune's own Python or /usr/bin/python3 when they have Nova; with none, a
+notice says so and kvmtune's own rules apply. A value Nova would reject
+stops the run with nothing written. Restart nova-compute afterwards for
+Nova to read the new options.
 """
 
 import sys
