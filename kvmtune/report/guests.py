@@ -51,9 +51,6 @@ def row(console_text, instance_id, role, workload):
     the guest's own reason; an `ok` guest whose result frame fails
     verification or parsing is `invalid` with the checker's reason.
     """
-    from kvmtune.workloads import console
-    from kvmtune.workloads import parsers
-
     seen = status(console_text, instance_id)
     if seen is None:
         return vmtable.failed_row(
@@ -68,6 +65,9 @@ def row(console_text, instance_id, role, workload):
     if state == 'error':
         return vmtable.failed_row(instance_id, role, vmtable.ERROR,
                                   why or 'guest reported an error', workload)
+    from kvmtune.workloads import console
+    from kvmtune.workloads import parsers
+
     try:
         payloads = console.extract(console_text, instance_id)
         results = [parsers.parse(p['tool'], p['raw']) for p in payloads

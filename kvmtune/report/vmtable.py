@@ -30,6 +30,10 @@ def _round(value, digits=3):
     return None if value is None else round(float(value), digits)
 
 
+def _row(*values):
+    return dict(zip(COLUMNS, values))
+
+
 def ok_row(instance, role, result):
     """A row for a guest whose result was verified and parsed.
 
@@ -37,30 +41,30 @@ def ok_row(instance, role, result):
     """
     lat = result.get('lat_ns') or {}
     bw = result.get('bw_bytes_s')
-    return [instance, role, OK, '', result.get('workload'),
-            result.get('tool'), _round(result.get('iops')),
-            _round(bw / 1048576.0) if bw is not None else None,
-            _round(lat['mean'] / 1000.0) if lat.get('mean') is not None
-            else None,
-            _round(lat['p99'] / 1000.0) if lat.get('p99') is not None
-            else None,
-            _round(result.get('gbit_s'), 4), _round(result.get('tps')),
-            bool(result.get('emulated'))]
+    return _row(
+        instance, role, OK, '', result.get('workload'), result.get('tool'),
+        _round(result.get('iops')),
+        _round(bw / 1048576.0) if bw is not None else None,
+        _round(lat['mean'] / 1000.0) if lat.get('mean') is not None else None,
+        _round(lat['p99'] / 1000.0) if lat.get('p99') is not None else None,
+        _round(result.get('gbit_s'), 4), _round(result.get('tps')),
+        bool(result.get('emulated')))
 
 
 def failed_row(instance, role, status, reason, workload=None):
     """A row for a guest with no usable result, saying why."""
-    return [instance, role, status, reason, workload, None, None, None, None,
-            None, None, None, None]
+    return _row(instance, role, status, reason, workload, None, None, None,
+                None, None, None, None, None)
 
 
 def table_output(rows, emulated):
-    """The complete-output chart holding ``rows`` (for add_output)."""
+    """The complete-output chart holding ``rows`` (dicts by COLUMNS)."""
     label = ' (emulated: QEMU TCG, not KVM speed)' if emulated else ''
     return {'title': TITLE, 'chart_plugin': 'Table',
             'description': 'One row per guest; status other than ok is '
                            'excluded from every average' + label,
-            'data': {'cols': list(COLUMNS), 'rows': rows}}
+            'data': {'cols': list(COLUMNS),
+                     'rows': [[r[c] for c in COLUMNS] for r in rows]}}
 
 
 def rows_as_dicts(output):
