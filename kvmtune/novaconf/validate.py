@@ -59,8 +59,10 @@ def check_with_nova(changes, python=None):
     """Nova's answer for ``changes``: {"nova", "problems", "notices", "via"}.
 
     ``python`` is the operator's choice (see configured_python); without
-    it kvmtune's own Python, then the system one, are tried.
+    it ``$KVMTUNE_NOVA_PYTHON``, then kvmtune's own Python, then the
+    system one, are tried.
     """
+    python = python or os.environ.get(ENV_PYTHON)
     if python:
         answer = run_checker(python, changes)
         if answer['nova'] is None:

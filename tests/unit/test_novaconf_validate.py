@@ -35,6 +35,14 @@ def test_configured_python_without_nova_is_an_error():
         validate.check_with_nova({}, python=sys.executable)
 
 
+def test_library_honours_the_environment(monkeypatch):
+    # The DevStack plugin calls kvmtune.novaconf.apply without a python.
+    monkeypatch.setenv(validate.ENV_PYTHON, '/bin/false')
+    with pytest.raises(InputError, match='exit status 1') as info:
+        validate.check_with_nova({})
+    assert info.value.source == '/bin/false'
+
+
 @pytest.mark.parametrize('python, words', [
     ('/no/such/python', 'cannot run it'),
     ('/bin/false', 'exit status 1, no output'),
