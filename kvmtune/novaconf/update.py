@@ -120,7 +120,8 @@ def check_rules(path, changes):
 def check_nova(path, changes, nova_python=None):
     """Nova's option definitions; return (Nova version, notices)."""
     answer = validate.check_with_nova(changes, python=nova_python)
-    for problem in answer['problems']:
+    if answer['problems']:  # the first one; fixing it shows the next
+        problem = answer['problems'][0]
         section, option = problem['section'], problem['option']
         value = changes[section][option]
         raise InputError(_mask(option, value, problem['reason']),
