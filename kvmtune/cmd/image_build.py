@@ -1,0 +1,47 @@
+"""Build the benchmark guest image from Debian packages.
+
+Downloads (into a cache beside the image, reused by the next build) the
+Debian kernel, busybox-static and fio (with --with-net also iperf3 and
+sockperf), plus every library they load, and writes into the image
+directory ($KVMTUNE_IMAGE_DIR, default /var/lib/kvmtune/images):
+
+  vmlinuz, initrd.img         for direct kernel boot
+  kvmtune-bench.raw           BIOS-bootable disk (syslinux, MBR, vfat)
+  kvmtune-bench.qcow2         the same, compressed qcow2 (for Glance)
+  kvmtune-bench.json          what went in, sizes
+
+The guest reads its job from a config drive or the kernel command line,
+runs it against the disk or peer the job names and prints the framed
+result on the serial console (doc/design.md section 6). Needs apt, and
+dosfstools, mtools, syslinux, syslinux-common, qemu-utils on the host; no
+root mounts. A second build with the same packages changes nothing.
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument('--output', metavar='DIR',
+                        help='Image directory (default $KVMTUNE_IMAGE_DIR '
+                             'or /var/lib/kvmtune/images).')
+    parser.add_argument('--with-net', action='store_true',
+                        help='Add iperf3, sockperf and virtio-net for the '
+                             'network workloads.')
+
+
+def _mb(n):
+    return f'{n / 1e6:.1f} MB' if n is not None else 'n/a'
+
+
+def run(args):
+    from kvmtune.image import build
+
+    manifest = build.build(args.output, with_net=args.with_net)
+    sizes = manifest['sizes']
+    print(f'kernel {_mb(sizes["vmlinuz"])}, initrd '
+          f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
+          f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
+          f'{_mb(sizes["kvmtune-bench.qcow2"])}')
+    if manifest['changed']:
+        print('image built: ' + ', '.join(sorted(sizes)[:0] + [
+            'vmlinuz', 'initrd.img', 'kvmtune-bench.raw',
+            'kvmtune-bench.qcow2']))
+    return 0

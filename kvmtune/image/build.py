@@ -1,0 +1,213 @@
+"""Build the benchmark guest image (``kvmtune image build``)."""
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from kvmtune.errors import KvmtuneError
+from kvmtune import image
+from kvmtune.image import cpio
+from kvmtune.image import debs
+from kvmtune.image import disk
+from kvmtune.image import modules
+
+# Bump when the layout changes, so an old image is not taken as current.
+LAYOUT = 1
+DISK_TOOLS = ('fio',)
+NET_TOOLS = ('iperf3', 'sockperf')
+NET_MODULES = ('virtio_net',)
+HERE = os.path.dirname(__file__)
+
+
+def _data(name):
+    with open(os.path.join(HERE, name), 'rb') as f:
+        return f.read()
+
+
+def _fingerprint(deb_paths, with_net):
+    h = hashlib.sha256(f'layout={LAYOUT} net={with_net}\n'.encode())
+    for path in deb_paths:
+        h.update(os.path.basename(path).encode() + b'\n')
+    h.update(_data('init.sh') + _data('udhcpc.script'))
+    h.update(disk.KERNEL_CMDLINE.encode())
+    return h.hexdigest()
+
+
+def _libraries(root, binary):
+    """(soname, path in root) for every library ``binary`` loads.
+
+    The guest's own loader resolves them with only ``root``'s library
+    directories, so nothing is borrowed from the host.
+    """
+    loader = os.path.join(root, 'lib/x86_64-linux-gnu/ld-linux-x86-64.so.2')
+    lib_dirs = sorted({d for d, _, files in os.walk(root)
+                       if any('.so' in f for f in files)})
+    proc = subprocess.run([loader, '--list', '--library-path',
+                           ':'.join(lib_dirs), binary],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise KvmtuneError(f'cannot list the libraries of {binary}: '
+                           f'{" ".join(proc.stdout.split()[-8:])}')
+    found = [('ld-linux-x86-64.so.2', loader)]
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == '=>':
+            if parts[2] == 'not' or not parts[2].startswith(root):
+                raise KvmtuneError(f'{os.path.basename(binary)} needs '
+                                   f'{parts[0]}, not in the fetched packages')
+            found.append((os.path.basename(parts[0]), parts[2]))
+    return found
+
+
+def _tool_files(root, tools):
+    """[(path in root, path on the image)] for the tools and libraries.
+
+    mtools copies them straight from the extracted packages, each under
+    the name the loader looks for (the soname).
+    """
+    files = {}
+    for tool in tools:
+        binary = os.path.join(root, 'usr/bin', tool)
+        files[f'/kvmtune/bin/{tool}'] = binary
+        for soname, path in _libraries(root, binary):
+            files[f'/kvmtune/lib/{soname}'] = os.path.realpath(path)
+    return [(src, dest) for dest, src in sorted(files.items())]
+
+
+def _initrd(root, kernel_root, dest, with_net):
+    (modules_dir,) = [os.path.join(kernel_root, 'lib/modules', v)
+                      for v in os.listdir(os.path.join(kernel_root,
+                                                       'lib/modules'))]
+    wanted = modules.WANTED if with_net else tuple(
+        m for m in modules.WANTED if m not in NET_MODULES)
+    ordered = modules.load_order(modules_dir, wanted,
+                                 modules.builtin_names(modules_dir))
+    archive = cpio.Archive()
+    for d in ('bin', 'dev', 'etc', 'lib', 'lib/modules', 'proc', 'sys'):
+        archive.add_dir(d)
+    archive.add_file('init', _data('init.sh'), 0o755)
+    with open(os.path.join(root, 'bin/busybox'), 'rb') as f:
+        archive.add_file('bin/busybox', f.read(), 0o755)
+    archive.add_symlink('bin/sh', 'busybox')
+    archive.add_file('etc/udhcpc.script', _data('udhcpc.script'), 0o755)
+    archive.add_file('etc/kvmtune-tools-label',
+                     image.TOOLS_LABEL.encode() + b'\n')
+    names = []
+    for path in ordered:
+        name = os.path.basename(path)
+        with open(path, 'rb') as f:
+            archive.add_file(f'lib/modules/{name}', f.read())
+        names.append(name)
+    archive.add_file('lib/modules/load.order',
+                     ('\n'.join(names) + '\n').encode())
+    buf = io.BytesIO()
+    archive.write(buf)
+    with open(dest, 'wb') as f:
+        f.write(gzip.compress(buf.getvalue(), compresslevel=6, mtime=0))
+    return [n[:-3] for n in names]
+
+
+def _xz_size(path):
+    proc = subprocess.run(['xz', '-T0', '-6', '-c', path],
+                          stdout=subprocess.PIPE)
+    return len(proc.stdout) if proc.returncode == 0 else None
+
+
+def build(output=None, with_net=False, log=print):
+    """Build (or find up to date) the image; return the manifest dict."""
+    out = image.image_dir(output)
+    os.makedirs(out, exist_ok=True)
+    disk.check_host_tools()
+    cache = os.path.join(out, 'cache')
+    tools = DISK_TOOLS + (NET_TOOLS if with_net else ())
+    kernel_pkg = debs.kernel_package()
+    log(f'packages: busybox-static {" ".join(tools)} {kernel_pkg} '
+        f'(+ their libraries), cache {cache}')
+    tool_debs, fetched = debs.fetch(os.path.join(cache, 'debs'),
+                                    ('busybox-static',) + tools)
+    kernel_deb, kernel_fetched = debs.fetch_kernel(
+        os.path.join(cache, 'kernel'), kernel_pkg)
+    reused = len(tool_debs) + 1 - len(fetched) - kernel_fetched
+    log(f'.debs: {reused} reused from the cache, '
+        f'{len(fetched) + kernel_fetched} downloaded')
+
+    fingerprint = _fingerprint(tool_debs + [kernel_deb], with_net)
+    manifest_path = os.path.join(out, image.MANIFEST)
+    current = _read_manifest(manifest_path)
+    outputs = (image.KERNEL, image.INITRD, image.RAW, image.QCOW2)
+    if (current.get('fingerprint') == fingerprint and
+            all(os.path.exists(os.path.join(out, n)) for n in outputs)):
+        log(f'image up to date in {out} (same packages and init): '
+            'nothing rebuilt')
+        current['changed'] = False
+        return current
+
+    work = tempfile.mkdtemp(prefix='.build-', dir=out)
+    try:
+        manifest = _build_in(work, tool_debs, kernel_deb, tools, with_net,
+                             log)
+        manifest.update(fingerprint=fingerprint, with_net=with_net,
+                        kernel_package=kernel_pkg,
+                        debs=[os.path.basename(p)
+                              for p in tool_debs + [kernel_deb]])
+        for name in outputs:
+            os.replace(os.path.join(work, name), os.path.join(out, name))
+        tmp = manifest_path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(manifest, f, indent=2, sort_keys=True)
+            f.write('\n')
+        os.replace(tmp, manifest_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    manifest['changed'] = True
+    return manifest
+
+
+def _read_manifest(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _build_in(work, tool_debs, kernel_deb, tools, with_net, log):
+    root = os.path.join(work, 'root')
+    kernel_root = os.path.join(work, 'kernel')
+    debs.extract(tool_debs, root)
+    debs.extract([kernel_deb], kernel_root)
+    (vmlinuz,) = [os.path.join(kernel_root, 'boot', n) for n in
+                  os.listdir(os.path.join(kernel_root, 'boot'))
+                  if n.startswith('vmlinuz-')]
+
+    with open(vmlinuz, 'rb') as src, \
+            open(os.path.join(work, image.KERNEL), 'wb') as dst:
+        dst.write(src.read())
+    loaded = _initrd(root, kernel_root, os.path.join(work, image.INITRD),
+                     with_net)
+    log(f'initrd: {len(loaded)} modules in load order: {" ".join(loaded)}')
+    cfg = os.path.join(work, 'syslinux.cfg')
+    with open(cfg, 'w') as f:
+        f.write(disk.SYSLINUX_CFG.format(cmdline=disk.KERNEL_CMDLINE))
+    files = _tool_files(root, tools)
+    log(f'tools: {" ".join(tools)} with {len(files) - len(tools)} '
+        'libraries')
+    files += [(os.path.join(work, image.KERNEL), '/vmlinuz'),
+              (os.path.join(work, image.INITRD), '/initrd.img'),
+              (cfg, '/syslinux.cfg')]
+    fat = os.path.join(work, 'part.fat')
+    disk.make_fat(fat, files, image.TOOLS_LABEL)
+    raw = os.path.join(work, image.RAW)
+    disk.make_raw(raw, fat)
+    os.unlink(fat)
+    disk.make_qcow2(raw, os.path.join(work, image.QCOW2))
+    sizes = {name: os.path.getsize(os.path.join(work, name))
+             for name in (image.KERNEL, image.INITRD, image.RAW,
+                          image.QCOW2)}
+    sizes['raw_xz'] = _xz_size(raw)
+    return {'sizes': sizes, 'tools': list(tools), 'modules': loaded}

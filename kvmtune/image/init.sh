@@ -1,0 +1,148 @@
+#!/bin/busybox sh
+# kvmtune benchmark guest: find the job, wait for its start, run the tool,
+# print the result framed for kvmtune.workloads.console (doc/design.md 6).
+# The job JSON is written by kvmtune.workloads.job.build: one line, and its
+# string values hold no quote or backslash, so sed can read it.
+
+/bin/busybox mkdir -p /proc /sys /dev /tmp /mnt/config /media /lib64 /sbin \
+    /usr/bin /usr/sbin
+/bin/busybox --install -s
+export PATH=/media/kvmtune/bin:/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+# Kernel messages on the console would land inside result frames.
+echo 1 > /proc/sys/kernel/printk
+
+for ko in $(cat /lib/modules/load.order); do
+    insmod "/lib/modules/$ko" 2>/dev/null
+done
+
+say() { echo "$*" > /dev/console; }
+
+finish() {
+    sync
+    if [ "$HOLD" = true ]; then
+        while :; do sleep 3600; done
+    fi
+    poweroff -f
+}
+
+status() {  # status ok | late | error <reason> | serving
+    say "KVMTUNE-STATUS $ID $*"
+}
+
+fail() {
+    status error "$*"
+    HOLD=false
+    finish
+}
+
+jget() {  # jget KEY: a top-level scalar of the job JSON
+    sed -n -e "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" \
+        -e "t" -e "s/.*\"$1\": *\([-0-9a-z.]*\).*/\1/p" /tmp/job.json
+}
+
+# Block devices appear a little after their driver loads.
+settle() {
+    i=0
+    while [ $i -lt 50 ]; do
+        [ -n "$(findfs "$1" 2>/dev/null)" ] && return 0
+        i=$((i + 1))
+        sleep 0.1
+    done
+    return 1
+}
+
+ID=
+if settle LABEL=config-2; then
+    dev=$(findfs LABEL=config-2)
+    mount -o ro -t iso9660 "$dev" /mnt/config 2>/dev/null ||
+        mount -o ro -t vfat "$dev" /mnt/config
+    meta=/mnt/config/openstack/latest/meta_data.json
+    [ -f "$meta" ] && ID=$(tr -d '\n' < "$meta" |
+        sed -n 's/.*"uuid": *"\([^"]*\)".*/\1/p')
+    [ -f /mnt/config/openstack/latest/user_data ] &&
+        tr -d '\n' < /mnt/config/openstack/latest/user_data > /tmp/job.json
+fi
+[ -z "$ID" ] && ID=$(cat /sys/class/dmi/id/product_uuid 2>/dev/null |
+    tr 'A-F' 'a-f')
+[ -z "$ID" ] && ID=unknown
+if [ ! -s /tmp/job.json ]; then
+    for arg in $(cat /proc/cmdline); do
+        case "$arg" in
+            kvmtune.job=*) echo "${arg#kvmtune.job=}" | base64 -d \
+                > /tmp/job.json ;;
+        esac
+    done
+fi
+[ -s /tmp/job.json ] || fail "no job: no config drive user_data and no" \
+    "kvmtune.job= on the kernel command line"
+
+WORKLOAD=$(jget workload)
+TOOL=$(jget tool)
+ROLE=$(jget role)
+HOLD=$(jget hold)
+START_AT=$(jget start_at)
+COMMAND=$(jget command)
+[ -n "$WORKLOAD" ] && [ -n "$TOOL" ] && [ -n "$COMMAND" ] ||
+    fail "job without workload, tool or command"
+
+LABEL=$(cat /etc/kvmtune-tools-label)
+settle "LABEL=$LABEL" || fail "tools disk (label $LABEL) not found"
+TOOLS_DEV=$(findfs "LABEL=$LABEL")
+mount -o ro -t vfat "$TOOLS_DEV" /media || fail "cannot mount $TOOLS_DEV"
+ln -sf /media/kvmtune/lib/ld-linux-x86-64.so.2 /lib64/ld-linux-x86-64.so.2
+export LD_LIBRARY_PATH=/media/kvmtune/lib
+
+if [ -e /sys/class/net/eth0 ]; then
+    ip link set lo up
+    ip link set eth0 up
+    udhcpc -i eth0 -n -q -t 10 -s /etc/udhcpc.script >/dev/null 2>&1 ||
+        fail "no DHCP lease on eth0"
+fi
+
+# Never benchmark the disk the image booted from (FIELD-NOTES).
+TARGET=$(jget target)
+case "$TARGET" in
+    "${TOOLS_DEV%%[0-9]*}"*) fail "refusing $TARGET: it holds this image" ;;
+esac
+[ -z "$TARGET" ] || [ "$TARGET" = null ] || [ -b "$TARGET" ] ||
+    fail "target $TARGET is not a block device here"
+
+# @VCPUS@ becomes this guest's vCPU count (fio numjobs).
+COMMAND=$(echo "$COMMAND" | sed "s/@VCPUS@/$(nproc)/g")
+
+if [ -n "$START_AT" ] && [ "$START_AT" != null ]; then
+    now=$(date +%s)
+    if [ "$now" -gt "$START_AT" ]; then
+        status late "ready at $now, start_at $START_AT"
+        HOLD=false
+        finish
+    fi
+    sleep $((START_AT - now))
+fi
+
+if [ "$ROLE" = server ]; then
+    $COMMAND > /tmp/out 2> /tmp/err &
+    sleep 1
+    kill -0 $! 2>/dev/null || fail "$TOOL server: $(tail -n 1 /tmp/err)"
+    status serving
+    wait $!
+    status ok
+    finish
+fi
+
+$COMMAND > /tmp/out 2> /tmp/err
+rc=$?
+[ $rc -eq 0 ] || fail "$TOOL exited $rc: $(tail -n 1 /tmp/err | tr -d '\r')"
+size=$(wc -c < /tmp/out)
+sum=$(sha256sum /tmp/out | cut -d ' ' -f 1)
+{
+    echo "KVMTUNE-RESULT-BEGIN $ID $WORKLOAD $TOOL $size $sum"
+    cat /tmp/out
+    echo
+    echo "KVMTUNE-RESULT-END $ID"
+} > /dev/console
+status ok
+finish
