@@ -30,7 +30,12 @@ def list_opts():
     for mod in _modules():
         for group, opts in mod.list_opts():
             merged.setdefault(group, []).extend(opts)
-    return sorted(merged.items(), key=lambda kv: (kv[0] != 'DEFAULT', kv[0]))
+    def name(group):
+        return getattr(group, 'name', group)
+
+    # DEFAULT first, then by name; a group is a str or an OptGroup.
+    return sorted(merged.items(),
+                  key=lambda kv: (name(kv[0]) != 'DEFAULT', name(kv[0])))
 
 
 _registered = False
