@@ -23,8 +23,17 @@ from kvmtune.novaconf import diff as ini_diff
 from kvmtune.novaconf import inifile
 from kvmtune.novaconf import rules
 from kvmtune.novaconf import validate
+from kvmtune.tuners import base as tuners_base
 
 BACKUP_SUFFIX = '.kvmtune.bak'
+
+# Comma-separated lists kvmtune extends rather than owns. The plan's value is
+# Nova's default plus what kvmtune needs; where nova.conf already sets the
+# option, the operator's items stay, in their order, and only the items
+# kvmtune needs (those beyond Nova's default) are appended.
+EXTENDED_LISTS = {
+    ('filter_scheduler', 'enabled_filters'): tuners_base.NOVA_DEFAULT_FILTERS,
+}
 _BOM = '\ufeff'
 
 
@@ -84,6 +93,28 @@ def parse_config(path, text):
         raise InputError(exc.problem, source=path, key=f'line {exc.lineno}',
                          fix='correct the line as oslo.config reads it '
                          '(Nova would not start with it either)') from None
+
+
+def extend_list(current, planned, default):
+    """``current`` with the items of ``planned`` that are not in ``default``
+    appended when missing: 'A,B' + 'A,C' over default (A,) -> 'A,B,C'."""
+    items = [i.strip() for i in current.split(',') if i.strip()]
+    needed = [i.strip() for i in planned.split(',')
+              if i.strip() and i.strip() not in default]
+    return ','.join(items + [i for i in needed if i not in items])
+
+
+def resolve_changes(ini, changes):
+    """The values to write, given what nova.conf already has."""
+    resolved = {}
+    for section, options in changes.items():
+        for option, value in options.items():
+            default = EXTENDED_LISTS.get((section, option))
+            current = ini.get(section, option)
+            if default is not None and current is not None:
+                value = extend_list(current, value, default)
+            resolved.setdefault(section, {})[option] = value
+    return resolved
 
 
 def edit(ini, changes):
@@ -191,6 +222,7 @@ def apply(path, changes, dry_run=False, nova_python=None):
     """
     old_text = read_config(path)
     old = parse_config(path, old_text)
+    changes = resolve_changes(old, changes)
     check_rules(path, changes)
     new = parse_config(path, old_text)
     edit(new, changes)

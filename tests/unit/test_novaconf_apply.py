@@ -251,3 +251,26 @@ def test_missing_file_and_directory(tmp_path):
     with pytest.raises(InputError, match='is a directory'):
         update.apply(str(tmp_path), CHANGES)
     assert os.listdir(tmp_path) == []
+
+
+def test_operator_filter_list_is_extended_not_replaced(tmp_path):
+    # devstack.conf lists SameHostFilter and DifferentHostFilter and not
+    # NUMATopologyFilter: kvmtune appends the one it needs, drops nothing.
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    update.apply(str(path), CHANGES)
+    filters = update.parse_config(str(path), path.read_text()).get(
+        'filter_scheduler', 'enabled_filters').split(',')
+    assert filters[-3:] == ['SameHostFilter', 'DifferentHostFilter',
+                            'NUMATopologyFilter']
+    assert len(filters) == len(set(filters)) == 8
+    again = update.apply(str(path), CHANGES)
+    assert not again.changed
+
+
+@pytest.mark.parametrize('current, planned, result', [
+    ('A,B', 'A,C', 'A,B,C'),          # keeps B, adds the needed C
+    ('B', 'A,C', 'B,C'),              # default A was removed on purpose
+    ('B, C ', 'A,C', 'B,C'),          # already there: nothing added
+])
+def test_extend_list(current, planned, result):
+    assert update.extend_list(current, planned, ('A',)) == result
