@@ -29,12 +29,20 @@ def _data(name):
         return f.read()
 
 
+def _templates():
+    from kvmtune import workloads
+    from kvmtune.workloads import job
+
+    return job.templates(workloads.load_all())
+
+
 def _fingerprint(deb_paths, with_net):
     h = hashlib.sha256(f'layout={LAYOUT} net={with_net}\n'.encode())
     for path in deb_paths:
         h.update(os.path.basename(path).encode() + b'\n')
     h.update(_data('init.sh') + _data('udhcpc.script'))
     h.update(disk.KERNEL_CMDLINE.encode())
+    h.update(json.dumps(_templates(), sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -95,6 +103,11 @@ def _initrd(root, kernel_root, dest, with_net):
         archive.add_file('bin/busybox', f.read(), 0o755)
     archive.add_symlink('bin/sh', 'busybox')
     archive.add_file('etc/udhcpc.script', _data('udhcpc.script'), 0o755)
+    archive.add_dir('etc/kvmtune')
+    archive.add_dir('etc/kvmtune/workloads')
+    for name, command in sorted(_templates().items()):
+        archive.add_file(f'etc/kvmtune/workloads/{name}',
+                         command.encode() + b'\n')
     archive.add_file('etc/kvmtune-tools-label',
                      image.TOOLS_LABEL.encode() + b'\n')
     names = []

@@ -80,13 +80,26 @@ fi
     "kvmtune.job= on the kernel command line"
 
 WORKLOAD=$(jget workload)
-TOOL=$(jget tool)
 ROLE=$(jget role)
+[ -z "$ROLE" ] || [ "$ROLE" = null ] && ROLE=client
 HOLD=$(jget hold)
 START_AT=$(jget start_at)
+TARGET=$(jget target)
+PEER=$(jget peer)
+RUNTIME=$(jget runtime)
+[ -z "$RUNTIME" ] || [ "$RUNTIME" = null ] && RUNTIME=10
 COMMAND=$(jget command)
-[ -n "$WORKLOAD" ] && [ -n "$TOOL" ] && [ -n "$COMMAND" ] ||
-    fail "job without workload, tool or command"
+if [ -z "$COMMAND" ]; then
+    # A job with only the design.md keys: the image's own command line
+    # for this workload and role (kvmtune.workloads.job.templates).
+    template=/etc/kvmtune/workloads/$WORKLOAD.$ROLE
+    [ -f "$template" ] || fail "unknown workload or role: $WORKLOAD $ROLE"
+    COMMAND=$(sed -e "s|@TARGET@|$TARGET|g" -e "s|@PEER@|$PEER|g" \
+        -e "s|@RUNTIME@|$RUNTIME|g" "$template")
+fi
+TOOL=$(jget tool)
+[ -z "$TOOL" ] && TOOL=${COMMAND%% *}
+[ -n "$WORKLOAD" ] || fail "job without workload"
 
 LABEL=$(cat /etc/kvmtune-tools-label)
 settle "LABEL=$LABEL" || fail "tools disk (label $LABEL) not found"
@@ -103,7 +116,6 @@ if [ -e /sys/class/net/eth0 ]; then
 fi
 
 # Never benchmark the disk the image booted from (FIELD-NOTES).
-TARGET=$(jget target)
 case "$TARGET" in
     "${TOOLS_DEV%%[0-9]*}"*) fail "refusing $TARGET: it holds this image" ;;
 esac

@@ -1,0 +1,77 @@
+"""Run a workload on the bare host and save the result.
+
+The same tool and command line a benchmark guest runs (the workload
+definitions in etc/kvmtune/workloads), here on the physical host, saved
+as JSON with the host's facts so that `kvmtune report` can compare guests
+against it (kvmtune.bench.baseline.load reads it back).
+
+Disk workloads use a fresh scratch file by default (filled with data for
+read workloads, removed afterwards). --target names a file or a block
+device instead: a write workload refuses a block device or a non-empty
+file unless --destroy-data. Network workloads need --peer, a host where
+the server runs (iperf3 -s, or sockperf server --tcp -i 0.0.0.0).
+
+Example:
+  kvmtune baseline --workload fio-randread-4k --output baseline.json
+"""
+
+from kvmtune.errors import InputError
+
+
+def add_arguments(parser):
+    parser.add_argument('--workload', required=True,
+                        help='Workload name (etc/kvmtune/workloads).')
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument('--target', metavar='PATH',
+                       help='File or block device for disk workloads '
+                            '(default: a fresh scratch file).')
+    where.add_argument('--peer', metavar='HOST',
+                       help='Server address for network workloads.')
+    parser.add_argument('--output', required=True, metavar='FILE',
+                        help='Baseline JSON to write (atomically).')
+    parser.add_argument('--runtime', type=int, metavar='SECONDS',
+                        help='Override the workload\'s runtime.')
+    parser.add_argument('--param', action='append', default=[],
+                        metavar='KEY=VALUE',
+                        help='Override a workload option, e.g. size=256M '
+                             'or rw=randwrite (repeatable).')
+    parser.add_argument('--destroy-data', action='store_true',
+                        help='Allow a write workload on a block device or '
+                             'a file holding data.')
+
+
+def parse_params(pairs):
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition('=')
+        if not sep or not key:
+            raise InputError(f'not KEY=VALUE: {pair!r}', key='--param')
+        params[key] = int(value) if value.isdigit() else value
+    return params
+
+
+def run(args):
+    from kvmtune.bench import baseline
+    from kvmtune import workloads
+
+    workload = workloads.get(args.workload)
+    if args.runtime is not None and args.runtime <= 0:
+        raise InputError('must be positive', key='--runtime')
+    doc = baseline.run(workload, target=args.target, peer=args.peer,
+                       runtime=args.runtime,
+                       params=parse_params(args.param),
+                       destroy_data=args.destroy_data)
+    baseline.save(doc, args.output)
+    r = doc['result']
+    figures = [f'{k} {r[k]:.1f}' for k in ('iops', 'tps', 'gbit_s')
+               if r.get(k) is not None]
+    if r['bw_bytes_s'] is not None:
+        figures.append(f'{r["bw_bytes_s"] / 1e6:.1f} MB/s')
+    if r['lat_ns']['mean'] is not None:
+        figures.append(f'lat mean {r["lat_ns"]["mean"] / 1e3:.1f} us')
+    print(f'{workload.name} on the bare host ({" ".join(doc["command"])}):'
+          f' {", ".join(figures)}')
+    print(f'baseline saved to {args.output}'
+          + ('' if doc['facts'] else ' (no host facts: kvmtune.facts '
+             'unavailable)'))
+    return 0

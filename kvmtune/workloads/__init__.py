@@ -1,0 +1,116 @@
+"""Benchmark workloads: definitions, the guest job, console framing, parsers.
+
+A workload is one YAML file in ``etc/kvmtune/workloads/`` (installed as
+``share/kvmtune/workloads``): which tool, against a disk or a peer, whether
+it writes, default runtime and size, and the tool's options. The same
+definition drives the guest (``kvmtune.workloads.job``) and the bare host
+(``kvmtune baseline``), so both run the same command line.
+"""
+
+import dataclasses
+import os
+import re
+import sys
+
+from kvmtune.errors import InputError
+
+TOOLS = ('fio', 'iperf3', 'sockperf')
+TARGETS = ('disk', 'peer')
+WRITE_MODES = ('write', 'randwrite', 'rw', 'randrw', 'trim', 'randtrim')
+SIZE_RE = re.compile(r'^[0-9]+[KMG]?$')
+
+
+def workload_dirs():
+    """The packaged directory: the source tree's, else the installed one."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [d for d in (
+        os.path.join(os.path.dirname(here), 'etc', 'kvmtune', 'workloads'),
+        os.path.join(sys.prefix, 'share', 'kvmtune', 'workloads'),
+    ) if os.path.isdir(d)][:1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    tool: str
+    target: str
+    access: str
+    source: str
+    defaults: dict
+    options: dict
+
+    def settings(self, params=None):
+        """The options with ``params`` applied (only known keys)."""
+        params = dict(params or {})
+        known = set(self.options) | set(self.defaults)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise InputError(f'unknown parameter {unknown[0]!r}',
+                             source=self.name, key='params',
+                             fix=f'use one of {", ".join(sorted(known))}')
+        merged = {**self.defaults, **self.options, **params}
+        if 'size' in merged and not SIZE_RE.match(str(merged['size'])):
+            raise InputError(f'not a size: {merged["size"]!r}',
+                             source=self.name, key='size',
+                             fix='bytes with an optional K, M or G suffix')
+        return merged
+
+    def writes(self, params=None):
+        """True when the workload overwrites its target disk."""
+        if self.tool != 'fio':
+            return False
+        return self.settings(params).get('rw') in WRITE_MODES
+
+
+def _from_dict(data, source):
+    if not isinstance(data, dict):
+        raise InputError('not a mapping', source=source)
+    missing = [k for k in ('name', 'tool', 'target') if k not in data]
+    if missing:
+        raise InputError(f'missing {missing[0]!r}', source=source,
+                         fix='see etc/kvmtune/workloads/ for the format')
+    if data['tool'] not in TOOLS:
+        raise InputError(f'unknown tool {data["tool"]!r}', source=source,
+                         key='tool', fix=f'one of {", ".join(TOOLS)}')
+    if data['target'] not in TARGETS:
+        raise InputError(f'unknown target {data["target"]!r}',
+                         source=source, key='target',
+                         fix=f'one of {", ".join(TARGETS)}')
+    return Workload(
+        name=data['name'], description=data.get('description', ''),
+        tool=data['tool'], target=data['target'],
+        access=data.get('access', 'read'), source=data.get('source', ''),
+        defaults=dict(data.get('defaults') or {}),
+        options=dict(data.get('options') or {}))
+
+
+def load_all(dirs=None):
+    """{name: Workload} from every ``*.yaml`` in ``dirs``."""
+    import yaml
+
+    found = {}
+    for d in (dirs if dirs is not None else workload_dirs()):
+        for name in sorted(os.listdir(d)):
+            if not name.endswith('.yaml'):
+                continue
+            path = os.path.join(d, name)
+            try:
+                with open(path) as f:
+                    data = yaml.safe_load(f)
+            except yaml.YAMLError as exc:
+                raise InputError(f'not valid YAML: {exc}', source=path)
+            workload = _from_dict(data, path)
+            if workload.name != name[:-5]:
+                raise InputError(f'name {workload.name!r} differs from the '
+                                 'file name', source=path, key='name')
+            found[workload.name] = workload
+    return found
+
+
+def get(name, dirs=None):
+    workloads = load_all(dirs)
+    if name not in workloads:
+        raise InputError(f'unknown workload {name!r}', key='--workload',
+                         fix=f'one of {", ".join(sorted(workloads))}')
+    return workloads[name]

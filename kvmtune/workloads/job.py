@@ -1,0 +1,75 @@
+"""The job a benchmark guest runs (doc/design.md section 6).
+
+``build`` returns the JSON-ready dict; ``encode`` the one-line JSON the
+guest init reads with sed (config drive ``openstack/latest/user_data``) and
+``cmdline`` its ``kvmtune.job=<base64>`` kernel argument. Strings in a job
+never hold quotes, backslashes or blanks inside one argument, so the
+busybox init needs no JSON parser.
+"""
+
+import base64
+import json
+import re
+
+from kvmtune.errors import InputError
+from kvmtune.workloads import commands
+
+SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+$')
+ROLES = ('client', 'server')
+
+
+def build(workload, role='client', target=None, peer=None, start_at=None,
+          runtime=None, hold=False, params=None):
+    """The job dict for one guest.
+
+    :param workload: a ``kvmtune.workloads.Workload``
+    :param target: the guest's data disk, e.g. ``/dev/vdb`` (disk
+        workloads; never the boot disk, the guest refuses it)
+    :param peer: the server's address (network clients)
+    :param start_at: epoch seconds of the common start, or None
+    :param hold: keep the guest running after the tool (servers)
+    """
+    if role not in ROLES:
+        raise InputError(f'unknown role {role!r}', key='role',
+                         fix=f'one of {", ".join(ROLES)}')
+    settings = workload.settings(params)
+    runtime = int(runtime or settings.get('runtime', 10))
+    argv = commands.argv(workload, role, target, peer, runtime, params)
+    bad = [a for a in argv if not SAFE_ARG.match(a)]
+    if bad:
+        raise InputError(f'unsafe value {bad[0]!r} in the command',
+                         source=workload.name,
+                         fix='letters, digits and @._:/=,+%- only')
+    return {
+        'workload': workload.name, 'tool': workload.tool,
+        'target': target, 'peer': peer, 'role': role,
+        'start_at': int(start_at) if start_at is not None else None,
+        'runtime': runtime, 'hold': bool(hold),
+        'params': dict(params or {}), 'command': ' '.join(argv),
+    }
+
+
+def roles(workload):
+    return ('client',) if workload.target == 'disk' else ROLES
+
+
+def templates(workloads):
+    """{"<workload>.<role>": command} with @TARGET@, @PEER@, @RUNTIME@
+    left for the guest: the image carries these, so a job holding only the
+    design.md keys (no ``command``) runs the workload's defaults."""
+    found = {}
+    for workload in workloads.values():
+        for role in roles(workload):
+            found[f'{workload.name}.{role}'] = ' '.join(commands.argv(
+                workload, role, target='@TARGET@', peer='@PEER@',
+                runtime='@RUNTIME@'))
+    return found
+
+
+def encode(job):
+    """One line of JSON, as the guest init expects."""
+    return json.dumps(job, sort_keys=True, separators=(', ', ': '))
+
+
+def cmdline(job):
+    return 'kvmtune.job=' + base64.b64encode(encode(job).encode()).decode()

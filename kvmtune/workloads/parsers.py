@@ -1,0 +1,152 @@
+"""One parser per tool, each returning the result shape of design.md 6::
+
+    {"tool", "workload", "iops", "bw_bytes_s",
+     "lat_ns": {"mean", "p50", "p95", "p99"}, "gbit_s", "tps", "cpu_pct",
+     "emulated"}
+
+A figure the tool did not measure is None; output that cannot be read
+raises KvmtuneError rather than yield a number.
+"""
+
+import json
+import re
+
+from kvmtune.errors import KvmtuneError
+
+_ANSI = re.compile(r'\x1b\[[0-9;]*m')
+
+
+def _shape(tool, workload, emulated, **values):
+    result = {'tool': tool, 'workload': workload, 'iops': None,
+              'bw_bytes_s': None,
+              'lat_ns': {'mean': None, 'p50': None, 'p95': None,
+                         'p99': None},
+              'gbit_s': None, 'tps': None, 'cpu_pct': None,
+              'emulated': emulated}
+    result.update(values)
+    return result
+
+
+def _json(tool, raw):
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise KvmtuneError(f'{tool} output is not JSON ({exc})',
+                           fix='the tool failed or the output was cut')
+    if not isinstance(doc, dict):
+        raise KvmtuneError(f'{tool} output is not a JSON object')
+    return doc
+
+
+def _need(mapping, *keys, tool):
+    value = mapping
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise KvmtuneError(f'{tool} output lacks {".".join(keys)}')
+        value = value[key]
+    return value
+
+
+def parse_fio(raw, workload=None, emulated=None):
+    """fio --output-format=json (--group_reporting: one job entry).
+
+    Latency is fio's completion latency (clat): mean and percentiles.
+    """
+    doc = _json('fio', raw)
+    jobs = _need(doc, 'jobs', tool='fio')
+    if not jobs:
+        raise KvmtuneError('fio output has no jobs')
+    iops = bw = usr = sys_ = 0.0
+    ios = []
+    for job in jobs:
+        if job.get('error'):
+            raise KvmtuneError(f'fio job {job.get("jobname")} failed with '
+                               f'error {job["error"]}')
+        for direction in ('read', 'write', 'trim'):
+            stats = _need(job, direction, tool='fio')
+            iops += float(stats['iops'])
+            bw += float(stats['bw_bytes'])
+            if stats['total_ios']:
+                ios.append((stats['total_ios'], stats['clat_ns']))
+        usr += float(job['usr_cpu'])
+        sys_ += float(job['sys_cpu'])
+    if not ios:
+        raise KvmtuneError('fio completed no I/O')
+    total = sum(n for n, _ in ios)
+    lat = {'mean': sum(n * c['mean'] for n, c in ios) / total,
+           'p50': None, 'p95': None, 'p99': None}
+    if len(ios) == 1:  # percentiles of one direction only: never mixed
+        pct = ios[0][1].get('percentile', {})
+        for key, point in (('p50', '50.000000'), ('p95', '95.000000'),
+                           ('p99', '99.000000')):
+            lat[key] = float(pct[point]) if point in pct else None
+    return _shape('fio', workload or jobs[0].get('jobname'), emulated,
+                  iops=iops, bw_bytes_s=bw, lat_ns=lat,
+                  cpu_pct=(usr + sys_) / len(jobs))
+
+
+def parse_iperf3(raw, workload=None, emulated=None):
+    """iperf3 -J: received rate, sender CPU, TCP round-trip time."""
+    doc = _json('iperf3', raw)
+    if doc.get('error'):
+        raise KvmtuneError(f'iperf3: {doc["error"]}')
+    end = _need(doc, 'end', tool='iperf3')
+    udp = _need(doc, 'start', 'test_start', 'protocol',
+                tool='iperf3') == 'UDP'
+    received = end.get('sum_received') or _need(end, 'sum', tool='iperf3')
+    bps = float(_need(received, 'bits_per_second', tool='iperf3'))
+    rtts = [s['sender']['mean_rtt'] for s in end.get('streams', [])
+            if 'mean_rtt' in s.get('sender', {})]
+    extra = {}
+    if udp:
+        summary = _need(end, 'sum', tool='iperf3')
+        extra = {'lost_pct': summary.get('lost_percent'),
+                 'jitter_ms': summary.get('jitter_ms')}
+    return _shape(
+        'iperf3', workload, emulated, bw_bytes_s=bps / 8,
+        gbit_s=bps / 1e9,
+        lat_ns={'mean': 1000.0 * sum(rtts) / len(rtts) if rtts else None,
+                'p50': None, 'p95': None, 'p99': None},
+        cpu_pct=_need(end, 'cpu_utilization_percent', 'host_total',
+                      tool='iperf3'), **extra)
+
+
+_SOCKPERF = {
+    'valid': re.compile(r'\[Valid Duration\] RunTime=([0-9.]+) sec; '
+                        r'SentMessages=(\d+); ReceivedMessages=(\d+)'),
+    'rtt': re.compile(r'Summary: Round trip is ([0-9.]+) usec'),
+    'pct': re.compile(r'---> percentile ([0-9.]+) =\s*([0-9.]+)'),
+}
+
+
+def parse_sockperf(raw, workload=None, emulated=None):
+    """sockperf ping-pong --full-rtt: one message in flight, so
+    transactions/s = received replies / valid run time (netperf RR)."""
+    text = _ANSI.sub('', raw)
+    valid = _SOCKPERF['valid'].search(text)
+    rtt = _SOCKPERF['rtt'].search(text)
+    if not valid or not rtt:
+        missing = 'Valid Duration' if not valid else 'Round trip summary'
+        raise KvmtuneError(f'sockperf output lacks its {missing} line',
+                           fix='run ping-pong with --full-rtt to the end')
+    seconds, replies = float(valid.group(1)), int(valid.group(3))
+    if seconds <= 0 or replies == 0:
+        raise KvmtuneError('sockperf measured no round trip')
+    pct = {float(p): float(v) * 1000 for p, v in
+           _SOCKPERF['pct'].findall(text)}
+    return _shape(
+        'sockperf', workload, emulated, tps=replies / seconds,
+        lat_ns={'mean': float(rtt.group(1)) * 1000, 'p50': pct.get(50.0),
+                'p95': pct.get(95.0), 'p99': pct.get(99.0)},
+        p90_ns=pct.get(90.0))
+
+
+PARSERS = {'fio': parse_fio, 'iperf3': parse_iperf3,
+           'sockperf': parse_sockperf}
+
+
+def parse(tool, raw, workload=None, emulated=None):
+    if tool not in PARSERS:
+        raise KvmtuneError(f'no parser for tool {tool!r}',
+                           fix=f'one of {", ".join(sorted(PARSERS))}')
+    return PARSERS[tool](raw, workload=workload, emulated=emulated)
