@@ -5,24 +5,23 @@ the job a guest gets as user_data, and the per-VM table row made from the
 guest's serial console once it printed its KVMTUNE-STATUS line.
 """
 
-import json
-import re
-
 from kvmtune.errors import KvmtuneError
 from kvmtune.report import vmtable
 
-_STATUS = re.compile(
-    r'^KVMTUNE-STATUS (?P<id>\S+) (?P<status>ok|late|error)(?: (?P<why>.*))?$',
-    re.MULTILINE)
+# Verdicts a measuring guest ends with ("serving" is a server's interim).
+FINAL = ('ok', 'late', 'error')
 
 
 def job(workload, start_at, runtime, target=None, role='client', peer=None,
         hold=False, params=None):
-    """The user_data JSON of one guest (design.md §6)."""
-    return json.dumps({'workload': workload, 'target': target, 'peer': peer,
-                       'role': role, 'start_at': int(start_at),
-                       'runtime': int(runtime), 'hold': bool(hold),
-                       'params': params or {}}, sort_keys=True)
+    """The user_data of one guest (design.md §6), with the command line
+    the image runs; InputError for an unknown workload or bad params."""
+    from kvmtune import workloads
+    from kvmtune.workloads import job as jobs
+
+    return jobs.encode(jobs.build(
+        workloads.get(workload), role=role, target=target, peer=peer,
+        start_at=start_at, runtime=runtime, hold=hold, params=params))
 
 
 def start_at(now, vms, margin, margin_per_vm):
@@ -36,20 +35,22 @@ def start_at(now, vms, margin, margin_per_vm):
 
 
 def status(console_text, instance_id):
-    """(status, reason) of the guest's KVMTUNE-STATUS line, or None."""
-    found = None
-    for m in _STATUS.finditer(console_text or ''):
-        if m.group('id') == instance_id:
-            found = (m.group('status'), (m.group('why') or '').strip())
-    return found
+    """(status, reason) once the guest printed its verdict, else None."""
+    from kvmtune.workloads import console
+
+    seen = console.status(console_text or '', instance_id)
+    return seen if seen and seen[0] in FINAL else None
 
 
-def row(console_text, instance_id, role, workload):
+def row(console_text, instance_id, role, workload, emulated):
     """The vmtable row of a guest from its console log.
 
     A guest that printed no status is `no-result`; `late` and `error` keep
     the guest's own reason; an `ok` guest whose result frame fails
     verification or parsing is `invalid` with the checker's reason.
+
+    :param emulated: the guest ran under QEMU without KVM (TCG); the guest
+        does not say so itself, the task tells
     """
     seen = status(console_text, instance_id)
     if seen is None:
@@ -70,8 +71,9 @@ def row(console_text, instance_id, role, workload):
 
     try:
         payloads = console.extract(console_text, instance_id)
-        results = [parsers.parse(p['tool'], p['raw']) for p in payloads
-                   if p.get('workload', workload) == workload]
+        results = [parsers.parse(p['tool'], p['raw'], workload=workload,
+                                 emulated=emulated)
+                   for p in payloads if p['workload'] == workload]
     except KvmtuneError as exc:
         return vmtable.failed_row(instance_id, role, vmtable.INVALID,
                                   exc.line(), workload)

@@ -1,16 +1,33 @@
 """Guest jobs and status lines (design.md §6) seen from the scenarios."""
 
 import json
+import os
 
+import pytest
+
+from kvmtune.errors import InputError
 from kvmtune.report import guests
+
+DESIGN_KEYS = ('workload', 'target', 'peer', 'role', 'start_at', 'runtime',
+               'hold', 'params')
 
 
 def test_job_is_the_protocol_shape():
-    job = json.loads(guests.job('fio-randread-4k', 1790000000.7, 10,
-                                target='/dev/vdb'))
-    assert job == {'workload': 'fio-randread-4k', 'target': '/dev/vdb',
-                   'peer': None, 'role': 'client', 'start_at': 1790000000,
-                   'runtime': 10, 'hold': False, 'params': {}}
+    text = guests.job('fio-randread-4k', 1790000000.7, 10, target='/dev/vdb')
+    assert '\n' not in text        # the guest reads one line with sed
+    job = json.loads(text)
+    assert {k: job[k] for k in DESIGN_KEYS} == {
+        'workload': 'fio-randread-4k', 'target': '/dev/vdb', 'peer': None,
+        'role': 'client', 'start_at': 1790000000, 'runtime': 10,
+        'hold': False, 'params': {}}
+    # the data disk is named in the command the guest runs
+    assert '--filename=/dev/vdb' in job['command']
+    assert '--runtime=10' in job['command']
+
+
+def test_an_unknown_workload_is_an_input_error():
+    with pytest.raises(InputError, match='fio-no-such'):
+        guests.job('fio-no-such', 0, 10, target='/dev/vdb')
 
 
 def test_start_at_grows_with_the_batch():
@@ -26,3 +43,37 @@ def test_status_is_the_guests_own_last_line():
     assert guests.status(text, 'vm-2') is None
     assert guests.status('KVMTUNE-STATUS vm-1 late', 'vm-1') == ('late', '')
     assert guests.status(None, 'vm-1') is None
+    # a server's interim status is not a verdict
+    assert guests.status('KVMTUNE-STATUS vm-1 serving', 'vm-1') is None
+
+
+CONSOLE = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
+                       'outputs', 'console-tcg-fio-randread-4k.log')
+GUEST = '11111111-2222-3333-4444-555555555555'
+
+
+def console_log():
+    with open(CONSOLE, encoding='utf-8', errors='surrogateescape') as f:
+        return f.read()
+
+
+def test_row_from_a_real_tcg_console():
+    row = guests.row(console_log(), GUEST, 'client', 'fio-randread-4k',
+                     emulated=True)
+    assert row['status'] == 'ok' and row['tool'] == 'fio'
+    assert row['iops'] == pytest.approx(3104.667)
+    assert row['emulated'] is True
+
+
+def test_a_garbled_frame_is_invalid_with_the_checkers_reason():
+    text = console_log().replace('"iops" : 3104.666667',
+                                 '"iops" : 9104.666667', 1)
+    row = guests.row(text, GUEST, 'client', 'fio-randread-4k', True)
+    assert row['status'] == 'invalid'
+    assert 'sha256 does not match' in row['reason']
+
+
+def test_no_status_line_is_no_result():
+    row = guests.row('SeaBIOS\nBooting from ROM...\n', GUEST, 'client',
+                     'fio-randread-4k', True)
+    assert row['status'] == 'no-result' and 'KVMTUNE-STATUS' in row['reason']

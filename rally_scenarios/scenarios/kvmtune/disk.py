@@ -29,7 +29,7 @@ class DiskScaling(utils.KvmTuneScenario):
     def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
             target="/dev/vdb", runtime=10, params=None, start_margin=45,
             start_margin_per_vm=20, result_timeout=180, host=None,
-            nics=None):
+            nics=None, emulated=False):
         """Boot N guests on one host; each runs a fio job on its data disk.
 
         Iteration i boots vm_counts[i] guests (so a task sweeps the list
@@ -53,20 +53,23 @@ class DiskScaling(utils.KvmTuneScenario):
             (availability_zone nova:HOST) instead of an affinity group
         :param nics: NICs for novaclient; default: the context's network,
             else none
+        :param emulated: the cloud runs guests under QEMU without KVM
+            (TCG); results are labelled emulated
         """
         vms = self._vm_count(vm_counts)
         self._require_data_disk(flavor, target)
         with self._guest_batch(host) as (created, placement):
             start = guests.start_at(time.time(), vms, start_margin,
                                     start_margin_per_vm)
-            job = guests.job(workload, start, runtime, target=target,
-                             params=params)
+            job = self._job(workload, start, runtime, target=target,
+                            params=params)
             self._create_guests(image, flavor, [job] * vms, placement,
                                 self._nics(nics), created)
             active = self._wait_active(created)
             logs = self._wait_results(active,
                                       start + runtime + result_timeout)
-            rows = [guests.row(logs[s.id], s.id, "client", workload)
+            rows = [guests.row(logs[s.id], s.id, "client", workload,
+                               emulated)
                     for s in active]
             self._add_charts(rows)
         self._fail_on_bad_guests(rows)

@@ -40,7 +40,7 @@ class NetworkScaling(utils.KvmTuneScenario):
 
     def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
             runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
-            result_timeout=180, host=None, nics=None):
+            result_timeout=180, host=None, nics=None, emulated=False):
         """Boot a server guest, then N clients that load it at once.
 
         The server guest (role server, hold) serves until it is deleted;
@@ -61,6 +61,8 @@ class NetworkScaling(utils.KvmTuneScenario):
             every client's status line on its console
         :param host: admin only: boot on this compute host
         :param nics: NICs for novaclient; default: the context's network
+        :param emulated: the cloud runs guests under QEMU without KVM
+            (TCG); results are labelled emulated
         """
         vms = self._vm_count(vm_counts)
         nics = self._nics(nics)
@@ -69,22 +71,23 @@ class NetworkScaling(utils.KvmTuneScenario):
                 "the network scenario needs a network: add the "
                 "network@openstack context or pass nics")
         with self._guest_batch(host) as (created, placement):
-            serve = guests.job(workload, time.time(), runtime,
-                               role="server", hold=True, params=params)
+            serve = self._job(workload, time.time(), runtime,
+                              role="server", hold=True, params=params)
             self._create_guests(image, flavor, [serve], placement, nics,
                                 created)
             server, = self._wait_active(created)
             peer = self._address(server)
             start = guests.start_at(time.time(), vms, start_margin,
                                     start_margin_per_vm)
-            job = guests.job(workload, start, runtime, peer=peer,
-                             params=params)
+            job = self._job(workload, start, runtime, peer=peer,
+                            params=params)
             self._create_guests(image, flavor, [job] * vms, placement, nics,
                                 created)
             clients = self._wait_active(created[1:])
             logs = self._wait_results(clients,
                                       start + runtime + result_timeout)
-            rows = [guests.row(logs[s.id], s.id, "client", workload)
+            rows = [guests.row(logs[s.id], s.id, "client", workload,
+                               emulated)
                     for s in clients]
             self._add_charts(rows)
         self._fail_on_bad_guests(rows)

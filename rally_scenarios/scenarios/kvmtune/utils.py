@@ -18,6 +18,7 @@ from rally.task import utils
 
 from rally_openstack.task.scenarios.nova import utils as nova_utils
 
+from kvmtune.errors import KvmtuneError
 from kvmtune.report import guests
 from kvmtune.report import vmtable
 
@@ -38,6 +39,14 @@ class KvmTuneScenario(nova_utils.NovaScenario):
     def _vm_count(self, vm_counts):
         """The sweep step of this iteration: iteration i runs vm_counts[i]."""
         return vm_counts[(self.context["iteration"] - 1) % len(vm_counts)]
+
+    def _job(self, workload, start_at, runtime, **kwargs):
+        """A guest's user_data; a bad workload or params stop the
+        iteration before anything boots."""
+        try:
+            return guests.job(workload, start_at, runtime, **kwargs)
+        except KvmtuneError as exc:
+            raise exceptions.InvalidArgumentsException(exc.line()) from None
 
     def _require_data_disk(self, flavor_id, target):
         """Refuse a flavor without ephemeral disk: the boot disk is never

@@ -1,0 +1,233 @@
+"""KvmTune.disk_scaling and KvmTune.network_scaling against an in-memory
+Nova whose guests answer on their console the way the benchmark image does
+(design.md §6), with real tool output from tests/fixtures/outputs."""
+
+import hashlib
+import itertools
+import json
+import os
+
+import pytest
+
+from rally.common import cfg
+from rally.common import opts
+from rally import exceptions
+from rally import plugins
+from novaclient import api_versions
+
+from kvmtune.report import vmtable
+from rally_scenarios.scenarios.kvmtune import disk
+from rally_scenarios.scenarios.kvmtune import network
+from rally_scenarios.scenarios.kvmtune import utils
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
+                        'outputs')
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return f.read()
+
+
+def frame(instance, workload, tool, raw):
+    data = raw.encode()
+    return (f'KVMTUNE-RESULT-BEGIN {instance} {workload} {tool} {len(data)} '
+            f'{hashlib.sha256(data).hexdigest()}\n{raw}\n'
+            f'KVMTUNE-RESULT-END {instance}\nKVMTUNE-STATUS {instance} ok\n')
+
+
+def benchmark_guest(job, instance):
+    """What the image prints for a job (a stand-in for booting it)."""
+    boot = '[    0.000000] Linux version 6.1.0\nkvmtune: job read\n'
+    if job['role'] == 'server':
+        return boot + f'KVMTUNE-STATUS {instance} serving\n'
+    if job['target'] not in (None, '/dev/vdb'):
+        return boot + (f'KVMTUNE-STATUS {instance} error target '
+                       f'{job["target"]} is not a block device here\n')
+    if job['workload'] == 'fio-randread-4k':
+        return boot + frame(instance, job['workload'], 'fio',
+                            fixture('fio-3.33-randread-4k.json'))
+    if job['workload'] == 'iperf3-tcp-stream':
+        assert job['peer'] == '10.2.0.3'
+        return boot + frame(instance, job['workload'], 'iperf3',
+                            fixture('iperf3-3.12-tcp.json'))
+    raise AssertionError(f'no such guest behaviour: {job}')
+
+
+class NotFound(Exception):
+    code = 404
+
+
+class Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class Servers:
+    def __init__(self, nova):
+        self.nova, self.live, self.created = nova, {}, []
+        self.ids = (f'00000000-0000-0000-0000-{i:012d}'
+                    for i in itertools.count(1))
+
+    def create(self, name, image, flavor, **kw):
+        sid = next(self.ids)
+        addresses = ({'net': [{'addr': f'10.2.0.{len(self.created) + 3}',
+                               'OS-EXT-IPS:type': 'fixed'}]}
+                     if isinstance(kw.get('nics'), list) else {})
+        server = Obj(id=sid, name=name, status='ACTIVE', manager=self,
+                     addresses=addresses, kw=kw,
+                     job=json.loads(kw['userdata']))
+        server.delete = lambda: self.live.pop(sid)
+        self.live[sid] = server
+        self.created.append(server)
+        return server
+
+    def get(self, sid):
+        if sid not in self.live:
+            raise NotFound(sid)
+        return self.live[sid]
+
+    def get_console_output(self, server):
+        return benchmark_guest(server.job, server.id)
+
+
+class ServerGroups:
+    def __init__(self):
+        self.live = {}
+
+    def create(self, name, policies):
+        group = Obj(id=f'group-{len(self.live)}', policies=policies)
+        self.live[group.id] = group
+        return group
+
+    def delete(self, gid):
+        self.live.pop(gid)
+
+
+class Nova:
+    api_version = api_versions.APIVersion('2.37')
+
+    def __init__(self, ephemeral=1):
+        self.servers = Servers(self)
+        self.server_groups = ServerGroups()
+        self.flavors = Obj(get=lambda fid: Obj(**{
+            'name': fid, 'OS-FLV-EXT-DATA:ephemeral': ephemeral}))
+
+
+class Clients:
+    def __init__(self, nova):
+        self._nova = nova
+
+    def nova(self, version=None):
+        return self._nova
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    plugins.load()
+    opts.register()
+    names = ('nova_server_boot_prepoll_delay',
+             'nova_server_boot_poll_interval',
+             'nova_server_delete_poll_interval')
+    for name in names:
+        cfg.CONF.set_override(name, 0, group='openstack')
+    monkeypatch.setattr(utils, 'CONSOLE_POLL_INTERVAL', 0)
+    yield
+    for name in names:
+        cfg.CONF.clear_override(name, group='openstack')
+
+
+def scenario(cls, nova, iteration=1, networks=None):
+    context = {'iteration': iteration, 'owner_id': 'o',
+               'task': {'uuid': 'a2b3c4d5-0000-0000-0000-000000000000'},
+               'tenant': {'networks': networks or []}}
+    return cls(context, clients=Clients(nova))
+
+
+def table(scen):
+    return vmtable.rows_as_dicts(scen._output)
+
+
+def test_disk_iteration_boots_its_step_and_reads_every_guest():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2, 3], result_timeout=5,
+             emulated=True)
+    assert len(nova.servers.created) == 3
+    jobs = [s.job for s in nova.servers.created]
+    assert all(j == jobs[0] for j in jobs)      # one common start_at
+    assert jobs[0]['target'] == '/dev/vdb'
+    for s in nova.servers.created:
+        assert s.kw['config_drive'] is True
+        assert s.kw['scheduler_hints'] == {'group': 'group-0'}
+        assert s.kw['nics'] == 'none'
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok'] * 3
+    assert all(r['iops'] > 0 and r['tool'] == 'fio' and r['emulated']
+               for r in rows)
+    titles = [o['title'] for o in scen._output['additive']]
+    assert titles[0] == 'IOPS by VM count (emulated: QEMU TCG)'
+    # nothing left behind
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_admin_host_pins_the_batch_without_a_group():
+    nova = Nova()
+    scenario(disk.DiskScaling, nova).run(
+        flavor='f', image='i', vm_counts=[1], host='compute-1',
+        result_timeout=5)
+    server, = nova.servers.created
+    assert server.kw['availability_zone'] == 'nova:compute-1'
+    assert 'scheduler_hints' not in server.kw
+
+
+def test_a_bad_job_fails_the_iteration_naming_the_guest():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova)
+    with pytest.raises(utils.GuestResultsMissing) as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1], target='/dev/vdz',
+                 result_timeout=5)
+    server, = nova.servers.created
+    assert (f'{server.id}: error: target /dev/vdz is not a block device '
+            'here') in str(exc.value)
+    assert table(scen)[0]['status'] == vmtable.ERROR
+    assert nova.servers.live == {}
+
+
+def test_an_unknown_workload_is_refused_before_booting():
+    nova = Nova()
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='fio-no-such'):
+        scenario(disk.DiskScaling, nova).run(
+            flavor='f', image='i', vm_counts=[1], workload='fio-no-such')
+    assert nova.servers.created == [] and nova.server_groups.live == {}
+
+
+def test_a_flavor_without_data_disk_is_refused_before_booting():
+    nova = Nova(ephemeral=0)
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='no ephemeral disk'):
+        scenario(disk.DiskScaling, nova).run(flavor='f', image='i',
+                                             vm_counts=[1])
+    assert nova.servers.created == []
+
+
+def test_network_clients_get_the_server_address_as_peer():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova, iteration=2,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
+    server, *clients = nova.servers.created
+    assert server.job['role'] == 'server' and server.job['hold']
+    assert len(clients) == 2
+    assert {c.job['peer'] for c in clients} == {'10.2.0.3'}
+    rows = table(scen)
+    assert len(rows) == 2 and all(r['gbit_s'] > 0 for r in rows)
+    assert nova.servers.live == {}
+
+
+def test_network_needs_a_network():
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='needs a network'):
+        scenario(network.NetworkScaling, Nova()).run(
+            flavor='f', image='i', vm_counts=[1])
