@@ -7,7 +7,7 @@ from rally.task import sla
 
 from kvmtune.report import vmtable
 
-from tests.unit.test_report import fio
+from tests.unit.test_report import baseline_file
 from tests.unit.test_report import iteration
 
 
@@ -59,26 +59,26 @@ def test_a_guest_without_valid_result_fails_naming_it():
             'xyz') in result['detail']
 
 
-def test_against_bare_metal(monkeypatch):
-    from kvmtune import report
-
-    monkeypatch.setattr(report, 'load_baseline',
-                        lambda path: {'results': [fio(4000.0, False)]})
-    result = run({'min_share': 0.5, 'baseline': 'bm.json'},
+def test_against_bare_metal(tmp_path):
+    # 2000 IOPS on bare metal: 1 VM at 1000 is 50%, 2 VMs at 1100 is 55%
+    result = run({'min_share': 0.5, 'baseline': baseline_file(tmp_path)},
+                 [iteration([1000.0]), iteration([1200.0, 1000.0])])
+    assert result['success'], result['detail']
+    assert result['detail'] == ('per-VM throughput >= 50% of bare metal at '
+                                'every VM count - Passed')
+    result = run({'min_share': 0.6, 'baseline': baseline_file(tmp_path)},
                  [iteration([1000.0])])
     assert not result['success']
-    assert 'at 1 VMs is 25% of bare metal' in result['detail']
+    assert 'at 1 VMs is 50% of bare metal (< 60%)' in result['detail']
 
 
-def test_missing_baseline_figure_is_a_clear_failure(monkeypatch):
-    from kvmtune import report
-
-    monkeypatch.setattr(report, 'load_baseline', lambda path: {'results': []})
-    result = run({'min_share': 0.5, 'baseline': 'bm.json'},
+def test_missing_baseline_figure_is_a_clear_failure(tmp_path):
+    path = baseline_file(tmp_path, workload='other')
+    result = run({'min_share': 0.5, 'baseline': path},
                  [iteration([1000.0])])
     assert not result['success']
-    assert 'no bare-metal reference: bm.json: no iops figure' in \
-        result['detail']
+    assert (f'no bare-metal reference: {path}: no iops figure for workload '
+            'fio-randread-4k') in result['detail']
 
 
 def test_merge_of_parallel_checkers():

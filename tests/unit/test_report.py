@@ -140,15 +140,30 @@ def test_cli_prints_table_and_writes_png_and_html(tmp_path, capsys):
     assert f'unchanged: {png}' in capsys.readouterr().out
 
 
-def test_baseline_gives_share_of_bare_metal(tmp_path, capsys, monkeypatch):
-    from kvmtune import report
+def baseline_file(tmp_path, workload='fio-randread-4k'):
+    """A file as `kvmtune baseline` writes it (kvmtune.bench.baseline)."""
+    result = fio(2000.0, emulated=False)
+    result['workload'] = workload
+    path = tmp_path / 'bm.json'
+    path.write_text(json.dumps({
+        'schema': 1, 'kind': 'kvmtune-baseline',
+        'time': '2026-11-21T20:00:00Z', 'workload': workload,
+        'emulated': False, 'result': result}))
+    return str(path)
 
-    monkeypatch.setattr(report, 'load_baseline',
-                        lambda path: {'results': [fio(2000.0, False)]})
+
+def test_baseline_gives_share_of_bare_metal(tmp_path, capsys):
     assert cli.main(['report', write(tmp_path, new_format()),
-                     '--baseline', 'bm.json']) == 0
+                     '--baseline', baseline_file(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert 'bare metal: 2,000 IOPS' in out and '50.0%' in out
+
+
+def test_baseline_of_another_workload_is_one_line(tmp_path, capsys):
+    assert cli.main(['report', write(tmp_path, new_format()),
+                     '--baseline', baseline_file(tmp_path, 'w')]) == 2
+    err = capsys.readouterr().err
+    assert 'no iops figure for workload fio-randread-4k' in err
 
 
 def test_baseline_without_the_workload_is_an_input_error():
