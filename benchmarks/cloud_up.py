@@ -1,0 +1,102 @@
+"""Test cloud footprint: time to `cloud up` and the services' memory.
+
+Runs ``tests/functional/cloud/cloud up`` (with ``--run``; otherwise reads
+the timings the last ``up`` recorded), then sums RSS and PSS over every
+process the cloud started, and compares both with the targets: up within
+90 s, all services within 2 GB. MariaDB and RabbitMQ are shared system
+services and are reported apart, not counted.
+
+  python benchmarks/cloud_up.py [--run [--compute fake|libvirt]] [--json]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLOUD = os.path.join(HERE, os.pardir, 'tests', 'functional', 'cloud')
+sys.path.insert(0, CLOUD)
+
+import cloudconf  # noqa: E402
+import procs  # noqa: E402
+
+UP_TARGET_S = 90
+MEMORY_TARGET_MB = 2048
+
+
+def _system_services():
+    """RSS/PSS of MariaDB and RabbitMQ (not started by the cloud)."""
+    totals = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        line = procs.cmdline(int(entry))
+        name = ('mariadb' if line.startswith('/usr/sbin/mariadbd') else
+                'rabbitmq' if 'beam.smp' in line and 'rabbit' in line
+                else None)
+        if name:
+            rss, pss = procs.memory_kb(int(entry))
+            totals[name] = (totals.get(name, (0, 0))[0] + rss,
+                            totals.get(name, (0, 0))[1] + pss)
+    return totals
+
+
+def measure(layout):
+    with open(layout.timings) as f:
+        timings = json.load(f)
+    rss = pss = 0
+    pids = procs.owned_pids(layout)
+    for pid in pids:
+        r, p = procs.memory_kb(pid)
+        rss += r
+        pss += p
+    return {
+        'mode': timings['mode'], 'up_seconds': timings['up_seconds'],
+        'phases': timings['phases'], 'processes': len(pids),
+        'rss_mb': round(rss / 1024), 'pss_mb': round(pss / 1024),
+        'system_services_mb': {n: {'rss': round(r / 1024),
+                                   'pss': round(p / 1024)}
+                               for n, (r, p) in _system_services().items()},
+        'targets': {'up_seconds': UP_TARGET_S, 'memory_mb': MEMORY_TARGET_MB},
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--run', action='store_true',
+                        help='run `cloud up` first (the cloud must be down)')
+    parser.add_argument('--compute', choices=('fake', 'libvirt'),
+                        default='fake')
+    parser.add_argument('--json', action='store_true')
+    args = parser.parse_args()
+    if args.run:
+        subprocess.check_call([os.path.join(CLOUD, 'cloud'), 'up',
+                               '--compute', args.compute])
+    layout = cloudconf.Layout(os.environ.get('KVMTUNE_CLOUD_DIR',
+                                             '/var/lib/kvmtune-cloud'))
+    if not procs.owned_pids(layout):
+        print('cloud_up: no test cloud is running in %s' % layout.root,
+              file=sys.stderr)
+        return 2
+    result = measure(layout)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    ok_time = result['up_seconds'] <= UP_TARGET_S
+    ok_mem = result['rss_mb'] <= MEMORY_TARGET_MB
+    print('test cloud (%s compute): %d processes' % (result['mode'],
+                                                    result['processes']))
+    print('  up time      %6.1f s   target <= %d s     %s' % (
+        result['up_seconds'], UP_TARGET_S, 'ok' if ok_time else 'OVER'))
+    print('  services RSS %6d MB  target <= %d MB  %s (PSS %d MB)' % (
+        result['rss_mb'], MEMORY_TARGET_MB, 'ok' if ok_mem else 'OVER',
+        result['pss_mb']))
+    for name, mem in sorted(result['system_services_mb'].items()):
+        print('  shared %-8s RSS %d MB (not counted)' % (name, mem['rss']))
+    return 0 if ok_time and ok_mem else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

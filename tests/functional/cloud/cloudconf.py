@@ -1,0 +1,214 @@
+"""Configuration files of the kvmtune test cloud (paths, ports, contents).
+
+Everything binds to 127.0.0.1. One ``Layout`` names every path under the
+state directory, so ``up``, ``down``, ``env`` and the README agree.
+"""
+
+import configparser
+import io
+import os
+
+VENV = os.environ.get('KVMTUNE_CLOUD_VENV', '/opt/kvmtune-cloud/venv')
+HOST = '127.0.0.1'
+PORTS = {'keystone': 5000, 'placement': 8778, 'glance': 9292,
+         'nova-api': 8774, 'network': 9696}
+DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
+             'nova_cell0')
+DB_USER = 'kvmtune_cloud'
+RABBIT_VHOST = 'kvmtune_cloud'
+REGION = 'RegionOne'
+SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
+FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+           'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+           'ServerGroupAffinityFilter', 'NUMATopologyFilter')
+FAKE_DRIVER = 'kvmtune_numa_fake.KvmtuneNUMAFakeDriver'
+LIBVIRT_DRIVER = 'libvirt.LibvirtDriver'
+
+
+class Layout:
+    """Paths of one test cloud, all under ``root``."""
+
+    def __init__(self, root):
+        self.root = root
+        self.etc = os.path.join(root, 'etc')
+        self.log = os.path.join(root, 'log')
+        self.run = os.path.join(root, 'run')
+        self.data = os.path.join(root, 'data')
+        self.state = os.path.join(self.run, 'state.json')
+        self.ledger = os.path.join(self.run, 'pids')
+        self.secrets = os.path.join(root, 'secrets.json')
+        self.clouds_yaml = os.path.join(root, 'clouds.yaml')
+        self.timings = os.path.join(root, 'timings.json')
+        self.keystone_conf = os.path.join(self.etc, 'keystone',
+                                          'keystone.conf')
+        self.placement_dir = os.path.join(self.etc, 'placement')
+        self.glance_dir = os.path.join(self.etc, 'glance')
+        self.nova_dir = os.path.join(self.etc, 'nova')
+        self.nova_conf = os.path.join(self.nova_dir, 'nova.conf')
+        # The file tests edit with `kvmtune nova-conf apply`.
+        self.compute_conf = os.path.join(self.nova_dir, 'nova-compute.conf')
+
+    def log_file(self, name):
+        return os.path.join(self.log, name + '.log')
+
+
+def url(service, path=''):
+    return 'http://%s:%d%s' % (HOST, PORTS[service], path)
+
+
+def db_url(secrets, name):
+    return 'mysql+pymysql://%s:%s@%s/%s?charset=utf8' % (
+        DB_USER, secrets['db'], HOST, name)
+
+
+def render(sections):
+    """INI text from {section: {key: value}}, keys in given order."""
+    parser = configparser.RawConfigParser()
+    parser.optionxform = str
+    for section, values in sections.items():
+        if section != 'DEFAULT':
+            parser.add_section(section)
+        for key, value in values.items():
+            parser.set(section, key, str(value))
+    out = io.StringIO()
+    parser.write(out)
+    return out.getvalue()
+
+
+def _authtoken(secrets, user):
+    return {'www_authenticate_uri': url('keystone', '/v3'),
+            'auth_url': url('keystone', '/v3'), 'auth_type': 'password',
+            'project_domain_name': 'Default', 'user_domain_name': 'Default',
+            'project_name': 'service', 'username': user,
+            'password': secrets[user]}
+
+
+def _service_auth(secrets, user):
+    auth = _authtoken(secrets, user)
+    del auth['www_authenticate_uri']
+    auth['region_name'] = REGION
+    return auth
+
+
+def keystone(layout, secrets):
+    keys = os.path.join(layout.etc, 'keystone')
+    return {'DEFAULT': {'max_token_size': 255},
+            'database': {'connection': db_url(secrets, 'keystone')},
+            'token': {'provider': 'fernet'},
+            # Throw-away passwords: the cheapest bcrypt cost keeps user
+            # creation and token requests fast on 2 shared cores.
+            'identity': {'password_hash_rounds': 4},
+            'fernet_tokens': {'key_repository':
+                              os.path.join(keys, 'fernet-keys')},
+            'credential': {'key_repository':
+                           os.path.join(keys, 'credential-keys')},
+            'cache': {'enabled': 'false'}}
+
+
+def placement(layout, secrets):
+    return {'api': {'auth_strategy': 'keystone'},
+            'keystone_authtoken': _authtoken(secrets, 'placement'),
+            'placement_database': {'connection':
+                                   db_url(secrets, 'placement')}}
+
+
+def glance(layout, secrets):
+    data = os.path.join(layout.data, 'glance')
+    return {'DEFAULT': {'enabled_backends': 'fs:file',
+                        'worker_self_reference_url': url('glance')},
+            'glance_store': {'default_backend': 'fs'},
+            'fs': {'filesystem_store_datadir': os.path.join(data, 'images')},
+            'os_glance_staging_store': {
+                'filesystem_store_datadir': os.path.join(data, 'staging')},
+            'os_glance_tasks_store': {
+                'filesystem_store_datadir': os.path.join(data, 'tasks')},
+            'database': {'connection': db_url(secrets, 'glance')},
+            'keystone_authtoken': _authtoken(secrets, 'glance'),
+            'paste_deploy': {'flavor': 'keystone'},
+            'oslo_concurrency': {'lock_path': os.path.join(data, 'lock')}}
+
+
+def nova(layout, secrets):
+    """Settings every nova service reads (API, conductor, scheduler)."""
+    state = os.path.join(layout.data, 'nova')
+    return {
+        'DEFAULT': {
+            'transport_url': 'rabbit://guest:guest@%s:5672/%s' % (
+                HOST, RABBIT_VHOST),
+            'my_ip': HOST, 'state_path': state,
+        },
+        'api': {'auth_strategy': 'keystone'},
+        'wsgi': {'api_paste_config':
+                 os.path.join(layout.nova_dir, 'api-paste.ini')},
+        'api_database': {'connection': db_url(secrets, 'nova_api')},
+        'database': {'connection': db_url(secrets, 'nova')},
+        'keystone_authtoken': _authtoken(secrets, 'nova'),
+        'placement': _service_auth(secrets, 'placement'),
+        'glance': {'endpoint_override': url('glance')},
+        # See netstub.py: the network endpoint answers port reads only.
+        'neutron': dict(_service_auth(secrets, 'neutron'),
+                        endpoint_override=url('network')),
+        'conductor': {'workers': 1},
+        'scheduler': {'workers': 1,
+                      'discover_hosts_in_cells_interval': -1},
+        'filter_scheduler': {'enabled_filters': ','.join(FILTERS)},
+        'quota': {'instances': -1, 'cores': -1, 'ram': -1},
+        # Without it Placement is asked for VCPU when PCPU does not fit.
+        'workarounds': {'disable_fallback_pcpu_query': 'true'},
+        'oslo_concurrency': {'lock_path': os.path.join(state, 'lock')},
+        'oslo_messaging_notifications': {'driver': 'noop'},
+    }
+
+
+def compute(layout, mode, virt_type):
+    """nova-compute's own file, read after nova.conf (it wins).
+
+    ``kvmtune nova-conf apply`` edits this file; ``cloud restart-compute``
+    makes nova-compute read it again.
+    """
+    helper = '%s/bin/privsep-helper --config-file %s --config-file %s' % (
+        VENV, layout.nova_conf, layout.compute_conf)
+    conf = {
+        'DEFAULT': {
+            'compute_driver': FAKE_DRIVER if mode == 'fake'
+            else LIBVIRT_DRIVER,
+            # Unpinned guests share CPUs generously on this small host;
+            # pinned guests take PCPUs, which are never overcommitted.
+            'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
+            'disk_allocation_ratio': 2.0, 'reserved_host_memory_mb': 512,
+            # restart-compute waits for the DEBUG inventory report line.
+            'debug': 'true',
+        },
+        'compute': {},
+        # nova-compute reaches the databases through nova-conductor only;
+        # with a connection set it also tries (and logs errors).
+        'database': {'connection': ''},
+        'api_database': {'connection': ''},
+    }
+    if mode == 'libvirt':
+        conf['DEFAULT'].update({'force_config_drive': 'true',
+                                'mkisofs_cmd': 'genisoimage'})
+        conf['libvirt'] = {'virt_type': virt_type}
+        # No sudo here: privsep daemons are started directly (as root).
+        for group in ('nova_sys_admin', 'vif_plug_ovs_privileged',
+                      'vif_plug_linux_bridge_privileged'):
+            conf[group] = {'helper_command': helper}
+    return conf
+
+
+def clouds_yaml(secrets):
+    """clouds.yaml text (YAML written by hand: the tool is stdlib-only)."""
+    def cloud(name, user, project, password):
+        return ('  %s:\n    auth:\n      auth_url: %s\n'
+                '      username: %s\n      password: "%s"\n'
+                '      project_name: %s\n'
+                '      user_domain_name: Default\n'
+                '      project_domain_name: Default\n'
+                '    region_name: %s\n    identity_api_version: 3\n'
+                '    interface: public\n' % (name, url('keystone', '/v3'),
+                                             user, password, project,
+                                             REGION))
+    return ('clouds:\n' +
+            cloud('kvmtune-admin', 'admin', 'admin', secrets['admin']) +
+            cloud('kvmtune-member', 'kvmtune-member', 'kvmtune-member',
+                  secrets['member']))

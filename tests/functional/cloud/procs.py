@@ -1,0 +1,155 @@
+"""Processes of the test cloud: start, record, find, stop.
+
+``down`` must stop exactly what ``up`` started, even after ``up`` died
+half-way, and never match by process name. So:
+
+- every service starts as a session leader and its PID goes into a ledger
+  (run/pids) at once; its children (gunicorn workers, privsep daemons)
+  stay in its session;
+- everything started also gets ``KVMTUNE_CLOUD_OWNER=<state dir>`` in its
+  environment, which finds daemons that leave the session (libvirtd -d).
+  Not enough alone: gunicorn and the nova services rewrite their
+  /proc/<pid>/environ with their process titles.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+OWNER_ENV = 'KVMTUNE_CLOUD_OWNER'
+
+
+def start(layout, name, argv, env=None):
+    """Start ``argv`` detached, output to log/<name>.log; return its pid."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env[OWNER_ENV] = layout.root
+    with open(layout.log_file(name), 'ab') as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=full_env,
+                                start_new_session=True)
+    with open(layout.ledger, 'a') as ledger:
+        ledger.write('%s %d\n' % (name, proc.pid))
+    return proc.pid
+
+
+def ledger_pids(layout):
+    try:
+        with open(layout.ledger) as f:
+            return {int(line.split()[1]) for line in f if line.strip()}
+    except FileNotFoundError:
+        return set()
+
+
+def run(layout, name, argv, env=None):
+    """Run ``argv`` to completion, output appended to log/<name>.log."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env[OWNER_ENV] = layout.root
+    with open(layout.log_file(name), 'ab') as log:
+        log.write(('$ %s\n' % ' '.join(argv)).encode())
+        log.flush()
+        rc = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=full_env)
+    if rc:
+        raise RuntimeError('%s failed (exit %d): see %s' % (
+            ' '.join(argv[:3]), rc, layout.log_file(name)))
+
+
+def _session(pid):
+    with open('/proc/%d/stat' % pid) as f:
+        return int(f.read().rsplit(')', 1)[1].split()[4])
+
+
+def owned_pids(layout):
+    """Live PIDs in a ledger session or with this cloud's marker."""
+    sessions = ledger_pids(layout)
+    marker = ('%s=%s' % (OWNER_ENV, layout.root)).encode()
+    pids = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        pid = int(entry)
+        try:
+            if _session(pid) in sessions and alive(pid):
+                pids.append(pid)
+                continue
+            with open('/proc/%s/environ' % entry, 'rb') as f:
+                if marker in f.read().split(b'\0') and alive(pid):
+                    pids.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def alive(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().split(')')[-1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def terminate(pids, timeout):
+    """SIGTERM, then SIGKILL what is still alive after ``timeout`` s."""
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.2)
+    killed = [p for p in pids if alive(p)]
+    for pid in killed:
+        _signal(pid, signal.SIGKILL)
+    return killed
+
+
+def _signal(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def memory_kb(pid):
+    """(RSS, PSS) of one process in KiB, from smaps_rollup."""
+    values = {}
+    try:
+        with open('/proc/%d/smaps_rollup' % pid) as f:
+            for line in f:
+                key, _, rest = line.partition(':')
+                if key in ('Rss', 'Pss'):
+                    values[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return values.get('Rss', 0), values.get('Pss', 0)
+
+
+def cmdline(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            return f.read().replace(b'\0', b' ').decode().strip()
+    except OSError:
+        return ''
+
+
+def load_state(layout):
+    try:
+        with open(layout.state) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+def save_state(layout, state):
+    write_file(layout.state, json.dumps(state, indent=2, sort_keys=True))
+
+
+def write_file(path, text, mode=0o644):
+    """Atomic write (temp file + rename) with ``mode``."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, 'w') as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
