@@ -78,6 +78,7 @@ def post_config(changes, nova_conf, profiles, modprobe_dir=None,
                 'path': nova_conf, 'section': section, 'option': option,
                 'before': inifile.get(nova_conf, section, option),
                 'section_existed': inifile.has_section(nova_conf, section),
+                'ended_blank': inifile.ends_blank(nova_conf),
                 'after': None})
     backup = nova_conf + NOVA_CONF_BACKUP_SUFFIX
     if not os.path.exists(backup) and changes.find(
@@ -216,7 +217,8 @@ def _undo_option(entry):
     else:
         print(f'kvmtune: {where} back to its earlier value')
     if not entry.get('section_existed', True):
-        if inifile.drop_section_if_empty(path, section):
+        if inifile.drop_section_if_empty(path, section,
+                                         entry.get('ended_blank', True)):
             print(f'kvmtune: {path} [{section}] removed (empty)')
 
 

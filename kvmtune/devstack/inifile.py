@@ -61,7 +61,10 @@ def put(path, section, option, values):
         lines[at:at] = new
     elif new:
         if header is None:
-            lines += ['', f'[{section}]']
+            # A new section goes at the end, after a blank line.
+            if lines and lines[-1].strip():
+                lines.append('')
+            lines.append(f'[{section}]')
             header = len(lines) - 1
         lines[header + 1:header + 1] = new
     write_atomic(path, ''.join(line + '\n' for line in lines))
@@ -72,11 +75,19 @@ def has_section(path, section):
                == section for line in _read_lines(path))
 
 
-def drop_section_if_empty(path, section):
+def ends_blank(path):
+    """Whether the file's last line is blank (how sections get appended
+    depends on it)."""
+    lines = _read_lines(path)
+    return bool(lines) and not lines[-1].strip()
+
+
+def drop_section_if_empty(path, section, ended_blank=True):
     """Remove [section] when only blank lines follow it; True if removed.
 
-    The blank line before the header goes too: it is the separator that
-    was added with the section.
+    The blank lines after it go too. When it was the file's last section,
+    a blank last line left before it goes as well unless the file ended
+    with one (ended_blank) before the section was appended.
     """
     lines = _read_lines(path)
     starts = [i for i, line in enumerate(lines)
@@ -89,9 +100,10 @@ def drop_section_if_empty(path, section):
         if lines[end + 1].strip():
             return False
         end += 1
-    if start > 0 and not lines[start - 1].strip():
-        start -= 1
     del lines[start:end + 1]
+    if start == len(lines) and not ended_blank and lines and \
+            not lines[-1].strip():
+        del lines[-1]
     write_atomic(path, ''.join(line + '\n' for line in lines))
     return True
 

@@ -151,8 +151,10 @@ def test_phases_leave_documented_state_and_undo_it(stack, tmp_path, admin,
             stack('stack', phase)
         assert tempest_conf.read_text().count('[kvmtune]') == 1
     finally:
-        stack('unstack')
-        stack('clean')
+        try:
+            stack('unstack')
+        finally:
+            stack('clean')
 
     for name in plans:
         assert find_flavor(admin, f'{base_flavor.name}.{name}') is None

@@ -110,8 +110,10 @@ def devstack(tmp_path, test_cloud, base_flavor):
     stack = Stack(env)
     stack.workspace = workspace
     yield stack
-    stack('unstack')
-    stack('clean')
+    try:
+        stack('unstack')
+    finally:
+        stack('clean')
 
 
 def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):

@@ -256,10 +256,25 @@ def test_drop_section_if_empty_restores_the_file(tmp_path):
     path = str(tmp_path / 'nova.conf')
     with open(path, 'w') as handle:
         handle.write(NOVA_CONF)
+    ended_blank = inifile.ends_blank(path)
     inifile.put(path, 'libvirt', 'cpu_mode', ['host-passthrough'])
-    assert not inifile.drop_section_if_empty(path, 'libvirt')
+    inifile.put(path, 'workarounds', 'x', ['1'])
+    assert not inifile.drop_section_if_empty(path, 'libvirt', ended_blank)
     inifile.put(path, 'libvirt', 'cpu_mode', None)
-    assert inifile.drop_section_if_empty(path, 'libvirt')
+    inifile.put(path, 'workarounds', 'x', None)
+    assert inifile.drop_section_if_empty(path, 'libvirt', ended_blank)
+    assert inifile.drop_section_if_empty(path, 'workarounds', ended_blank)
     with open(path) as handle:
         assert handle.read() == NOVA_CONF
-    assert not inifile.drop_section_if_empty(path, 'compute')
+    assert not inifile.drop_section_if_empty(path, 'compute', ended_blank)
+
+
+def test_drop_section_keeps_a_blank_last_line_that_was_there(tmp_path):
+    path = str(tmp_path / 'nova.conf')
+    with open(path, 'w') as handle:
+        handle.write(NOVA_CONF + '\n')
+    inifile.put(path, 'libvirt', 'cpu_mode', ['host-passthrough'])
+    inifile.put(path, 'libvirt', 'cpu_mode', None)
+    assert inifile.drop_section_if_empty(path, 'libvirt', ended_blank=True)
+    with open(path) as handle:
+        assert handle.read() == NOVA_CONF + '\n'
