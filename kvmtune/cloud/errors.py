@@ -109,7 +109,8 @@ def _unreachable(exc):
               re.search(r'timed out', text))
     if not (url and reason):
         return text
-    return f'cannot reach {url[0]}: {reason[0].strip()}'
+    where = url[0].split('?')[0]
+    return f'cannot reach {where}: {reason[0].strip()}'
 
 
 def _first_line(exc):

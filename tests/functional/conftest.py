@@ -18,6 +18,7 @@ adapter of requests (the layer below keystoneauth and openstacksdk).
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import pathlib
 import subprocess
@@ -73,8 +74,22 @@ def parse_env(text):
 @dataclasses.dataclass
 class TestCloud:
     env: dict
-    compute_mode: str
-    nova_conf: str
+    state: dict
+
+    @property
+    def compute_mode(self):
+        return self.env.get('KVMTUNE_CLOUD_MODE') or \
+            self.state.get('mode') or 'unknown'
+
+    @property
+    def nova_conf(self):
+        """The compute host's own nova.conf (read after nova.conf)."""
+        return self.env.get('KVMTUNE_NOVA_CONF', '')
+
+    @property
+    def host_facts(self):
+        """The facts file that shapes the fake compute, or None."""
+        return self.state.get('facts')
 
     def run(self, *args, timeout=600):
         return subprocess.run([str(CLOUD), *args], capture_output=True,
@@ -82,17 +97,7 @@ class TestCloud:
 
     def restart_compute(self):
         done = self.run('restart-compute')
-        assert done.returncode == 0, done.stderr
-
-
-def _compute_mode(env, status_text):
-    for key in ('KVMTUNE_CLOUD_COMPUTE', 'KVMTUNE_COMPUTE_DRIVER'):
-        if env.get(key):
-            return env[key]
-    for mode in ('libvirt', 'fake'):
-        if mode in status_text:
-            return mode
-    return 'unknown'
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope='session')
@@ -109,11 +114,16 @@ def test_cloud():
     env = parse_env(env_run.stdout)
     if env_run.returncode != 0 or 'OS_CLIENT_CONFIG_FILE' not in env:
         _unavailable(f'`cloud env` failed: {env_run.stderr.strip()}')
+    state_file = pathlib.Path(env.get('KVMTUNE_CLOUD_DIR', '')) / 'run' / \
+        'state.json'
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        state = {}
     # kvmtune runs in this process and reads clouds.yaml from here.
     os.environ['OS_CLIENT_CONFIG_FILE'] = env['OS_CLIENT_CONFIG_FILE']
     os.environ.pop('OS_CLOUD', None)
-    cloud = TestCloud(env, _compute_mode(env, status.stdout),
-                      env.get('KVMTUNE_NOVA_CONF', ''))
+    cloud = TestCloud(env, state)
     wanted = os.environ.get('KVMTUNE_FUNCTIONAL_COMPUTE')
     if wanted and wanted != cloud.compute_mode:
         pytest.fail(f'CI asked for compute mode {wanted}, the cloud runs '

@@ -48,8 +48,12 @@ def tuned_compute(test_cloud, pinned_profile, tmp_path):
     saved = tmp_path / 'nova.conf.orig'
     shutil.copy2(nova_conf, saved)
     try:
+        # Plan for the host the compute reports: the fake driver's facts
+        # when the cloud was given some, else this host.
+        source = (('--facts', test_cloud.host_facts)
+                  if test_cloud.host_facts else ())
         result = kvmtune('nova-conf', 'apply', '--config', nova_conf,
-                         '--profile', pinned_profile)
+                         '--profile', pinned_profile, *source)
         assert result.rc == 0, result.err
         print(f'\nnova-conf apply: {result.out.strip()}')
         test_cloud.restart_compute()
