@@ -75,9 +75,10 @@ def rally_spec(cloud):
     return {'existing@openstack': spec}
 
 
-def task_args(max_vms, workload, flavors, image, baseline=None):
+def task_args(max_vms, workload, flavors, image, baseline=None,
+              emulated=False):
     args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
-            'image_name': image}
+            'image_name': image, 'emulated': emulated}
     if baseline:
         args['baseline'] = os.path.abspath(baseline)
     return args
@@ -112,19 +113,36 @@ class Rally:
         with os.fdopen(fd, 'w') as f:
             json.dump(spec, f)
         try:
-            self('env', 'create', '--name', name, '--spec', path)
+            # Rally prints the spec back, password included: keep it quiet
+            self('env', 'create', '--name', name, '--spec', path,
+                 capture=True)
         finally:
             os.unlink(path)
+        say(f'rally env {name}: created from cloud credentials (not shown)')
         self('env', 'check')
 
+    def start_task(self, task, args):
+        """Run the task, echoing Rally's output; its UUID. Rally exits
+        non-zero when an iteration failed: the report still follows."""
+        argv = [bin_path('rally'), '--config-file', self.conf, 'task',
+                'start', task, '--task-args', json.dumps(args)]
+        say('$ ' + ' '.join(argv))
+        uuid = None
+        with subprocess.Popen(argv, env=self.env, text=True,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT) as proc:
+            for line in proc.stdout:
+                print(line, end='', flush=True)
+                found = _UUID.search(line) if uuid is None else None
+                if found and 'Task' in line:
+                    uuid = found.group(0)
+        if uuid is None:
+            raise CloudError(f'rally exited {proc.returncode} before it '
+                             'started a task', source=task)
+        return uuid
+
     def sweep(self, task, args, out_json, out_html):
-        started = self('task', 'start', task, '--task-args',
-                       json.dumps(args), capture=True)
-        print(started, end='')
-        uuids = _UUID.findall(started)
-        if not uuids:
-            raise CloudError('rally printed no task UUID', source=task)
-        uuid = uuids[0]
+        uuid = self.start_task(task, args)
         self('task', 'report', uuid, '--json', '--out', out_json)
         self('task', 'report', uuid, '--html-static', '--out', out_html)
         proc = subprocess.run([bin_path('rally'), '--config-file', self.conf,
@@ -149,6 +167,15 @@ def local_cloud():
     os.environ['OS_CLIENT_CONFIG_FILE'] = os.path.join(CLOUD_DIR,
                                                        'clouds.yaml')
     return 'kvmtune-admin'
+
+
+def local_cloud_emulated():
+    """True when the local test cloud runs guests under QEMU TCG."""
+    import configparser
+
+    conf = configparser.ConfigParser(strict=False, interpolation=None)
+    conf.read(os.path.join(CLOUD_DIR, 'etc', 'nova', 'nova.conf'))
+    return conf.get('libvirt', 'virt_type', fallback='kvm') == 'qemu'
 
 
 def image_file():
@@ -201,6 +228,10 @@ def parse_args(argv):
     p.add_argument('--workload', default='fio-randread-4k')
     p.add_argument('--baseline', metavar='FILE',
                    help='Bare-metal result from kvmtune baseline.')
+    p.add_argument('--emulated', action='store_true',
+                   help='The cloud runs guests under QEMU without KVM (TCG):'
+                        ' label the results emulated (known by itself for '
+                        'the local test cloud).')
     p.add_argument('--state-dir', default=STATE_DIR,
                    help=f'Rally DB and results (default {STATE_DIR}).')
     return p.parse_args(argv)
@@ -213,6 +244,8 @@ def main(argv=None):
         os.makedirs(args.state_dir, exist_ok=True)
         run([kvmtune, 'image', 'build'])
         cloud_name = args.os_cloud or local_cloud()
+        emulated = args.emulated or (not args.os_cloud
+                                     and local_cloud_emulated())
         import openstack
 
         conn = openstack.connect(cloud=cloud_name)
@@ -230,7 +263,7 @@ def main(argv=None):
         out_json = os.path.join(args.state_dir, 'disk-scaling.json')
         uuid, sla_ok = rally.sweep(
             TASK, task_args(args.max_vms, args.workload, flavors,
-                            IMAGE_NAME, args.baseline),
+                            IMAGE_NAME, args.baseline, emulated),
             out_json, os.path.join(args.state_dir, 'disk-scaling.html'))
         report = [kvmtune, 'report', out_json,
                   '--png', os.path.join(args.state_dir, 'disk-scaling.png'),
