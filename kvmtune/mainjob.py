@@ -174,7 +174,9 @@ def local_cloud_emulated():
     import configparser
 
     conf = configparser.ConfigParser(strict=False, interpolation=None)
-    conf.read(os.path.join(CLOUD_DIR, 'etc', 'nova', 'nova.conf'))
+    # nova-compute reads nova.conf, then nova-compute.conf (later wins)
+    conf.read([os.path.join(CLOUD_DIR, 'etc', 'nova', name)
+               for name in ('nova.conf', 'nova-compute.conf')])
     return conf.get('libvirt', 'virt_type', fallback='kvm') == 'qemu'
 
 
