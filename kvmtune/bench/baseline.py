@@ -2,9 +2,11 @@
 
 File shape (JSON, schema 1)::
 
-    {"schema": 1, "kind": "kvmtune-baseline", "time": "2026-...Z",
+    {"schema": 1, "kind": "kvmtune-baseline",
+     "time": "2026-...Z",
      "workload": "fio-randread-4k", "params": {}, "runtime": 10,
-     "target": "/var/tmp/...", "scratch": true, "peer": null, "command": ["fio", ...],
+     "target": "/var/tmp/...", "scratch": true,
+     "peer": null, "command": ["fio", ...],
      "emulated": false, "result": {<kvmtune.workloads.parsers shape>},
      "facts": {<kvmtune.facts.gather()>}}
 """
@@ -171,4 +173,3 @@ def load(path):
     except ValueError as exc:
         raise InputError(f'not JSON: {exc}', source=path)
     return validate(doc, path)
-

@@ -1,5 +1,6 @@
 """Build the benchmark guest image (``kvmtune image build``)."""
 
+import fcntl
 import gzip
 import hashlib
 import io
@@ -135,6 +136,17 @@ def build(output=None, with_net=False, log=print):
     """Build (or find up to date) the image; return the manifest dict."""
     out = image.image_dir(output)
     os.makedirs(out, exist_ok=True)
+    lock = open(os.path.join(out, '.build.lock'), 'w')
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise KvmtuneError('another image build is running', source=out,
+                           fix='wait for it to finish')
+    with lock:
+        return _build_locked(out, with_net, log)
+
+
+def _build_locked(out, with_net, log):
     disk.check_host_tools()
     cache = os.path.join(out, 'cache')
     tools = DISK_TOOLS + (NET_TOOLS if with_net else ())
@@ -162,6 +174,7 @@ def build(output=None, with_net=False, log=print):
 
     work = tempfile.mkdtemp(prefix='.build-', dir=out)
     try:
+        _remove_stale_builds(out, keep=work)
         manifest = _build_in(work, tool_debs, kernel_deb, tools, with_net,
                              log)
         manifest.update(fingerprint=fingerprint, with_net=with_net,
@@ -179,6 +192,14 @@ def build(output=None, with_net=False, log=print):
         shutil.rmtree(work, ignore_errors=True)
     manifest['changed'] = True
     return manifest
+
+
+def _remove_stale_builds(out, keep):
+    """Work directories of builds that were killed (no finally ran)."""
+    for name in os.listdir(out):
+        path = os.path.join(out, name)
+        if name.startswith('.build-') and path != keep:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _read_manifest(path):

@@ -1,0 +1,164 @@
+"""``kvmtune bench local``: N guests booted at once with QEMU on this host.
+
+Every guest gets its own preallocated scratch data disk (vdb) and its job
+on a config drive (or the kernel command line), all with one common
+``start_at``; results come back on the serial consoles, are verified
+(byte count, sha256) and parsed. A guest that fails or times out is
+reported as such and kept out of the aggregate.
+"""
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+
+from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
+from kvmtune import image
+from kvmtune.bench import qemu
+from kvmtune.workloads import console
+from kvmtune.workloads import job as jobs
+from kvmtune.workloads import parsers
+
+SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
+# Seconds from launch to start_at: boot (kernel reaches /init in ~5 s
+# under TCG, ~17 s to a result) plus the cost of booting guests at once.
+BOOT_ALLOWANCE = {'tcg': (30, 15), 'kvm': (10, 2)}
+FINISH_MARGIN = 30
+
+
+def start_delay(accel, vms):
+    base, per_vm = BOOT_ALLOWANCE[accel]
+    return base + per_vm * (vms - 1)
+
+
+@contextlib.contextmanager
+def _terminate_on_sigterm():
+    """SIGTERM unwinds like Ctrl-C, so guests and scratch files go too."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _check_image(image_dir):
+    missing = [n for n in (image.RAW, image.KERNEL, image.INITRD)
+               if not os.path.exists(os.path.join(image_dir, n))]
+    if missing:
+        raise InputError(f'{missing[0]} missing', source=image_dir,
+                         fix='run kvmtune image build')
+    if not shutil.which(qemu.QEMU):
+        raise KvmtuneError(f'{qemu.QEMU} not found',
+                           fix='apt-get install qemu-system-x86')
+
+
+def _verdict(guest, workload, accel):
+    """Per-VM row: status, reason, result (only when verified and parsed)."""
+    text = guest.console_text()
+    row = {'vm': guest.index, 'instance_id': guest.instance_id,
+           'accel': qemu.accel_label(accel), 'result': None,
+           'seconds': (round(guest.ended - guest.started, 1)
+                       if guest.ended else None)}
+    reported = console.status(text, guest.instance_id)
+    if reported is None:
+        why = ('timed out' if guest.ended is None else
+               f'QEMU exited {guest.proc.returncode} without a status'
+               + (f': {guest.qemu_error()}' if guest.qemu_error() else ''))
+        last = [line for line in text.replace('\r', '').splitlines()
+                if line.strip()][-1:]
+        if last:
+            why += f'; console ends: {last[0][-120:]}'
+        return dict(row, status='no-result', reason=why)
+    state, why = reported
+    if state != 'ok':
+        return dict(row, status=state, reason=why)
+    try:
+        payloads = console.extract(text, guest.instance_id)
+        mine = [p for p in payloads if p['workload'] == workload.name]
+        if not mine:
+            raise KvmtuneError(f'no {workload.name} result frame')
+        result = parsers.parse(mine[-1]['tool'], mine[-1]['raw'],
+                               workload.name, emulated=accel == 'tcg')
+    except KvmtuneError as exc:
+        return dict(row, status='invalid', reason=exc.line())
+    return dict(row, status='ok', reason='', result=result,
+                sha256=mine[-1]['sha256'])
+
+
+def aggregate(rows):
+    """Sums of throughput, means of latency, over the ok guests only."""
+    ok = [r['result'] for r in rows if r['status'] == 'ok']
+    total = {'vms_ok': len(ok), 'vms_failed': len(rows) - len(ok)}
+    for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps'):
+        values = [r[key] for r in ok if r[key] is not None]
+        total[key] = sum(values) if values else None
+    for key in ('mean', 'p99'):
+        values = [r['lat_ns'][key] for r in ok
+                  if r['lat_ns'][key] is not None]
+        total[f'lat_{key}_ns'] = sum(values) / len(values) if values else None
+    cpu = [r['cpu_pct'] for r in ok if r['cpu_pct'] is not None]
+    total['cpu_pct'] = sum(cpu) / len(cpu) if cpu else None
+    return total
+
+
+def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
+        cache='none', fmt='raw', accel='tcg', job_via='config-drive',
+        runtime=None, params=None, image_dir=None, delay=None,
+        boot='kernel', log=print):
+    """Boot ``vms`` guests at once, wait, and return the per-VM rows."""
+    image_dir = image.image_dir(image_dir)
+    _check_image(image_dir)
+    if workload.target != 'disk':
+        raise InputError(f'{workload.name} is a network workload',
+                         key='--workload', fix='bench local runs disk '
+                         'workloads; network ones run through Rally')
+    runtime = int(runtime or workload.settings(params).get('runtime', 10))
+    delay = start_delay(accel, vms) if delay is None else delay
+    workdir = tempfile.mkdtemp(prefix='kvmtune-bench-', dir=SCRATCH_DIR)
+    guests = []
+    try:
+        with _terminate_on_sigterm():
+            start_at = int(time.time()) + delay
+            for index in range(vms):
+                guest = qemu.Guest(index, str(uuid.uuid4()),
+                                   os.path.join(workdir, f'vm{index}'))
+                os.makedirs(guest.workdir)
+                data = os.path.join(guest.workdir, f'data.{fmt}')
+                qemu.data_disk(data, disk_size, fmt)
+                the_job = jobs.build(workload, target=qemu.DATA_DISK,
+                                     start_at=start_at, runtime=runtime,
+                                     params=params)
+                cdrom = cmdline = None
+                if job_via == 'cmdline':
+                    boot = 'kernel'
+                    cmdline = jobs.cmdline(the_job)
+                else:
+                    cdrom = os.path.join(guest.workdir, 'config-2.iso')
+                    qemu.config_drive(cdrom, guest.workdir,
+                                      guest.instance_id,
+                                      jobs.encode(the_job))
+                guest.argv_used = guest.argv(
+                    accel, vcpus, ram_mb, image_dir, data, fmt, cache,
+                    job_cmdline=cmdline, cdrom=cdrom, boot=boot)
+                guests.append(guest)
+            for guest in guests:
+                guest.start(guest.argv_used)
+            log(f'{vms} guest(s) booting ({qemu.accel_label(accel)}), '
+                f'common start in {start_at - int(time.time())} s, '
+                f'runtime {runtime} s')
+            deadline = start_at + runtime + FINISH_MARGIN + 10 * vms
+            while time.time() < deadline:
+                if all(g.poll() is not None for g in guests):
+                    break
+                time.sleep(0.5)
+            return [_verdict(g, workload, accel) for g in guests]
+    finally:
+        for guest in guests:
+            guest.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
