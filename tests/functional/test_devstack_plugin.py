@@ -25,6 +25,7 @@ from tests.functional.conftest import ADMIN, REPO, find_flavor
 
 PROFILES = ['pinned-hugepages-ept', 'nested-host']
 HUGEPAGES = 16
+NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
 
 
 def plan(profile):
@@ -81,6 +82,9 @@ def stack(tmp_path, test_cloud, base_flavor):
         'KVMTUNE_SYSCTL_DIR': str(tmp_path / 'sysctl.d'),
         'KVMTUNE_IMAGE_DIR': str(tmp_path / 'no-images'),
     }
+    if os.path.exists(NOVA_PYTHON):
+        # nova-conf apply checks values with Nova's own option types.
+        env['KVMTUNE_NOVA_PYTHON'] = NOVA_PYTHON
     stack = Stack(env)
     stack.python = python
     yield stack
