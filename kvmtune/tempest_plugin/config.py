@@ -42,13 +42,10 @@ KvmtuneGroup = [
                     'etc/kvmtune/workloads).'),
     cfg.IntOpt('benchmark_runtime', default=5, min=1,
                help='Seconds the workload runs inside the guest.'),
-    cfg.IntOpt('benchmark_boot_allowance', default=90, min=10,
-               help='Seconds from the boot request to the workload\'s '
-                    'common start (start_at); a guest not ready by then '
-                    'reports "late". Under QEMU TCG a guest needs ~20 s.'),
     cfg.IntOpt('benchmark_timeout', default=300, min=30,
-               help='Seconds to wait for the result on the console after '
-                    'the server is ACTIVE.'),
+               help='Seconds to wait, once the server is ACTIVE, for the '
+                    'guest\'s status line on the console (under QEMU TCG '
+                    'a guest needs ~20 s to boot and run).'),
 ]
 
 

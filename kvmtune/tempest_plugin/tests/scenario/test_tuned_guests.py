@@ -1,7 +1,6 @@
 """Guests on the tuned host: pinned + hugepages, trait placement, fio."""
 
 import base64
-import json
 import time
 
 from tempest.common import waiters
@@ -163,45 +162,43 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
                 'the compute driver cannot run guests (hypervisor type '
                 'fake): no console output to read')
 
-    def _job(self, target):
-        return {'workload': CONF.kvmtune.benchmark_workload,
-                'target': target, 'peer': None, 'role': 'client',
-                'start_at': int(time.time())
-                + CONF.kvmtune.benchmark_boot_allowance,
-                'runtime': CONF.kvmtune.benchmark_runtime,
-                'hold': False, 'params': {}}
-
     @decorators.idempotent_id('962cb83e-84cd-426d-9f41-3a48f934d41f')
     def test_benchmark_guest_returns_fio_result(self):
+        from kvmtune import workloads
         from kvmtune.workloads import console
+        from kvmtune.workloads import job as jobs
         from kvmtune.workloads import parsers
 
         self._check_driver_runs_guests()
         image = self._image()
-        # A dedicated ephemeral disk: fio never writes to the boot disk.
+        workload = workloads.get(CONF.kvmtune.benchmark_workload)
+        # A dedicated ephemeral disk: fio never touches the boot disk.
+        job = jobs.build(workload, target='/dev/vdb',
+                         runtime=CONF.kvmtune.benchmark_runtime)
         flavor = self.create_flavor(
             ram=256, vcpus=1, disk=1, ephemeral=1,
             name=data_utils.rand_name('kvmtune-bench'))
-        job = self._job('/dev/vdb')
         server = self.boot(
             flavor['id'], image_id=image['id'], config_drive=True,
-            user_data=base64.b64encode(
-                json.dumps(job).encode()).decode())
-        deadline = (time.time() + CONF.kvmtune.benchmark_boot_allowance
-                    + CONF.kvmtune.benchmark_timeout)
-        marker = f'KVMTUNE-STATUS {server["id"]}'
+            user_data=base64.b64encode(jobs.encode(job).encode()).decode())
+        deadline = time.time() + CONF.kvmtune.benchmark_timeout
         text = ''
         while time.time() < deadline:
             text = self.servers_client.get_console_output(
                 server['id'])['output'] or ''
-            if marker in text:
+            if console.status(text, server['id']):
                 break
             time.sleep(5)
-        self.assertIn(marker, text, 'the guest reported no status before '
-                      'the timeout; console tail:\n' + text[-2000:])
+        reported = console.status(text, server['id'])
+        self.assertIsNotNone(reported, 'the guest reported no status in '
+                             f'{CONF.kvmtune.benchmark_timeout} s; console '
+                             'tail:\n' + text[-2000:])
+        self.assertEqual('ok', reported[0], f'guest status: {reported}')
         payloads = console.extract(text, server['id'])
-        results = [parsers.parse(p['tool'], p['raw']) for p in payloads]
-        fio = [r for r in results if r['tool'] == 'fio']
-        self.assertEqual(1, len(fio), f'results: {results}')
-        self.assertEqual(job['workload'], fio[0]['workload'])
-        self.assertGreater(fio[0]['iops'], 0)
+        self.assertEqual([(workload.name, 'fio')],
+                         [(p['workload'], p['tool']) for p in payloads])
+        result = parsers.parse('fio', payloads[0]['raw'],
+                               workload=workload.name)
+        self.assertEqual('fio', result['tool'])
+        self.assertGreater(result['iops'], 0)
+        self.assertGreater(result['bw_bytes_s'], 0)
