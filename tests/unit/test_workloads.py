@@ -1,0 +1,137 @@
+"""Workload definitions, the command lines they make and the guest job."""
+
+import base64
+import json
+
+import pytest
+
+from kvmtune.errors import InputError
+from kvmtune import workloads
+from kvmtune.workloads import commands
+from kvmtune.workloads import job
+
+EXPECTED = {
+    'fio-randread-4k', 'fio-randwrite-4k', 'fio-seqread-2m',
+    'fio-seqwrite-2m', 'cdm-seq1m-q8t1', 'cdm-4k-q32t1', 'cdm-4k-q1t1',
+    'iperf3-tcp-stream', 'iperf3-udp-stream', 'sockperf-tcp-rr',
+    'sockperf-udp-rr',
+}
+
+
+@pytest.fixture(scope='module')
+def defs():
+    return workloads.load_all()
+
+
+def test_packaged_definitions(defs):
+    assert set(defs) == EXPECTED
+    for w in defs.values():
+        assert w.description and w.source
+        assert 'runtime' in w.defaults
+
+
+@pytest.mark.parametrize('name,rw,bs,iodepth,numjobs', [
+    ('fio-randread-4k', 'randread', '4k', 128, '@VCPUS@'),
+    ('fio-randwrite-4k', 'randwrite', '4k', 128, '@VCPUS@'),
+    ('fio-seqread-2m', 'read', '2m', 1, 1),
+    ('fio-seqwrite-2m', 'write', '2m', 1, 1),
+    ('cdm-seq1m-q8t1', 'read', '1m', 8, 1),
+    ('cdm-4k-q32t1', 'randread', '4k', 32, 1),
+    ('cdm-4k-q1t1', 'randread', '4k', 1, 1),
+])
+def test_fio_command_lines(defs, name, rw, bs, iodepth, numjobs):
+    argv = commands.argv(defs[name], target='/dev/vdb', runtime=7)
+    for arg in (f'--rw={rw}', f'--bs={bs}', f'--iodepth={iodepth}',
+                f'--numjobs={numjobs}', '--direct=1', '--ioengine=libaio',
+                '--filename=/dev/vdb', '--runtime=7', '--time_based',
+                '--output-format=json', '--group_reporting'):
+        assert arg in argv
+    assert ('--readonly' in argv) == (not defs[name].writes())
+
+
+def test_params_override_and_turn_a_read_into_a_write(defs):
+    w = defs['cdm-4k-q32t1']
+    assert not w.writes()
+    assert w.writes({'rw': 'randwrite'})
+    argv = commands.argv(w, target='/dev/vdb',
+                         params={'rw': 'randwrite', 'size': '1G'})
+    assert '--readonly' not in argv
+    assert '--size=1G' in argv
+
+
+def test_unknown_parameter_is_refused(defs):
+    with pytest.raises(InputError, match="unknown parameter 'blocksize'"):
+        defs['fio-randread-4k'].settings({'blocksize': '8k'})
+
+
+def test_bad_size_is_refused(defs):
+    with pytest.raises(InputError, match='not a size'):
+        defs['fio-randread-4k'].settings({'size': '1 GB'})
+
+
+def test_disk_workload_needs_an_explicit_target(defs):
+    with pytest.raises(InputError, match='no target disk'):
+        commands.argv(defs['fio-randread-4k'])
+
+
+def test_network_roles(defs):
+    client = commands.argv(defs['iperf3-udp-stream'], peer='10.0.0.5',
+                           runtime=3)
+    assert client[:3] == ['iperf3', '-c', '10.0.0.5']
+    assert '-J' in client and '-u' in client
+    server = commands.argv(defs['sockperf-tcp-rr'], role='server')
+    assert server[:2] == ['sockperf', 'server'] and '--tcp' in server
+    rr = commands.argv(defs['sockperf-udp-rr'], peer='10.0.0.5')
+    assert '--full-rtt' in rr and '--tcp' not in rr
+    with pytest.raises(InputError, match='no peer'):
+        commands.argv(defs['iperf3-tcp-stream'])
+
+
+def test_job_has_the_design_keys_and_a_command(defs):
+    j = job.build(defs['fio-randwrite-4k'], target='/dev/vdb',
+                  start_at=1790000000.7, runtime=5)
+    for key in ('workload', 'target', 'peer', 'role', 'start_at', 'runtime',
+                'hold', 'params'):
+        assert key in j
+    assert j['start_at'] == 1790000000 and j['tool'] == 'fio'
+    assert j['command'].startswith('fio --name=fio-randwrite-4k ')
+    line = job.encode(j)
+    assert '\n' not in line and json.loads(line) == j
+    decoded = base64.b64decode(job.cmdline(j).split('=', 1)[1])
+    assert json.loads(decoded) == j
+
+
+def test_job_refuses_values_the_guest_shell_cannot_carry(defs):
+    with pytest.raises(InputError, match='unsafe value'):
+        job.build(defs['iperf3-tcp-stream'], peer='10.0.0.1 ; reboot')
+    with pytest.raises(InputError, match='unknown role'):
+        job.build(defs['iperf3-tcp-stream'], role='observer')
+
+
+def test_templates_cover_every_workload_and_role(defs):
+    found = job.templates(defs)
+    assert 'fio-randread-4k.client' in found
+    assert 'fio-randread-4k.server' not in found
+    assert {'iperf3-tcp-stream.client', 'iperf3-tcp-stream.server',
+            'sockperf-udp-rr.server'} <= set(found)
+    assert '--filename=@TARGET@' in found['fio-seqread-2m.client']
+    assert '--runtime=@RUNTIME@' in found['fio-seqread-2m.client']
+    assert '-c @PEER@' in found['iperf3-tcp-stream.client']
+
+
+def test_definition_file_name_must_match(tmp_path):
+    (tmp_path / 'a.yaml').write_text('name: b\ntool: fio\ntarget: disk\n')
+    with pytest.raises(InputError, match='differs from the file name'):
+        workloads.load_all([str(tmp_path)])
+
+
+def test_unknown_tool_in_a_definition(tmp_path):
+    (tmp_path / 'x.yaml').write_text('name: x\ntool: netperf\n'
+                                     'target: peer\n')
+    with pytest.raises(InputError, match="unknown tool 'netperf'"):
+        workloads.load_all([str(tmp_path)])
+
+
+def test_unknown_workload_lists_the_known():
+    with pytest.raises(InputError, match='fio-randread-4k'):
+        workloads.get('nope')

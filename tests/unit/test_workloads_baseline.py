@@ -1,0 +1,86 @@
+"""Baseline files and the target checks that protect data."""
+
+import json
+import os
+
+import pytest
+
+from kvmtune.bench import baseline
+from kvmtune.bench import targets
+from kvmtune.errors import InputError
+
+RESULT = {'tool': 'fio', 'workload': 'fio-randread-4k', 'iops': 100.0,
+          'bw_bytes_s': 409600.0,
+          'lat_ns': {'mean': 1.0, 'p50': 1.0, 'p95': 2.0, 'p99': 3.0},
+          'gbit_s': None, 'tps': None, 'cpu_pct': 5.0, 'emulated': False}
+
+
+def doc(**changes):
+    d = {'schema': 1, 'kind': 'kvmtune-baseline',
+         'time': '2026-11-21T20:00:00Z', 'workload': 'fio-randread-4k',
+         'emulated': False, 'result': dict(RESULT), 'facts': None}
+    d.update(changes)
+    return d
+
+
+def test_save_then_load_round_trips(tmp_path):
+    path = str(tmp_path / 'b.json')
+    baseline.save(doc(), path)
+    assert baseline.load(path) == doc()
+    assert os.listdir(tmp_path) == ['b.json']   # no temp file left
+
+
+@pytest.mark.parametrize('change,key', [
+    ({'kind': 'other'}, 'kind'),
+    ({'schema': 2}, 'schema'),
+    ({'emulated': True}, 'emulated'),
+    ({'result': dict(RESULT, iops='fast')}, 'result.iops'),
+    ({'result': {k: v for k, v in RESULT.items() if k != 'tps'}},
+     'result.tps'),
+    ({'result': dict(RESULT, lat_ns={'mean': 'x'})}, 'result.lat_ns'),
+    ({'result': dict(RESULT, iops=None, bw_bytes_s=None)}, 'result'),
+])
+def test_load_names_the_broken_key(tmp_path, change, key):
+    path = tmp_path / 'b.json'
+    path.write_text(json.dumps(doc(**change)))
+    with pytest.raises(InputError) as exc:
+        baseline.load(str(path))
+    assert exc.value.key == key
+
+
+def test_load_of_non_json(tmp_path):
+    path = tmp_path / 'b.json'
+    path.write_text('{"schema": 1,')
+    with pytest.raises(InputError, match='not JSON'):
+        baseline.load(str(path))
+
+
+def test_write_refuses_a_file_holding_data(tmp_path):
+    path = tmp_path / 'data.img'
+    path.write_bytes(b'precious')
+    assert targets.refusal(str(path), writes=True) == 'a file holding data'
+    assert targets.refusal(str(path), writes=False) is None
+    (tmp_path / 'empty.img').write_bytes(b'')
+    assert targets.refusal(str(tmp_path / 'empty.img'), writes=True) is None
+    assert targets.refusal(str(tmp_path / 'new.img'), writes=True) is None
+
+
+def test_signatures_are_recognised(tmp_path):
+    ext4 = bytearray(70000)
+    ext4[1080:1082] = b'\x53\xef'
+    (tmp_path / 'fs').write_bytes(bytes(ext4))
+    assert targets.signature(str(tmp_path / 'fs')) == \
+        'an ext2/3/4 filesystem'
+    mbr = bytearray(70000)
+    mbr[510:512] = b'\x55\xaa'
+    (tmp_path / 'disk').write_bytes(bytes(mbr))
+    assert targets.signature(str(tmp_path / 'disk')) == \
+        'an MBR partition table'
+    (tmp_path / 'zero').write_bytes(bytes(70000))
+    assert targets.signature(str(tmp_path / 'zero')) is None
+
+
+def test_size_bytes():
+    assert baseline.size_bytes('64M') == 64 * 1024 ** 2
+    assert baseline.size_bytes('1g') == 1024 ** 3
+    assert baseline.size_bytes(4096) == 4096
