@@ -92,6 +92,14 @@ def owned_present(current, owned):
     return diff_extra_specs(current, {}, owned)
 
 
+def rejected_specs(message, specs):
+    """'key=value' for the specs whose value Nova's message quotes, else
+    for all of them."""
+    named = {k: v for k, v in specs.items() if f"'{v}'" in message or
+             k in message}
+    return ', '.join(f'{k}={v}' for k, v in sorted((named or specs).items()))
+
+
 def tuned_name(base, profile):
     return f'{base}.{profile}'
 
@@ -163,8 +171,14 @@ class Flavors:
         return self.cloud.compute('POST', '/flavors', body)['flavor']
 
     def set_extra_specs(self, flavor_id, specs):
-        self.cloud.compute('POST', f'/flavors/{flavor_id}/os-extra_specs',
-                           {'extra_specs': specs})
+        try:
+            self.cloud.compute('POST',
+                               f'/flavors/{flavor_id}/os-extra_specs',
+                               {'extra_specs': specs})
+        except CloudError as exc:
+            # Nova names the value it refused, not always the key.
+            exc.problem += f' (setting {rejected_specs(exc.problem, specs)})'
+            raise
 
     def unset_extra_spec(self, flavor_id, key):
         from urllib.parse import quote

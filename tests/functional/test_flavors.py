@@ -114,6 +114,7 @@ def test_stale_owned_key_is_removed_and_nothing_else(
     assert 'trait:HW_CPU_X86_VMX' in owned
     assert 'trait:HW_CPU_X86_VMX' not in wanted
 
+    http_requests.clear()
     result = apply('nested-host', '--name', unique)
     assert result.rc == 0, result.err
     assert '- trait:HW_CPU_X86_VMX (was required)' in result.out

@@ -88,3 +88,12 @@ def test_property_differences_name_each_size():
     bigger = dict(BASE, name='x', ram=4096, vcpus=2)
     assert flavors.property_differences(bigger, BASE) == [
         'ram 4096 (base m1.small: 2048)', 'vcpus 2 (base m1.small: 1)']
+
+
+def test_rejected_specs_names_the_value_nova_quotes():
+    specs = {'hw:cpu_policy': 'dedicated', 'hw:mem_page_size': 'huge'}
+    message = ("HTTP 400: Validation failed; 'huge' is not of the format "
+               "'(large|small|any)'.")
+    assert flavors.rejected_specs(message, specs) == 'hw:mem_page_size=huge'
+    assert flavors.rejected_specs('HTTP 400: no', specs) == (
+        'hw:cpu_policy=dedicated, hw:mem_page_size=huge')
