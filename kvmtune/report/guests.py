@@ -45,13 +45,19 @@ def status(console_text, instance_id):
 def row(console_text, instance_id, role, workload, emulated):
     """The vmtable row of a guest from its console log.
 
-    A guest that printed no status is `no-result`; `late` and `error` keep
+    A guest that printed no status, or whose console Nova could not give
+    (``console_text`` None), is `no-result`; `late` and `error` keep
     the guest's own reason; an `ok` guest whose result frame fails
     verification or parsing is `invalid` with the checker's reason.
 
     :param emulated: the guest ran under QEMU without KVM (TCG); the guest
         does not say so itself, the task tells
     """
+    if console_text is None:
+        return vmtable.failed_row(
+            instance_id, role, vmtable.NO_RESULT,
+            'Nova gave no console log (the guest stopped before its verdict '
+            'was read)', workload)
     seen = status(console_text, instance_id)
     if seen is None:
         return vmtable.failed_row(

@@ -106,16 +106,32 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             check_interval=CONF.openstack.nova_server_boot_poll_interval)
             for server in servers]
 
+    def _console(self, server):
+        """The console log, or None when Nova has none to give: libvirt
+        serves no log of a stopped guest, so a guest that powered off
+        before its verdict was read is lost (jobs hold guests for this)."""
+        try:
+            return self.clients("nova").servers.get_console_output(server)
+        except Exception as exc:
+            if getattr(exc, "code", None) == 404:
+                return None
+            raise
+
     @atomic.action_timer("kvmtune.wait_results")
     def _wait_results(self, servers, deadline):
-        """Console log of each server once it printed its KVMTUNE-STATUS
-        line, or the last log seen when the deadline passes."""
+        """Console log of each server once it printed its verdict, the
+        last log seen when the deadline passes, None when it was lost."""
         logs, pending = {}, list(servers)
         while pending:
             for server in list(pending):
-                logs[server.id] = self.clients(
-                    "nova").servers.get_console_output(server)
-                if guests.status(logs[server.id], server.id):
+                text = self._console(server)
+                if text is None:
+                    logs.setdefault(server.id, None)
+                    if self._show_server(server).status == "SHUTOFF":
+                        pending.remove(server)
+                    continue
+                logs[server.id] = text
+                if guests.status(text, server.id):
                     pending.remove(server)
             if not pending or time.time() >= deadline:
                 break
