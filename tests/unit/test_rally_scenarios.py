@@ -88,6 +88,10 @@ class Servers:
         return self.live[sid]
 
     def get_console_output(self, server):
+        if self.nova.powered_off:
+            # libvirt: a stopped guest has no pty, Nova answers 404
+            server.status = 'SHUTOFF'
+            raise NotFound('Guest does not have a console available.')
         return benchmark_guest(server.job, server.id)
 
 
@@ -107,7 +111,8 @@ class ServerGroups:
 class Nova:
     api_version = api_versions.APIVersion('2.37')
 
-    def __init__(self, ephemeral=1):
+    def __init__(self, ephemeral=1, powered_off=False):
+        self.powered_off = powered_off
         self.servers = Servers(self)
         self.server_groups = ServerGroups()
         self.flavors = Obj(get=lambda fid: Obj(**{
@@ -191,6 +196,17 @@ def test_a_bad_job_fails_the_iteration_naming_the_guest():
     assert (f'{server.id}: error: target /dev/vdz is not a block device '
             'here') in str(exc.value)
     assert table(scen)[0]['status'] == vmtable.ERROR
+    assert nova.servers.live == {}
+
+
+def test_a_guest_that_stopped_before_being_read_is_a_no_result():
+    nova = Nova(powered_off=True)
+    scen = scenario(disk.DiskScaling, nova)
+    with pytest.raises(utils.GuestResultsMissing, match='no-result: Nova '
+                       'gave no console log'):
+        scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5)
+    assert nova.servers.created[0].job['hold'] is True
+    assert table(scen)[0]['status'] == vmtable.NO_RESULT
     assert nova.servers.live == {}
 
 
