@@ -83,6 +83,7 @@ class Servers:
         return server
 
     def get(self, sid):
+        sid = getattr(sid, 'id', sid)      # novaclient takes either
         if sid not in self.live:
             raise NotFound(sid)
         return self.live[sid]
