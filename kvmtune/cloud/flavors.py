@@ -146,11 +146,19 @@ class Flavors:
 
     def __init__(self, cloud):
         self.cloud = cloud
+        self._listing = None
+
+    def _all(self):
+        # One listing per command: the flavors kvmtune reads are few and
+        # nothing else in the command changes the ones it has not made.
+        if self._listing is None:
+            self._listing = self.cloud.compute(
+                'GET', '/flavors/detail?is_public=none')['flavors']
+        return self._listing
 
     def find(self, name):
         """The flavor named name (public or private), or None."""
-        body = self.cloud.compute('GET', '/flavors/detail?is_public=none')
-        found = [f for f in body['flavors'] if f['name'] == name]
+        found = [f for f in self._all() if f['name'] == name]
         if len(found) > 1:
             raise CloudError(
                 f'{len(found)} flavors are named {name!r}',

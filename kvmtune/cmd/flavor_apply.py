@@ -65,7 +65,7 @@ def run(args):
         diff = tuned.diff_extra_specs({}, plan.extra_specs,
                                       plan.owned_extra_specs)
         print(f'flavor {name}: new, from {base["name"]} '
-              f'(ram {base["ram"]} MB, {base["vcpus"]} vCPUs, '
+              f'(ram {base["ram"]} MB, vcpus {base["vcpus"]}, '
               f'disk {base["disk"]} GB), profile {plan.profile}')
         _show(diff)
         if not args.dry_run:

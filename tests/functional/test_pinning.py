@@ -9,6 +9,7 @@ Nova's server topology API and Placement; in libvirt mode also in the
 QEMU guest's domain XML.
 """
 
+import os
 import pathlib
 import re
 import shutil
@@ -29,6 +30,7 @@ PROFILE = {
                {'name': 'hugepages', 'params': {'page_size': 'large'}}],
 }
 NR_HUGEPAGES = pathlib.Path('/proc/sys/vm/nr_hugepages')
+CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
 GUEST_PAGES = 128   # 2 MB pages: 256 MB, room for one 128 MB guest
 
 
@@ -47,11 +49,17 @@ def tuned_compute(test_cloud, pinned_profile, tmp_path):
     assert nova_conf.is_file(), f'KVMTUNE_NOVA_CONF: {nova_conf}'
     saved = tmp_path / 'nova.conf.orig'
     shutil.copy2(nova_conf, saved)
+    backup = nova_conf.with_name(nova_conf.name + '.kvmtune.bak')
+    had_backup = backup.exists()
     try:
         # Plan for the host the compute reports: the fake driver's facts
         # when the cloud was given some, else this host.
         source = (('--facts', test_cloud.host_facts)
                   if test_cloud.host_facts else ())
+        # Check the values with the cloud's own Nova.
+        nova_python = os.environ.get('KVMTUNE_NOVA_PYTHON', CLOUD_PYTHON)
+        if os.path.exists(nova_python):
+            source += ('--nova-python', nova_python)
         result = kvmtune('nova-conf', 'apply', '--config', nova_conf,
                          '--profile', pinned_profile, *source)
         assert result.rc == 0, result.err
@@ -60,6 +68,8 @@ def tuned_compute(test_cloud, pinned_profile, tmp_path):
         yield nova_conf
     finally:
         shutil.copy2(saved, nova_conf)
+        if not had_backup:
+            backup.unlink(missing_ok=True)
         test_cloud.restart_compute()
 
 
