@@ -1,0 +1,186 @@
+"""The benchmark guest for real: image build (apt, mtools, syslinux),
+QEMU guests under TCG on this host, the bare-host baseline.
+
+Needs apt access (first build), qemu-system-x86, qemu-utils, dosfstools,
+mtools, syslinux, genisoimage, fio. Uses $KVMTUNE_IMAGE_DIR (default
+/var/lib/kvmtune/images); a build there is reused when current.
+"""
+
+import glob
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from kvmtune import image
+from kvmtune.bench import baseline
+from kvmtune.bench import qemu
+from kvmtune.image import build
+from kvmtune.image import modules
+from kvmtune import workloads
+from kvmtune.workloads import console
+from kvmtune.workloads import job
+
+IMAGE_DIR = image.image_dir()
+KVMTUNE = [sys.executable, '-m', 'kvmtune.cli']
+
+
+@pytest.fixture(scope='module')
+def built():
+    first = build.build(IMAGE_DIR, log=lambda *a: None)
+    return first
+
+
+def kvmtune(*args, timeout=600):
+    return subprocess.run(KVMTUNE + list(args), capture_output=True,
+                          text=True, timeout=timeout,
+                          env=dict(os.environ, KVMTUNE_IMAGE_DIR=IMAGE_DIR))
+
+
+def test_second_build_changes_nothing(built):
+    before = {n: os.stat(os.path.join(IMAGE_DIR, n)).st_mtime_ns
+              for n in (image.RAW, image.QCOW2, image.INITRD)}
+    again = build.build(IMAGE_DIR, with_net=built['with_net'],
+                        log=lambda *a: None)
+    assert again['changed'] is False
+    assert again['fingerprint'] == built['fingerprint']
+    assert before == {n: os.stat(os.path.join(IMAGE_DIR, n)).st_mtime_ns
+                      for n in before}
+
+
+def _cpio_entries(data):
+    entries, pos = {}, 0
+    while True:
+        head = data[pos:pos + 110]
+        assert head[:6] == b'070701'
+        fields = [int(head[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
+        size, namesize = fields[6], fields[11]
+        name_end = pos + 110 + namesize
+        name = data[pos + 110:name_end - 1].decode()
+        body = name_end + (-name_end % 4)
+        if name == 'TRAILER!!!':
+            return entries
+        entries[name] = data[body:body + size]
+        pos = body + size + (-(body + size) % 4)
+
+
+def test_initrd_loads_modules_after_their_dependencies(built, tmp_path):
+    with open(os.path.join(IMAGE_DIR, image.INITRD), 'rb') as f:
+        entries = _cpio_entries(gzip.decompress(f.read()))
+    assert entries['init'].startswith(b'#!/bin/busybox sh\n')
+    order = entries['lib/modules/load.order'].decode().split()
+    assert 'virtio_blk.ko' in order and 'vfat.ko' in order
+    loaded = set()
+    for name in order:
+        path = tmp_path / name
+        path.write_bytes(entries[f'lib/modules/{name}'])
+        deps = modules.modinfo(str(path)).get('depends', [''])[0]
+        for dep in filter(None, deps.split(',')):
+            assert dep.replace('-', '_') in loaded, f'{name} before {dep}'
+        loaded.add(name[:-3].replace('-', '_'))
+    assert 'etc/kvmtune/workloads/fio-randread-4k.client' in entries
+
+
+def test_raw_disk_is_bios_bootable_vfat(built):
+    raw = os.path.join(IMAGE_DIR, image.RAW)
+    with open(raw, 'rb') as f:
+        mbr = f.read(512)
+    assert mbr[510:] == b'\x55\xaa' and mbr[446] == 0x80
+    env = dict(os.environ, MTOOLS_SKIP_CHECK='1')
+    listing = subprocess.run(
+        ['mdir', '-a', '-b', '-i', f'{raw}@@1M', '::/', '::/kvmtune/bin'],
+        capture_output=True, text=True, env=env, check=True).stdout
+    for name in ('ldlinux.sys', 'vmlinuz', 'initrd.img', 'syslinux.cfg',
+                 'fio'):
+        assert name in listing
+    info = subprocess.run(['qemu-img', 'info', '--output=json',
+                           os.path.join(IMAGE_DIR, image.QCOW2)],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(info.stdout)['format'] == 'qcow2'
+
+
+def test_bench_local_one_guest_verified_and_labelled(built):
+    proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
+                   'fio-randread-4k', '--runtime', '2',
+                   '--job-via', 'cmdline')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines()
+            if line.strip().startswith('0 ')]
+    assert rows and ' ok ' in rows[0] and 'emulated (TCG)' in rows[0]
+
+
+def test_guest_refuses_its_own_boot_disk(built):
+    workdir = tempfile.mkdtemp(prefix='kvmtune-test-', dir='/var/tmp')
+    guest = qemu.Guest(0, '0a0a0a0a-0000-4000-8000-000000000001', workdir)
+    try:
+        data = os.path.join(workdir, 'data.raw')
+        qemu.data_disk(data, '64M', 'raw')
+        the_job = job.build(workloads.get('fio-randwrite-4k'),
+                            target='/dev/vda', runtime=1)
+        guest.start(guest.argv('tcg', 1, 256, IMAGE_DIR, data, 'raw',
+                               'none', job_cmdline=job.cmdline(the_job)))
+        guest.proc.wait(240)
+        state, reason = console.status(guest.console_text(),
+                                       guest.instance_id)
+        assert state == 'error' and 'refusing /dev/vda' in reason
+    finally:
+        guest.stop()
+        subprocess.run(['rm', '-rf', workdir])
+
+
+def _qemu_children(pid):
+    out = subprocess.run(['pgrep', '-P', str(pid), '-f', 'kvmtune-bench'],
+                         capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_ctrl_c_removes_guests_and_scratch_files(built):
+    before = set(glob.glob('/var/tmp/kvmtune-bench-*'))
+    proc = subprocess.Popen(
+        KVMTUNE + ['bench', 'local', '--vms', '2', '--workload',
+                   'fio-randread-4k'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, KVMTUNE_IMAGE_DIR=IMAGE_DIR))
+    deadline = time.time() + 60
+    children = []
+    while time.time() < deadline and len(children) < 2:
+        time.sleep(0.5)
+        children = _qemu_children(proc.pid)
+    assert len(children) == 2
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    for pid in children:
+        assert not os.path.exists(f'/proc/{pid}') or \
+            open(f'/proc/{pid}/stat').read().split()[2] == 'Z'
+    assert set(glob.glob('/var/tmp/kvmtune-bench-*')) == before
+
+
+def test_baseline_on_a_scratch_file(tmp_path):
+    out = tmp_path / 'baseline.json'
+    proc = kvmtune('baseline', '--workload', 'fio-randread-4k',
+                   '--runtime', '2', '--output', str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = baseline.load(str(out))
+    assert doc['emulated'] is False and doc['scratch'] is True
+    assert doc['result']['iops'] > 0
+    assert not os.path.exists(doc['target'])   # scratch removed
+    assert doc['facts'] is None or doc['facts']['schema'] == 1
+
+
+def test_baseline_refuses_to_write_over_data(tmp_path):
+    target = tmp_path / 'precious.img'
+    target.write_bytes(b'x' * 4096)
+    proc = kvmtune('baseline', '--workload', 'fio-randwrite-4k',
+                   '--target', str(target), '--runtime', '1',
+                   '--output', str(tmp_path / 'b.json'))
+    assert proc.returncode == 2
+    assert 'refusing to write to a file holding data' in proc.stderr
+    assert target.read_bytes() == b'x' * 4096
+    assert not (tmp_path / 'b.json').exists()
