@@ -86,8 +86,8 @@ def main():
         return 0
     ok_time = result['up_seconds'] <= UP_TARGET_S
     ok_mem = result['rss_mb'] <= MEMORY_TARGET_MB
-    print('test cloud (%s compute): %d processes' % (result['mode'],
-                                                    result['processes']))
+    print('test cloud (%s compute): %d processes'
+          % (result['mode'], result['processes']))
     print('  up time      %6.1f s   target <= %d s     %s' % (
         result['up_seconds'], UP_TARGET_S, 'ok' if ok_time else 'OVER'))
     print('  services RSS %6d MB  target <= %d MB  %s (PSS %d MB)' % (

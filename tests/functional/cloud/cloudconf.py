@@ -136,6 +136,8 @@ def nova(layout, secrets):
             'transport_url': 'rabbit://guest:guest@%s:5672/%s' % (
                 HOST, RABBIT_VHOST),
             'my_ip': HOST, 'state_path': state,
+            # `down` waits for this, then SIGKILLs.
+            'graceful_shutdown_timeout': 10,
         },
         'api': {'auth_strategy': 'keystone'},
         'wsgi': {'api_paste_config':
@@ -180,15 +182,17 @@ def compute(layout, mode, virt_type):
             'debug': 'true',
         },
         'compute': {},
-        # nova-compute reaches the databases through nova-conductor only;
-        # with a connection set it also tries (and logs errors).
-        'database': {'connection': ''},
-        'api_database': {'connection': ''},
     }
     if mode == 'libvirt':
         conf['DEFAULT'].update({'force_config_drive': 'true',
                                 'mkisofs_cmd': 'genisoimage'})
         conf['libvirt'] = {'virt_type': virt_type}
+        # TCP serial consoles on loopback log through virtlogd, so the
+        # console log API still answers after the guest powered off (a
+        # pty console has no path then: 404 "no console available").
+        conf['serial_console'] = {'enabled': 'true',
+                                  'proxyclient_address': HOST,
+                                  'port_range': '10000:10099'}
         # No sudo here: privsep daemons are started directly (as root).
         for group in ('nova_sys_admin', 'vif_plug_ovs_privileged',
                       'vif_plug_linux_bridge_privileged'):

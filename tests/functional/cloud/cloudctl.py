@@ -155,6 +155,7 @@ def cmd_install(args):
                              else 'up to date'))
     if not args.no_libvirt:
         _qemu_conf()
+        _libvirt_accounts()
     print('install: %.1f s (%s)' % (timer.total(), ', '.join(
         '%s %.1f s' % kv for kv in timer.phases.items())))
     return 0
@@ -289,11 +290,33 @@ def _virsh(*argv):
                           capture_output=True, text=True)
 
 
+def _libvirt_accounts():
+    """The accounts libvirt-daemon-system would create (that package also
+    pulls in systemd, which this tool avoids). libvirtd resolves its
+    built-in default user before it reads qemu.conf's `user = "root"`."""
+    for group in ('kvm', 'libvirt', 'libvirt-qemu'):
+        if subprocess.call(['getent', 'group', group],
+                           stdout=subprocess.DEVNULL):
+            subprocess.check_call(['groupadd', '--system', group])
+    if subprocess.call(['getent', 'passwd', 'libvirt-qemu'],
+                       stdout=subprocess.DEVNULL):
+        subprocess.check_call([
+            'useradd', '--system', '--no-create-home', '--gid',
+            'libvirt-qemu', '--groups', 'kvm', '--home-dir',
+            '/var/lib/libvirt', '--shell', '/usr/sbin/nologin',
+            'libvirt-qemu'])
+
+
 def ensure_libvirtd(lay):
     """Start virtlogd and libvirtd unless running. Returns started names."""
     if _virsh('version').returncode == 0:
         return []
     _qemu_conf()
+    _libvirt_accounts()
+    # libvirt-daemon-system would create these.
+    for path in ('/var/log/libvirt/qemu', '/var/lib/libvirt/qemu',
+                 '/var/cache/libvirt/qemu', '/run/libvirt'):
+        os.makedirs(path, exist_ok=True)
     started = []
     for daemon in ('virtlogd', 'libvirtd'):
         procs.run(lay, daemon, [daemon, '-d'])
@@ -345,6 +368,7 @@ def _gunicorn(lay, name, target, env):
     argv = [bin_('gunicorn'), '--bind', '%s:%d' % (
         cloudconf.HOST, cloudconf.PORTS[name]), '--workers', '1',
         '--threads', '4', '--worker-class', 'gthread', '--timeout', '300',
+        '--graceful-timeout', '5',
         '--pythonpath', HERE, '--name', 'kvmtune-' + name,
         'kvmtune_wsgi:application']
     env = dict(env, KVMTUNE_WSGI_TARGET=target, KVMTUNE_WSGI_PROG=name)

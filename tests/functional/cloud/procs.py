@@ -58,7 +58,7 @@ def run(layout, name, argv, env=None):
 
 def _session(pid):
     with open('/proc/%d/stat' % pid) as f:
-        return int(f.read().rsplit(')', 1)[1].split()[4])
+        return int(f.read().rsplit(')', 1)[1].split()[3])
 
 
 def owned_pids(layout):
