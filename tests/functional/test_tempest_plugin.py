@@ -131,6 +131,7 @@ def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):
     run = subprocess.run(
         [str(TEMPEST), 'run', '--regex', 'kvmtune', '--concurrency', '1'],
         cwd=workspace, capture_output=True, text=True, timeout=1800)
+    (workspace / 'tempest-run.txt').write_text(run.stdout + run.stderr)
     print(run.stdout[-6000:])
     results = parse_results(workspace)
     ran = {tid: r for tid, r in results.items() if r[0] != 'exists'}

@@ -27,10 +27,11 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
     """Compute admin test with Placement access.
 
     Servers are booted with networks='none' (microversion 2.37): the
-    benchmark guest talks only through its config drive and console.
+    benchmark guest talks only through its config drive and console. At
+    2.53 hypervisor ids are the compute nodes' resource provider uuids.
     """
 
-    min_microversion = '2.37'
+    min_microversion = '2.53'
     placement_min_microversion = '1.6'
 
     @classmethod

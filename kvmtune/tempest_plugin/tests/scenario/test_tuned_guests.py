@@ -184,8 +184,12 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
         deadline = time.time() + CONF.kvmtune.benchmark_timeout
         text = ''
         while time.time() < deadline:
-            text = self.servers_client.get_console_output(
-                server['id'])['output'] or ''
+            try:
+                text = self.servers_client.get_console_output(
+                    server['id'])['output'] or ''
+            except lib_exc.NotFound:
+                # No console log yet, right after the guest started.
+                text = ''
             if console.status(text, server['id']):
                 break
             time.sleep(5)
