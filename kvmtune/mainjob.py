@@ -143,6 +143,11 @@ class Rally:
 
     def sweep(self, task, args, out_json, out_html):
         uuid = self.start_task(task, args)
+        state = self('task', 'status', uuid, capture=True).split()[-1]
+        if state not in ('finished', 'aborted'):
+            raise CloudError(f'rally task {uuid} ended {state}: no sweep '
+                             'ran', source=task,
+                             fix=f'rally task detailed {uuid} shows why')
         self('task', 'report', uuid, '--json', '--out', out_json)
         self('task', 'report', uuid, '--html-static', '--out', out_html)
         proc = subprocess.run([bin_path('rally'), '--config-file', self.conf,
