@@ -24,6 +24,7 @@ def _connect(os_cloud):
 
 
 def _flavors(cloud):
+    """A fresh Flavors: it caches its listing, and ours must be current."""
     from kvmtune.cloud.flavors import Flavors
 
     return Flavors(cloud)
@@ -44,15 +45,14 @@ def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,
     from kvmtune.cloud.flavors import tuned_name
 
     cloud = _connect(os_cloud)
-    flavors = _flavors(cloud)
     found = {'flavors': {}, 'host_traits': [], 'traits_tagged': tag_host,
              'benchmark_image': None}
     for profile in profiles:
         name = tuned_name(base_flavor, profile)
-        before = flavors.find(name)
+        before = _flavors(cloud).find(name)
         host.kvmtune_cli('flavor', 'apply', '--os-cloud', os_cloud,
                          '--profile', profile, '--from', base_flavor)
-        after = flavors.get(name)
+        after = _flavors(cloud).get(name)
         if changes.find('flavors', id=after['id']) is None:
             changes.entries('flavors').append({
                 'profile': profile, 'name': name, 'id': after['id'],
@@ -128,9 +128,8 @@ def unstack(changes, os_cloud):
         print('kvmtune: no flavor, trait or image of the plugin to remove')
         return
     cloud = _connect(os_cloud)
-    flavors = _flavors(cloud)
     for entry in list(changes.entries('flavors')):
-        _undo_flavor(flavors, entry)
+        _undo_flavor(_flavors(cloud), entry)
         changes.drop('flavors', entry)
         changes.save()
     api = _placement(cloud)

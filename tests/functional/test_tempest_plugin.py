@@ -118,8 +118,10 @@ def devstack(tmp_path, test_cloud, base_flavor):
 
 def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):
     workspace = devstack.workspace
-    subprocess.run([str(TEMPEST), 'init', str(workspace)], check=True,
-                   capture_output=True)
+    # A workspace registry of its own: ~/.tempest is not this test's.
+    subprocess.run([str(TEMPEST), 'init', '--name', 'kvmtune-functional',
+                    '--workspace-path', str(workspace.parent / 'ws.yaml'),
+                    str(workspace)], check=True, capture_output=True)
     conf = workspace / 'etc' / 'tempest.conf'
     conf.write_text(tempest_conf(os.environ['OS_CLIENT_CONFIG_FILE'],
                                  image.id, base_flavor.id,
