@@ -532,16 +532,21 @@ def cmd_up(args):
     timer.phase('databases', t)
 
     t = time.monotonic()
+
+    def timed(name, chain, *chain_args):
+        chain(*chain_args)
+        timer.phase('sync+start ' + name, t)
+
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        chains = {
-            'keystone': pool.submit(_keystone_chain, lay, secrets, pids),
-            'placement': pool.submit(_placement_chain, lay, pids),
-            'glance': pool.submit(_glance_chain, lay, pids),
-            'nova': pool.submit(_nova_chain, lay, pids)}
+        chains = [
+            pool.submit(timed, 'keystone', _keystone_chain, lay, secrets,
+                        pids),
+            pool.submit(timed, 'placement', _placement_chain, lay, pids),
+            pool.submit(timed, 'glance', _glance_chain, lay, pids),
+            pool.submit(timed, 'nova', _nova_chain, lay, pids)]
         try:
-            for name, future in chains.items():
+            for future in chains:
                 future.result()
-                timer.phase('sync+start ' + name, t)
         finally:
             procs.save_state(lay, state)
 
