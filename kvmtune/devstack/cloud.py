@@ -138,9 +138,11 @@ def unstack(changes, os_cloud):
         changes.drop('traits', entry)
         changes.save()
     for entry in list(changes.entries('images')):
-        if cloud.conn.image.find_image(entry['id']) is not None:
+        if cloud.conn.image.find_image(entry['id']) is None:
+            print(f'kvmtune: image {entry["name"]} is already gone')
+        else:
             cloud.conn.image.delete_image(entry['id'])
-        print(f'kvmtune: image {entry["name"]} deleted')
+            print(f'kvmtune: image {entry["name"]} deleted')
         changes.drop('images', entry)
         changes.save()
 
@@ -167,7 +169,14 @@ def _undo_flavor(flavors, entry):
 
 def _undo_traits(api, entry):
     uuid = entry['provider']
-    current, generation = api.provider_traits(uuid)
+    try:
+        current, generation = api.provider_traits(uuid)
+    except CloudError as exc:
+        if getattr(exc, 'http_status', None) != 404:
+            raise
+        print(f'kvmtune: compute node {entry["hostname"]} ({uuid}) is '
+              'already gone')
+        return
     wanted = (set(current) - set(entry['added'])) | set(entry['removed'])
     if wanted != set(current):
         api.put_provider_traits(uuid, wanted, generation)
