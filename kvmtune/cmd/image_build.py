@@ -25,6 +25,11 @@ def add_arguments(parser):
     parser.add_argument('--with-net', action='store_true',
                         help='Add iperf3, sockperf and virtio-net for the '
                              'network workloads.')
+    parser.add_argument('--static-fio', action='store_true',
+                        help='Compile fio static from Debian\'s fio source '
+                             'package instead of shipping Debian\'s fio with '
+                             'its ~60 libraries: image ~11 MB instead of '
+                             '~33 MB compressed. Needs gcc, make, dpkg-dev.')
 
 
 def _mb(n):
@@ -34,14 +39,14 @@ def _mb(n):
 def run(args):
     from kvmtune.image import build
 
-    manifest = build.build(args.output, with_net=args.with_net)
+    manifest = build.build(args.output, with_net=args.with_net,
+                           static_fio=args.static_fio)
     sizes = manifest['sizes']
     print(f'kernel {_mb(sizes["vmlinuz"])}, initrd '
           f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
           f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
           f'{_mb(sizes["kvmtune-bench.qcow2"])}')
     if manifest['changed']:
-        print('image built: ' + ', '.join(sorted(sizes)[:0] + [
-            'vmlinuz', 'initrd.img', 'kvmtune-bench.raw',
-            'kvmtune-bench.qcow2']))
+        print('image built: vmlinuz, initrd.img, kvmtune-bench.raw, '
+              'kvmtune-bench.qcow2')
     return 0

@@ -15,10 +15,11 @@ from kvmtune import image
 from kvmtune.image import cpio
 from kvmtune.image import debs
 from kvmtune.image import disk
+from kvmtune.image import fio_static
 from kvmtune.image import modules
 
 # Bump when the layout changes, so an old image is not taken as current.
-LAYOUT = 1
+LAYOUT = 2
 DISK_TOOLS = ('fio',)
 NET_TOOLS = ('iperf3', 'sockperf')
 NET_MODULES = ('virtio_net',)
@@ -37,8 +38,11 @@ def _templates():
     return job.templates(workloads.load_all())
 
 
-def _fingerprint(deb_paths, with_net):
-    h = hashlib.sha256(f'layout={LAYOUT} net={with_net}\n'.encode())
+def _fingerprint(deb_paths, with_net, static_fio):
+    h = hashlib.sha256(f'layout={LAYOUT} net={with_net} '
+                       f'static_fio={static_fio}\n'.encode())
+    if static_fio:
+        h.update(' '.join(fio_static.CONFIGURE).encode())
     for path in deb_paths:
         h.update(os.path.basename(path).encode() + b'\n')
     h.update(_data('init.sh') + _data('udhcpc.script'))
@@ -73,7 +77,7 @@ def _libraries(root, binary):
     return found
 
 
-def _tool_files(root, tools):
+def _tool_files(root, tools, static_fio=None):
     """[(path in root, path on the image)] for the tools and libraries.
 
     mtools copies them straight from the extracted packages, each under
@@ -81,6 +85,9 @@ def _tool_files(root, tools):
     """
     files = {}
     for tool in tools:
+        if tool == 'fio' and static_fio:
+            files['/kvmtune/bin/fio'] = static_fio   # needs no library
+            continue
         binary = os.path.join(root, 'usr/bin', tool)
         files[f'/kvmtune/bin/{tool}'] = binary
         for soname, path in _libraries(root, binary):
@@ -132,7 +139,7 @@ def _xz_size(path):
     return len(proc.stdout) if proc.returncode == 0 else None
 
 
-def build(output=None, with_net=False, log=print):
+def build(output=None, with_net=False, static_fio=False, log=print):
     """Build (or find up to date) the image; return the manifest dict."""
     out = image.image_dir(output)
     os.makedirs(out, exist_ok=True)
@@ -143,25 +150,27 @@ def build(output=None, with_net=False, log=print):
         raise KvmtuneError('another image build is running', source=out,
                            fix='wait for it to finish')
     with lock:
-        return _build_locked(out, with_net, log)
+        return _build_locked(out, with_net, static_fio, log)
 
 
-def _build_locked(out, with_net, log):
+def _build_locked(out, with_net, static_fio, log):
     disk.check_host_tools()
     cache = os.path.join(out, 'cache')
     tools = DISK_TOOLS + (NET_TOOLS if with_net else ())
     kernel_pkg = debs.kernel_package()
     log(f'packages: busybox-static {" ".join(tools)} {kernel_pkg} '
         f'(+ their libraries), cache {cache}')
+    extra = ('libaio-dev',) if static_fio else ()
     tool_debs, fetched = debs.fetch(os.path.join(cache, 'debs'),
-                                    ('busybox-static',) + tools)
+                                    ('busybox-static',) + tools + extra)
     kernel_deb, kernel_fetched = debs.fetch_kernel(
         os.path.join(cache, 'kernel'), kernel_pkg)
     reused = len(tool_debs) + 1 - len(fetched) - kernel_fetched
     log(f'.debs: {reused} reused from the cache, '
         f'{len(fetched) + kernel_fetched} downloaded')
 
-    fingerprint = _fingerprint(tool_debs + [kernel_deb], with_net)
+    fingerprint = _fingerprint(tool_debs + [kernel_deb], with_net,
+                               static_fio)
     manifest_path = os.path.join(out, image.MANIFEST)
     current = _read_manifest(manifest_path)
     outputs = (image.KERNEL, image.INITRD, image.RAW, image.QCOW2)
@@ -175,9 +184,10 @@ def _build_locked(out, with_net, log):
     work = tempfile.mkdtemp(prefix='.build-', dir=out)
     try:
         _remove_stale_builds(out, keep=work)
-        manifest = _build_in(work, tool_debs, kernel_deb, tools, with_net,
-                             log)
+        manifest = _build_in(work, cache, tool_debs, kernel_deb, tools,
+                             with_net, static_fio, log)
         manifest.update(fingerprint=fingerprint, with_net=with_net,
+                        static_fio=static_fio,
                         kernel_package=kernel_pkg,
                         debs=[os.path.basename(p)
                               for p in tool_debs + [kernel_deb]])
@@ -210,7 +220,16 @@ def _read_manifest(path):
         return {}
 
 
-def _build_in(work, tool_debs, kernel_deb, tools, with_net, log):
+def _fio_version(deb_paths):
+    for path in deb_paths:
+        name = os.path.basename(path)
+        if name.startswith('fio_'):
+            return name.split('_')[1].replace('%3a', ':')
+    raise KvmtuneError('no fio package among the fetched .debs')
+
+
+def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
+              static_fio, log):
     root = os.path.join(work, 'root')
     kernel_root = os.path.join(work, 'kernel')
     debs.extract(tool_debs, root)
@@ -228,9 +247,13 @@ def _build_in(work, tool_debs, kernel_deb, tools, with_net, log):
     cfg = os.path.join(work, 'syslinux.cfg')
     with open(cfg, 'w') as f:
         f.write(disk.SYSLINUX_CFG.format(cmdline=disk.KERNEL_CMDLINE))
-    files = _tool_files(root, tools)
+    static = None
+    if static_fio:
+        static = fio_static.build(cache, _fio_version(tool_debs), root, work,
+                                  log)
+    files = _tool_files(root, tools, static)
     log(f'tools: {" ".join(tools)} with {len(files) - len(tools)} '
-        'libraries')
+        'libraries' + (' (fio static)' if static else ''))
     files += [(os.path.join(work, image.KERNEL), '/vmlinuz'),
               (os.path.join(work, image.INITRD), '/initrd.img'),
               (cfg, '/syslinux.cfg')]
