@@ -1,6 +1,8 @@
 """``kvmtune bench local``: N guests booted at once with QEMU on this host.
 
-Every guest gets its own preallocated scratch data disk (vdb) and its job
+Disk workloads: every guest gets its own preallocated scratch data disk
+(vdb). Network workloads: guests pair up as server and client with static
+addresses on a QEMU socket (multicast) network private to the run. Jobs go
 on a config drive (or the kernel command line), all with one common
 ``start_at``; results come back on the serial consoles, are verified
 (byte count, sha256) and parsed. A guest that fails or times out is
@@ -61,7 +63,8 @@ def _check_image(image_dir):
 def _verdict(guest, workload, accel):
     """Per-VM row: status, reason, result (only when verified and parsed)."""
     text = guest.console_text()
-    row = {'vm': guest.index, 'instance_id': guest.instance_id,
+    row = {'vm': guest.index, 'role': getattr(guest, 'role', 'client'),
+           'instance_id': guest.instance_id,
            'accel': qemu.accel_label(accel), 'result': None,
            'seconds': (round(guest.ended - guest.started, 1)
                        if guest.ended else None)}
@@ -76,6 +79,8 @@ def _verdict(guest, workload, accel):
             why += f'; console ends: {last[0][-120:]}'
         return dict(row, status='no-result', reason=why)
     state, why = reported
+    if row['role'] == 'server' and state in ('serving', 'ok'):
+        return dict(row, status='server', reason='')
     if state != 'ok':
         return dict(row, status=state, reason=why)
     try:
@@ -94,7 +99,9 @@ def _verdict(guest, workload, accel):
 def aggregate(rows):
     """Sums of throughput, means of latency, over the ok guests only."""
     ok = [r['result'] for r in rows if r['status'] == 'ok']
-    total = {'vms_ok': len(ok), 'vms_failed': len(rows) - len(ok)}
+    servers = sum(1 for r in rows if r['status'] == 'server')
+    total = {'vms_ok': len(ok),
+             'vms_failed': len(rows) - len(ok) - servers}
     for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps'):
         values = [r[key] for r in ok if r[key] is not None]
         total[key] = sum(values) if values else None
@@ -107,6 +114,36 @@ def aggregate(rows):
     return total
 
 
+def _plan(workload, vms):
+    """[(role, address, peer)] per guest: disk guests alone; network
+    guests in pairs, server then client, on 10.233.0.0/24."""
+    if workload.target == 'disk':
+        return [('client', None, None)] * vms
+    if vms < 2 or vms % 2:
+        raise InputError('a network workload needs an even number of '
+                         'guests (server, client pairs)', key='--vms')
+    plan = []
+    for pair in range(vms // 2):
+        server = f'10.233.0.{2 * pair + 1}'
+        plan += [('server', f'{server}/24', None),
+                 ('client', f'10.233.0.{2 * pair + 2}/24', server)]
+    return plan
+
+
+def _check_net_image(image_dir, workload):
+    import json
+
+    try:
+        with open(os.path.join(image_dir, image.MANIFEST)) as f:
+            tools = json.load(f).get('tools', [])
+    except (OSError, ValueError):
+        tools = []
+    if workload.tool not in tools:
+        raise InputError(f'the image has no {workload.tool}',
+                         source=image_dir,
+                         fix='kvmtune image build --with-net')
+
+
 def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
         cache='none', fmt='raw', accel='tcg', job_via='config-drive',
         runtime=None, params=None, image_dir=None, delay=None,
@@ -114,26 +151,35 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
     """Boot ``vms`` guests at once, wait, and return the per-VM rows."""
     image_dir = image.image_dir(image_dir)
     _check_image(image_dir)
-    if workload.target != 'disk':
-        raise InputError(f'{workload.name} is a network workload',
-                         key='--workload', fix='bench local runs disk '
-                         'workloads; network ones run through Rally')
+    plan = _plan(workload, vms)
+    if workload.target == 'peer':
+        _check_net_image(image_dir, workload)
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
     delay = start_delay(accel, vms) if delay is None else delay
     workdir = tempfile.mkdtemp(prefix='kvmtune-bench-', dir=SCRATCH_DIR)
+    # One multicast group per run: guests of other runs never meet.
+    group = f'230.0.{os.getpid() % 250}.{int(time.time()) % 250}:' \
+            f'{20000 + os.getpid() % 20000}'
     guests = []
     try:
         with _terminate_on_sigterm():
             start_at = int(time.time()) + delay
-            for index in range(vms):
+            for index, (role, address, peer) in enumerate(plan):
                 guest = qemu.Guest(index, str(uuid.uuid4()),
                                    os.path.join(workdir, f'vm{index}'))
+                guest.role = role
                 os.makedirs(guest.workdir)
-                data = os.path.join(guest.workdir, f'data.{fmt}')
-                qemu.data_disk(data, disk_size, fmt)
-                the_job = jobs.build(workload, target=qemu.DATA_DISK,
-                                     start_at=start_at, runtime=runtime,
-                                     params=params)
+                data = nic = None
+                if workload.target == 'disk':
+                    data = os.path.join(guest.workdir, f'data.{fmt}')
+                    qemu.data_disk(data, disk_size, fmt)
+                else:
+                    nic = (group, f'52:54:00:6b:00:{index:02x}')
+                the_job = jobs.build(
+                    workload, role=role,
+                    target=qemu.DATA_DISK if data else None, peer=peer,
+                    start_at=start_at, runtime=runtime, params=params,
+                    address=address)
                 cdrom = cmdline = None
                 if job_via == 'cmdline':
                     boot = 'kernel'
@@ -145,18 +191,22 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                                       jobs.encode(the_job))
                 guest.argv_used = guest.argv(
                     accel, vcpus, ram_mb, image_dir, data, fmt, cache,
-                    job_cmdline=cmdline, cdrom=cdrom, boot=boot)
+                    job_cmdline=cmdline, cdrom=cdrom, boot=boot, nic=nic)
                 guests.append(guest)
             for guest in guests:
                 guest.start(guest.argv_used)
             log(f'{vms} guest(s) booting ({qemu.accel_label(accel)}), '
                 f'common start in {start_at - int(time.time())} s, '
                 f'runtime {runtime} s')
+            clients = [g for g in guests if g.role == 'client']
             deadline = start_at + runtime + FINISH_MARGIN + 10 * vms
             while time.time() < deadline:
-                if all(g.poll() is not None for g in guests):
+                # Servers (sockperf) serve until stopped: wait for clients.
+                if all(g.poll() is not None for g in clients):
                     break
                 time.sleep(0.5)
+            for guest in guests:
+                guest.poll()
             return [_verdict(g, workload, accel) for g in guests]
     finally:
         for guest in guests:

@@ -90,7 +90,11 @@ class Guest:
         self.started = self.ended = None
 
     def argv(self, accel, vcpus, ram_mb, image_dir, data, data_format, cache,
-             job_cmdline=None, cdrom=None, boot='kernel'):
+             job_cmdline=None, cdrom=None, boot='kernel', nic=None):
+        """:param data: the scratch data disk (vdb), or None
+        :param nic: (mcast group:port, MAC) of a NIC on a QEMU socket
+            network shared by this run's guests, or None
+        """
         argv = [QEMU, '-name', f'kvmtune-bench-{self.index}',
                 '-machine', f'pc,accel={accel},graphics=off',
                 *(['-cpu', 'host'] if accel == 'kvm' else []),
@@ -104,11 +108,19 @@ class Guest:
                 '-drive', f'file={os.path.join(image_dir, image.RAW)},'
                           'format=raw,if=none,id=boot,readonly=on',
                 '-device', 'virtio-blk-pci,drive=boot,addr=0x4' + (
-                    ',bootindex=0' if boot == 'disk' else ''),
-                '-drive', f'file={data},format={data_format},if=none,'
-                          f'id=data,cache={cache}',
-                '-device', 'virtio-blk-pci,drive=data,iothread=io0,'
-                           'addr=0x5']
+                    ',bootindex=0' if boot == 'disk' else '')]
+        if data:
+            argv += ['-drive', f'file={data},format={data_format},if=none,'
+                               f'id=data,cache={cache}',
+                     '-device', 'virtio-blk-pci,drive=data,iothread=io0,'
+                                'addr=0x5']
+        if nic:
+            # No vhost: a socket network is QEMU's own userspace path.
+            group, mac = nic
+            argv += ['-netdev', f'socket,id=net0,mcast={group},'
+                                'localaddr=127.0.0.1',
+                     '-device', f'virtio-net-pci,netdev=net0,mac={mac},'
+                                'addr=0x6']
         if boot == 'kernel':
             # Direct kernel boot (seconds faster under TCG than BIOS and
             # syslinux); the job may ride on the command line.

@@ -1,8 +1,10 @@
 """Boot N benchmark guests with QEMU here and run a workload in each.
 
 All guests start at once from the image of `kvmtune image build`, each
-with its own preallocated scratch data disk (virtio-blk, /dev/vdb) and a
-job (config drive by default, or the kernel command line). They wait for a
+with its own preallocated scratch data disk (virtio-blk, /dev/vdb) for
+disk workloads, or paired as server and client on a private QEMU socket
+network for network ones (image built with --with-net), and a job (config
+drive by default, or the kernel command line). They wait for a
 common start time, run the workload, and print the result on their serial
 console; each is checked (byte count, sha256), parsed and shown per VM
 and summed over the guests that succeeded. A guest that fails or times
@@ -25,7 +27,8 @@ def add_arguments(parser):
     parser.add_argument('--vms', type=int, required=True,
                         help='Guests to boot at once.')
     parser.add_argument('--workload', required=True,
-                        help='Disk workload (etc/kvmtune/workloads).')
+                        help='Workload (etc/kvmtune/workloads); network '
+                             'ones pair the guests as server, client.')
     parser.add_argument('--vcpus', type=int, default=1)
     parser.add_argument('--ram', type=int, default=256, metavar='MB')
     parser.add_argument('--disk-size', default='256M',
@@ -69,24 +72,28 @@ def _fmt(value, scale=1.0, digits=1):
 
 def print_table(rows, total):
     head = (f'{"VM":>3} {"status":<10} {"IOPS":>10} {"MB/s":>9} '
+            f'{"Gbit/s":>7} {"trans/s":>8} '
             f'{"lat mean ms":>11} {"p99 ms":>8} {"CPU%":>6} {"time s":>6}'
             '  accel')
     print(head)
     for row in rows:
         r = row['result'] or {'iops': None, 'bw_bytes_s': None,
+                              'gbit_s': None, 'tps': None,
                               'lat_ns': {'mean': None, 'p99': None},
                               'cpu_pct': None}
         print(f'{row["vm"]:>3} {row["status"]:<10} {_fmt(r["iops"]):>10} '
               f'{_fmt(r["bw_bytes_s"], 1e6):>9} '
+              f'{_fmt(r["gbit_s"], 1, 3):>7} {_fmt(r["tps"], 1, 0):>8} '
               f'{_fmt(r["lat_ns"]["mean"], 1e6, 2):>11} '
               f'{_fmt(r["lat_ns"]["p99"], 1e6, 2):>8} '
               f'{_fmt(r["cpu_pct"]):>6} {_fmt(row["seconds"]):>6}'
               f'  {row["accel"]}')
-        if row['status'] != 'ok':
+        if row['status'] not in ('ok', 'server'):
             print(f'    {row["instance_id"]}: {row["reason"]}')
     label = rows[0]['accel'] if rows else ''
     print(f'{"all":>3} {str(total["vms_ok"]) + " ok":<10} '
           f'{_fmt(total["iops"]):>10} {_fmt(total["bw_bytes_s"], 1e6):>9} '
+          f'{_fmt(total["gbit_s"], 1, 3):>7} {_fmt(total["tps"], 1, 0):>8} '
           f'{_fmt(total["lat_mean_ns"], 1e6, 2):>11} '
           f'{_fmt(total["lat_p99_ns"], 1e6, 2):>8} '
           f'{_fmt(total["cpu_pct"]):>6} {"":>6}  {label}')
@@ -106,9 +113,10 @@ def run(args):
                          key='--vms/--vcpus/--ram')
     workload = workloads.get(args.workload)
     if args.vhost == 'on':
-        raise InputError('vhost-net applies to NICs; bench local runs '
-                         'disk workloads without a NIC', key='--vhost',
-                         fix='leave --vhost off')
+        raise InputError('bench local links guests by a QEMU socket network,'
+                         ' which has no vhost-net', key='--vhost',
+                         fix='leave --vhost off; vhost-net is measured '
+                         'through Nova (tap + /dev/vhost-net)')
     accel, why = qemu.choose_accel(args.accel)
     print(f'accelerator: {qemu.accel_label(accel)} ({why})')
     rows = local.run(workload, args.vms, vcpus=args.vcpus, ram_mb=args.ram,
@@ -118,9 +126,11 @@ def run(args):
                      image_dir=args.image_dir, delay=args.start_delay,
                      boot=args.boot)
     total = local.aggregate(rows)
+    setup = (f'data disk {args.disk_size} {args.format} cache={args.cache}'
+             if workload.target == 'disk' else
+             'server/client pairs on a QEMU socket network, no vhost')
     print(f'{workload.name}: {args.vms} VM(s), {args.vcpus} vCPU, '
-          f'{args.ram} MB, data disk {args.disk_size} {args.format} '
-          f'cache={args.cache}; results verified (bytes + sha256)')
+          f'{args.ram} MB, {setup}; results verified (bytes + sha256)')
     print_table(rows, total)
     if args.json:
         from kvmtune.bench import baseline

@@ -111,8 +111,13 @@ export LD_LIBRARY_PATH=/media/kvmtune/lib
 if [ -e /sys/class/net/eth0 ]; then
     ip link set lo up
     ip link set eth0 up
-    udhcpc -i eth0 -n -q -t 10 -s /etc/udhcpc.script >/dev/null 2>&1 ||
-        fail "no DHCP lease on eth0"
+    ADDRESS=$(jget address)
+    if [ -n "$ADDRESS" ] && [ "$ADDRESS" != null ]; then
+        ip addr add "$ADDRESS" dev eth0 || fail "cannot set $ADDRESS"
+    else
+        udhcpc -i eth0 -n -q -t 10 -s /etc/udhcpc.script >/dev/null 2>&1 ||
+            fail "no DHCP lease on eth0"
+    fi
 fi
 
 # Never benchmark the disk the image booted from (FIELD-NOTES).
@@ -125,7 +130,9 @@ esac
 # @VCPUS@ becomes this guest's vCPU count (fio numjobs).
 COMMAND=$(echo "$COMMAND" | sed "s/@VCPUS@/$(nproc)/g")
 
-if [ -n "$START_AT" ] && [ "$START_AT" != null ]; then
+# A server listens at once: its clients start at start_at.
+if [ "$ROLE" != server ] && [ -n "$START_AT" ] && [ "$START_AT" != null ]
+then
     now=$(date +%s)
     if [ "$now" -gt "$START_AT" ]; then
         status late "ready at $now, start_at $START_AT"

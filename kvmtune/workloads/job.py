@@ -19,7 +19,7 @@ ROLES = ('client', 'server')
 
 
 def build(workload, role='client', target=None, peer=None, start_at=None,
-          runtime=None, hold=False, params=None):
+          runtime=None, hold=False, params=None, address=None):
     """The job dict for one guest.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -28,6 +28,7 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
     :param peer: the server's address (network clients)
     :param start_at: epoch seconds of the common start, or None
     :param hold: keep the guest running after the tool (servers)
+    :param address: static ``ip/prefix`` for eth0 instead of DHCP
     """
     if role not in ROLES:
         raise InputError(f'unknown role {role!r}', key='role',
@@ -35,7 +36,8 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
     settings = workload.settings(params)
     runtime = int(runtime or settings.get('runtime', 10))
     argv = commands.argv(workload, role, target, peer, runtime, params)
-    bad = [a for a in argv if not SAFE_ARG.match(a)]
+    bad = [a for a in argv + ([address] if address else [])
+           if not SAFE_ARG.match(a)]
     if bad:
         raise InputError(f'unsafe value {bad[0]!r} in the command',
                          source=workload.name,
@@ -46,6 +48,7 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
         'start_at': int(start_at) if start_at is not None else None,
         'runtime': runtime, 'hold': bool(hold),
         'params': dict(params or {}), 'command': ' '.join(argv),
+        **({'address': address} if address else {}),
     }
 
 

@@ -135,3 +135,13 @@ def test_unknown_tool_in_a_definition(tmp_path):
 def test_unknown_workload_lists_the_known():
     with pytest.raises(InputError, match='fio-randread-4k'):
         workloads.get('nope')
+
+
+def test_job_static_address(defs):
+    j = job.build(defs['sockperf-tcp-rr'], role='server',
+                  address='10.233.0.1/24')
+    assert j['address'] == '10.233.0.1/24'
+    assert 'address' not in job.build(defs['sockperf-tcp-rr'], role='server')
+    with pytest.raises(InputError, match='unsafe value'):
+        job.build(defs['sockperf-tcp-rr'], role='server',
+                  address='10.0.0.1/24"')

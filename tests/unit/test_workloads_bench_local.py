@@ -53,3 +53,22 @@ def test_aggregate_leaves_failed_guests_out():
 def test_start_delay_grows_with_guests():
     assert local.start_delay('tcg', 4) > local.start_delay('tcg', 1) > \
         local.start_delay('kvm', 1)
+
+
+def test_network_guests_pair_up_server_then_client():
+    from kvmtune import workloads
+    plan = local._plan(workloads.get('iperf3-tcp-stream'), 4)
+    assert plan == [('server', '10.233.0.1/24', None),
+                    ('client', '10.233.0.2/24', '10.233.0.1'),
+                    ('server', '10.233.0.3/24', None),
+                    ('client', '10.233.0.4/24', '10.233.0.3')]
+    with pytest.raises(KvmtuneError, match='even number'):
+        local._plan(workloads.get('sockperf-tcp-rr'), 3)
+    assert local._plan(workloads.get('fio-randread-4k'), 3) == \
+        [('client', None, None)] * 3
+
+
+def test_servers_are_neither_results_nor_failures():
+    rows = [{'status': 'server', 'result': None}, _row('ok', 10.0, 1.0)]
+    total = local.aggregate(rows)
+    assert total['vms_ok'] == 1 and total['vms_failed'] == 0
