@@ -13,6 +13,7 @@ $KVMTUNE_CLOUD_DIR (default /var/lib/kvmtune-cloud). See README.md.
 """
 
 import argparse
+import base64
 import concurrent.futures
 import json
 import os
@@ -364,10 +365,10 @@ def write_configs(lay, secrets, mode, virt_type):
         os.makedirs(os.path.join(lay.data, sub), exist_ok=True)
 
 
-def _gunicorn(lay, name, target, env):
+def _gunicorn(lay, name, target, env, threads=4):
     argv = [bin_('gunicorn'), '--bind', '%s:%d' % (
         cloudconf.HOST, cloudconf.PORTS[name]), '--workers', '1',
-        '--threads', '4', '--worker-class', 'gthread', '--timeout', '300',
+        '--threads', str(threads), '--timeout', '300',
         '--graceful-timeout', '5',
         '--pythonpath', HERE, '--name', 'kvmtune-' + name,
         'kvmtune_wsgi:application']
@@ -375,41 +376,54 @@ def _gunicorn(lay, name, target, env):
     return procs.start(lay, name, argv, env)
 
 
+def _write_key_repository(path):
+    """What `keystone-manage fernet_setup` leaves: a staged key (0) and a
+    primary key (1), each 32 random bytes in URL-safe base64, in a 0700
+    directory; written here to save two keystone-manage runs."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    for index in ('0', '1'):
+        key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+        procs.write_file(os.path.join(path, index), key, 0o600)
+
+
 def _keystone_chain(lay, secrets, pids):
     conf = ['--config-file', lay.keystone_conf]
     km = bin_('keystone-manage')
     procs.run(lay, 'keystone-manage', [km] + conf + ['db_sync'])
-    for setup in ('fernet_setup', 'credential_setup'):
-        procs.run(lay, 'keystone-manage', [km] + conf + [
-            setup, '--keystone-user', 'root', '--keystone-group', 'root'])
+    keys = os.path.dirname(lay.keystone_conf)
+    for repository in ('fernet-keys', 'credential-keys'):
+        _write_key_repository(os.path.join(keys, repository))
     ks = cloudconf.url('keystone', '/v3')
     procs.run(lay, 'keystone-manage', [km] + conf + [
         'bootstrap', '--bootstrap-password', secrets['admin'],
         '--bootstrap-admin-url', ks, '--bootstrap-public-url', ks,
         '--bootstrap-internal-url', ks,
         '--bootstrap-region-id', cloudconf.REGION])
+    # One process, one thread: see the [cache] note in cloudconf.keystone.
     pids['keystone'] = _gunicorn(
         lay, 'keystone',
         'keystone.server.wsgi:initialize_public_application()',
-        {'OS_KEYSTONE_CONFIG_FILES': lay.keystone_conf})
+        {'OS_KEYSTONE_CONFIG_FILES': lay.keystone_conf}, threads=1)
     rest.wait_http(cloudconf.url('keystone', '/v3'), 60)
     keystone = rest.Keystone(ks, secrets['admin'])
-    service_project = keystone.project('service')
-    roles = {r: keystone.role(r) for r in ('admin', 'service', 'member')}
-    for user in cloudconf.SERVICE_USERS:
-        user_id = keystone.user(user, secrets[user], service_project)
-        for role in ('admin', 'service'):
-            keystone.grant(service_project, user_id, roles[role])
-    member_project = keystone.project('kvmtune-member')
-    member = keystone.user('kvmtune-member', secrets['member'],
-                           member_project)
-    keystone.grant(member_project, member, roles['member'])
-    for name, type_, endpoint in (
-            ('nova', 'compute', cloudconf.url('nova-api', '/v2.1')),
-            ('placement', 'placement', cloudconf.url('placement')),
-            ('glance', 'image', cloudconf.url('glance')),
-            ('kvmtune-netstub', 'network', cloudconf.url('network'))):
-        keystone.service(name, type_, endpoint, cloudconf.REGION)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        service_project = pool.submit(keystone.project, 'service')
+        member_project = pool.submit(keystone.project, 'kvmtune-member')
+        roles = {r: pool.submit(keystone.role, r)
+                 for r in ('admin', 'service', 'member')}
+        services = [pool.submit(keystone.service, name, type_, endpoint,
+                                cloudconf.REGION)
+                    for name, type_, endpoint in cloudconf.CATALOG]
+        users = [pool.submit(keystone.user, user, secrets[user],
+                             service_project.result(),
+                             [roles['admin'].result(),
+                              roles['service'].result()])
+                 for user in cloudconf.SERVICE_USERS]
+        users.append(pool.submit(
+            keystone.user, 'kvmtune-member', secrets['member'],
+            member_project.result(), [roles['member'].result()]))
+        for future in services + users:
+            future.result()
 
 
 def _placement_chain(lay, pids):

@@ -82,10 +82,13 @@ class Keystone:
     def role(self, name):
         return self.ensure('role', 'roles', name)
 
-    def user(self, name, password, project_id):
-        return self._create('user', 'users', {
+    def user(self, name, password, project_id, role_ids):
+        user_id = self._create('user', 'users', {
             'name': name, 'password': password, 'domain_id': 'default',
             'default_project_id': project_id})
+        for role_id in role_ids:
+            self.grant(project_id, user_id, role_id)
+        return user_id
 
     def grant(self, project_id, user_id, role_id):
         call('PUT', '%s/projects/%s/users/%s/roles/%s' % (
@@ -94,10 +97,10 @@ class Keystone:
     def service(self, name, type_, endpoint, region):
         service_id = self._create('service', 'services',
                                   {'name': name, 'type': type_})
-        for interface in ('public', 'internal'):
-            self._create('endpoint', 'endpoints', {
-                'service_id': service_id, 'interface': interface,
-                'url': endpoint, 'region_id': region})
+        # Public only: services try internal, then public.
+        self._create('endpoint', 'endpoints', {
+            'service_id': service_id, 'interface': 'public',
+            'url': endpoint, 'region_id': region})
 
 
 def placement_providers(url, token):
