@@ -14,7 +14,6 @@ from kvmtune.devstack import host
 from kvmtune.errors import CloudError
 
 IMAGE_FILE = 'kvmtune-bench.raw'
-TRAIT_PREFIX = 'CUSTOM_KVMTUNE_'
 
 
 def _connect(os_cloud):
@@ -37,7 +36,10 @@ def _placement(cloud):
 
 
 def _kvmtune_traits(traits):
-    return sorted(t for t in traits if t.startswith(TRAIT_PREFIX))
+    """The traits among traits that kvmtune host tag manages."""
+    from kvmtune.traits import KVMTUNE_TRAITS
+
+    return sorted(set(traits) & KVMTUNE_TRAITS)
 
 
 def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,

@@ -14,12 +14,13 @@ import pathlib
 import re
 import subprocess
 import sys
+import uuid
 
 import pytest
 import yaml
 
 from tests.devstack_shim.run import Stack
-from tests.functional.conftest import ADMIN, REPO
+from tests.functional.conftest import ADMIN, PREFIX, REPO
 
 PROFILES = ['pinned-hugepages-ept', 'cpu-pinning', 'nested-host']
 TEMPEST = pathlib.Path(sys.executable).parent / 'tempest'
@@ -92,6 +93,23 @@ def parse_results(workspace):
 
 
 @pytest.fixture
+def public_image(admin, tmp_path):
+    """compute.image_ref: public, so Tempest's own projects can boot it.
+
+    One MiB of zeros: enough for the fake driver, and for QEMU to start a
+    domain (the trait tests need an ACTIVE server, not a booted OS).
+    """
+    blank = tmp_path / 'blank.raw'
+    blank.write_bytes(b'\0' * (1024 * 1024))
+    image = admin.image.create_image(
+        name=f'{PREFIX}tempest-{uuid.uuid4().hex[:6]}', filename=str(blank),
+        disk_format='raw', container_format='bare', visibility='public',
+        wait=True)
+    yield image
+    admin.image.delete_image(image.id, ignore_missing=True)
+
+
+@pytest.fixture
 def devstack(tmp_path, test_cloud, base_flavor):
     workspace = tmp_path / 'tempest'
     env = {
@@ -116,7 +134,8 @@ def devstack(tmp_path, test_cloud, base_flavor):
         stack('clean')
 
 
-def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):
+def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor,
+                             public_image):
     workspace = devstack.workspace
     # A workspace registry of its own: ~/.tempest is not this test's.
     subprocess.run([str(TEMPEST), 'init', '--name', 'kvmtune-functional',
@@ -124,7 +143,7 @@ def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor, image):
                     str(workspace)], check=True, capture_output=True)
     conf = workspace / 'etc' / 'tempest.conf'
     conf.write_text(tempest_conf(os.environ['OS_CLIENT_CONFIG_FILE'],
-                                 image.id, base_flavor.id,
+                                 public_image.id, base_flavor.id,
                                  str(workspace / 'lock')))
     conf.chmod(0o600)
     devstack('stack', 'extra')

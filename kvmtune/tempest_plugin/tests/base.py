@@ -11,8 +11,6 @@ from tempest import config
 
 CONF = config.CONF
 
-TRAIT_PREFIX = 'CUSTOM_KVMTUNE_'
-
 
 def profile_plan(profile):
     """kvmtune's FlavorPlan (extra_specs, owned_extra_specs) for profile."""
@@ -54,6 +52,13 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
         return set(body['traits'])
 
     @classmethod
+    def kvmtune_traits(cls, uuid):
+        """The provider's traits that kvmtune host tag manages."""
+        from kvmtune.traits import KVMTUNE_TRAITS
+
+        return cls.provider_traits(uuid) & KVMTUNE_TRAITS
+
+    @classmethod
     def provider_inventories(cls, uuid):
         body = cls.providers_client.list_resource_provider_inventories(uuid)
         return body['inventories']
@@ -71,7 +76,10 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
         return found[0], specs
 
     def boot(self, flavor_id, image_id=None, wait_until='ACTIVE', **kwargs):
-        """A server without networks; deleted at the end of the test."""
+        """A server without networks; deleted at the end of the test.
+
+        clients=self.os_admin boots as admin (an image only admin sees).
+        """
         return self.create_test_server(
             flavor=flavor_id, image_id=image_id or CONF.compute.image_ref,
             networks='none', wait_until=wait_until, **kwargs)

@@ -63,8 +63,7 @@ class HostTraitsTest(base.KvmtuneAdminTest):
     def test_configured_traits_on_compute_nodes(self):
         on_hosts = set()
         for uuid in self.compute_providers().values():
-            on_hosts |= {t for t in self.provider_traits(uuid)
-                         if t.startswith(base.TRAIT_PREFIX)}
+            on_hosts |= self.kvmtune_traits(uuid)
         self.assertEqual(sorted(CONF.kvmtune.host_traits), sorted(on_hosts),
                          'kvmtune traits on the compute nodes differ from '
                          '[kvmtune] host_traits')

@@ -80,9 +80,8 @@ class TraitPlacementTest(base.KvmtuneAdminTest):
     def _tagged(self):
         tagged = {}
         for host, uuid in self.compute_providers().items():
-            for trait in self.provider_traits(uuid):
-                if trait.startswith(base.TRAIT_PREFIX):
-                    tagged.setdefault(trait, set()).add(host)
+            for trait in self.kvmtune_traits(uuid):
+                tagged.setdefault(trait, set()).add(host)
         return tagged
 
     def _trait_flavor(self, trait):
@@ -178,14 +177,16 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
         flavor = self.create_flavor(
             ram=256, vcpus=1, disk=1, ephemeral=1,
             name=data_utils.rand_name('kvmtune-bench'))
+        # As admin: the image may be visible to admin only.
         server = self.boot(
             flavor['id'], image_id=image['id'], config_drive=True,
+            clients=self.os_admin,
             user_data=base64.b64encode(jobs.encode(job).encode()).decode())
         deadline = time.time() + CONF.kvmtune.benchmark_timeout
         text = ''
         while time.time() < deadline:
             try:
-                text = self.servers_client.get_console_output(
+                text = self.admin_servers_client.get_console_output(
                     server['id'])['output'] or ''
             except lib_exc.NotFound:
                 # No console log yet, right after the guest started.
