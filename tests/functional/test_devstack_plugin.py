@@ -43,13 +43,14 @@ def expected_traits():
 
 
 def kvmtune_traits(admin):
+    from kvmtune.traits import KVMTUNE_TRAITS
+
     found = {}
     for hypervisor in admin.compute.hypervisors():
         body = admin.placement.get(
             f'/resource_providers/{hypervisor.id}/traits',
             microversion='1.6').json()
-        found[hypervisor.id] = {t for t in body['traits']
-                                if t.startswith('CUSTOM_KVMTUNE_')}
+        found[hypervisor.id] = set(body['traits']) & KVMTUNE_TRAITS
     return found
 
 
