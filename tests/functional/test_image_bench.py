@@ -31,10 +31,19 @@ IMAGE_DIR = image.image_dir()
 KVMTUNE = [sys.executable, '-m', 'kvmtune.cli']
 
 
+def _build_as_before(directory, with_net=None):
+    """Build (or find current) keeping the options of the image there,
+    so the tests never flip an operator's image to another variant."""
+    current = build._read_manifest(os.path.join(directory, image.MANIFEST))
+    return build.build(
+        directory, static_fio=current.get('static_fio', False),
+        with_net=(current.get('with_net', False) if with_net is None
+                  else with_net), log=lambda *a: None)
+
+
 @pytest.fixture(scope='module')
 def built():
-    first = build.build(IMAGE_DIR, log=lambda *a: None)
-    return first
+    return _build_as_before(IMAGE_DIR)
 
 
 def kvmtune(*args, timeout=600):
@@ -46,8 +55,7 @@ def kvmtune(*args, timeout=600):
 def test_second_build_changes_nothing(built):
     before = {n: os.stat(os.path.join(IMAGE_DIR, n)).st_mtime_ns
               for n in (image.RAW, image.QCOW2, image.INITRD)}
-    again = build.build(IMAGE_DIR, with_net=built['with_net'],
-                        log=lambda *a: None)
+    again = _build_as_before(IMAGE_DIR)
     assert again['changed'] is False
     assert again['fingerprint'] == built['fingerprint']
     assert before == {n: os.stat(os.path.join(IMAGE_DIR, n)).st_mtime_ns
@@ -184,3 +192,26 @@ def test_baseline_refuses_to_write_over_data(tmp_path):
     assert 'refusing to write to a file holding data' in proc.stderr
     assert target.read_bytes() == b'x' * 4096
     assert not (tmp_path / 'b.json').exists()
+
+
+NET_IMAGE_DIR = os.environ.get('KVMTUNE_NET_IMAGE_DIR',
+                               IMAGE_DIR.rstrip('/') + '-net')
+
+
+@pytest.fixture(scope='module')
+def net_built():
+    return _build_as_before(NET_IMAGE_DIR, with_net=True)
+
+
+def test_request_response_between_two_guests(net_built):
+    proc = kvmtune('bench', 'local', '--vms', '2', '--workload',
+                   'sockperf-tcp-rr', '--runtime', '3', '--image-dir',
+                   NET_IMAGE_DIR)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    server = [x for x in lines if x.strip().startswith('0 ')][0]
+    client = [x for x in lines if x.strip().startswith('1 ')][0]
+    assert ' server ' in server
+    assert ' ok ' in client and 'emulated (TCG)' in client
+    tps = client.split()[5]
+    assert float(tps) > 0
