@@ -15,6 +15,7 @@ $KVMTUNE_CLOUD_DIR (default /var/lib/kvmtune-cloud). See README.md.
 import argparse
 import base64
 import concurrent.futures
+import glob
 import json
 import os
 import re
@@ -31,10 +32,7 @@ import rest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENV = cloudconf.VENV
-SITE = os.path.join(VENV, 'lib', 'python%d.%d' % sys.version_info[:2],
-                    'site-packages')
 DRIVER_SOURCE = os.path.join(HERE, 'kvmtune_numa_fake.py')
-DRIVER_TARGET = os.path.join(SITE, 'nova', 'virt', 'kvmtune_numa_fake.py')
 
 APT_BASE = ('mariadb-server', 'rabbitmq-server', 'python3-venv')
 APT_LIBVIRT = ('libvirt-daemon', 'libvirt-daemon-driver-qemu',
@@ -116,17 +114,28 @@ def _venv_satisfied(requirements):
         [bin_('python'), '-c', check, requirements]) == 0
 
 
+def driver_target():
+    """nova/virt/ of the venv, whichever Python version built the venv."""
+    virt = glob.glob(os.path.join(VENV, 'lib', 'python3*', 'site-packages',
+                                  'nova', 'virt'))
+    if len(virt) != 1:
+        raise CloudError('%s: no single nova/virt package (run: cloud '
+                         'install)' % VENV)
+    return os.path.join(virt[0], 'kvmtune_numa_fake.py')
+
+
 def install_driver():
     """Copy the fake NUMA driver into nova.virt (Nova loads only there)."""
+    target = driver_target()
     with open(DRIVER_SOURCE) as f:
         source = f.read()
     try:
-        with open(DRIVER_TARGET) as f:
+        with open(target) as f:
             if f.read() == source:
                 return False
     except FileNotFoundError:
         pass
-    procs.write_file(DRIVER_TARGET, source)
+    procs.write_file(target, source)
     return True
 
 
@@ -152,7 +161,8 @@ def cmd_install(args):
         print('venv: pip install into %s' % VENV)
         subprocess.check_call(pip)
     timer.phase('venv', t)
-    print('driver: %s %s' % (DRIVER_TARGET, 'installed' if install_driver()
+    changed = install_driver()
+    print('driver: %s %s' % (driver_target(), 'installed' if changed
                              else 'up to date'))
     if not args.no_libvirt:
         _qemu_conf()

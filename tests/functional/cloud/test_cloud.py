@@ -1,8 +1,8 @@
 """The test cloud really schedules, pins and claims dedicated CPUs.
 
-Needs a cloud from ``tests/functional/cloud/cloud up`` (either mode; each
-test says which mode it needs). Without one these tests fail: the
-functional tier is defined by the cloud.
+Needs a cloud from ``tests/functional/cloud/cloud up``; each test is marked
+with the compute mode it needs (``tests/functional/conftest.py`` skips or,
+in CI, fails when the cloud is missing or in the other mode).
 
 The compute's nova.conf is edited the way ``kvmtune nova-conf apply``
 does it (``[compute] cpu_dedicated_set``), nova-compute is restarted with
@@ -32,26 +32,13 @@ BENCH_IMAGE = os.path.join(os.environ.get('KVMTUNE_IMAGE_DIR',
                            'kvmtune-bench.raw')
 
 
-def _state():
-    state = procs.load_state(LAYOUT)
-    running = {n: p for n, p in state.get('services', {}).items()
-               if procs.alive(p)}
-    if len(running) < 8:
-        pytest.fail('no test cloud is up in %s (run: %s up)'
-                    % (LAYOUT.root, CLOUD))
-    return state
-
-
-def _needs_mode(mode):
-    state = _state()
-    if state['mode'] != mode:
-        pytest.skip('needs `cloud up --compute %s`; this cloud is %s'
-                    % (mode, state['mode']))
-    return state
+@pytest.fixture
+def state(test_cloud):
+    return procs.load_state(LAYOUT)
 
 
 @pytest.fixture
-def conn():
+def conn(test_cloud):
     os.environ['OS_CLIENT_CONFIG_FILE'] = LAYOUT.clouds_yaml
     import openstack
     connection = openstack.connect(cloud='kvmtune-admin')
@@ -61,7 +48,7 @@ def conn():
 
 
 @pytest.fixture
-def cpu_sets(request):
+def cpu_sets(test_cloud):
     """Set [compute] cpu sets on the compute, restart it; restore after."""
     backup = LAYOUT.compute_conf + '.test-backup'
     shutil.copy(LAYOUT.compute_conf, backup)
@@ -157,8 +144,9 @@ def _pinning(server_id):
     return cpus, pagesizes
 
 
-def test_fake_compute_pins_and_claims_pcpus(conn, cpu_sets, resources):
-    state = _needs_mode('fake')
+@pytest.mark.compute('fake')
+def test_fake_compute_pins_and_claims_pcpus(state, conn, cpu_sets,
+                                            resources):
     cpu_sets('2-3,6-7', '0-1,4-5')
     inventory = _placement('/resource_providers/%s/inventories'
                            % state['provider'])['inventories']
@@ -187,8 +175,8 @@ def test_fake_compute_pins_and_claims_pcpus(conn, cpu_sets, resources):
     assert 'No valid host' in third.fault['message']
 
 
+@pytest.mark.compute('libvirt')
 def test_libvirt_guest_is_pinned(conn, cpu_sets, resources):
-    _needs_mode('libvirt')
     if not os.path.exists(BENCH_IMAGE):
         pytest.fail('%s missing (build it: kvmtune image build)'
                     % BENCH_IMAGE)
