@@ -5,6 +5,7 @@ import time
 
 from tempest.common import waiters
 from tempest import config
+from tempest import exceptions
 from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
@@ -122,7 +123,7 @@ class TraitPlacementTest(base.KvmtuneAdminTest):
         trait = absent[0]
         server = self.boot(self._trait_flavor(trait)['id'],
                            wait_until=None)
-        self.assertRaises(lib_exc.BuildErrorException,
+        self.assertRaises(exceptions.BuildErrorException,
                           waiters.wait_for_server_status,
                           self.servers_client, server['id'], 'ACTIVE')
         fault = self.admin_servers_client.show_server(
