@@ -8,13 +8,15 @@ meets its 20 MB target. Needs gcc, make and dpkg-dev on the build host;
 the binary is cached per fio version, so later builds reuse it.
 """
 
+import glob
 import os
 import shutil
 import subprocess
 
 from kvmtune.errors import KvmtuneError
 
-MIRROR = 'http://deb.debian.org/debian'
+APT_SOURCES = '/etc/apt/sources.list'
+APT_SOURCE_PARTS = '/etc/apt/sources.list.d'
 # Engines whose libraries the guest does not have.
 CONFIGURE = ('--build-static', '--disable-native', '--disable-numa',
              '--disable-rdma', '--disable-rados', '--disable-rbd',
@@ -35,13 +37,39 @@ def _run(argv, cwd=None, env=None):
     return proc.stdout
 
 
-def _codename():
-    with open('/etc/os-release') as f:
-        for line in f:
-            if line.startswith('VERSION_CODENAME='):
-                return line.split('=', 1)[1].strip().strip('"')
-    raise KvmtuneError('no VERSION_CODENAME in /etc/os-release',
-                       fix='build without --static-fio')
+def _deb_src_lists(root='/'):
+    """The host's own apt sources as source-package entries.
+
+    The machine's mirrors (or an operator's) serve the source packages
+    too, so the deb-src list is made from its deb entries: one-line
+    ``deb URI SUITE ...`` becomes ``deb-src ...``; deb822 stanzas get
+    ``Types: deb-src``. Returns (one-line text, deb822 text).
+    """
+    one_line, stanzas = [], []
+    lists = [root.rstrip('/') + APT_SOURCES] + sorted(
+        glob.glob(root.rstrip('/') + APT_SOURCE_PARTS + '/*.list'))
+    for path in lists:
+        if os.path.exists(path):
+            with open(path) as f:
+                one_line += ['deb-src' + line.strip()[3:] for line in f
+                             if line.strip().startswith('deb ')]
+    for path in sorted(glob.glob(root.rstrip('/') + APT_SOURCE_PARTS +
+                                 '/*.sources')):
+        with open(path) as f:
+            for stanza in f.read().split('\n\n'):
+                fields = [ln for ln in stanza.splitlines()
+                          if ln.strip() and not ln.startswith('#')]
+                if any(ln.split(':', 1)[0] == 'Types' and
+                       'deb' in ln.split(':', 1)[1].split()
+                       for ln in fields):
+                    stanzas.append('\n'.join(
+                        'Types: deb-src' if ln.startswith('Types:') else ln
+                        for ln in fields))
+    if not one_line and not stanzas:
+        raise KvmtuneError('no deb entries in the apt sources',
+                           source=APT_SOURCES,
+                           fix='configure apt, or build without --static-fio')
+    return '\n'.join(one_line) + '\n', '\n\n'.join(stanzas) + '\n'
 
 
 def _fetch_source(src_dir, version):
@@ -52,10 +80,15 @@ def _fetch_source(src_dir, version):
     lists = os.path.join(src_dir, 'lists')
     os.makedirs(os.path.join(lists, 'partial'), exist_ok=True)
     sources = os.path.join(src_dir, 'sources.list')
+    parts = os.path.join(src_dir, 'sources.list.d')
+    os.makedirs(parts, exist_ok=True)
+    one_line, deb822 = _deb_src_lists()
     with open(sources, 'w') as f:
-        f.write(f'deb-src {MIRROR} {_codename()} main\n')
+        f.write(one_line)
+    with open(os.path.join(parts, 'host.sources'), 'w') as f:
+        f.write(deb822)
     opts = ['-o', f'Dir::Etc::SourceList={sources}',
-            '-o', 'Dir::Etc::SourceParts=/dev/null',
+            '-o', f'Dir::Etc::SourceParts={parts}',
             '-o', f'Dir::State::Lists={lists}', '-o', 'Debug::NoLocking=1',
             '-o', 'APT::Sandbox::User=root']
     _run(['apt-get', '-qq', *opts, 'update'])
