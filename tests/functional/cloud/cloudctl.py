@@ -687,10 +687,16 @@ def cmd_restart_compute(args):
     if procs.alive(pid):
         procs.terminate([pid], STOP_TIMEOUT['nova-compute'])
     offset = os.path.getsize(log)
-    state['services']['nova-compute'] = start_compute(lay, state)
+    install_driver()
+    pid = state['services']['nova-compute'] = start_compute(lay, state)
     procs.save_state(lay, state)
-    _wait(lambda: _compute_inventory_logged(log, offset, state['provider']),
-          180, 'nova-compute inventory report')
+
+    def reported():
+        if not procs.alive(pid):
+            raise CloudError('nova-compute exited (bad configuration?): '
+                             'see %s' % log)
+        return _compute_inventory_logged(log, offset, state['provider'])
+    _wait(reported, 180, 'nova-compute inventory report')
     with open(lay.secrets) as f:
         token = _admin_token(json.load(f))
     inventory = rest.placement_inventories(

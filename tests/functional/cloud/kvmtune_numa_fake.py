@@ -85,6 +85,13 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
             vcpus=self.vcpus, memory_mb=self.memory_mb,
             local_gb=self.local_gb)
 
+    def init_host(self, host):
+        super().init_host(host)
+        # Like the libvirt driver, refuse to start on CPU sets this host
+        # does not have, rather than run without inventory.
+        self._dedicated_cpus()
+        self._shared_cpus()
+
     # CPU sets, as nova.virt.libvirt.driver computes them.
     def _online_cpus(self):
         online = self._shape['cpu'].get('online')
