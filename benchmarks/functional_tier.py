@@ -3,10 +3,12 @@
 
     python benchmarks/functional_tier.py [--no-run] [-- PYTEST ARGS]
 
+PYTEST ARGS replace the default target ``tests/functional``.
+
 Reads the test cloud's recorded timings ($KVMTUNE_CLOUD_DIR/timings.json,
 written by ``tests/functional/cloud/cloud up``), sums the memory (PSS) of
-the processes that cloud started (they carry KVMTUNE_CLOUD_OWNER in their
-environment), then runs ``pytest tests/functional`` and reports its wall
+the processes that cloud started, per service, as ``cloud status`` lists
+them, then runs ``pytest tests/functional`` and reports its wall
 time and outcome. With --no-run only the first two are printed.
 """
 
@@ -15,6 +17,7 @@ import collections
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -22,7 +25,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CLOUD_DIR = pathlib.Path(os.environ.get('KVMTUNE_CLOUD_DIR',
                                         '/var/lib/kvmtune-cloud'))
-OWNER_ENV = b'KVMTUNE_CLOUD_OWNER='
+CLOUD = REPO / 'tests' / 'functional' / 'cloud' / 'cloud'
 
 
 def cloud_timings():
@@ -33,65 +36,45 @@ def cloud_timings():
         return {'error': f'{path}: {exc}'}
 
 
-def _owner(pid):
-    try:
-        with open(f'/proc/{pid}/environ', 'rb') as f:
-            for item in f.read().split(b'\0'):
-                if item.startswith(OWNER_ENV):
-                    return item[len(OWNER_ENV):].decode()
-    except OSError:
-        pass
-    return None
+_STATUS_ROW = re.compile(r'^\s+(\d+) (.{15}) rss\s+([\d.]+) MiB pss\s+'
+                         r'([\d.]+) MiB\s+(.*)$')
+_STATUS_TOTAL = re.compile(r'^total: (\d+) processes, rss (\d+) MiB, '
+                           r'pss (\d+) MiB')
 
 
-def _pss_kb(pid):
-    try:
-        with open(f'/proc/{pid}/smaps_rollup') as f:
-            for line in f:
-                if line.startswith('Pss:'):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _service(pid):
-    """A short name for what the process runs (gunicorn app, binary)."""
-    try:
-        with open(f'/proc/{pid}/cmdline', 'rb') as f:
-            argv = [a.decode(errors='replace')
-                    for a in f.read().split(b'\0') if a]
-    except OSError:
-        return '?'
-    for arg in argv:
-        if arg.startswith('kvmtune_wsgi:') or arg.endswith(':application'):
-            return 'gunicorn ' + arg.split(':')[0]
-    words = [os.path.basename(a) for a in argv[:3]]
-    for word in words:
-        if word.startswith(('nova-', 'glance-', 'keystone', 'placement',
-                            'libvirtd', 'virtlogd', 'privsep', 'mariadbd',
-                            'beam', 'qemu')):
-            return word
-    return ' '.join(words)[:40]
+def _service(name, command):
+    """Which service a row of `cloud status` belongs to (workers have no
+    name there; their process title says it)."""
+    if name:
+        return name
+    bracket = re.search(r'\[kvmtune-([\w-]+)\]', command)
+    if bracket:
+        return bracket.group(1)
+    return command.split(':')[0].split()[0] if command else '?'
 
 
 def services_memory():
-    """{service: (processes, PSS KiB)} of the cloud's processes."""
-    root = str(CLOUD_DIR)
-    found = collections.defaultdict(lambda: [0, 0])
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            owner = _owner(entry)
-            if owner and os.path.realpath(owner) == os.path.realpath(root):
-                row = found[_service(entry)]
-                row[0] += 1
-                row[1] += _pss_kb(entry)
-    return dict(found)
+    """({service: [processes, PSS MiB]}, total line) from `cloud status`,
+    which knows which processes the cloud started."""
+    done = subprocess.run([str(CLOUD), 'status'], capture_output=True,
+                          text=True, timeout=120)
+    found = collections.defaultdict(lambda: [0, 0.0])
+    total = None
+    for line in done.stdout.splitlines():
+        row = _STATUS_ROW.match(line)
+        if row:
+            entry = found[_service(row.group(2).strip(), row.group(5))]
+            entry[0] += 1
+            entry[1] += float(row.group(4))
+        elif _STATUS_TOTAL.match(line):
+            total = line.strip()
+    return dict(found), total or done.stdout.strip()[-200:]
 
 
 def run_tier(pytest_args):
-    argv = [sys.executable, '-m', 'pytest', '-q', 'tests/functional',
-            *pytest_args]
+    # Arguments replace the default target (e.g. one file of the tier).
+    argv = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:warnings',
+            *(pytest_args or ['tests/functional'])]
     start = time.monotonic()
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
     wall = time.monotonic() - start
@@ -111,16 +94,16 @@ def main():
     print('cloud timings (recorded by `cloud up`):')
     for key, value in sorted(timings.items()):
         print(f'  {key}: {json.dumps(value)}')
-    memory = services_memory()
-    total = sum(kb for _, kb in memory.values())
-    print(f'services memory (PSS): {total / 1024:.0f} MiB in '
-          f'{sum(n for n, _ in memory.values())} processes')
-    for name, (count, kb) in sorted(memory.items(), key=lambda i: -i[1][1]):
-        print(f'  {name:<32} {count:>3} procs {kb / 1024:>8.1f} MiB')
+    memory, total = services_memory()
+    print(f'services memory (`cloud status`): {total}')
+    for name, (count, mib) in sorted(memory.items(), key=lambda i: -i[1][1]):
+        print(f'  {name:<18} {count:>3} processes {mib:>8.0f} MiB PSS')
     if args.no_run:
         return 0
     wall, rc, summary = run_tier(args.pytest_args)
-    print(f'functional tier: {wall:.1f} s wall, pytest exit {rc}: {summary}')
+    target = ' '.join(args.pytest_args) or 'tests/functional'
+    print(f'functional tier ({target}): {wall:.1f} s wall, pytest exit '
+          f'{rc}: {summary}')
     return rc
 
 
