@@ -278,3 +278,25 @@ def test_drop_section_keeps_a_blank_last_line_that_was_there(tmp_path):
     assert inifile.drop_section_if_empty(path, 'libvirt', ended_blank=True)
     with open(path) as handle:
         assert handle.read() == NOVA_CONF + '\n'
+
+
+def test_tempest_plugin_entry_point_finds_tests_and_options():
+    pytest.importorskip('tempest', reason='tempest is not installed')
+    from oslo_config import cfg
+
+    from kvmtune.tempest_plugin import plugin
+
+    tempest_plugin = plugin.KvmtuneTempestPlugin()
+    test_dir, top = tempest_plugin.load_tests()
+    assert os.path.isdir(test_dir)
+    assert test_dir == os.path.join(top, 'kvmtune', 'tempest_plugin',
+                                    'tests')
+    conf = cfg.ConfigOpts()
+    tempest_plugin.register_opts(conf)
+    conf([])
+    assert conf.kvmtune.flavors == {}
+    assert conf.kvmtune.traits_tagged is False
+    [(group, opts)] = tempest_plugin.get_opt_lists()
+    assert group == 'kvmtune'
+    assert {o.name for o in opts} >= {'flavors', 'traits_tagged',
+                                      'host_traits', 'benchmark_image'}
