@@ -1,1 +1,1 @@
-"""kvmtune: tune KVM compute hosts for near bare-metal guests, and measure it."""
+"""kvmtune: tune KVM compute hosts for near bare-metal guests, measure it."""

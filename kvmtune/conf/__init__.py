@@ -30,6 +30,7 @@ def list_opts():
     for mod in _modules():
         for group, opts in mod.list_opts():
             merged.setdefault(group, []).extend(opts)
+
     def name(group):
         return getattr(group, 'name', group)
 
