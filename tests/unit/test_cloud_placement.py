@@ -59,3 +59,57 @@ def test_unknown_name_among_many_lists_the_nodes():
     with pytest.raises(InputError) as err:
         placement.pick_compute_node(NODES, 'laptop', False)
     assert 'compute-1, compute-2' in err.value.line()
+
+
+class _ConflictingPlacement:
+    """Placement answers for one provider whose generation moves once
+    between kvmtune's read and its write (nova-compute's periodic update
+    does that); records the writes."""
+
+    name = 'test'
+
+    def __init__(self, conflicts):
+        self.traits = {'COMPUTE_NODE'}
+        self.generation = 7
+        self.conflicts = conflicts
+        self.writes = []
+
+    def placement(self, method, path, body=None):
+        from kvmtune.cloud.errors import http_error
+
+        if method == 'GET' and path.endswith('/traits'):
+            return {'traits': sorted(self.traits),
+                    'resource_provider_generation': self.generation}
+        if method == 'GET' and path.startswith('/traits?'):
+            return {'traits': []}
+        self.writes.append((method, path))
+        if method == 'PUT' and path.startswith('/resource_providers/'):
+            if self.conflicts:
+                self.conflicts -= 1
+                self.generation += 1
+                raise http_error(self.name, method, 'http://p' + path, 409,
+                                 'resource provider generation conflict')
+            assert body['resource_provider_generation'] == self.generation
+            self.traits = set(body['traits'])
+            self.generation += 1
+        return None
+
+
+def test_generation_conflict_is_read_again_and_retried():
+    fake = _ConflictingPlacement(conflicts=2)
+    change = placement.Placement(fake).set_traits(
+        'u-1', {'CUSTOM_KVMTUNE_EPT'}, MANAGED)
+    assert change.added == ['CUSTOM_KVMTUNE_EPT']
+    assert fake.traits == {'COMPUTE_NODE', 'CUSTOM_KVMTUNE_EPT'}
+    puts = [w for w in fake.writes if w[1] == '/resource_providers/u-1/traits']
+    assert len(puts) == 3
+
+
+def test_endless_conflicts_give_up_with_the_cloud_error():
+    from kvmtune.errors import CloudError
+
+    fake = _ConflictingPlacement(conflicts=placement.CONFLICT_RETRIES + 1)
+    with pytest.raises(CloudError) as err:
+        placement.Placement(fake).set_traits('u-1', {'CUSTOM_KVMTUNE_EPT'},
+                                             MANAGED)
+    assert 'HTTP 409' in err.value.line()
