@@ -318,6 +318,17 @@ def _libvirt_accounts():
             'libvirt-qemu'])
 
 
+def _mount_hugetlbfs(path='/dev/hugepages'):
+    """libvirtd finds hugetlbfs mounts only when it starts: without one,
+    guests with hw:mem_page_size fail to start. systemd would mount it."""
+    with open('/proc/mounts') as f:
+        if any(line.split()[1:3] == [path, 'hugetlbfs'] for line in f):
+            return
+    os.makedirs(path, exist_ok=True)
+    subprocess.run(['mount', '-t', 'hugetlbfs', 'hugetlbfs', path],
+                   check=True, timeout=30)
+
+
 def ensure_libvirtd(lay):
     """Start virtlogd and libvirtd unless running. Returns started names."""
     if _virsh('version').returncode == 0:
@@ -328,6 +339,7 @@ def ensure_libvirtd(lay):
     for path in ('/var/log/libvirt/qemu', '/var/lib/libvirt/qemu',
                  '/var/cache/libvirt/qemu', '/run/libvirt'):
         os.makedirs(path, exist_ok=True)
+    _mount_hugetlbfs()
     started = []
     for daemon in ('virtlogd', 'libvirtd'):
         procs.run(lay, daemon, [daemon, '-d'])
