@@ -65,8 +65,9 @@ def _workloads_old(doc):
 
 
 def _error_line(error):
-    # Rally stores [type, message, traceback]
-    return ': '.join(str(e) for e in (error or [])[:2]) or 'unknown error'
+    # Rally stores [type, message, traceback]; messages may span lines
+    text = ': '.join(str(e) for e in (error or [])[:2]) or 'unknown error'
+    return ' '.join(text.split())
 
 
 def workloads(doc, source='<input>'):

@@ -26,6 +26,7 @@ CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 CONSOLE_POLL_INTERVAL = 5
+NEW_SERVER_404_RETRIES = 3
 
 
 class GuestResultsMissing(exceptions.RallyException):
@@ -93,18 +94,34 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                               config_drive=True)
                 if nics is not None:
                     kwargs["nics"] = nics
-                created.append(self.clients("nova").servers.create(
-                    f"{prefix}_{i}", image, flavor, **kwargs))
+                server = self.clients("nova").servers.create(
+                    f"{prefix}_{i}", image, flavor, **kwargs)
+                # The create answer has no name; without one novaclient
+                # re-reads the server to print it, which fails while Nova
+                # still moves a new server between cells.
+                server.name = f"{prefix}_{i}"
+                created.append(server)
 
     @atomic.action_timer("kvmtune.wait_active")
     def _wait_active(self, servers):
         self.sleep_between(CONF.openstack.nova_server_boot_prepoll_delay)
-        return [utils.wait_for_status(
-            server, ready_statuses=["ACTIVE"],
-            update_resource=utils.get_from_manager(),
-            timeout=CONF.openstack.nova_server_boot_timeout,
-            check_interval=CONF.openstack.nova_server_boot_poll_interval)
-            for server in servers]
+        return [self._active(server) for server in servers]
+
+    def _active(self, server):
+        # A server Nova has just accepted can answer 404 for a moment
+        # (build request handed to a cell): look again before giving up.
+        for attempt in range(NEW_SERVER_404_RETRIES):
+            try:
+                return utils.wait_for_status(
+                    server, ready_statuses=["ACTIVE"],
+                    update_resource=utils.get_from_manager(),
+                    timeout=CONF.openstack.nova_server_boot_timeout,
+                    check_interval=(
+                        CONF.openstack.nova_server_boot_poll_interval))
+            except exceptions.GetResourceNotFound:
+                if attempt == NEW_SERVER_404_RETRIES - 1:
+                    raise
+                self.sleep_between(2)
 
     def _console(self, server):
         """The console log, or None when Nova has none to give: libvirt
