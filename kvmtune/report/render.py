@@ -115,8 +115,10 @@ def png_bytes(analysed):
                      if sc.bare_metal is not None), None)
         for sweep, scaling in members:
             pts = [p for p in scaling.points if p.per_vm is not None]
+            label = sweep.flavor if pts else (f'{sweep.flavor} '
+                                              '(no valid result)')
             line, = ax.plot([p.vms for p in pts], [p.per_vm for p in pts],
-                            marker='o', label=sweep.flavor)
+                            marker='o', label=label)
             if scaling.fit.slope is not None:
                 xs = [p.vms for p in pts]
                 ax.plot(xs, [scaling.fit.intercept + scaling.fit.slope * x
