@@ -51,7 +51,8 @@ def sweep(rally, tmp_path, **args):
     uuid, sla_ok = rally.sweep(
         mainjob.TASK, dict(mainjob.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
-            [FLAVOR], mainjob.IMAGE_NAME), **args),
+            [FLAVOR], mainjob.IMAGE_NAME,
+            emulated=mainjob.local_cloud_emulated()), **args),
         out, str(tmp_path / 'rally.html'))
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
@@ -78,8 +79,8 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
 
 
 def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
-    doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=1,
-                           workload='fio-no-such-workload')
+    # the guest refuses a target that is no block device and says why
+    doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=1, target='/dev/vdz')
     assert not sla_ok
     (_, _, data, sla), = rally_results.workloads(doc)
     detail = next(s['detail'] for s in sla
@@ -87,4 +88,5 @@ def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
     rows = vmtable.rows_as_dicts(data[0]['output'])
     assert rows and rows[0]['status'] != vmtable.OK
     assert rows[0]['instance'] in detail and rows[0]['status'] in detail
+    assert '/dev/vdz' in detail
     assert leftover_servers(conn) == []
