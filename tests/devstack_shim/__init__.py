@@ -1,0 +1,1 @@
+"""Emulation of the DevStack functions the kvmtune plugin calls."""
