@@ -3,7 +3,8 @@
 Downloads (into a cache beside the image, reused by the next build) the
 Debian kernel, busybox-static and fio (with --with-net also iperf3 and
 sockperf), plus every library they load, and writes into the image
-directory ($KVMTUNE_IMAGE_DIR, default /var/lib/kvmtune/images):
+directory ($KVMTUNE_IMAGE_DIR, default /var/lib/kvmtune/images; the cache
+is $KVMTUNE_IMAGE_CACHE, default <image directory>/cache):
 
   vmlinuz, initrd.img         for direct kernel boot
   kvmtune-bench.raw           BIOS-bootable disk (syslinux, MBR, vfat)

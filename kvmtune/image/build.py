@@ -155,7 +155,9 @@ def build(output=None, with_net=False, static_fio=False, log=print):
 
 def _build_locked(out, with_net, static_fio, log):
     disk.check_host_tools()
-    cache = os.path.join(out, 'cache')
+    # One cache may serve several image directories (the disk-only and the
+    # --with-net image share their .debs and the compiled static fio).
+    cache = os.environ.get('KVMTUNE_IMAGE_CACHE') or os.path.join(out, 'cache')
     tools = DISK_TOOLS + (NET_TOOLS if with_net else ())
     kernel_pkg = debs.kernel_package()
     log(f'packages: busybox-static {" ".join(tools)} {kernel_pkg} '
