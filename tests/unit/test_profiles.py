@@ -12,7 +12,8 @@ from kvmtune import profiles
 from kvmtune.errors import InputError
 
 SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
-           'nested-host', 'net-tuned', 'pinned-hugepages-ept']
+           'nested-host', 'net-tuned', 'pinned-hugepages',
+           'pinned-hugepages-ept']
 
 
 def write(tmp_path, name, text):
