@@ -20,26 +20,20 @@ nothing to change and sends no write request. If Nova rejects a value, the
 flavor this run created is deleted again and the error names the value.
 """
 
+from kvmtune import cmd
 from kvmtune.errors import InputError
 
 
 def add_arguments(parser):
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='Cloud name in clouds.yaml (an admin one).')
-    parser.add_argument('--profile', required=True,
-                        help='Tuning profile name (kvmtune profile list).')
+    cmd.add_os_cloud(parser)
+    cmd.add_profile(parser)
     parser.add_argument('--from', dest='base', metavar='BASE',
                         help='Flavor to copy the sizes from (needed to '
                              'create the tuned flavor).')
     parser.add_argument('--name',
                         help='Tuned flavor name (default <BASE>.<PROFILE>).')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='Plan for the host captured under DIR.')
-    source.add_argument('--facts', metavar='FILE',
-                        help='Plan for the host described by a facts JSON.')
-    parser.add_argument('--dry-run', action='store_true',
-                        help='Show the change, send no write request.')
+    cmd.add_facts_source(parser)
+    cmd.add_dry_run(parser)
 
 
 def run(args):

@@ -9,21 +9,17 @@ remove (-), and exits 0 when the flavor already matches, 3 when it does
 not (handy in scripts). Only GET requests are sent.
 """
 
+from kvmtune import cmd
+
 DIFFERS = 3
 
 
 def add_arguments(parser):
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='Cloud name in clouds.yaml.')
-    parser.add_argument('--profile', required=True,
-                        help='Tuning profile name (kvmtune profile list).')
+    cmd.add_os_cloud(parser)
+    cmd.add_profile(parser)
     parser.add_argument('--name', required=True,
                         help='Flavor to compare.')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='Plan for the host captured under DIR.')
-    source.add_argument('--facts', metavar='FILE',
-                        help='Plan for the host described by a facts JSON.')
+    cmd.add_facts_source(parser)
 
 
 def run(args):

@@ -11,24 +11,18 @@ says so); any other flavor is refused. A second run changes nothing and
 sends no write request.
 """
 
+from kvmtune import cmd
 from kvmtune.errors import InputError
 
 
 def add_arguments(parser):
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='Cloud name in clouds.yaml (an admin one).')
-    parser.add_argument('--profile', required=True,
-                        help='Tuning profile name (kvmtune profile list).')
+    cmd.add_os_cloud(parser)
+    cmd.add_profile(parser)
     parser.add_argument('--name', required=True, help='The tuned flavor.')
     parser.add_argument('--delete', action='store_true',
                         help='Delete the flavor (only one kvmtune made).')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='Plan for the host captured under DIR.')
-    source.add_argument('--facts', metavar='FILE',
-                        help='Plan for the host described by a facts JSON.')
-    parser.add_argument('--dry-run', action='store_true',
-                        help='Show the change, send no write request.')
+    cmd.add_facts_source(parser)
+    cmd.add_dry_run(parser)
 
 
 def run(args):

@@ -18,20 +18,16 @@ second run finds nothing to change and sends no write request.
 
 import socket
 
+from kvmtune import cmd
+
 
 def add_arguments(parser):
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='Cloud name in clouds.yaml (an admin one).')
+    cmd.add_os_cloud(parser)
     parser.add_argument('--hypervisor', metavar='NAME',
                         help='Hypervisor hostname of the compute node '
                              '(default: this host\'s name).')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='Facts of the host captured under DIR.')
-    source.add_argument('--facts', metavar='FILE',
-                        help='Facts JSON of the host.')
-    parser.add_argument('--dry-run', action='store_true',
-                        help='Show the change, send no write request.')
+    cmd.add_facts_source(parser, verb='tag from')
+    cmd.add_dry_run(parser)
 
 
 def run(args):

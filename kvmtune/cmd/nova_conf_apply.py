@@ -25,25 +25,19 @@ Nova to read the new options.
 
 import sys
 
+from kvmtune import cmd
+
 
 def add_arguments(parser):
-    parser.add_argument('--profile', required=True, metavar='NAME|FILE',
-                        help='profile name (see "kvmtune profile list") or '
-                             'a profile YAML file')
+    cmd.add_profile(parser)
     parser.add_argument('--config', metavar='PATH',
                         help='the nova.conf to edit (default: [nova] '
                              'config_file, /etc/nova/nova.conf)')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='plan for a tree made by "kvmtune host '
-                             'capture" instead of this host')
-    source.add_argument('--facts', metavar='FILE',
-                        help='plan for a facts JSON file')
+    cmd.add_facts_source(parser)
     parser.add_argument('--nova-python', metavar='PYTHON',
                         help='a Python that can import nova, to check the '
                              'values with (default: see above)')
-    parser.add_argument('--dry-run', action='store_true',
-                        help='print the diff; write nothing')
+    cmd.add_dry_run(parser)
 
 
 def run(args):

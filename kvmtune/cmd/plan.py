@@ -18,17 +18,12 @@ plan. The JSON keys are stable (doc/design.md section 4).
 import json
 import sys
 
+from kvmtune import cmd
+
 
 def add_arguments(parser):
-    parser.add_argument('--profile', required=True, metavar='NAME|FILE',
-                        help='profile name (see "kvmtune profile list") or '
-                             'a profile YAML file')
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument('--root', metavar='DIR',
-                        help='plan for a tree made by "kvmtune host '
-                             'capture" instead of this host')
-    source.add_argument('--facts', metavar='FILE',
-                        help='plan for a facts JSON file')
+    cmd.add_profile(parser)
+    cmd.add_facts_source(parser)
     parser.add_argument('--format', choices=('text', 'json'),
                         default='text',
                         help='output format (default: text)')
