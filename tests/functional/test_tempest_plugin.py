@@ -3,7 +3,11 @@
 Set up the way a DevStack job does it: the DevStack plugin's extra and
 test-config phases (under tests/devstack_shim) make the tuned flavors, tag
 the host, upload the benchmark image when one is built and write the
-[kvmtune] options; the rest of tempest.conf comes from clouds.yaml. Then
+[kvmtune] options; the rest of tempest.conf comes from clouds.yaml. The
+compute host is tuned as an operator would: ``kvmtune nova-conf apply
+--profile pinned-hugepages`` on its own nova.conf (dedicated CPUs, so
+PCPU inventory), 2 MB pages on this host in libvirt mode, compute
+restarted; nova.conf comes back from its ``.kvmtune.bak`` afterwards. Then
 ``tempest init`` + ``tempest run --regex kvmtune``. Every test must pass;
 a skip is accepted only when its reason names a missing capability.
 """
@@ -12,8 +16,10 @@ import io
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -21,8 +27,16 @@ import yaml
 
 from tests.devstack_shim.run import Stack
 from tests.functional.conftest import ADMIN, PREFIX, REPO
+from tests.functional.conftest import kvmtune
+# The 2 MB page pool the libvirt guest needs, shared with test_pinning.
+from tests.functional.test_pinning import CLOUD_PYTHON
+from tests.functional.test_pinning import host_hugepages  # noqa: F401
 
-PROFILES = ['pinned-hugepages-ept', 'cpu-pinning', 'nested-host']
+# pinned-hugepages needs no trait: its flavor boots on this EPT-less host.
+TUNED_PROFILE = 'pinned-hugepages'
+PROFILES = [TUNED_PROFILE, 'pinned-hugepages-ept', 'cpu-pinning',
+            'nested-host']
+PCPU_TIMEOUT = 120
 TEMPEST = pathlib.Path(sys.executable).parent / 'tempest'
 # What a skip may say: the capability the cloud lacks.
 CAPABILITY_SKIPS = [
@@ -109,6 +123,58 @@ def public_image(admin, tmp_path):
     admin.image.delete_image(image.id, ignore_missing=True)
 
 
+def pcpu_total(conn, provider):
+    inventories = conn.placement.get(
+        f'/resource_providers/{provider}/inventories',
+        microversion='1.6').json()['inventories']
+    return inventories.get('PCPU', {}).get('total', 0)
+
+
+def wait_for_pcpu(conn, provider):
+    deadline = time.monotonic() + PCPU_TIMEOUT
+    while not pcpu_total(conn, provider):
+        assert time.monotonic() < deadline, \
+            f'no PCPU inventory {PCPU_TIMEOUT} s after the restart'
+        time.sleep(2)
+
+
+@pytest.fixture
+def tuned_compute(request, test_cloud, admin, compute_node):
+    """The compute's nova.conf with the pinned-hugepages options, compute
+    restarted with PCPU inventory; nova.conf comes back byte for byte
+    from the backup kvmtune wrote, and compute restarts again."""
+    if test_cloud.compute_mode == 'libvirt':
+        request.getfixturevalue('host_hugepages')
+    nova_conf = pathlib.Path(test_cloud.nova_conf)
+    assert nova_conf.is_file(), f'KVMTUNE_NOVA_CONF: {nova_conf}'
+    backup = nova_conf.with_name(nova_conf.name + '.kvmtune.bak')
+    had_backup = backup.exists()
+    original = nova_conf.read_bytes()
+    # The facts that shape the fake compute; else this host's, as the
+    # libvirt compute (and the default fake shape) reports it.
+    source = (('--facts', test_cloud.host_facts)
+              if test_cloud.host_facts else ())
+    if os.path.exists(CLOUD_PYTHON):
+        source += ('--nova-python', CLOUD_PYTHON)
+    applied = kvmtune('nova-conf', 'apply', '--profile', TUNED_PROFILE,
+                      '--config', nova_conf, *source)
+    try:
+        assert applied.rc == 0, applied.err
+        print(f'\nnova-conf apply: {applied.out.strip()}')
+        if nova_conf.read_bytes() != original:
+            assert backup.read_bytes() == original, f'{backup} differs'
+        test_cloud.restart_compute()
+        wait_for_pcpu(admin, compute_node[1])
+        yield nova_conf
+    finally:
+        if nova_conf.read_bytes() != original:
+            shutil.copy2(backup, nova_conf)
+            if not had_backup:
+                backup.unlink()
+            test_cloud.restart_compute()
+        assert nova_conf.read_bytes() == original
+
+
 @pytest.fixture
 def devstack(tmp_path, test_cloud, base_flavor):
     workspace = tmp_path / 'tempest'
@@ -135,7 +201,7 @@ def devstack(tmp_path, test_cloud, base_flavor):
 
 
 def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor,
-                             public_image):
+                             public_image, tuned_compute):
     workspace = devstack.workspace
     # A workspace registry of its own: ~/.tempest is not this test's.
     subprocess.run([str(TEMPEST), 'init', '--name', 'kvmtune-functional',
