@@ -40,10 +40,12 @@ class KvmtuneScaling(sla.SLA):
         self.workload = None
         self.reference = None
         self.problem = None     # why no reference could be had
+        self.judged = 0         # iterations that left guest results
 
     def add_iteration(self, iteration):
         rows = vmtable.rows_as_dicts(iteration.get("output"))
         if rows is not None:
+            self.judged += 1
             rows = vmtable.clients(rows)
             self._add_rows(len(rows), rows)
         return self._check()
@@ -95,13 +97,15 @@ class KvmtuneScaling(sla.SLA):
 
     def _check(self):
         short = self._shortfalls()   # also finds the reference's problem
-        self.success = not (short or self.bad_guests or self.problem)
+        self.success = bool(self.judged) and not (
+            short or self.bad_guests or self.problem)
         return self.success
 
     def merge(self, other):
         for vms, values in other.per_vm.items():
             self.per_vm.setdefault(vms, []).extend(values)
         self.bad_guests.extend(other.bad_guests)
+        self.judged += other.judged
         self.metric = self.metric or other.metric
         self.workload = self.workload or other.workload
         return self._check()
@@ -113,6 +117,9 @@ class KvmtuneScaling(sla.SLA):
         if self.bad_guests:
             reasons.append("no valid result from "
                            + "; ".join(self.bad_guests))
+        if not self.judged:
+            reasons.append("no iteration left guest results to judge (its "
+                           "errors say why)")
         if not reasons:
             _, against = self._reference()
             return (f"per-VM throughput >= {self.min_share:.0%} of "

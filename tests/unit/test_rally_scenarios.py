@@ -77,7 +77,6 @@ class Servers:
         server = Obj(id=sid, name=name, status='ACTIVE', manager=self,
                      addresses=addresses, kw=kw,
                      job=json.loads(kw['userdata']))
-        server.delete = lambda: self.live.pop(sid)
         self.live[sid] = server
         self.created.append(server)
         return server
@@ -87,6 +86,10 @@ class Servers:
         if sid not in self.live:
             raise NotFound(sid)
         return self.live[sid]
+
+    def delete(self, sid):
+        if self.live.pop(getattr(sid, 'id', sid), None) is None:
+            raise NotFound(sid)
 
     def get_console_output(self, server):
         if self.nova.powered_off:

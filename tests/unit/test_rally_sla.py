@@ -94,3 +94,11 @@ def test_merge_of_parallel_checkers():
                                     {'min_share': 0.5, 'other': 1}])
 def test_schema_rejects(config):
     assert sla.SLA.validate('kvmtune_scaling', None, None, config)
+
+
+def test_no_guest_results_at_all_is_no_pass():
+    failed = dict(iteration([1000.0]), output={'additive': [],
+                                               'complete': []})
+    result = run({'min_share': 0.5}, [failed])
+    assert not result['success']
+    assert result['detail'].startswith('no iteration left guest results')

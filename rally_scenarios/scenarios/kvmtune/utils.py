@@ -127,12 +127,8 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         """The console log, or None when Nova has none to give: libvirt
         serves no log of a stopped guest, so a guest that powered off
         before its verdict was read is lost (jobs hold guests for this)."""
-        try:
-            return self.clients("nova").servers.get_console_output(server)
-        except Exception as exc:
-            if getattr(exc, "code", None) == 404:
-                return None
-            raise
+        return self._ignore_404(
+            self.clients("nova").servers.get_console_output, server)
 
     @atomic.action_timer("kvmtune.wait_results")
     def _wait_results(self, servers, deadline):
@@ -157,16 +153,33 @@ class KvmTuneScenario(nova_utils.NovaScenario):
 
     @atomic.action_timer("kvmtune.delete_servers")
     def _delete_guests(self, servers, group):
+        nova = self.clients("nova")
         for server in servers:
-            server.delete()
+            self._ignore_404(nova.servers.delete, server.id)
+        deadline = time.time() + CONF.openstack.nova_server_delete_timeout
         for server in servers:
-            utils.wait_for_status(
-                server, ready_statuses=["deleted"], check_deletion=True,
-                update_resource=utils.get_from_manager(),
-                timeout=CONF.openstack.nova_server_delete_timeout,
-                check_interval=CONF.openstack.nova_server_delete_poll_interval)
+            # by id: a lazy server object would re-read itself and fail
+            while self._ignore_404(nova.servers.get, server.id):
+                if time.time() > deadline:
+                    raise exceptions.TimeoutException(
+                        desired_status="deleted", resource_name=server.name,
+                        resource_type="server", resource_id=server.id,
+                        resource_status="not deleted",
+                        timeout=CONF.openstack.nova_server_delete_timeout)
+                self.sleep_between(
+                    CONF.openstack.nova_server_delete_poll_interval)
         if group is not None:
-            self.clients("nova").server_groups.delete(group.id)
+            self._ignore_404(nova.server_groups.delete, group.id)
+
+    @staticmethod
+    def _ignore_404(call, *args):
+        """call(*args), or None when Nova says the thing is gone."""
+        try:
+            return call(*args)
+        except Exception as exc:
+            if getattr(exc, "code", None) == 404:
+                return None
+            raise
 
     @contextlib.contextmanager
     def _guest_batch(self, host):
