@@ -109,7 +109,8 @@ class KvmTuneScenario(nova_utils.NovaScenario):
 
     def _active(self, server):
         # A server Nova has just accepted can answer 404 for a moment
-        # (build request handed to a cell): look again before giving up.
+        # (build request handed to a cell), and a busy API can drop a
+        # connection (GetResourceFailure): look again before giving up.
         for attempt in range(NEW_SERVER_404_RETRIES):
             try:
                 return utils.wait_for_status(
@@ -118,7 +119,9 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                     timeout=CONF.openstack.nova_server_boot_timeout,
                     check_interval=(
                         CONF.openstack.nova_server_boot_poll_interval))
-            except exceptions.GetResourceNotFound:
+            except exceptions.GetResourceErrorStatus:
+                raise       # ERROR (e.g. no valid host) is an answer
+            except exceptions.GetResourceFailure:   # 404 or no connection
                 if attempt == NEW_SERVER_404_RETRIES - 1:
                     raise
                 self.sleep_between(2)
