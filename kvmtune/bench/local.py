@@ -39,14 +39,21 @@ def start_delay(accel, vms):
 
 @contextlib.contextmanager
 def _terminate_on_sigterm():
-    """SIGTERM unwinds like Ctrl-C, so guests and scratch files go too."""
+    """SIGTERM unwinds like Ctrl-C, so guests and scratch files go too.
+
+    Ctrl-C is made to work even where the parent ignored SIGINT (a job a
+    non-interactive shell put in the background inherits SIG_IGN, and
+    Python then never raises KeyboardInterrupt).
+    """
     def handler(signum, frame):
         raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler)
+                for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _check_image(image_dir):
