@@ -8,6 +8,13 @@ the benchmark image, makes the default and the tuned flavor with
 plan, runs the disk scaling sweep with Rally and prints `kvmtune report`.
 Rally's database and settings stay in the state directory.
 
+The tuned profile follows this host's facts: pinned-hugepages-ept where
+EPT/NPT is on, else pinned-hugepages (no trait to ask for); --tuned-profile
+overrides. On the local test cloud, whose compute is this host, the job
+also tunes the compute: `kvmtune nova-conf apply` (PCPU inventory), 2 MB
+pages for the guests, a compute restart, and `kvmtune host tag`. Another
+cloud's computes are the operator's to tune and tag.
+
 Exit status: 0 when every step ran and the task met its SLA, 1 when the
 task ran but an SLA failed, 2 when a step could not run.
 """
@@ -30,7 +37,15 @@ IMAGE_DIR = os.environ.get('KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')
 CLOUD_DIR = os.environ.get('KVMTUNE_CLOUD_DIR', '/var/lib/kvmtune-cloud')
 STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
                            '/var/lib/kvmtune/main-job')
-PROFILES = ('baseline', 'pinned-hugepages-ept')
+BASE_PROFILE = 'baseline'
+# The tuned profile by whether the host has EPT/NPT: the -ept profile's
+# flavor requires CUSTOM_KVMTUNE_EPT, which an EPT-less host never gets.
+TUNED_PROFILES = {True: 'pinned-hugepages-ept', False: 'pinned-hugepages'}
+CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+NR_HUGEPAGES = '/proc/sys/vm/nr_hugepages'
+HUGEPAGE_MB = 2
+HUGEPAGE_MARGIN = 64    # pages beyond the guests' RAM, for QEMU's slack
+PCPU_TIMEOUT = 120
 IMAGE_NAME = 'kvmtune-bench'
 # The base flavor: small guests, and an ephemeral disk the job benchmarks.
 BASE_FLAVOR = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256, 'disk': 1,
@@ -174,6 +189,88 @@ def local_cloud():
     return 'kvmtune-admin'
 
 
+def tuned_profile(facts):
+    """(profile, why) for a host's facts."""
+    from kvmtune import traits
+
+    if traits.EPT in traits.from_facts(facts):
+        return TUNED_PROFILES[True], ('this host has EPT/NPT (virt.ept '
+                                      f'true): {traits.EPT} can be asked for')
+    return TUNED_PROFILES[False], (
+        f'this host has no EPT/NPT (virt.ept {facts["virt"]["ept"]}): '
+        f'no compute here gets {traits.EPT}, so pinning + 2 MB pages '
+        'without that trait')
+
+
+def guest_hugepages(max_vms, ram_mb):
+    """2 MB pages for max_vms guests of ram_mb each, with a margin."""
+    return max_vms * -(-ram_mb // HUGEPAGE_MB) + HUGEPAGE_MARGIN
+
+
+def reserve_hugepages(pages):
+    """Raise the 2 MB pool to pages (never lower it); the kernel may
+    find fewer free, so read back what it gave."""
+    with open(NR_HUGEPAGES) as f:
+        before = int(f.read())
+    if before >= pages:
+        say(f'hugepages: {before} x 2 MB already, {pages} needed')
+        return
+    with open(NR_HUGEPAGES, 'w') as f:
+        f.write(str(pages))
+    with open(NR_HUGEPAGES) as f:
+        got = int(f.read())
+    if got < pages:
+        raise CloudError(f'the kernel gave {got} of {pages} 2 MB pages',
+                         source=NR_HUGEPAGES,
+                         fix='free memory (or reboot with hugepages=N) '
+                             'and run again')
+    say(f'hugepages: {before} -> {got} x 2 MB for the tuned guests')
+
+
+def cloud_env():
+    """The local test cloud's `cloud env` as a dict."""
+    out = run([CLOUD_CTL, 'env'], capture=True)
+    return dict(line[len('export '):].split('=', 1)
+                for line in out.splitlines() if line.startswith('export '))
+
+
+def pcpu_total(conn):
+    """PCPU total of the cloud's one compute node in Placement."""
+    hypervisors = list(conn.compute.hypervisors())
+    if len(hypervisors) != 1:
+        raise CloudError(f'{len(hypervisors)} compute nodes, expected the '
+                         'test cloud\'s one', source=CLOUD_DIR)
+    inventories = conn.placement.get(
+        f'/resource_providers/{hypervisors[0].id}/inventories',
+        microversion='1.6').json()['inventories']
+    return inventories.get('PCPU', {}).get('total', 0)
+
+
+def tune_local_compute(conn, kvmtune, profile, max_vms, ram_mb):
+    """nova.conf of the profile, guest hugepages, restart, PCPU shown."""
+    import time
+
+    # Pages first: nova-conf apply plans from this host's facts
+    reserve_hugepages(guest_hugepages(max_vms, ram_mb))
+    nova_conf = cloud_env()['KVMTUNE_NOVA_CONF']
+    apply = [kvmtune, 'nova-conf', 'apply', '--profile', profile,
+             '--config', nova_conf]
+    if os.path.exists(CLOUD_PYTHON):
+        apply += ['--nova-python', CLOUD_PYTHON]
+    run(apply)
+    run([CLOUD_CTL, 'restart-compute'])
+    deadline = time.monotonic() + PCPU_TIMEOUT
+    while not (pcpu := pcpu_total(conn)):
+        if time.monotonic() > deadline:
+            raise CloudError(f'no PCPU inventory {PCPU_TIMEOUT} s after '
+                             'the compute restart', source=nova_conf,
+                             key='compute.cpu_dedicated_set')
+        time.sleep(2)
+    say(f'compute: {pcpu} PCPU in Placement; each pinned guest takes '
+        f'{BASE_FLAVOR["vcpus"]}, so at most {pcpu // BASE_FLAVOR["vcpus"]}'
+        ' tuned guests at once (more get NoValidHost)')
+
+
 def local_cloud_emulated():
     """True when the local test cloud runs guests under QEMU TCG."""
     import configparser
@@ -239,6 +336,9 @@ def parse_args(argv):
                    help='The cloud runs guests under QEMU without KVM (TCG):'
                         ' label the results emulated (known by itself for '
                         'the local test cloud).')
+    p.add_argument('--tuned-profile', metavar='NAME',
+                   help='The tuned profile (default: pinned-hugepages-ept '
+                        'when this host has EPT/NPT, else pinned-hugepages).')
     p.add_argument('--state-dir', default=STATE_DIR,
                    help=f'Rally DB and results (default {STATE_DIR}).')
     return p.parse_args(argv)
@@ -250,6 +350,12 @@ def main(argv=None):
     try:
         os.makedirs(args.state_dir, exist_ok=True)
         run([kvmtune, 'image', 'build'])
+        from kvmtune import facts
+
+        tuned, why = tuned_profile(facts.gather())
+        if args.tuned_profile:
+            tuned, why = args.tuned_profile, 'named by --tuned-profile'
+        say(f'tuned profile {tuned}: {why}')
         cloud_name = args.os_cloud or local_cloud()
         emulated = args.emulated or (not args.os_cloud
                                      and local_cloud_emulated())
@@ -259,12 +365,20 @@ def main(argv=None):
         upload_image(conn)
         base_flavor(conn)
         flavors = []
-        for profile in PROFILES:
+        for profile in (BASE_PROFILE, tuned):
             run([kvmtune, 'flavor', 'apply', '--os-cloud', cloud_name,
                  '--profile', profile, '--from', BASE_FLAVOR['name']])
             flavors.append(f'{BASE_FLAVOR["name"]}.{profile}')
+        if args.os_cloud:
+            say(f'cloud {cloud_name}: its computes are not this host; '
+                'tuning them (kvmtune nova-conf apply, hugepages) and '
+                'kvmtune host tag are left to the operator')
+        else:
+            tune_local_compute(conn, kvmtune, tuned, args.max_vms,
+                               BASE_FLAVOR['ram'])
+            run([kvmtune, 'host', 'tag', '--os-cloud', cloud_name])
         run([kvmtune, 'host', 'inspect'])
-        run([kvmtune, 'plan', '--profile', PROFILES[-1]])
+        run([kvmtune, 'plan', '--profile', tuned])
         rally = Rally(args.state_dir)
         rally.use_cloud(f'kvmtune-{cloud_name}', rally_spec(conn.config))
         out_json = os.path.join(args.state_dir, 'disk-scaling.json')

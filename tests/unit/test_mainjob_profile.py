@@ -1,0 +1,53 @@
+"""The main job's tuned profile, chosen from the host's facts."""
+
+import os
+
+import pytest
+
+from kvmtune import facts
+from kvmtune import mainjob
+
+HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
+                     'hosts')
+PROFILE_DIR = os.path.join(mainjob.REPO, 'etc', 'kvmtune', 'profiles')
+
+
+def host_facts(name):
+    return facts.gather(os.path.join(HOSTS, name))
+
+
+@pytest.mark.parametrize('host, profile', [
+    ('intel-2s-smt-ept-1g', 'pinned-hugepages-ept'),
+    ('amd-epyc-npt', 'pinned-hugepages-ept'),
+    ('pvm-guest-2cpu', 'pinned-hugepages'),
+])
+def test_tuned_profile_follows_ept(host, profile):
+    chosen, why = mainjob.tuned_profile(host_facts(host))
+    assert chosen == profile
+    assert os.path.exists(os.path.join(PROFILE_DIR, profile + '.yaml'))
+
+
+def test_why_names_the_missing_ept():
+    _, why = mainjob.tuned_profile(host_facts('pvm-guest-2cpu'))
+    assert 'no EPT/NPT' in why and 'CUSTOM_KVMTUNE_EPT' in why
+    assert '\n' not in why
+
+
+def test_why_names_ept():
+    _, why = mainjob.tuned_profile(host_facts('intel-2s-smt-ept-1g'))
+    assert 'has EPT/NPT' in why
+
+
+def test_tuned_profile_option():
+    assert mainjob.parse_args([]).tuned_profile is None
+    args = mainjob.parse_args(['--tuned-profile', 'cpu-pinning'])
+    assert args.tuned_profile == 'cpu-pinning'
+
+
+@pytest.mark.parametrize('max_vms, ram_mb, pages', [
+    (1, 256, 128 + mainjob.HUGEPAGE_MARGIN),
+    (3, 256, 384 + mainjob.HUGEPAGE_MARGIN),
+    (2, 255, 256 + mainjob.HUGEPAGE_MARGIN),   # a partial page is a page
+])
+def test_guest_hugepages(max_vms, ram_mb, pages):
+    assert mainjob.guest_hugepages(max_vms, ram_mb) == pages
