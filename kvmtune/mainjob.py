@@ -197,7 +197,8 @@ def tuned_profile(facts):
         return TUNED_PROFILES[True], ('this host has EPT/NPT (virt.ept '
                                       f'true): {traits.EPT} can be asked for')
     return TUNED_PROFILES[False], (
-        f'this host has no EPT/NPT (virt.ept {facts["virt"]["ept"]}): '
+        f'this host has no EPT/NPT (virt.ept '
+        f'{json.dumps(facts["virt"]["ept"])}): '
         f'no compute here gets {traits.EPT}, so pinning + 2 MB pages '
         'without that trait')
 
@@ -266,9 +267,9 @@ def tune_local_compute(conn, kvmtune, profile, max_vms, ram_mb):
                              'the compute restart', source=nova_conf,
                              key='compute.cpu_dedicated_set')
         time.sleep(2)
-    say(f'compute: {pcpu} PCPU in Placement; each pinned guest takes '
-        f'{BASE_FLAVOR["vcpus"]}, so at most {pcpu // BASE_FLAVOR["vcpus"]}'
-        ' tuned guests at once (more get NoValidHost)')
+    say(f'compute: {pcpu} PCPU in Placement, {BASE_FLAVOR["vcpus"]} per '
+        'pinned guest: tuned guests at once, at most '
+        f'{pcpu // BASE_FLAVOR["vcpus"]} (more get NoValidHost)')
 
 
 def local_cloud_emulated():
