@@ -1,9 +1,10 @@
 """The Rally disk sweep against the test cloud, with real guests.
 
 Needs: the test cloud up with libvirt compute (tests/functional/cloud/cloud
-up --compute libvirt), the image uploaded as kvmtune-bench and the flavor
-m1.bench.baseline (tools/main-job does both). Under QEMU TCG one 2-VM
-sweep takes about two minutes.
+up --compute libvirt) and the benchmark image built (kvmtune image build);
+the image is uploaded as kvmtune-bench and the flavor m1.bench.baseline
+made the way tools/main-job does it, when they are missing (a fresh cloud).
+Under QEMU TCG one 2-VM sweep takes about two minutes.
 """
 
 import json
@@ -40,7 +41,33 @@ def conn():
 
 
 @pytest.fixture(scope='module')
-def rally(conn, tmp_path_factory):
+def bench_flavor_and_image(conn):
+    """kvmtune-bench in Glance and the baseline flavor, as the main job
+    makes them; what this module created is removed afterwards."""
+    from kvmtune import cli
+
+    made_image = not list(conn.image.images(name=mainjob.IMAGE_NAME))
+    made_base = not conn.compute.find_flavor(mainjob.BASE_FLAVOR['name'])
+    made_flavor = not conn.compute.find_flavor(FLAVOR)
+    mainjob.upload_image(conn)
+    mainjob.base_flavor(conn)
+    if made_flavor:
+        assert cli.main(['flavor', 'apply', '--os-cloud', CLOUD,
+                         '--profile', 'baseline', '--from',
+                         mainjob.BASE_FLAVOR['name'], '--name', FLAVOR]) == 0
+    yield
+    for name, made in ((FLAVOR, made_flavor),
+                       (mainjob.BASE_FLAVOR['name'], made_base)):
+        flavor = conn.compute.find_flavor(name)
+        if made and flavor:
+            conn.compute.delete_flavor(flavor)
+    if made_image:
+        for image in conn.image.images(name=mainjob.IMAGE_NAME):
+            conn.image.delete_image(image)
+
+
+@pytest.fixture(scope='module')
+def rally(conn, bench_flavor_and_image, tmp_path_factory):
     r = mainjob.Rally(str(tmp_path_factory.mktemp('rally')))
     r.use_cloud('kvmtune-functional', mainjob.rally_spec(conn.config))
     return r
