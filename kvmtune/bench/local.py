@@ -38,7 +38,7 @@ def start_delay(accel, vms):
 
 
 @contextlib.contextmanager
-def _terminate_on_sigterm():
+def _unwind_on_sigterm_or_sigint():
     """SIGTERM unwinds like Ctrl-C, so guests and scratch files go too.
 
     Ctrl-C is made to work even where the parent ignored SIGINT (a job a
@@ -169,7 +169,7 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
             f'{20000 + os.getpid() % 20000}'
     guests = []
     try:
-        with _terminate_on_sigterm():
+        with _unwind_on_sigterm_or_sigint():
             start_at = int(time.time()) + delay
             for index, (role, address, peer) in enumerate(plan):
                 guest = qemu.Guest(index, str(uuid.uuid4()),
