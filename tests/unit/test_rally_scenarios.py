@@ -75,7 +75,7 @@ class Servers:
                                'OS-EXT-IPS:type': 'fixed'}]}
                      if isinstance(kw.get('nics'), list) else {})
         server = Obj(id=sid, name=name, status='ACTIVE', manager=self,
-                     addresses=addresses, kw=kw,
+                     addresses=addresses, kw=kw, flavor=flavor,
                      job=json.loads(kw['userdata']))
         self.live[sid] = server
         self.created.append(server)
@@ -244,6 +244,15 @@ def test_network_clients_get_the_server_address_as_peer():
     rows = table(scen)
     assert len(rows) == 2 and all(r['gbit_s'] > 0 for r in rows)
     assert nova.servers.live == {}
+
+
+def test_network_server_guest_may_have_its_own_flavor():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='tuned', image='i', vm_counts=[1], result_timeout=5,
+             server_flavor='plain')
+    assert [s.flavor for s in nova.servers.created] == ['plain', 'tuned']
 
 
 def test_network_needs_a_network():

@@ -95,3 +95,15 @@ def test_validation_catches_an_unknown_argument():
 def test_rendered_task_is_json_clean():
     # Rally stores the task as JSON: nothing YAML-only may survive
     json.dumps(render('network-scaling.yaml', max_vms=2))
+
+
+def test_network_sweep_makes_no_router_and_may_name_a_server_flavor():
+    config = render('network-scaling.yaml', server_flavor='m1.plain')
+    validate_syntax(config)
+    for st, args in zip(config['subtasks'], scenario_args(config)):
+        # one host, one network: a router would need Neutron's L3 plugin
+        assert st['contexts']['network@openstack']['router'] == {}
+        assert args['server_flavor'] == {'name': 'm1.plain'}
+    # unset, the server guest takes each subtask's flavor
+    for args in scenario_args(render('network-scaling.yaml')):
+        assert 'server_flavor' not in args

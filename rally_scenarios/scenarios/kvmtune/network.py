@@ -14,7 +14,8 @@ from rally_scenarios.scenarios.kvmtune import utils
 
 
 @types.convert(image={"type": "glance_image"},
-               flavor={"type": "nova_flavor"})
+               flavor={"type": "nova_flavor"},
+               server_flavor={"type": "nova_flavor"})
 @validation.add("image_valid_on_flavor", flavor_param="flavor",
                 image_param="image", fail_on_404_image=False)
 @validation.add("number", param_name="runtime", minval=1, integer_only=True)
@@ -40,7 +41,8 @@ class NetworkScaling(utils.KvmTuneScenario):
 
     def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
             runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
-            result_timeout=180, host=None, nics=None, emulated=False):
+            result_timeout=180, host=None, nics=None, emulated=False,
+            server_flavor=None):
         """Boot a server guest, then N clients that load it at once.
 
         The server guest (role server, hold) serves until it is deleted;
@@ -63,6 +65,9 @@ class NetworkScaling(utils.KvmTuneScenario):
         :param nics: NICs for novaclient; default: the context's network
         :param emulated: the cloud runs guests under QEMU without KVM
             (TCG); results are labelled emulated
+        :param server_flavor: flavor of the server guest (default: flavor);
+            e.g. an unpinned one when the host has too few dedicated CPUs
+            for the server and every client
         """
         vms = self._vm_count(vm_counts)
         nics = self._nics(nics)
@@ -73,8 +78,8 @@ class NetworkScaling(utils.KvmTuneScenario):
         with self._guest_batch(host) as (created, placement):
             serve = self._job(workload, time.time(), runtime,
                               role="server", hold=True, params=params)
-            self._create_guests(image, flavor, [serve], placement, nics,
-                                created)
+            self._create_guests(image, server_flavor or flavor, [serve],
+                                placement, nics, created)
             server, = self._wait_active(created)
             peer = self._address(server)
             start = guests.start_at(time.time(), vms, start_margin,
