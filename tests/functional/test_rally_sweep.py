@@ -1,9 +1,11 @@
-"""The Rally disk sweep against the test cloud, with real guests.
+"""The Rally disk and network sweeps against the test cloud, real guests.
 
 Needs: the test cloud up with libvirt compute (tests/functional/cloud/cloud
 up --compute libvirt) and the benchmark image built (kvmtune image build);
 the image is uploaded as kvmtune-bench and the flavor m1.bench.baseline
 made the way tools/main-job does it, when they are missing (a fresh cloud).
+The network sweep also needs the cloud's real Neutron (its default in
+libvirt mode) and the image built --with-net (KVMTUNE_NET_IMAGE_DIR).
 Under QEMU TCG one 2-VM sweep takes about two minutes.
 """
 
@@ -19,6 +21,11 @@ from kvmtune.report import vmtable
 
 CLOUD = os.environ.get('KVMTUNE_TEST_CLOUD', 'kvmtune-admin')
 FLAVOR = os.environ.get('KVMTUNE_TEST_FLAVOR', 'm1.bench.baseline')
+NET_IMAGE_DIR = os.environ.get('KVMTUNE_NET_IMAGE_DIR',
+                               '/var/lib/kvmtune/images-net')
+NET_IMAGE_NAME = 'kvmtune-bench-net'
+NETWORK_TASK = os.path.join(os.path.dirname(mainjob.TASK),
+                            'network-scaling.yaml')
 
 
 def _cloud_up():
@@ -85,6 +92,34 @@ def sweep(rally, tmp_path, **args):
         return json.load(f), sla_ok, tmp_path / 'rally.html'
 
 
+def cloud_network():
+    """neutron or stub, as `cloud env` says for the cloud that is up."""
+    out = subprocess.run([mainjob.CLOUD_CTL, 'env'], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith('export KVMTUNE_CLOUD_NETWORK='):
+            return line.split('=', 1)[1]
+    return None
+
+
+@pytest.fixture(scope='module')
+def net_image(conn):
+    """The --with-net image (iperf3, sockperf, virtio_net) in Glance."""
+    path = os.path.join(NET_IMAGE_DIR, 'kvmtune-bench.qcow2')
+    if not os.path.exists(path):
+        pytest.fail(f'{path}: no network image (run: kvmtune image build '
+                    f'--with-net --output {NET_IMAGE_DIR})')
+    made = not list(conn.image.images(name=NET_IMAGE_NAME))
+    if made:
+        conn.create_image(NET_IMAGE_NAME, filename=path,
+                          disk_format='qcow2', container_format='bare',
+                          visibility='public', wait=True)
+    yield NET_IMAGE_NAME
+    if made:
+        for image in conn.image.images(name=NET_IMAGE_NAME):
+            conn.image.delete_image(image)
+
+
 def leftover_servers(conn):
     return [s.id for s in conn.compute.servers(all_projects=True)]
 
@@ -117,3 +152,41 @@ def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
     assert rows[0]['instance'] in detail and rows[0]['status'] in detail
     assert '/dev/vdz' in detail
     assert leftover_servers(conn) == []
+
+
+def leftover_networks(conn):
+    return [n.name for n in conn.network.networks()]
+
+
+@pytest.mark.parametrize('workload,max_vms,metric', [
+    ('iperf3-tcp-stream', 2, 'gbit_s'),     # stream: Gbit/s
+    ('sockperf-tcp-rr', 1, 'tps'),          # request/response
+])
+def test_network_sweep_clients_load_a_server_guest(
+        rally, conn, net_image, tmp_path, workload, max_vms, metric):
+    if cloud_network() != 'neutron':
+        pytest.fail('the network sweep needs the test cloud with real '
+                    'Neutron (cloud up --compute libvirt --network neutron)')
+    networks_before = leftover_networks(conn)
+    out = str(tmp_path / 'results.json')
+    args = mainjob.task_args(max_vms, workload, [FLAVOR], net_image,
+                             emulated=mainjob.local_cloud_emulated())
+    uuid, sla_ok = rally.sweep(NETWORK_TASK, dict(args, runtime=5), out,
+                               str(tmp_path / 'rally.html'))
+    with open(out) as f:
+        doc = json.load(f)
+    sweep_, = rally_results.sweeps_from(doc)
+    assert sorted(sweep_.points) == list(range(1, max_vms + 1))
+    rows = [r for its in sweep_.points.values() for rows in its
+            for r in rows]
+    # clients only: 1 + 2 for the 2-VM sweep, 1 for the 1-VM sweep
+    assert len(rows) == max_vms * (max_vms + 1) // 2
+    for r in rows:
+        assert r['status'] == vmtable.OK, r
+        assert r[metric] > 0 and r['emulated'], r
+    assert sla_ok
+    html = (tmp_path / 'rally.html').read_text()
+    assert vmtable.TITLE in html
+    assert leftover_servers(conn) == []
+    # the network context removed its tenant network again
+    assert leftover_networks(conn) == networks_before
