@@ -21,6 +21,7 @@ flavor this run created is deleted again and the error names the value.
 """
 
 from kvmtune import cmd
+from kvmtune.cmd.flavor_output import print_diff
 from kvmtune.errors import InputError
 
 
@@ -61,7 +62,7 @@ def run(args):
         print(f'flavor {name}: new, from {base["name"]} '
               f'(ram {base["ram"]} MB, vcpus {base["vcpus"]}, '
               f'disk {base["disk"]} GB), profile {plan.profile}')
-        _show(diff)
+        print_diff(diff)
         if not args.dry_run:
             _create(flavors, name, base, plan.profile, diff)
             print(f'flavor {name}: created')
@@ -76,7 +77,7 @@ def run(args):
                 print(f'flavor {name}: warning: {line}; Nova cannot change '
                       'a flavor\'s sizes: delete it (kvmtune flavor remove '
                       '--delete) and apply again to recreate it')
-        _show(diff)
+        print_diff(diff)
         if diff.empty:
             print(f'flavor {name}: already matches profile {plan.profile}, '
                   'nothing to change')
@@ -87,11 +88,6 @@ def run(args):
         print('dry run: nothing written')
     print(f'cloud {cloud.name}: {cloud.requests.summary()}')
     return 0
-
-
-def _show(diff):
-    for line in diff.lines():
-        print(f'  {line}')
 
 
 def _create(flavors, name, base, profile, diff):

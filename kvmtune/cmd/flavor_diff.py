@@ -10,6 +10,7 @@ not (handy in scripts). Only GET requests are sent.
 """
 
 from kvmtune import cmd
+from kvmtune.cmd.flavor_output import print_diff
 
 DIFFERS = 3
 
@@ -36,6 +37,5 @@ def run(args):
         print(f'flavor {args.name}: matches profile {plan.profile}')
         return 0
     print(f'flavor {args.name}: differs from profile {plan.profile}')
-    for line in diff.lines():
-        print(f'  {line}')
+    print_diff(diff)
     return DIFFERS

@@ -12,6 +12,7 @@ sends no write request.
 """
 
 from kvmtune import cmd
+from kvmtune.cmd.flavor_output import print_diff
 from kvmtune.errors import InputError
 
 
@@ -39,8 +40,7 @@ def run(args):
         flavor = flavors.get(args.name)
         diff = tuned.owned_present(flavor.get('extra_specs'),
                                    plan.owned_extra_specs)
-        for line in diff.lines():
-            print(f'  {line}')
+        print_diff(diff)
         if diff.empty:
             print(f'flavor {args.name}: has no key of profile '
                   f'{plan.profile}, nothing to change')
