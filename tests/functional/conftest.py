@@ -40,6 +40,11 @@ ADMIN = 'kvmtune-admin'
 BOOT_TIMEOUT = 300
 # Names this tier creates start with it, so a leftover is easy to spot.
 PREFIX = 'kvmtune-ft-'
+# The test cloud's Python, whose Nova checks nova.conf values.
+CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
+NR_HUGEPAGES = pathlib.Path('/proc/sys/vm/nr_hugepages')
+HUGETLBFS = pathlib.Path('/dev/hugepages')
+GUEST_PAGES = 128   # 2 MB pages: 256 MB, room for one 128 MB guest
 
 
 def pytest_configure(config):
@@ -352,3 +357,30 @@ def restore_traits(admin, compute_node):
     before, _ = provider_traits(admin, compute_node[1])
     yield before
     put_provider_traits(admin, compute_node[1], before)
+
+
+# -- this host as a libvirt compute ---------------------------------------
+
+def _hugetlbfs_mounted():
+    with open('/proc/mounts') as f:
+        return any(line.split()[1:3] == [str(HUGETLBFS), 'hugetlbfs']
+                   for line in f)
+
+
+@pytest.fixture
+def host_hugepages():
+    """2 MB pages for guests on this host, on a hugetlbfs QEMU can map;
+    the old page count (and mount state) come back."""
+    mounted_here = False
+    if not _hugetlbfs_mounted():
+        HUGETLBFS.mkdir(exist_ok=True)
+        subprocess.run(['mount', '-t', 'hugetlbfs', 'hugetlbfs',
+                        str(HUGETLBFS)], check=True, timeout=30)
+        mounted_here = True
+    before = int(NR_HUGEPAGES.read_text())
+    NR_HUGEPAGES.write_text(str(max(before, GUEST_PAGES)))
+    assert int(NR_HUGEPAGES.read_text()) >= GUEST_PAGES, 'no hugepages'
+    yield
+    NR_HUGEPAGES.write_text(str(before))
+    if mounted_here:
+        subprocess.run(['umount', str(HUGETLBFS)], timeout=30)

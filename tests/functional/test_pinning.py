@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.functional.conftest import ADMIN
+from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import kvmtune
 
 PROFILE = {
@@ -29,10 +30,6 @@ PROFILE = {
                                                   'isolcpus': False}},
                {'name': 'hugepages', 'params': {'page_size': 'large'}}],
 }
-NR_HUGEPAGES = pathlib.Path('/proc/sys/vm/nr_hugepages')
-HUGETLBFS = pathlib.Path('/dev/hugepages')
-CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
-GUEST_PAGES = 128   # 2 MB pages: 256 MB, room for one 128 MB guest
 
 
 @pytest.fixture
@@ -87,31 +84,6 @@ def pinned_flavor(admin, base_flavor, pinned_profile, unique,
     assert specs['hw:cpu_policy'] == 'dedicated'
     assert specs['hw:mem_page_size'] == 'large'
     return flavor
-
-
-def _hugetlbfs_mounted():
-    with open('/proc/mounts') as f:
-        return any(line.split()[1:3] == [str(HUGETLBFS), 'hugetlbfs']
-                   for line in f)
-
-
-@pytest.fixture
-def host_hugepages():
-    """2 MB pages for guests on this host, on a hugetlbfs QEMU can map;
-    the old page count (and mount state) come back."""
-    mounted_here = False
-    if not _hugetlbfs_mounted():
-        HUGETLBFS.mkdir(exist_ok=True)
-        subprocess.run(['mount', '-t', 'hugetlbfs', 'hugetlbfs',
-                        str(HUGETLBFS)], check=True, timeout=30)
-        mounted_here = True
-    before = int(NR_HUGEPAGES.read_text())
-    NR_HUGEPAGES.write_text(str(max(before, GUEST_PAGES)))
-    assert int(NR_HUGEPAGES.read_text()) >= GUEST_PAGES, 'no hugepages'
-    yield
-    NR_HUGEPAGES.write_text(str(before))
-    if mounted_here:
-        subprocess.run(['umount', str(HUGETLBFS)], timeout=30)
 
 
 def topology(admin, server_id):

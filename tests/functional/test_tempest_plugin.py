@@ -27,10 +27,8 @@ import yaml
 
 from tests.devstack_shim.run import Stack
 from tests.functional.conftest import ADMIN, PREFIX, REPO
+from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import kvmtune
-# The 2 MB page pool the libvirt guest needs, shared with test_pinning.
-from tests.functional.test_pinning import CLOUD_PYTHON
-from tests.functional.test_pinning import host_hugepages  # noqa: F401
 
 # pinned-hugepages needs no trait: its flavor boots on this EPT-less host.
 TUNED_PROFILE = 'pinned-hugepages'
