@@ -107,6 +107,11 @@ def keystone(layout, secrets):
             'identity': {'password_hash_rounds': 4},
             'fernet_tokens': {'key_repository':
                               os.path.join(keys, 'fernet-keys')},
+            # Receipts (MFA) have their own repository option, checked by
+            # `keystone-manage bootstrap`; its default /etc/keystone/... is
+            # missing on a fresh machine.
+            'fernet_receipts': {'key_repository':
+                                os.path.join(keys, 'fernet-keys')},
             'credential': {'key_repository':
                            os.path.join(keys, 'credential-keys')},
             # Uncached, a token request makes ~130 SQL queries (~1 s here);
