@@ -4,22 +4,38 @@ Without --os-cloud it brings up the single-host test cloud (libvirt
 compute, QEMU TCG here) and works against it; with --os-cloud C it uses
 that cloud and starts nothing locally. Either way it builds and uploads
 the benchmark image, makes the default and the tuned flavor with
-`kvmtune flavor apply`, shows this host's facts and the tuned profile's
-plan, runs the disk scaling sweep with Rally and prints `kvmtune report`.
-Rally's database and settings stay in the state directory.
+`kvmtune flavor apply`, runs the disk scaling sweep with Rally and prints
+`kvmtune report`. Rally's database and settings stay in the state
+directory.
 
-The tuned profile follows this host's facts: pinned-hugepages-ept where
-EPT/NPT is on, else pinned-hugepages (no trait to ask for); --tuned-profile
-overrides. On the local test cloud, whose compute is this host, the job
-also tunes the compute: `kvmtune nova-conf apply` (PCPU inventory), 2 MB
-pages for the guests, a compute restart, and `kvmtune host tag`. Another
-cloud's computes are the operator's to tune and tag.
+The tuned profile follows the compute's facts: pinned-hugepages-ept where
+EPT/NPT is on (its flavor requires CUSTOM_KVMTUNE_EPT, the trait `kvmtune
+host tag` sets from the same facts), else pinned-hugepages (no trait);
+--tuned-profile overrides.
+
+On the local test cloud, whose compute is this host, the job also tunes
+the compute: huge pages of the size the tuned flavor asks for
+(hw:mem_page_size; `large` is the largest page that divides the guests'
+RAM) through /sys/kernel/mm/hugepages, `kvmtune nova-conf apply` (PCPU
+inventory), a compute restart, and `kvmtune host tag`.
+
+With --os-cloud nothing on this host changes (no nova.conf, no huge
+pages) and no credential is printed. The computes are the operator's: the
+job prints what to run on them. Their facts come from --compute-facts
+FILE (`kvmtune host inspect --format json` on a compute), or from this
+host when it is one of the cloud's compute nodes (same name); with them
+the job picks the tuned profile, shows its plan and tags that compute
+(`kvmtune host tag`, Placement traits only). Without them it does not tag
+(this host's facts would describe the wrong machine) and takes
+pinned-hugepages, which needs no trait. The image and the flavors stay in
+the cloud afterwards: a second run reuses them, `kvmtune flavor remove
+--delete` removes a tuned flavor.
 
 Exit status: 0 when every step ran and the task met its SLA, 1 when the
 task ran but an SLA failed, 2 when a step could not run.
 """
-
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -42,9 +58,11 @@ BASE_PROFILE = 'baseline'
 # flavor requires CUSTOM_KVMTUNE_EPT, which an EPT-less host never gets.
 TUNED_PROFILES = {True: 'pinned-hugepages-ept', False: 'pinned-hugepages'}
 CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
-NR_HUGEPAGES = '/proc/sys/vm/nr_hugepages'
-HUGEPAGE_MB = 2
-HUGEPAGE_MARGIN = 64    # pages beyond the guests' RAM, for QEMU's slack
+# One pool per page size; the kernel fills or empties it on a write.
+NR_HUGEPAGES = os.path.join('sys', 'kernel', 'mm', 'hugepages',
+                            'hugepages-{kb}kB', 'nr_hugepages')
+SMALLEST_HUGEPAGE_KB = 2048     # x86-64: 2 MB, then 1 GB
+HUGEPAGE_MARGIN_MB = 128        # beyond the guests' RAM, for QEMU's slack
 PCPU_TIMEOUT = 120
 IMAGE_NAME = 'kvmtune-bench'
 # The base flavor: small guests, and an ephemeral disk the job benchmarks.
@@ -91,9 +109,11 @@ def rally_spec(cloud):
 
 
 def task_args(max_vms, workload, flavors, image, baseline=None,
-              emulated=False):
+              emulated=False, runtime=None):
     args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
             'image_name': image, 'emulated': emulated}
+    if runtime:
+        args['runtime'] = runtime
     if baseline:
         args['baseline'] = os.path.abspath(baseline)
     return args
@@ -203,29 +223,195 @@ def tuned_profile(facts):
         'without that trait')
 
 
-def guest_hugepages(max_vms, ram_mb):
-    """2 MB pages for max_vms guests of ram_mb each, with a margin."""
-    return max_vms * -(-ram_mb // HUGEPAGE_MB) + HUGEPAGE_MARGIN
+def page_label(kb):
+    return f'{kb // 1024 // 1024} GB' if kb >= 1024 * 1024 else \
+        f'{kb // 1024} MB'
 
 
-def reserve_hugepages(pages):
-    """Raise the 2 MB pool to pages (never lower it); the kernel may
-    find fewer free, so read back what it gave."""
-    with open(NR_HUGEPAGES) as f:
-        before = int(f.read())
-    if before >= pages:
-        say(f'hugepages: {before} x 2 MB already, {pages} needed')
+@dataclasses.dataclass
+class Pages:
+    """The huge pages the tuned guests need on their compute."""
+
+    size_kb: int          # page size (a pool under /sys/kernel/mm)
+    count: int            # pages for max_vms guests, Nova's reserve, slack
+    why: str              # how the flavor's hw:mem_page_size led here
+    kernel_args: list     # the plan's boot-time pool of this size
+
+    @property
+    def label(self):
+        return page_label(self.size_kb)
+
+
+def _pool_name(size_kb):
+    """'1G' or '2M', the tuner's names of the x86 page pools."""
+    from kvmtune.tuners import hugepages
+
+    return {kb: name for name, kb in hugepages.PAGE_KB.items()}.get(size_kb)
+
+
+def _hugepages_tuner(profile, facts, size_kb=None):
+    """The profile's hugepages tuner, its pool set to size_kb if given."""
+    from kvmtune.tuners import hugepages
+
+    for ref in profile.tuner_refs:
+        if ref.name == hugepages.Hugepages.name:
+            params = dict(ref.params)
+            if size_kb:
+                params['host_page_size'] = _pool_name(size_kb)
+            return ref.tuner_class(params, facts, source=profile.path)
+    return None
+
+
+def guest_pages(profile, facts, max_vms, ram_mb):
+    """Pages of the size the profile's flavor asks for (hw:mem_page_size),
+    or None when its guests take no huge pages (small, any or unset).
+
+    Nova backs `large` with the largest host page that divides the
+    guest's RAM (it tries them largest first); the candidates are the
+    pool the profile's plan makes (1 GB with pdpe1gb, else 2 MB) and 2 MB.
+    """
+    from kvmtune import plan as plans
+    from kvmtune.tuners import hugepages
+
+    spec = plans.build_plan(profile, facts).extra_specs.get(
+        'hw:mem_page_size')
+    if spec is None:
+        return None
+    ram_kb = ram_mb * 1024
+    explicit = hugepages.page_size_kb(spec)
+    if explicit is not None:
+        size_kb = explicit
+        if _pool_name(size_kb) is None:
+            raise KvmtuneError(f'no {size_kb} KiB pages on x86-64',
+                               source=profile.path, key='hw:mem_page_size',
+                               fix='use 2MB, 1GB or large')
+        if ram_kb % size_kb:
+            raise KvmtuneError(
+                f'{ram_mb} MB guests are no whole number of '
+                f'{page_label(size_kb)} pages, Nova cannot place them',
+                source=profile.path, key='hw:mem_page_size',
+                fix='use a page size that divides the guest RAM')
+        why = f'hw:mem_page_size={spec}'
+    elif spec == 'large':
+        pool = hugepages.PAGE_KB[_hugepages_tuner(profile,
+                                                  facts).pool_size()]
+        fits = [kb for kb in (pool, SMALLEST_HUGEPAGE_KB) if not ram_kb % kb]
+        size_kb = fits[0] if fits else SMALLEST_HUGEPAGE_KB
+        why = (f'hw:mem_page_size=large: Nova takes the largest page that '
+               f'divides the guest RAM; the plan\'s pool has '
+               f'{page_label(pool)} pages')
+        if size_kb != pool:
+            why += (f', {ram_mb} MB is no whole number of them, so '
+                    f'{page_label(size_kb)}')
+    else:
+        return None
+    tuner = _hugepages_tuner(profile, facts, size_kb)
+    reserved = (tuner.params['host_reserved_pages'] * len(tuner.numa_nodes())
+                if tuner else 0)
+    count = (max_vms * -(-ram_kb // size_kb) + reserved +
+             -(-HUGEPAGE_MARGIN_MB * 1024 // size_kb))
+    # The plan's boot-time pool of this size (the profile's own sizing)
+    boot = tuner.pool_args() if tuner else [
+        f'hugepagesz={_pool_name(size_kb)}', f'hugepages={count}']
+    return Pages(size_kb, count, why, boot)
+
+
+def required_traits(plan):
+    """Traits a plan's flavor requires (trait:X=required)."""
+    return {key[len('trait:'):] for key, value in plan.extra_specs.items()
+            if key.startswith('trait:') and value == 'required'}
+
+
+def check_traits(profile, facts):
+    """The traits the tuned flavor requires must be ones `kvmtune host
+    tag` sets from the same facts, else its guests get NoValidHost."""
+    from kvmtune import plan as plans
+    from kvmtune import traits
+
+    missing = required_traits(plans.build_plan(profile, facts)) - \
+        traits.from_facts(facts)
+    if missing:
+        raise KvmtuneError(
+            f'profile {profile.name} requires {", ".join(sorted(missing))}, '
+            f'which kvmtune host tag does not set from the facts of '
+            f'{facts.get("hostname")}: its guests would get NoValidHost',
+            source=facts.get('source'), key='--tuned-profile',
+            fix=f'use {TUNED_PROFILES[False]} (no trait) or a compute '
+                'with EPT/NPT')
+
+
+@dataclasses.dataclass
+class LocalSetup:
+    """What the job does to the local compute before the sweep."""
+
+    profile: str
+    why: str
+    pages: Pages          # None: the tuned guests take no huge pages
+    nova_conf: str        # the compute's nova.conf
+    commands: list        # argv lists, run in order after the pages
+
+
+def load_profile(name):
+    from kvmtune import profiles
+
+    return profiles.load(name, profiles.configured_dirs(None))
+
+
+def local_setup(facts, kvmtune, cloud_name, nova_conf, max_vms, ram_mb,
+                profile_name=None, nova_python=None):
+    """The local compute's tuning for the tuned profile, decided from
+    this host's facts; nothing runs here."""
+    name, why = tuned_profile(facts)
+    if profile_name:
+        name, why = profile_name, 'named by --tuned-profile'
+    profile = load_profile(name)
+    check_traits(profile, facts)
+    apply = [kvmtune, 'nova-conf', 'apply', '--profile', name,
+             '--config', nova_conf]
+    if nova_python:
+        apply += ['--nova-python', nova_python]
+    commands = [apply, [CLOUD_CTL, 'restart-compute'],
+                [kvmtune, 'host', 'tag', '--os-cloud', cloud_name]]
+    return LocalSetup(name, why, guest_pages(profile, facts, max_vms, ram_mb),
+                      nova_conf, commands)
+
+
+def _read_int(path):
+    with open(path) as f:
+        return int(f.read())
+
+
+def _write_int(path, value):
+    with open(path, 'w') as f:
+        f.write(str(value))
+
+
+def reserve_hugepages(pages, root='/'):
+    """Raise the pool of pages.size_kb to pages.count (never lower it);
+    the kernel may find fewer free, so read back what it gave."""
+    from kvmtune.tuners import base
+
+    path = os.path.join(root, NR_HUGEPAGES.format(kb=pages.size_kb))
+    boot_fix = base.KERNEL_ARGS_FIX.format(args=' '.join(pages.kernel_args))
+    if not os.path.exists(path):
+        raise CloudError(f'no {pages.label} page pool in this kernel',
+                         source=path, fix=boot_fix)
+    before = _read_int(path)
+    if before >= pages.count:
+        say(f'hugepages: {before} x {pages.label} already, {pages.count} '
+            'needed')
         return
-    with open(NR_HUGEPAGES, 'w') as f:
-        f.write(str(pages))
-    with open(NR_HUGEPAGES) as f:
-        got = int(f.read())
-    if got < pages:
-        raise CloudError(f'the kernel gave {got} of {pages} 2 MB pages',
-                         source=NR_HUGEPAGES,
-                         fix='free memory (or reboot with hugepages=N) '
-                             'and run again')
-    say(f'hugepages: {before} -> {got} x 2 MB for the tuned guests')
+    _write_int(path, pages.count)
+    got = _read_int(path)
+    if got < pages.count:
+        # Large pages need contiguous free memory: 1 GB ones rarely
+        # exist after boot, so the pool is made at boot.
+        raise CloudError(f'the kernel gave {got} of {pages.count} '
+                         f'{pages.label} pages', source=path,
+                         fix=('free memory and run again, or '
+                              if pages.size_kb == SMALLEST_HUGEPAGE_KB
+                              else '') + boot_fix)
+    say(f'hugepages: {before} -> {got} x {pages.label} for the tuned guests')
 
 
 def cloud_env():
@@ -247,29 +433,116 @@ def pcpu_total(conn):
     return inventories.get('PCPU', {}).get('total', 0)
 
 
-def tune_local_compute(conn, kvmtune, profile, max_vms, ram_mb):
-    """nova.conf of the profile, guest hugepages, restart, PCPU shown."""
+def tune_local_compute(conn, setup, root='/'):
+    """Pages, nova.conf of the profile, restart, PCPU shown, host tag."""
     import time
 
     # Pages first: nova-conf apply plans from this host's facts
-    reserve_hugepages(guest_hugepages(max_vms, ram_mb))
-    nova_conf = cloud_env()['KVMTUNE_NOVA_CONF']
-    apply = [kvmtune, 'nova-conf', 'apply', '--profile', profile,
-             '--config', nova_conf]
-    if os.path.exists(CLOUD_PYTHON):
-        apply += ['--nova-python', CLOUD_PYTHON]
+    if setup.pages:
+        say(f'hugepages: {setup.pages.label} pages ({setup.pages.why})')
+        reserve_hugepages(setup.pages, root)
+    apply, restart, tag = setup.commands
     run(apply)
-    run([CLOUD_CTL, 'restart-compute'])
+    run(restart)
     deadline = time.monotonic() + PCPU_TIMEOUT
     while not (pcpu := pcpu_total(conn)):
         if time.monotonic() > deadline:
             raise CloudError(f'no PCPU inventory {PCPU_TIMEOUT} s after '
-                             'the compute restart', source=nova_conf,
+                             'the compute restart', source=setup.nova_conf,
                              key='compute.cpu_dedicated_set')
         time.sleep(2)
     say(f'compute: {pcpu} PCPU in Placement, {BASE_FLAVOR["vcpus"]} per '
         'pinned guest: tuned guests at once, at most '
         f'{pcpu // BASE_FLAVOR["vcpus"]} (more get NoValidHost)')
+    run(tag)
+
+
+# -- an operator's cloud (--os-cloud) ---------------------------------------
+
+@dataclasses.dataclass
+class RemoteSetup:
+    """What the job knows and does about another cloud's computes."""
+
+    profile: str
+    why: str
+    facts: dict           # facts of a compute of the cloud, or None
+    facts_args: list      # how kvmtune commands name those facts
+    source: str           # where those facts came from (or why none)
+    commands: list        # argv lists the job runs (cloud writes, reads)
+
+
+def compute_facts(compute_facts_file, this_facts, node_names):
+    """(facts, kvmtune args naming them, where they come from) of a
+    compute of the cloud; (None, [], why not) when the job has none."""
+    from kvmtune import facts as host_facts
+
+    if compute_facts_file:
+        found = host_facts.load(compute_facts_file)
+        return found, ['--facts', compute_facts_file], (
+            f'compute {found.get("hostname")} from {compute_facts_file}')
+    here = this_facts.get('hostname')
+    if here and here in node_names:
+        return this_facts, [], (f'this host: it is compute node {here} of '
+                                'the cloud')
+    return None, [], (f'this host ({here}) is none of the cloud\'s compute '
+                      f'nodes ({", ".join(sorted(node_names)) or "none"}) '
+                      'and no --compute-facts was given')
+
+
+def remote_setup(cloud_name, this_facts, node_names, kvmtune, max_vms,
+                 ram_mb, compute_facts_file=None, profile_name=None):
+    """The tuned profile and the cloud-side steps for an operator's
+    cloud; nothing on this host is changed."""
+    found, facts_args, source = compute_facts(compute_facts_file,
+                                              this_facts, node_names)
+    if found is not None:
+        name, why = tuned_profile(found)
+        why = why.replace('this host', f'compute {found.get("hostname")}')
+    else:
+        name, why = TUNED_PROFILES[False], (
+            'no facts of the cloud\'s computes, so EPT/NPT is unknown: '
+            'pinning + 2 MB pages, which requires no trait')
+    if profile_name:
+        name, why = profile_name, 'named by --tuned-profile'
+    commands = []
+    if found is not None:
+        check_traits(load_profile(name), found)
+        commands.append([kvmtune, 'plan', '--profile', name, *facts_args])
+        commands.append([kvmtune, 'host', 'tag', '--os-cloud', cloud_name,
+                         *facts_args])
+    return RemoteSetup(name, why, found, facts_args, source, commands)
+
+
+def operator_steps(setup, cloud_name, max_vms, ram_mb):
+    """Lines saying what the operator does on each compute host."""
+    profile = setup.profile
+    steps = [f'on each compute host of cloud {cloud_name} (not done by this '
+             'job):',
+             f'  kvmtune plan --profile {profile}   (what it needs there)',
+             f'  kvmtune nova-conf apply --profile {profile} --config '
+             '/etc/nova/nova.conf, then restart nova-compute']
+    if setup.facts is not None:
+        pages = guest_pages(load_profile(profile), setup.facts, max_vms,
+                            ram_mb)
+        if pages:
+            steps.append(f'  {pages.count} free {pages.label} pages for '
+                         f'{max_vms} guests of {ram_mb} MB ({pages.why}); '
+                         'boot-time pool: ' + ' '.join(pages.kernel_args))
+    else:
+        steps.append('  the huge pages and kernel arguments the plan names')
+    steps.append(f'  kvmtune host tag --os-cloud {cloud_name}   '
+                 '(CUSTOM_KVMTUNE_* traits from that host\'s facts)')
+    return steps
+
+
+def compute_node_names(conn):
+    """Hypervisor hostnames of the cloud (admin); empty when hidden."""
+    try:
+        return {h.name for h in conn.compute.hypervisors()}
+    except Exception as exc:  # a non-admin account may not list them
+        say(f'compute nodes: not listed ({type(exc).__name__}): '
+            'tagging needs --compute-facts')
+        return set()
 
 
 def local_cloud_emulated():
@@ -327,10 +600,19 @@ def parse_args(argv):
                                 description=__doc__.split('\n\n')[0])
     p.add_argument('--os-cloud', metavar='CLOUD',
                    help='Use this cloud (clouds.yaml, admin) instead of '
-                        'bringing up the local test cloud.')
+                        'bringing up the local test cloud; nothing on this '
+                        'host is changed.')
+    p.add_argument('--compute-facts', metavar='FILE',
+                   help='With --os-cloud: facts of the cloud\'s compute '
+                        '(kvmtune host inspect --format json there); the '
+                        'job then picks the tuned profile from them and '
+                        'tags that compute.')
     p.add_argument('--max-vms', type=int, default=3,
                    help='Largest VM count of the sweep (default 3).')
     p.add_argument('--workload', default='fio-randread-4k')
+    p.add_argument('--runtime', type=int, metavar='SECONDS',
+                   help='Seconds each workload runs in the guests (the '
+                        'task\'s default: 10).')
     p.add_argument('--baseline', metavar='FILE',
                    help='Bare-metal result from kvmtune baseline.')
     p.add_argument('--emulated', action='store_true',
@@ -339,10 +621,37 @@ def parse_args(argv):
                         'the local test cloud).')
     p.add_argument('--tuned-profile', metavar='NAME',
                    help='The tuned profile (default: pinned-hugepages-ept '
-                        'when this host has EPT/NPT, else pinned-hugepages).')
+                        'when the compute has EPT/NPT, else '
+                        'pinned-hugepages).')
     p.add_argument('--state-dir', default=STATE_DIR,
                    help=f'Rally DB and results (default {STATE_DIR}).')
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.compute_facts and not args.os_cloud:
+        p.error('--compute-facts goes with --os-cloud (the local test '
+                'cloud\'s compute is this host)')
+    return args
+
+
+def prepare_local(args, kvmtune, this_facts):
+    """Local test cloud: up, then its compute (this host) decided."""
+    cloud_name = local_cloud()
+    nova_conf = cloud_env()['KVMTUNE_NOVA_CONF']
+    setup = local_setup(
+        this_facts, kvmtune, cloud_name, nova_conf, args.max_vms,
+        BASE_FLAVOR['ram'], args.tuned_profile,
+        CLOUD_PYTHON if os.path.exists(CLOUD_PYTHON) else None)
+    say(f'tuned profile {setup.profile}: {setup.why}')
+    return cloud_name, setup
+
+
+def prepare_remote(args, kvmtune, this_facts, conn):
+    """An operator's cloud: the tuned profile and what to tell."""
+    setup = remote_setup(args.os_cloud, this_facts, compute_node_names(conn),
+                         kvmtune, args.max_vms, BASE_FLAVOR['ram'],
+                         args.compute_facts, args.tuned_profile)
+    say(f'compute facts: {setup.source}')
+    say(f'tuned profile {setup.profile}: {setup.why}')
+    return setup
 
 
 def main(argv=None):
@@ -352,40 +661,48 @@ def main(argv=None):
         os.makedirs(args.state_dir, exist_ok=True)
         run([kvmtune, 'image', 'build'])
         from kvmtune import facts
-
-        tuned, why = tuned_profile(facts.gather())
-        if args.tuned_profile:
-            tuned, why = args.tuned_profile, 'named by --tuned-profile'
-        say(f'tuned profile {tuned}: {why}')
-        cloud_name = args.os_cloud or local_cloud()
-        emulated = args.emulated or (not args.os_cloud
-                                     and local_cloud_emulated())
         import openstack
 
-        conn = openstack.connect(cloud=cloud_name)
+        this_facts = facts.gather()
+        if args.os_cloud:
+            cloud_name, emulated = args.os_cloud, args.emulated
+            conn = openstack.connect(cloud=cloud_name)
+            setup = prepare_remote(args, kvmtune, this_facts, conn)
+            facts_args = setup.facts_args
+        else:
+            cloud_name, setup = prepare_local(args, kvmtune, this_facts)
+            emulated = args.emulated or local_cloud_emulated()
+            conn = openstack.connect(cloud=cloud_name)
+            facts_args = []
         upload_image(conn)
         base_flavor(conn)
         flavors = []
-        for profile in (BASE_PROFILE, tuned):
+        for profile in (BASE_PROFILE, setup.profile):
             run([kvmtune, 'flavor', 'apply', '--os-cloud', cloud_name,
-                 '--profile', profile, '--from', BASE_FLAVOR['name']])
+                 '--profile', profile, '--from', BASE_FLAVOR['name'],
+                 *facts_args])
             flavors.append(f'{BASE_FLAVOR["name"]}.{profile}')
         if args.os_cloud:
-            say(f'cloud {cloud_name}: its computes are not this host; '
-                'tuning them (kvmtune nova-conf apply, hugepages) and '
-                'kvmtune host tag are left to the operator')
+            for command in setup.commands:
+                run(command)
+            if setup.facts is None:
+                say(f'host tag: skipped, {setup.source}; give '
+                    '--compute-facts FILE, or run kvmtune host tag on the '
+                    'computes')
+            for line in operator_steps(setup, cloud_name, args.max_vms,
+                                       BASE_FLAVOR['ram']):
+                say(line)
         else:
-            tune_local_compute(conn, kvmtune, tuned, args.max_vms,
-                               BASE_FLAVOR['ram'])
-            run([kvmtune, 'host', 'tag', '--os-cloud', cloud_name])
-        run([kvmtune, 'host', 'inspect'])
-        run([kvmtune, 'plan', '--profile', tuned])
+            tune_local_compute(conn, setup)
+            run([kvmtune, 'host', 'inspect'])
+            run([kvmtune, 'plan', '--profile', setup.profile])
         rally = Rally(args.state_dir)
         rally.use_cloud(f'kvmtune-{cloud_name}', rally_spec(conn.config))
         out_json = os.path.join(args.state_dir, 'disk-scaling.json')
         uuid, sla_ok = rally.sweep(
             TASK, task_args(args.max_vms, args.workload, flavors,
-                            IMAGE_NAME, args.baseline, emulated),
+                            IMAGE_NAME, args.baseline, emulated,
+                            args.runtime),
             out_json, os.path.join(args.state_dir, 'disk-scaling.html'))
         report = [kvmtune, 'report', out_json,
                   '--png', os.path.join(args.state_dir, 'disk-scaling.png'),

@@ -42,12 +42,3 @@ def test_tuned_profile_option():
     assert mainjob.parse_args([]).tuned_profile is None
     args = mainjob.parse_args(['--tuned-profile', 'cpu-pinning'])
     assert args.tuned_profile == 'cpu-pinning'
-
-
-@pytest.mark.parametrize('max_vms, ram_mb, pages', [
-    (1, 256, 128 + mainjob.HUGEPAGE_MARGIN),
-    (3, 256, 384 + mainjob.HUGEPAGE_MARGIN),
-    (2, 255, 256 + mainjob.HUGEPAGE_MARGIN),   # a partial page is a page
-])
-def test_guest_hugepages(max_vms, ram_mb, pages):
-    assert mainjob.guest_hugepages(max_vms, ram_mb) == pages

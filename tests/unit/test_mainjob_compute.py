@@ -1,0 +1,269 @@
+"""The main job's compute decisions, on the fixture hosts.
+
+Local test cloud: which profile, which huge pages (size, count, through
+which sysfs pool) and which commands, with the pages really written into
+a copy of the host's sysfs tree. Operator's cloud (--os-cloud): where the
+compute's facts come from, whether the job tags, what it tells. Only the
+commands and the cloud calls are stand-ins.
+"""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from kvmtune import facts
+from kvmtune import plan as plans
+from kvmtune import traits
+from kvmtune import mainjob
+from kvmtune.errors import KvmtuneError
+
+HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
+                     'hosts')
+NOVA_CONF = '/var/lib/kvmtune-cloud/etc/nova/nova-compute.conf'
+POOL = os.path.join('sys', 'kernel', 'mm', 'hugepages', 'hugepages-{}kB',
+                    'nr_hugepages')
+KB_2M, KB_1G = 2048, 1024 * 1024
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A writable copy of a fixture host's tree and its facts."""
+    def copy(name):
+        root = tmp_path / name
+        shutil.copytree(os.path.join(HOSTS, name), root, symlinks=True)
+        return str(root), facts.gather(str(root))
+    return copy
+
+
+def pool(root, kb):
+    with open(os.path.join(root, POOL.format(kb))) as f:
+        return int(f.read())
+
+
+class Commands:
+    """Records the commands the job would run, and answers PCPU."""
+
+    def __init__(self, monkeypatch):
+        self.ran = []
+        monkeypatch.setattr(mainjob, 'run', self.run)
+        monkeypatch.setattr(mainjob, 'pcpu_total', lambda conn: 2)
+
+    def run(self, argv, env=None, capture=False):
+        self.ran.append(list(argv))
+
+
+def setup_for(host_facts, max_vms=3, ram_mb=256, profile=None,
+              nova_python=None):
+    return mainjob.local_setup(host_facts, 'kvmtune', 'kvmtune-admin',
+                               NOVA_CONF, max_vms, ram_mb, profile,
+                               nova_python)
+
+
+def commands(profile, nova_python=None):
+    apply = ['kvmtune', 'nova-conf', 'apply', '--profile', profile,
+             '--config', NOVA_CONF]
+    if nova_python:
+        apply += ['--nova-python', nova_python]
+    return [apply, [mainjob.CLOUD_CTL, 'restart-compute'],
+            ['kvmtune', 'host', 'tag', '--os-cloud', 'kvmtune-admin']]
+
+
+# -- local compute: the EPT hosts -------------------------------------------
+
+@pytest.mark.parametrize('name, nodes', [('intel-2s-smt-ept-1g', 2),
+                                         ('amd-epyc-npt', 4)])
+def test_ept_host_small_guests_take_2m_pages(host, monkeypatch, name,
+                                             nodes):
+    root, found = host(name)
+    setup = setup_for(found)
+    assert setup.profile == 'pinned-hugepages-ept'
+    # hw:mem_page_size=large; 256 MB is no whole number of 1 GB pages
+    assert setup.pages.size_kb == KB_2M
+    assert 'large' in setup.pages.why and '1 GB' in setup.pages.why
+    # 3 x 128 pages, 1 per NUMA node Nova keeps, 128 MB of slack
+    assert setup.pages.count == 3 * 128 + nodes + 64
+    assert setup.commands == commands('pinned-hugepages-ept')
+    before_1g = pool(root, KB_1G)
+    ran = Commands(monkeypatch)
+    mainjob.tune_local_compute(None, setup, root)
+    assert pool(root, KB_2M) == max(setup.pages.count,
+                                    found['memory']['hugepages'][0]['total'])
+    assert pool(root, KB_1G) == before_1g
+    assert ran.ran == setup.commands
+
+
+def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
+    root, found = host('intel-2s-smt-ept-1g')
+    setup = setup_for(found, max_vms=3, ram_mb=1024)
+    assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 3 + 2 + 1)
+    assert pool(root, KB_1G) == 32
+    ran = Commands(monkeypatch)
+    mainjob.tune_local_compute(None, setup, root)
+    assert pool(root, KB_1G) == 32      # enough already: never lowered
+    assert pool(root, KB_2M) == 0
+    assert ran.ran == commands('pinned-hugepages-ept')
+
+
+def test_amd_gb_guests_grow_the_1g_pool(host, monkeypatch):
+    root, found = host('amd-epyc-npt')
+    setup = setup_for(found, max_vms=2, ram_mb=2048)
+    assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 4 + 4 + 1)
+    Commands(monkeypatch)
+    mainjob.tune_local_compute(None, setup, root)
+    assert pool(root, KB_1G) == 9
+
+
+def test_kernel_short_of_1g_pages_names_the_boot_arguments(
+        host, monkeypatch):
+    root, found = host('amd-epyc-npt')
+    setup = setup_for(found, max_vms=2, ram_mb=2048)
+    ran = Commands(monkeypatch)
+    # The kernel finds 1 contiguous GB and no more.
+    monkeypatch.setattr(mainjob, '_write_int',
+                        lambda path, value: open(path, 'w').write('1'))
+    with pytest.raises(KvmtuneError) as err:
+        mainjob.tune_local_compute(None, setup, root)
+    line = err.value.line()
+    assert 'the kernel gave 1 of 9 1 GB pages' in line
+    # The plan's kernel arguments for a 1 GB pool on this host
+    args = 'default_hugepagesz=1G hugepagesz=1G hugepages=249'
+    assert args in line and 'GRUB_CMDLINE_LINUX' in line
+    assert setup.pages.kernel_args == args.split()
+    assert '\n' not in line
+    assert ran.ran == []                 # nothing after the pages
+
+
+def test_missing_pool_is_one_line_with_the_boot_arguments(host,
+                                                          monkeypatch):
+    root, found = host('intel-2s-smt-ept-1g')
+    setup = setup_for(found, max_vms=1, ram_mb=1024)
+    shutil.rmtree(os.path.join(root, os.path.dirname(POOL.format(KB_1G))))
+    ran = Commands(monkeypatch)
+    with pytest.raises(KvmtuneError) as err:
+        mainjob.tune_local_compute(None, setup, root)
+    line = err.value.line()
+    assert line.startswith(os.path.join(root, POOL.format(KB_1G)))
+    assert 'no 1 GB page pool' in line
+    assert 'hugepagesz=1G' in line and '\n' not in line
+    assert ran.ran == []
+
+
+@pytest.mark.parametrize('name', ['intel-2s-smt-ept-1g', 'amd-epyc-npt'])
+def test_ept_flavor_trait_is_the_one_host_tag_sets(name):
+    found = facts.gather(os.path.join(HOSTS, name))
+    profile = mainjob.load_profile('pinned-hugepages-ept')
+    plan = plans.build_plan(profile, found)
+    assert plan.extra_specs['trait:' + traits.EPT] == 'required'
+    assert mainjob.required_traits(plan) == {traits.EPT}
+    assert traits.EPT in traits.from_facts(found)
+
+
+# -- local compute: this host (PVM guest, no EPT) ---------------------------
+
+def test_this_host_takes_pinned_hugepages_with_2m_pages(host, monkeypatch):
+    root, found = host('pvm-guest-2cpu')
+    setup = setup_for(found, max_vms=1, nova_python=mainjob.CLOUD_PYTHON)
+    assert setup.profile == 'pinned-hugepages'
+    assert 'no EPT/NPT' in setup.why
+    assert setup.pages.size_kb == KB_2M
+    assert setup.pages.why == 'hw:mem_page_size=2MB'
+    assert setup.pages.count == 128 + 1 + 64
+    assert setup.commands == commands('pinned-hugepages',
+                                      mainjob.CLOUD_PYTHON)
+    ran = Commands(monkeypatch)
+    mainjob.tune_local_compute(None, setup, root)
+    assert pool(root, KB_2M) == 193
+    assert pool(root, KB_1G) == 0
+    assert ran.ran == setup.commands
+
+
+def test_this_host_refuses_the_ept_profile(host):
+    _, found = host('pvm-guest-2cpu')
+    with pytest.raises(KvmtuneError) as err:
+        setup_for(found, profile='pinned-hugepages-ept')
+    assert traits.EPT in err.value.line()
+    assert 'NoValidHost' in err.value.line()
+
+
+def test_profile_without_hugepages_reserves_none(host, monkeypatch):
+    root, found = host('pvm-guest-2cpu')
+    setup = setup_for(found, profile='cpu-pinning')
+    assert setup.pages is None
+    ran = Commands(monkeypatch)
+    mainjob.tune_local_compute(None, setup, root)
+    assert pool(root, KB_2M) == 0
+    assert ran.ran == commands('cpu-pinning')
+
+
+def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
+    found = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
+    path = tmp_path / 'gb.yaml'
+    path.write_text('description: 1G\nsource: test\ntuners:\n'
+                    '  - {name: hugepages, params: {page_size: 1GB}}\n')
+    with pytest.raises(KvmtuneError) as err:
+        mainjob.guest_pages(mainjob.load_profile(str(path)), found, 1, 256)
+    assert 'no whole number of 1 GB pages' in err.value.line()
+    pages = mainjob.guest_pages(mainjob.load_profile(str(path)), found, 2,
+                                2048)
+    assert (pages.size_kb, pages.count) == (KB_1G, 4 + 2 + 1)
+
+
+# -- an operator's cloud -----------------------------------------------------
+
+def remote(this, nodes, compute_facts=None, profile=None):
+    return mainjob.remote_setup('op', this, set(nodes), 'kvmtune', 3, 256,
+                                compute_facts, profile)
+
+
+def test_remote_with_compute_facts_tags_that_compute(tmp_path):
+    intel = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
+    path = tmp_path / 'compute.json'
+    path.write_text(json.dumps(intel))
+    this = facts.gather(os.path.join(HOSTS, 'pvm-guest-2cpu'))
+    setup = remote(this, ['compute-intel-1'], str(path))
+    assert setup.profile == 'pinned-hugepages-ept'
+    assert 'compute compute-intel-1 has EPT/NPT' in setup.why
+    assert setup.commands == [
+        ['kvmtune', 'plan', '--profile', 'pinned-hugepages-ept',
+         '--facts', str(path)],
+        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--facts',
+         str(path)]]
+    steps = mainjob.operator_steps(setup, 'op', 3, 256)
+    assert any('nova-conf apply --profile pinned-hugepages-ept' in s
+               for s in steps)
+    assert any(s.startswith('  450 free 2 MB pages for 3 guests')
+               for s in steps)
+
+
+def test_remote_this_host_is_a_compute():
+    this = facts.gather(os.path.join(HOSTS, 'pvm-guest-2cpu'))
+    setup = remote(this, ['vm', 'other'])
+    assert setup.facts is this
+    assert setup.profile == 'pinned-hugepages'
+    assert setup.commands == [
+        ['kvmtune', 'plan', '--profile', 'pinned-hugepages'],
+        ['kvmtune', 'host', 'tag', '--os-cloud', 'op']]
+
+
+def test_remote_without_facts_does_not_tag():
+    this = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
+    setup = remote(this, ['compute-7'])
+    # this host has EPT, but it is not the cloud's compute
+    assert setup.profile == 'pinned-hugepages'
+    assert setup.facts is None and setup.commands == []
+    assert 'compute-7' in setup.source and '--compute-facts' in \
+        setup.source
+    steps = mainjob.operator_steps(setup, 'op', 3, 256)
+    assert steps[-1].startswith('  kvmtune host tag --os-cloud op')
+    assert steps[-2] == ('  the huge pages and kernel arguments the plan '
+                         'names')
+
+
+def test_compute_facts_only_with_os_cloud():
+    with pytest.raises(SystemExit):
+        mainjob.parse_args(['--compute-facts', 'x.json'])
+    args = mainjob.parse_args(['--os-cloud', 'c', '--runtime', '5'])
+    assert args.runtime == 5
+    assert mainjob.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
