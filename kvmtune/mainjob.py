@@ -401,7 +401,12 @@ def reserve_hugepages(pages, root='/'):
         say(f'hugepages: {before} x {pages.label} already, {pages.count} '
             'needed')
         return
-    _write_int(path, pages.count)
+    try:
+        _write_int(path, pages.count)
+    except OSError as exc:
+        raise CloudError(f'cannot grow the {pages.label} pool: '
+                         f'{exc.strerror}', source=path,
+                         fix='run the job as root on the compute') from None
     got = _read_int(path)
     if got < pages.count:
         # Large pages need contiguous free memory: 1 GB ones rarely
