@@ -638,7 +638,11 @@ def parse_args(argv):
 
 
 def prepare_local(args, kvmtune, this_facts):
-    """Local test cloud: up, then its compute (this host) decided."""
+    """Local test cloud: up, and its compute (this host) decided."""
+    # Decide before starting anything: a profile this host cannot serve
+    # (a trait host tag will not set, a page size) stops here.
+    local_setup(this_facts, kvmtune, None, None, args.max_vms,
+                BASE_FLAVOR['ram'], args.tuned_profile)
     cloud_name = local_cloud()
     nova_conf = cloud_env()['KVMTUNE_NOVA_CONF']
     setup = local_setup(

@@ -267,3 +267,68 @@ def test_compute_facts_only_with_os_cloud():
     args = mainjob.parse_args(['--os-cloud', 'c', '--runtime', '5'])
     assert args.runtime == 5
     assert mainjob.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
+
+
+class FakeConn:
+    """An openstacksdk connection listing one compute node."""
+
+    def __init__(self, node):
+        class Hypervisor:
+            name = node
+
+        class Compute:
+            def hypervisors(self):
+                return [Hypervisor()]
+        self.compute = Compute()
+        self.config = None
+
+
+class FakeRally:
+    def __init__(self, state_dir):
+        self.dir = state_dir
+
+    def use_cloud(self, name, spec):
+        pass
+
+    def sweep(self, task, args, out_json, out_html):
+        FakeRally.args = args
+        return 'task-1', True
+
+
+def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
+    this = facts.gather()
+    ran = Commands(monkeypatch)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError('touches this host or starts a cloud')
+    for name in ('local_cloud', 'tune_local_compute', 'reserve_hugepages',
+                 '_write_int', 'cloud_env'):
+        monkeypatch.setattr(mainjob, name, forbidden)
+    monkeypatch.setattr(mainjob, 'upload_image', lambda conn: None)
+    monkeypatch.setattr(mainjob, 'base_flavor', lambda conn: None)
+    monkeypatch.setattr(mainjob, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(mainjob, 'Rally', FakeRally)
+    monkeypatch.setattr(mainjob, 'bin_path', lambda name: name)
+    import openstack
+    monkeypatch.setattr(openstack, 'connect',
+                        lambda cloud: FakeConn(this['hostname']))
+    rc = mainjob.main(['--os-cloud', 'op', '--max-vms', '1', '--runtime',
+                       '5', '--state-dir', str(tmp_path)])
+    assert rc == 0
+    profile = mainjob.tuned_profile(this)[0]
+    assert ran.ran[:3] == [
+        ['kvmtune', 'image', 'build'],
+        ['kvmtune', 'flavor', 'apply', '--os-cloud', 'op', '--profile',
+         'baseline', '--from', 'm1.bench'],
+        ['kvmtune', 'flavor', 'apply', '--os-cloud', 'op', '--profile',
+         profile, '--from', 'm1.bench']]
+    assert ran.ran[3:5] == [
+        ['kvmtune', 'plan', '--profile', profile],
+        ['kvmtune', 'host', 'tag', '--os-cloud', 'op']]
+    assert ran.ran[5][:3] == ['kvmtune', 'report',
+                              str(tmp_path / 'disk-scaling.json')]
+    assert not any(mainjob.CLOUD_CTL in argv for argv in ran.ran)
+    assert FakeRally.args['runtime'] == 5
+    assert FakeRally.args['emulated'] is False
+    out = capsys.readouterr().out
+    assert 'main-job: on each compute host of cloud op' in out
