@@ -476,30 +476,45 @@ class RemoteSetup:
     commands: list        # argv lists the job runs (cloud writes, reads)
 
 
+def node_named(hostname, node_names):
+    """The compute node a host is: same name, or the same first label
+    (libvirt may report the FQDN of a host whose name is short)."""
+    if not hostname:
+        return None
+    for node in sorted(node_names):
+        if node == hostname or node.split('.')[0] == hostname:
+            return node
+    return None
+
+
 def compute_facts(compute_facts_file, this_facts, node_names):
-    """(facts, kvmtune args naming them, where they come from) of a
-    compute of the cloud; (None, [], why not) when the job has none."""
+    """(facts, compute node or None, where they come from) of a compute
+    of the cloud; (None, None, why not) when the job has none."""
     from kvmtune import facts as host_facts
 
     if compute_facts_file:
         found = host_facts.load(compute_facts_file)
-        return found, ['--facts', compute_facts_file], (
+        return found, node_named(found.get('hostname'), node_names), (
             f'compute {found.get("hostname")} from {compute_facts_file}')
     here = this_facts.get('hostname')
-    if here and here in node_names:
-        return this_facts, [], (f'this host: it is compute node {here} of '
-                                'the cloud')
-    return None, [], (f'this host ({here}) is none of the cloud\'s compute '
-                      f'nodes ({", ".join(sorted(node_names)) or "none"}) '
-                      'and no --compute-facts was given')
+    node = node_named(here, node_names)
+    if node:
+        return this_facts, node, (f'this host: it is compute node {node} '
+                                  'of the cloud')
+    return None, None, (f'this host ({here}) is none of the cloud\'s '
+                        'compute nodes '
+                        f'({", ".join(sorted(node_names)) or "none"}) and '
+                        'no --compute-facts was given')
 
 
 def remote_setup(cloud_name, this_facts, node_names, kvmtune, max_vms,
                  ram_mb, compute_facts_file=None, profile_name=None):
     """The tuned profile and the cloud-side steps for an operator's
     cloud; nothing on this host is changed."""
-    found, facts_args, source = compute_facts(compute_facts_file,
-                                              this_facts, node_names)
+    found, node, source = compute_facts(compute_facts_file, this_facts,
+                                        node_names)
+    facts_args = ['--facts', compute_facts_file] if compute_facts_file \
+        else []
     if found is not None:
         name, why = tuned_profile(found)
         why = why.replace('this host', f'compute {found.get("hostname")}')
@@ -513,8 +528,11 @@ def remote_setup(cloud_name, this_facts, node_names, kvmtune, max_vms,
     if found is not None:
         check_traits(load_profile(name), found)
         commands.append([kvmtune, 'plan', '--profile', name, *facts_args])
+        # Without a node of that name host tag picks the only node, or
+        # says which names there are.
         commands.append([kvmtune, 'host', 'tag', '--os-cloud', cloud_name,
-                         *facts_args])
+                         *facts_args, *(['--hypervisor', node] if node
+                                        else [])])
     return RemoteSetup(name, why, found, facts_args, source, commands)
 
 

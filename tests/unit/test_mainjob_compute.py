@@ -229,7 +229,7 @@ def test_remote_with_compute_facts_tags_that_compute(tmp_path):
         ['kvmtune', 'plan', '--profile', 'pinned-hugepages-ept',
          '--facts', str(path)],
         ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--facts',
-         str(path)]]
+         str(path), '--hypervisor', 'compute-intel-1']]
     steps = mainjob.operator_steps(setup, 'op', 3, 256)
     assert any('nova-conf apply --profile pinned-hugepages-ept' in s
                for s in steps)
@@ -237,14 +237,29 @@ def test_remote_with_compute_facts_tags_that_compute(tmp_path):
                for s in steps)
 
 
-def test_remote_this_host_is_a_compute():
+@pytest.mark.parametrize('node', ['vm', 'vm.example.org'])
+def test_remote_this_host_is_a_compute(node):
     this = facts.gather(os.path.join(HOSTS, 'pvm-guest-2cpu'))
-    setup = remote(this, ['vm', 'other'])
+    setup = remote(this, [node, 'other'])
     assert setup.facts is this
     assert setup.profile == 'pinned-hugepages'
+    assert setup.source == f'this host: it is compute node {node} of the ' \
+        'cloud'
     assert setup.commands == [
         ['kvmtune', 'plan', '--profile', 'pinned-hugepages'],
-        ['kvmtune', 'host', 'tag', '--os-cloud', 'op']]
+        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--hypervisor',
+         node]]
+
+
+def test_remote_facts_file_of_an_unlisted_compute(tmp_path):
+    path = tmp_path / 'compute.json'
+    path.write_text(json.dumps(facts.gather(os.path.join(
+        HOSTS, 'amd-epyc-npt'))))
+    this = facts.gather(os.path.join(HOSTS, 'pvm-guest-2cpu'))
+    setup = remote(this, ['n1', 'n2'], str(path))
+    # host tag then looks for compute-amd-1 itself and names the nodes
+    assert setup.commands[-1] == ['kvmtune', 'host', 'tag', '--os-cloud',
+                                  'op', '--facts', str(path)]
 
 
 def test_remote_without_facts_does_not_tag():
@@ -324,7 +339,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
          profile, '--from', 'm1.bench']]
     assert ran.ran[3:5] == [
         ['kvmtune', 'plan', '--profile', profile],
-        ['kvmtune', 'host', 'tag', '--os-cloud', 'op']]
+        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--hypervisor',
+         this['hostname']]]
     assert ran.ran[5][:3] == ['kvmtune', 'report',
                               str(tmp_path / 'disk-scaling.json')]
     assert not any(mainjob.CLOUD_CTL in argv for argv in ran.ran)
