@@ -310,9 +310,12 @@ def guest_pages(profile, facts, max_vms, ram_mb):
                 if tuner else 0)
     count = (max_vms * -(-ram_kb // size_kb) + reserved +
              -(-HUGEPAGE_MARGIN_MB * 1024 // size_kb))
-    # The plan's boot-time pool of this size (the profile's own sizing)
+    # The plan's boot-time pool of this size (the profile's own sizing),
+    # never smaller than what the job needs.
     boot = tuner.pool_args() if tuner else [
-        f'hugepagesz={_pool_name(size_kb)}', f'hugepages={count}']
+        f'hugepagesz={_pool_name(size_kb)}', 'hugepages=0']
+    boot = [f'hugepages={max(int(arg.split("=")[1]), count)}'
+            if arg.startswith('hugepages=') else arg for arg in boot]
     return Pages(size_kb, count, why, boot)
 
 

@@ -106,6 +106,17 @@ def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
     assert ran.ran == commands('pinned-hugepages-ept')
 
 
+def test_boot_arguments_hold_at_least_the_pages_needed():
+    intel = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
+    profile = mainjob.load_profile('pinned-hugepages-ept')
+    # the plan keeps the 32 x 1 GB pool the host has ...
+    assert mainjob.guest_pages(profile, intel, 3, 1024).kernel_args == [
+        'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=32']
+    # ... unless the guests need more
+    assert mainjob.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
+        == 'hugepages=43'
+
+
 def test_amd_gb_guests_grow_the_1g_pool(host, monkeypatch):
     root, found = host('amd-epyc-npt')
     setup = setup_for(found, max_vms=2, ram_mb=2048)
