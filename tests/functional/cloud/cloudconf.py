@@ -13,23 +13,29 @@ HOST = '127.0.0.1'
 PORTS = {'keystone': 5000, 'placement': 8778, 'glance': 9292,
          'nova-api': 8774, 'network': 9696}
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
-             'nova_cell0')
+             'nova_cell0', 'neutron')
 DB_USER = 'kvmtune_cloud'
 RABBIT_VHOST = 'kvmtune_cloud'
 REGION = 'RegionOne'
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
+NETWORKS = ('neutron', 'stub')
 CATALOG = (  # (name, type, URL): Keystone's own comes from bootstrap
     ('nova', 'compute', 'http://%s:%d/v2.1' % (HOST, PORTS['nova-api'])),
     ('placement', 'placement', 'http://%s:%d' % (HOST, PORTS['placement'])),
     ('glance', 'image', 'http://%s:%d' % (HOST, PORTS['glance'])),
-    # netstub.py: not Neutron, see README.
-    ('kvmtune-netstub', 'network', 'http://%s:%d' % (HOST, PORTS['network'])),
 )
 FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
            'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
            'ServerGroupAffinityFilter', 'NUMATopologyFilter')
 FAKE_DRIVER = 'kvmtune_numa_fake.KvmtuneNUMAFakeDriver'
 LIBVIRT_DRIVER = 'libvirt.LibvirtDriver'
+
+
+def catalog(network):
+    """CATALOG plus the network endpoint: real Neutron or netstub.py
+    (not Neutron, see README), both on the same port."""
+    name = 'neutron' if network == 'neutron' else 'kvmtune-netstub'
+    return CATALOG + ((name, 'network', url('network')),)
 
 
 class Layout:
@@ -82,7 +88,7 @@ def render(sections):
     return out.getvalue()
 
 
-def _authtoken(secrets, user):
+def authtoken(secrets, user):
     return {'www_authenticate_uri': url('keystone', '/v3'),
             'auth_url': url('keystone', '/v3'), 'auth_type': 'password',
             'project_domain_name': 'Default', 'user_domain_name': 'Default',
@@ -90,8 +96,8 @@ def _authtoken(secrets, user):
             'password': secrets[user]}
 
 
-def _service_auth(secrets, user):
-    auth = _authtoken(secrets, user)
+def service_auth(secrets, user):
+    auth = authtoken(secrets, user)
     del auth['www_authenticate_uri']
     auth['region_name'] = REGION
     return auth
@@ -125,7 +131,7 @@ def keystone(layout, secrets):
 
 def placement(layout, secrets):
     return {'api': {'auth_strategy': 'keystone'},
-            'keystone_authtoken': _authtoken(secrets, 'placement'),
+            'keystone_authtoken': authtoken(secrets, 'placement'),
             'placement_database': {'connection':
                                    db_url(secrets, 'placement')}}
 
@@ -141,18 +147,26 @@ def glance(layout, secrets):
             'os_glance_tasks_store': {
                 'filesystem_store_datadir': os.path.join(data, 'tasks')},
             'database': {'connection': db_url(secrets, 'glance')},
-            'keystone_authtoken': _authtoken(secrets, 'glance'),
+            'keystone_authtoken': authtoken(secrets, 'glance'),
             'paste_deploy': {'flavor': 'keystone'},
             'oslo_concurrency': {'lock_path': os.path.join(data, 'lock')}}
 
 
-def nova(layout, secrets):
+def transport_url():
+    return 'rabbit://guest:guest@%s:5672/%s' % (HOST, RABBIT_VHOST)
+
+
+def nova(layout, secrets, network):
     """Settings every nova service reads (API, conductor, scheduler)."""
     state = os.path.join(layout.data, 'nova')
+    neutron = service_auth(secrets, 'neutron')
+    if network == 'stub':
+        # See netstub.py: the network endpoint answers port reads only.
+        # (It is in the catalog too; this saves Nova the lookup.)
+        neutron['endpoint_override'] = url('network')
     return {
         'DEFAULT': {
-            'transport_url': 'rabbit://guest:guest@%s:5672/%s' % (
-                HOST, RABBIT_VHOST),
+            'transport_url': transport_url(),
             'my_ip': HOST, 'state_path': state,
             # `down` waits for this, then SIGKILLs.
             'graceful_shutdown_timeout': 10,
@@ -162,12 +176,11 @@ def nova(layout, secrets):
                  os.path.join(layout.nova_dir, 'api-paste.ini')},
         'api_database': {'connection': db_url(secrets, 'nova_api')},
         'database': {'connection': db_url(secrets, 'nova')},
-        'keystone_authtoken': _authtoken(secrets, 'nova'),
-        'placement': _service_auth(secrets, 'placement'),
+        'keystone_authtoken': authtoken(secrets, 'nova'),
+        'placement': service_auth(secrets, 'placement'),
         'glance': {'endpoint_override': url('glance')},
-        # See netstub.py: the network endpoint answers port reads only.
-        'neutron': dict(_service_auth(secrets, 'neutron'),
-                        endpoint_override=url('network')),
+        # Real Neutron is found in the catalog.
+        'neutron': neutron,
         'conductor': {'workers': 1},
         'scheduler': {'workers': 1,
                       'discover_hosts_in_cells_interval': -1},

@@ -1,11 +1,13 @@
 """kvmtune test cloud: a real single-host OpenStack on 127.0.0.1.
 
-Keystone, Placement, Glance and Nova (API, conductor, scheduler, compute)
-from PyPI in their own venv, MariaDB and RabbitMQ from Debian, state under
-$KVMTUNE_CLOUD_DIR (default /var/lib/kvmtune-cloud). See README.md.
+Keystone, Placement, Glance, Nova (API, conductor, scheduler, compute) and
+Neutron (ML2/OVS, userspace datapath) from PyPI in their own venv, MariaDB,
+RabbitMQ and Open vSwitch from Debian, state under $KVMTUNE_CLOUD_DIR
+(default /var/lib/kvmtune-cloud). See README.md.
 
   install                 install what is missing (apt, venv, fake driver)
   up [--compute MODE]     fresh cloud; MODE fake (default) or libvirt
+     [--network NET]      neutron (default with libvirt) or stub (fake)
   down                    stop exactly what `up` started
   env                     shell exports for tests (no secrets)
   restart-compute         restart nova-compute, wait for its inventory
@@ -27,6 +29,7 @@ import sys
 import time
 
 import cloudconf
+import netcloud
 import procs
 import rest
 
@@ -37,7 +40,7 @@ DRIVER_SOURCE = os.path.join(HERE, 'kvmtune_numa_fake.py')
 APT_BASE = ('mariadb-server', 'rabbitmq-server', 'python3-venv')
 APT_LIBVIRT = ('libvirt-daemon', 'libvirt-daemon-driver-qemu',
                'libvirt-clients', 'qemu-system-x86', 'qemu-utils',
-               'genisoimage', 'pkg-config', 'libvirt-dev')
+               'genisoimage', 'pkg-config', 'libvirt-dev') + netcloud.APT
 QEMU_CONF = '/etc/libvirt/qemu.conf'
 QEMU_CONF_BLOCK = """
 # kvmtune test cloud: root-run QEMU without cgroups or a security driver
@@ -366,14 +369,14 @@ def _new_secrets():
             ('db', 'admin', 'member') + cloudconf.SERVICE_USERS}
 
 
-def write_configs(lay, secrets, mode, virt_type):
+def write_configs(lay, secrets, mode, virt_type, network):
     files = {
         lay.keystone_conf: cloudconf.keystone(lay, secrets),
         os.path.join(lay.placement_dir, 'placement.conf'):
             cloudconf.placement(lay, secrets),
         os.path.join(lay.glance_dir, 'glance-api.conf'):
             cloudconf.glance(lay, secrets),
-        lay.nova_conf: cloudconf.nova(lay, secrets),
+        lay.nova_conf: cloudconf.nova(lay, secrets, network),
         lay.compute_conf: cloudconf.compute(lay, mode, virt_type),
     }
     for path, sections in files.items():
@@ -385,6 +388,8 @@ def write_configs(lay, secrets, mode, virt_type):
     for sub in ('glance/images', 'glance/staging', 'glance/tasks',
                 'glance/lock', 'nova/lock', 'nova/instances'):
         os.makedirs(os.path.join(lay.data, sub), exist_ok=True)
+    if network == 'neutron':
+        netcloud.write_configs(lay, secrets)
 
 
 def _gunicorn(lay, name, target, env, threads=4):
@@ -408,7 +413,7 @@ def _write_key_repository(path):
         procs.write_file(os.path.join(path, index), key, 0o600)
 
 
-def _keystone_chain(lay, secrets, pids):
+def _keystone_chain(lay, secrets, pids, network):
     conf = ['--config-file', lay.keystone_conf]
     km = bin_('keystone-manage')
     procs.run(lay, 'keystone-manage', [km] + conf + ['db_sync'])
@@ -435,7 +440,7 @@ def _keystone_chain(lay, secrets, pids):
                  for r in ('admin', 'service', 'member')}
         services = [pool.submit(keystone.service, name, type_, endpoint,
                                 cloudconf.REGION)
-                    for name, type_, endpoint in cloudconf.CATALOG]
+                    for name, type_, endpoint in cloudconf.catalog(network)]
         users = [pool.submit(keystone.user, user, secrets[user],
                              service_project.result(),
                              [roles['admin'].result(),
@@ -479,6 +484,14 @@ def _nova_chain(lay, pids):
     pids['nova-api'] = _gunicorn(
         lay, 'nova-api', 'nova.wsgi.osapi_compute:application',
         {'OS_NOVA_CONFIG_DIR': lay.nova_dir})
+
+
+def _neutron_chain(lay, pids):
+    netcloud.db_sync(lay, bin_)
+    pids['neutron-api'] = _gunicorn(lay, 'network',
+                                    'neutron.wsgi.api:application',
+                                    netcloud.api_env(lay))
+    netcloud.start_rpc_and_agent(lay, pids, bin_)
 
 
 def start_compute(lay, state):
@@ -534,7 +547,9 @@ def cmd_up(args):
         raise CloudError('%s: no such facts file' % args.facts)
     timer = Timer()
     virt_type = args.virt_type or detect_virt_type()
-    state = {'mode': args.compute, 'services': {},
+    network = args.network or ('neutron' if args.compute == 'libvirt'
+                               else 'stub')
+    state = {'mode': args.compute, 'network': network, 'services': {},
              'virt_type': virt_type if args.compute == 'libvirt' else None,
              'facts': os.path.abspath(args.facts) if args.facts else None}
     for sub in ('etc', 'data', 'log', 'run'):
@@ -551,21 +566,29 @@ def cmd_up(args):
     state['started_rabbitmq'] = ensure_rabbitmq()
     procs.save_state(lay, state)
     install_driver()
-    write_configs(lay, secrets, args.compute, virt_type)
+    write_configs(lay, secrets, args.compute, virt_type, network)
     procs.save_state(lay, state)
     timer.phase('prepare', t)
 
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         vhost = pool.submit(reset_rabbit_vhost)
-        reset_databases(secrets)
-        if args.compute == 'libvirt':
-            state['started_daemons'] = ensure_libvirtd(lay)
-        vhost.result()
-    pids['network'] = procs.start(lay, 'network', [
-        sys.executable, os.path.join(HERE, 'netstub.py'),
-        '--port', str(cloudconf.PORTS['network'])])
-    timer.phase('databases', t)
+        ovs = (pool.submit(netcloud.start_ovs, lay, pids)
+               if network == 'neutron' else None)
+        try:
+            reset_databases(secrets)
+            if args.compute == 'libvirt':
+                state['started_daemons'] = ensure_libvirtd(lay)
+            vhost.result()
+            if ovs:
+                state['started_ovs'] = ovs.result()
+        finally:
+            procs.save_state(lay, state)
+    if network == 'stub':
+        pids['network'] = procs.start(lay, 'network', [
+            sys.executable, os.path.join(HERE, 'netstub.py'),
+            '--port', str(cloudconf.PORTS['network'])])
+    timer.phase('databases' + (', ovs' if network == 'neutron' else ''), t)
 
     t = time.monotonic()
 
@@ -573,13 +596,16 @@ def cmd_up(args):
         chain(*chain_args)
         timer.phase('sync+start ' + name, t)
 
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
         chains = [
             pool.submit(timed, 'keystone', _keystone_chain, lay, secrets,
-                        pids),
+                        pids, network),
             pool.submit(timed, 'placement', _placement_chain, lay, pids),
             pool.submit(timed, 'glance', _glance_chain, lay, pids),
             pool.submit(timed, 'nova', _nova_chain, lay, pids)]
+        if network == 'neutron':
+            chains.append(pool.submit(timed, 'neutron', _neutron_chain, lay,
+                                      pids))
         try:
             for future in chains:
                 future.result()
@@ -593,7 +619,7 @@ def cmd_up(args):
             bin_(service), '--config-file', lay.nova_conf])
     pids['nova-compute'] = start_compute(lay, state)
     procs.save_state(lay, state)
-    for service in ('placement', 'glance', 'nova-api'):
+    for service in ('placement', 'glance', 'nova-api', 'network'):
         rest.wait_http(cloudconf.url(service), 60)
     token = _admin_token(secrets)
     provider = wait_provider(token, 180)
@@ -601,18 +627,23 @@ def cmd_up(args):
     state['compute_host'] = provider['name']
     state['provider'] = provider['uuid']
     timer.phase('compute registered+mapped', t)
+    if network == 'neutron':
+        t = time.monotonic()
+        netcloud.wait_agent(token, 120, pids['neutron-openvswitch-agent'])
+        timer.phase('neutron ovs agent alive', t)
 
     procs.write_file(lay.clouds_yaml, cloudconf.clouds_yaml(secrets), 0o600)
     state['up_seconds'] = timer.total()
     procs.save_state(lay, state)
-    timings = {'mode': args.compute, 'up_seconds': state['up_seconds'],
+    timings = {'mode': args.compute, 'network': network,
+               'up_seconds': state['up_seconds'],
                'phases': timer.phases, 'at': time.time()}
     procs.write_file(lay.timings, json.dumps(timings, indent=2))
     inventory = rest.placement_inventories(
         cloudconf.url('placement'), token, provider['uuid'])['inventories']
-    print('kvmtune test cloud up (%s compute%s) in %.1f s' % (
+    print('kvmtune test cloud up (%s compute%s, network %s) in %.1f s' % (
         args.compute, ', virt_type=%s' % virt_type
-        if args.compute == 'libvirt' else '', state['up_seconds']))
+        if args.compute == 'libvirt' else '', network, state['up_seconds']))
     for phase, seconds in timer.phases.items():
         print('  %-28s %6.1f s' % (phase, seconds))
     print('  compute host %s, provider %s'
@@ -649,13 +680,18 @@ def cmd_down(args):
             print('destroyed domain %s' % domain)
     order = ['nova-compute', 'nova-api', 'nova-conductor', 'nova-scheduler',
              'glance', 'placement', 'keystone', 'network']
+    order += list(netcloud.STOP_ORDER)
     stopped = []
-    for name in order + sorted(set(services) - set(order)):
+    ovs = ('ovs-vswitchd', 'ovsdb-server')
+    for name in order + sorted(set(services) - set(order) - set(ovs)):
         pid = services.get(name)
         if pid and procs.alive(pid):
             killed = procs.terminate([pid], STOP_TIMEOUT.get(
                 name, DEFAULT_STOP_TIMEOUT))
             stopped.append(name + (' (SIGKILL)' if killed else ''))
+    if state.get('network') == 'neutron':
+        stopped += netcloud.stop_ovs(state, lambda pids: procs.terminate(
+            pids, DEFAULT_STOP_TIMEOUT))
     # What is left with our marker: gunicorn workers, privsep daemons,
     # virtlogd/libvirtd when this cloud started them.
     leftovers = procs.owned_pids(lay)
@@ -675,6 +711,7 @@ def cmd_down(args):
     if state:
         state['services'] = {}
         state['started_mariadb'] = state['started_rabbitmq'] = False
+        state['started_ovs'] = False
         procs.save_state(lay, state)
     print('stopped: %s' % (', '.join(stopped) or 'nothing was running'))
     return 0
@@ -727,7 +764,8 @@ def cmd_status(args):
     if not services:
         print('no cloud up in %s' % lay.root)
         return 1
-    print('cloud in %s: %s compute' % (lay.root, state.get('mode')))
+    print('cloud in %s: %s compute, network %s' % (
+        lay.root, state.get('mode'), state.get('network', 'stub')))
     total_rss = total_pss = 0
     owned = procs.owned_pids(lay)
     for pid in sorted(owned):
@@ -752,6 +790,7 @@ def cmd_env(args):
     print('export OS_CLOUD=kvmtune-admin')
     print('export KVMTUNE_NOVA_CONF=%s' % lay.compute_conf)
     print('export KVMTUNE_CLOUD_MODE=%s' % state.get('mode', ''))
+    print('export KVMTUNE_CLOUD_NETWORK=%s' % state.get('network', ''))
     return 0
 
 
@@ -768,6 +807,10 @@ def main(argv=None):
     p.add_argument('--compute', choices=('fake', 'libvirt'), default='fake')
     p.add_argument('--facts', help='kvmtune facts JSON: host shape of the '
                    'fake driver (default: 2 nodes x 2 cores x 2 threads)')
+    p.add_argument('--network', choices=cloudconf.NETWORKS,
+                   help='network endpoint: real Neutron (ML2/OVS, '
+                   'userspace datapath) or the read-only stub (default: '
+                   'neutron with libvirt, stub with fake)')
     p.add_argument('--virt-type', choices=('kvm', 'qemu'),
                    help='libvirt virt_type (default: detected)')
     p.set_defaults(func=cmd_up)
