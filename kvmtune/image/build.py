@@ -19,7 +19,7 @@ from kvmtune.image import fio_static
 from kvmtune.image import modules
 
 # Bump when the layout changes, so an old image is not taken as current.
-LAYOUT = 2
+LAYOUT = 3
 DISK_TOOLS = ('fio',)
 NET_TOOLS = ('iperf3', 'sockperf')
 NET_MODULES = ('virtio_net',)
@@ -45,8 +45,10 @@ def _fingerprint(deb_paths, with_net, static_fio):
         h.update(' '.join(fio_static.CONFIGURE).encode())
     for path in deb_paths:
         h.update(os.path.basename(path).encode() + b'\n')
-    h.update(_data('init.sh') + _data('udhcpc.script'))
+    h.update(_data('init.sh') + _data('guestlib.sh') +
+             _data('udhcpc.script'))
     h.update(disk.KERNEL_CMDLINE.encode())
+    h.update(' '.join(modules.WANTED).encode())
     h.update(json.dumps(_templates(), sort_keys=True).encode())
     return h.hexdigest()
 
@@ -104,14 +106,15 @@ def _initrd(root, kernel_root, dest, with_net):
     ordered = modules.load_order(modules_dir, wanted,
                                  modules.builtin_names(modules_dir))
     archive = cpio.Archive()
-    for d in ('bin', 'dev', 'etc', 'lib', 'lib/modules', 'proc', 'sys'):
+    for d in ('bin', 'dev', 'etc', 'etc/kvmtune', 'lib', 'lib/modules',
+              'proc', 'sys'):
         archive.add_dir(d)
     archive.add_file('init', _data('init.sh'), 0o755)
+    archive.add_file('etc/kvmtune/guestlib.sh', _data('guestlib.sh'))
     with open(os.path.join(root, 'bin/busybox'), 'rb') as f:
         archive.add_file('bin/busybox', f.read(), 0o755)
     archive.add_symlink('bin/sh', 'busybox')
     archive.add_file('etc/udhcpc.script', _data('udhcpc.script'), 0o755)
-    archive.add_dir('etc/kvmtune')
     archive.add_dir('etc/kvmtune/workloads')
     for name, command in sorted(_templates().items()):
         archive.add_file(f'etc/kvmtune/workloads/{name}',

@@ -18,8 +18,13 @@ for ko in $(cat /lib/modules/load.order); do
     insmod "/lib/modules/$ko" 2>/dev/null
 done
 
+. /etc/kvmtune/guestlib.sh
+
 say() { echo "$*" > /dev/console; }
 
+# With hold the guest stays up after its verdict, also a failed or late
+# one: Nova's console log API answers 404 once a guest is off, and the
+# reason would be lost. The scenarios delete held guests.
 finish() {
     sync
     if [ "$HOLD" = true ]; then
@@ -34,7 +39,6 @@ status() {  # status ok | late | error <reason> | serving
 
 fail() {
     status error "$*"
-    HOLD=false
     finish
 }
 
@@ -68,6 +72,15 @@ fi
 [ -z "$ID" ] && ID=$(cat /sys/class/dmi/id/product_uuid 2>/dev/null |
     tr 'A-F' 'a-f')
 [ -z "$ID" ] && ID=unknown
+
+# How this guest is virtualized, in its own words (design.md 6).
+clocks=/sys/devices/system/clocksource/clocksource0
+CPUID_SIG=$(cpuid_signature)
+ACCEL=$(guest_accel "$(cat $clocks/available_clocksource 2>/dev/null)" \
+    "$(dmesg | grep -m 1 'Hypervisor detected')" "$CPUID_SIG")
+say "KVMTUNE-GUEST $ID accel=$ACCEL" \
+    "clocksource=$(cat $clocks/current_clocksource 2>/dev/null ||
+        echo unknown)" "hypervisor=${CPUID_SIG:-none}"
 if [ ! -s /tmp/job.json ]; then
     for arg in $(cat /proc/cmdline); do
         case "$arg" in
@@ -108,16 +121,42 @@ mount -o ro -t vfat "$TOOLS_DEV" /media || fail "cannot mount $TOOLS_DEV"
 ln -sf /media/kvmtune/lib/ld-linux-x86-64.so.2 /lib64/ld-linux-x86-64.so.2
 export LD_LIBRARY_PATH=/media/kvmtune/lib
 
+# eth0: the job's address, else the static ipv4 of the config drive's
+# network_data.json (Nova writes one when the subnet has no DHCP server),
+# else DHCP. The MTU of its link there applies in every case.
 if [ -e /sys/class/net/eth0 ]; then
     ip link set lo up
+    set -- $(netdata_eth /mnt/config/openstack/latest/network_data.json \
+        "$(cat /sys/class/net/eth0/address)")
+    gateway=${4:--}
+    case "${3:--}" in
+        -) ;;
+        *) ip link set eth0 mtu "$3" ||
+            fail "cannot set MTU $3 on eth0 (network_data.json)" ;;
+    esac
     ip link set eth0 up
     ADDRESS=$(jget address)
     if [ -n "$ADDRESS" ] && [ "$ADDRESS" != null ]; then
-        ip addr add "$ADDRESS" dev eth0 || fail "cannot set $ADDRESS"
+        FROM=job
+        gateway=-
+    elif [ "$1" = static ]; then
+        ADDRESS=$2
+        FROM=network_data
     else
+        FROM=dhcp
         udhcpc -i eth0 -n -q -t 10 -s /etc/udhcpc.script >/dev/null 2>&1 ||
             fail "no DHCP lease on eth0"
+        ADDRESS=$(ip -4 -o addr show dev eth0 |
+            sed -n 's/.* inet \([0-9.\/]*\).*/\1/p' | head -n 1)
     fi
+    if [ "$FROM" != dhcp ]; then
+        ip addr add "$ADDRESS" dev eth0 ||
+            fail "cannot set $ADDRESS on eth0 ($FROM)"
+        [ "$gateway" = - ] || ip route add default via "$gateway" dev eth0 ||
+            fail "cannot route via $gateway (network_data.json)"
+    fi
+    say "KVMTUNE-NET $ID eth0 ${ADDRESS:-none} from=$FROM" \
+        "mtu=$(cat /sys/class/net/eth0/mtu)"
 fi
 
 # Never benchmark the disk the image booted from (FIELD-NOTES).
@@ -136,7 +175,6 @@ then
     now=$(date +%s)
     if [ "$now" -gt "$START_AT" ]; then
         status late "ready at $now, start_at $START_AT"
-        HOLD=false
         finish
     fi
     sleep $((START_AT - now))

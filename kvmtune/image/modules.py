@@ -11,9 +11,11 @@ from kvmtune.errors import KvmtuneError
 
 # What the guest needs; their dependencies are added by closure.
 #  disks: virtio-blk on virtio-pci; config drive: ISO9660 or vfat on an
-#  IDE/SATA CD-ROM; vfat mounts fail without nls_ascii; network: virtio-net.
+#  IDE/SATA CD-ROM; vfat mounts fail without nls_ascii; network: virtio-net;
+#  cpuid: the guest reads the hypervisor's CPUID signature through
+#  /dev/cpu/0/cpuid to tell QEMU's TCG from KVM (init.sh, guestlib.sh).
 WANTED = (
-    'virtio_pci', 'virtio_blk', 'virtio_net',
+    'virtio_pci', 'virtio_blk', 'virtio_net', 'cpuid',
     'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'nls_iso8859-1', 'nls_utf8',
     'sr_mod', 'ata_piix', 'ahci',
 )
