@@ -50,8 +50,9 @@ def row(console_text, instance_id, role, workload, emulated):
     the guest's own reason; an `ok` guest whose result frame fails
     verification or parsing is `invalid` with the checker's reason.
 
-    :param emulated: the guest ran under QEMU without KVM (TCG); the guest
-        does not say so itself, the task tells
+    :param emulated: the task knows the guest ran under QEMU without KVM
+        (TCG); a guest that says accel=tcg on its console is labelled
+        emulated whatever the task says (images that do not say keep it)
     """
     if console_text is None:
         return vmtable.failed_row(
@@ -75,6 +76,7 @@ def row(console_text, instance_id, role, workload, emulated):
     from kvmtune.workloads import console
     from kvmtune.workloads import parsers
 
+    emulated = console.emulated(console_text, instance_id, emulated)
     try:
         payloads = console.extract(console_text, instance_id)
         results = [parsers.parse(p['tool'], p['raw'], workload=workload,

@@ -5,6 +5,13 @@
     KVMTUNE-RESULT-END <instance>
     KVMTUNE-STATUS <instance> ok | late <why> | error <why> | serving
 
+and, before them, what the guest says of itself::
+
+    KVMTUNE-GUEST <instance> accel=kvm|tcg|unknown clocksource=<name> \
+        hypervisor=<CPUID signature>|none
+    KVMTUNE-NET <instance> eth0 <ip/prefix> from=job|network_data|dhcp \
+        mtu=<n>
+
 A payload is returned only when its byte count and sha256 match; anything
 else raises KvmtuneError naming what is wrong, never a half-read number.
 """
@@ -17,6 +24,9 @@ from kvmtune.errors import KvmtuneError
 BEGIN = 'KVMTUNE-RESULT-BEGIN'
 END = 'KVMTUNE-RESULT-END'
 STATUS = 'KVMTUNE-STATUS'
+GUEST = 'KVMTUNE-GUEST'
+NET = 'KVMTUNE-NET'
+ACCELS = ('kvm', 'tcg', 'unknown')
 
 
 # printk lines ("[   12.345678] ...") that may cut into a payload.
@@ -49,6 +59,51 @@ def status(text, instance_id):
     for match in pattern.finditer(_normalise(text)):
         found = (match.group(1), match.group(2).strip())
     return found
+
+
+def _last_line(text, marker, instance_id):
+    """Words after ``<marker> <instance>`` on its last line, or None."""
+    found = None
+    pattern = re.compile(re.escape(marker) + ' ' + re.escape(instance_id) +
+                         r'[ \t]+([^\n]*)')
+    for match in pattern.finditer(_normalise(text or '')):
+        found = match.group(1).split()
+    return found
+
+
+def _keyed(words):
+    return dict(w.split('=', 1) for w in words if '=' in w)
+
+
+def guest(text, instance_id):
+    """What the guest said of its virtualization, or None (images built
+    before the guest said it): ``{"accel": "kvm" | "tcg" | "unknown",
+    "clocksource": ..., "hypervisor": ...}``."""
+    words = _last_line(text, GUEST, instance_id)
+    if words is None:
+        return None
+    said = _keyed(words)
+    if said.get('accel') not in ACCELS:
+        said['accel'] = 'unknown'
+    return said
+
+
+def emulated(text, instance_id, default):
+    """True when the guest said it runs under TCG, else ``default`` (the
+    caller's knowledge): a guest that says kvm or nothing never clears a
+    label the caller set."""
+    said = guest(text, instance_id)
+    return True if said and said['accel'] == 'tcg' else default
+
+
+def net(text, instance_id):
+    """How the guest configured its NIC, or None: ``{"device": "eth0",
+    "address": "10.0.0.5/24", "from": "job" | "network_data" | "dhcp",
+    "mtu": "1500"}``."""
+    words = _last_line(text, NET, instance_id)
+    if not words or len(words) < 2:
+        return None
+    return dict(_keyed(words[2:]), device=words[0], address=words[1])
 
 
 def extract(text, instance_id):

@@ -124,3 +124,90 @@ def test_guest_reported_failure_is_raised_with_its_reason(state, reason):
     assert console.status(text, ID) == (state, reason)
     with pytest.raises(KvmtuneError, match=f'guest reported {state}'):
         console.extract(text, ID)
+
+
+def test_old_image_says_nothing_of_itself(log):
+    # the fio capture above is from an image that printed no
+    # KVMTUNE-GUEST line: the caller's label stands
+    assert console.guest(log, ID) is None
+    assert console.net(log, ID) is None
+    assert console.emulated(log, ID, False) is False
+    assert console.emulated(log, ID, True) is True
+
+
+@pytest.mark.parametrize('line,accel,emulated_if_caller_said_no', [
+    ('accel=tcg clocksource=tsc hypervisor=TCGTCGTCGTCG', 'tcg', True),
+    ('accel=kvm clocksource=kvm-clock hypervisor=KVMKVMKVM', 'kvm', False),
+    ('accel=unknown clocksource=tsc hypervisor=none', 'unknown', False),
+    # a garbled value is not taken for a verdict
+    ('accel=tc clocksource=tsc', 'unknown', False),
+])
+def test_guest_line(line, accel, emulated_if_caller_said_no):
+    text = f'\x1b[2J{console.GUEST} {ID} {line}\r\nmore\r\n'
+    said = console.guest(text, ID)
+    assert said['accel'] == accel
+    assert console.emulated(text, ID, False) is emulated_if_caller_said_no
+    # a guest saying kvm never clears the caller's label
+    assert console.emulated(text, ID, True) is True
+    assert console.guest(text, 'aaaaaaaa-0000-0000-0000-000000000000') is None
+
+
+def test_net_line():
+    text = (f'{console.NET} {ID} eth0 10.233.0.2/24 from=network_data '
+            'mtu=1400\r\n')
+    assert console.net(text, ID) == {'device': 'eth0',
+                                     'address': '10.233.0.2/24',
+                                     'from': 'network_data', 'mtu': '1400'}
+    assert console.net(f'{console.NET} {ID}\r\n', ID) is None
+
+
+OUTPUTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
+                       'outputs')
+
+
+def capture(name):
+    with open(os.path.join(OUTPUTS, name), 'rb') as f:
+        return f.read().decode('utf-8', 'surrogateescape')
+
+
+def test_real_tcg_guest_says_so():
+    # console-tcg-fio-randread-4k-guest-line.log: a guest of the current
+    # image booted here under QEMU TCG (kvmtune bench local's argv)
+    text = capture('console-tcg-fio-randread-4k-guest-line.log')
+    assert console.guest(text, ID) == {'accel': 'tcg', 'clocksource': 'tsc',
+                                       'hypervisor': 'TCGTCGTCGTCG'}
+    assert console.emulated(text, ID, False) is True
+    (payload,) = console.extract(text, ID)
+    assert payload['workload'] == 'fio-randread-4k'
+    assert console.net(text, ID) is None   # no NIC
+
+
+def test_real_network_data_pair():
+    server = capture('console-tcg-iperf3-network-data-server.log')
+    client = capture('console-tcg-iperf3-network-data-client.log')
+    sid = '44444444-5555-4666-8777-000000000000'
+    cid = '44444444-5555-4666-8777-000000000001'
+    assert console.net(server, sid) == {'device': 'eth0',
+                                        'address': '10.233.8.1/24',
+                                        'from': 'network_data',
+                                        'mtu': '1400'}
+    assert console.net(client, cid)['address'] == '10.233.8.2/24'
+    assert console.status(server, sid) == ('ok', '')
+    (payload,) = console.extract(client, cid)
+    result = parsers.parse(payload['tool'], payload['raw'],
+                           emulated=console.emulated(client, cid, False))
+    assert result['gbit_s'] > 0 and result['emulated'] is True
+
+
+@pytest.mark.parametrize('name,instance', [
+    ('console-tcg-error-hold.log', '33333333-4444-4555-8666-777777777777'),
+    ('console-tcg-error-no-hold.log', '33333333-4444-4555-8666-888888888888'),
+])
+def test_real_refusal_reads_the_same_held_or_not(name, instance):
+    # held: the console ends at the status (the guest stayed up); not
+    # held: the kernel's power-down line follows
+    text = capture(name)
+    assert console.status(text, instance) == (
+        'error', 'refusing /dev/vda: it holds this image')
+    assert console.guest(text, instance)['accel'] == 'tcg'
+    assert ('reboot: Power down' in text) is name.endswith('no-hold.log')

@@ -155,3 +155,28 @@ def test_mask_prefix(run, mask, prefix):
 ])
 def test_guest_accel(run, clocks, dmesg, signature, accel):
     assert run(f'guest_accel "{clocks}" "{dmesg}" "{signature}"') == accel
+
+
+OUTPUTS = os.path.join(HERE, '..', 'fixtures', 'outputs')
+
+
+def test_guest_accel_on_what_a_tcg_guest_showed(run):
+    """Inputs taken from guests booted here under QEMU TCG: the clock
+    sources it offered (a job that cat'ed them), its kernel log (a job that
+    ran dmesg) and the CPUID signature it printed."""
+    from kvmtune.workloads import console
+
+    facts = '22222222-3333-4444-5555-666666666666'
+    with open(os.path.join(OUTPUTS, 'console-tcg-guest-facts.log')) as f:
+        text = f.read()
+    available, current = console.extract(text, facts)[0]['raw'].split(
+        '\n')[:2]
+    assert 'kvm-clock' not in available
+    with open(os.path.join(OUTPUTS, 'console-tcg-guest-dmesg.log'),
+              errors='replace') as f:
+        dmesg = f.read()
+    assert 'Hypervisor detected' not in dmesg
+    signature = console.guest(text, facts)['hypervisor']
+    assert run(f'guest_accel "{available}" "" "{signature}"') == 'tcg'
+    assert console.guest(text, facts) == {
+        'accel': 'tcg', 'clocksource': current, 'hypervisor': signature}

@@ -77,3 +77,31 @@ def test_no_status_line_is_no_result():
     row = guests.row('SeaBIOS\nBooting from ROM...\n', GUEST, 'client',
                      'fio-randread-4k', True)
     assert row['status'] == 'no-result' and 'KVMTUNE-STATUS' in row['reason']
+
+
+def test_a_guest_that_says_nothing_keeps_the_callers_label():
+    # the capture is from an image that printed no KVMTUNE-GUEST line
+    row = guests.row(console_log(), GUEST, 'client', 'fio-randread-4k',
+                     emulated=False)
+    assert row['status'] == 'ok' and row['emulated'] is False
+
+
+def test_a_guest_that_says_tcg_is_emulated_whatever_the_caller_says():
+    path = os.path.join(os.path.dirname(CONSOLE),
+                        'console-tcg-fio-randread-4k-guest-line.log')
+    with open(path, encoding='utf-8', errors='surrogateescape') as f:
+        text = f.read()
+    row = guests.row(text, GUEST, 'client', 'fio-randread-4k',
+                     emulated=False)
+    assert row['status'] == 'ok' and row['emulated'] is True
+    assert row['iops'] > 0
+
+
+def test_a_held_guests_error_is_its_row():
+    path = os.path.join(os.path.dirname(CONSOLE), 'console-tcg-error-hold.log')
+    with open(path, encoding='utf-8', errors='surrogateescape') as f:
+        text = f.read()
+    row = guests.row(text, '33333333-4444-4555-8666-777777777777', 'client',
+                     'fio-randwrite-4k', emulated=False)
+    assert row['status'] == 'error'
+    assert row['reason'] == 'refusing /dev/vda: it holds this image'
