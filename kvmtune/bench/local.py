@@ -4,9 +4,11 @@ Disk workloads: every guest gets its own preallocated scratch data disk
 (vdb). Network workloads: guests pair up as server and client with static
 addresses on a QEMU socket (multicast) network private to the run. Jobs go
 on a config drive (or the kernel command line), all with one common
-``start_at``; results come back on the serial consoles, are verified
-(byte count, sha256) and parsed. A guest that fails or times out is
-reported as such and kept out of the aggregate.
+``start_at``; the addresses go in the config drive's network_data.json as
+Nova writes it for a subnet without DHCP (or in the job, on the command
+line). Results come back on the serial consoles, are verified (byte count,
+sha256) and parsed. A guest that fails or times out is reported as such and
+kept out of the aggregate.
 """
 
 import contextlib
@@ -75,6 +77,8 @@ def _verdict(guest, workload, accel):
            'accel': qemu.accel_label(accel), 'result': None,
            'seconds': (round(guest.ended - guest.started, 1)
                        if guest.ended else None)}
+    # The guest's own word (accel=tcg) labels its figures emulated too.
+    emulated = console.emulated(text, guest.instance_id, accel == 'tcg')
     reported = console.status(text, guest.instance_id)
     if reported is None:
         why = ('timed out' if guest.ended is None else
@@ -96,11 +100,18 @@ def _verdict(guest, workload, accel):
         if not mine:
             raise KvmtuneError(f'no {workload.name} result frame')
         result = parsers.parse(mine[-1]['tool'], mine[-1]['raw'],
-                               workload.name, emulated=accel == 'tcg')
+                               workload.name, emulated=emulated)
     except KvmtuneError as exc:
         return dict(row, status='invalid', reason=exc.line())
     return dict(row, status='ok', reason='', result=result,
                 sha256=mine[-1]['sha256'])
+
+
+def _done(guest):
+    if guest.poll() is not None:
+        return True
+    reported = console.status(guest.console_text(), guest.instance_id)
+    return reported is not None and reported[0] in ('ok', 'late', 'error')
 
 
 def aggregate(rows):
@@ -182,20 +193,24 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                     qemu.data_disk(data, disk_size, fmt)
                 else:
                     nic = (group, f'52:54:00:6b:00:{index:02x}')
+                on_cmdline = job_via == 'cmdline'
                 the_job = jobs.build(
                     workload, role=role,
                     target=qemu.DATA_DISK if data else None, peer=peer,
                     start_at=start_at, runtime=runtime, params=params,
-                    address=address)
+                    address=address if on_cmdline else None)
                 cdrom = cmdline = None
-                if job_via == 'cmdline':
+                if on_cmdline:
                     boot = 'kernel'
                     cmdline = jobs.cmdline(the_job)
                 else:
                     cdrom = os.path.join(guest.workdir, 'config-2.iso')
-                    qemu.config_drive(cdrom, guest.workdir,
-                                      guest.instance_id,
-                                      jobs.encode(the_job))
+                    qemu.config_drive(
+                        cdrom, guest.workdir, guest.instance_id,
+                        jobs.encode(the_job),
+                        network=(qemu.network_data(guest.instance_id, nic[1],
+                                                   address)
+                                 if address else None))
                 guest.argv_used = guest.argv(
                     accel, vcpus, ram_mb, image_dir, data, fmt, cache,
                     job_cmdline=cmdline, cdrom=cdrom, boot=boot, nic=nic)
@@ -208,8 +223,10 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
             clients = [g for g in guests if g.role == 'client']
             deadline = start_at + runtime + FINISH_MARGIN + 10 * vms
             while time.time() < deadline:
-                # Servers (sockperf) serve until stopped: wait for clients.
-                if all(g.poll() is not None for g in clients):
+                # Servers (sockperf) serve until stopped: wait for clients,
+                # until they exit or print their verdict (a held guest
+                # stays up after it).
+                if all(_done(g) for g in clients):
                     break
                 time.sleep(0.5)
             for guest in guests:

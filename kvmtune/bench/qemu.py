@@ -47,8 +47,35 @@ def accel_label(accel):
     return 'emulated (TCG)' if accel == 'tcg' else 'KVM'
 
 
-def config_drive(path, workdir, instance_id, job_text):
-    """An ISO 9660 config drive (label config-2) as Nova writes one."""
+def network_data(instance_id, mac, address, mtu=None, gateway=None):
+    """network_data.json for one NIC with a static IPv4 address, in the
+    shape nova.virt.netutils.get_network_metadata gives it when the
+    subnet has no DHCP server.
+
+    :param address: ``ip/prefix``
+    """
+    ip, prefix = address.split('/')
+    mask = (0xffffffff << (32 - int(prefix))) & 0xffffffff
+    link = f'tap{instance_id[:11]}'
+    return {
+        'links': [{'id': link, 'vif_id': instance_id, 'type': 'bridge',
+                   'mtu': mtu, 'ethernet_mac_address': mac}],
+        'networks': [{
+            'id': 'network0', 'type': 'ipv4', 'link': link,
+            'ip_address': ip,
+            'netmask': '.'.join(str(mask >> s & 255)
+                                for s in (24, 16, 8, 0)),
+            'routes': ([{'network': '0.0.0.0', 'netmask': '0.0.0.0',
+                         'gateway': gateway}] if gateway else []),
+            'network_id': 'kvmtune-bench-local', 'services': []}],
+        'services': []}
+
+
+def config_drive(path, workdir, instance_id, job_text, network=None):
+    """An ISO 9660 config drive (label config-2) as Nova writes one.
+
+    :param network: the network_data.json dict (see network_data), or None
+    """
     root = os.path.join(workdir, 'config-drive')
     latest = os.path.join(root, 'openstack', 'latest')
     os.makedirs(latest)
@@ -57,6 +84,9 @@ def config_drive(path, workdir, instance_id, job_text):
                   f)
     with open(os.path.join(latest, 'user_data'), 'w') as f:
         f.write(job_text)
+    if network is not None:
+        with open(os.path.join(latest, 'network_data.json'), 'w') as f:
+            json.dump(network, f)
     tool = shutil.which('genisoimage') or shutil.which('mkisofs')
     if not tool:
         raise KvmtuneError('genisoimage not found',

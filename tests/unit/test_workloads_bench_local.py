@@ -1,4 +1,5 @@
-"""Pure logic of bench local: the accelerator choice and the aggregate."""
+"""Pure logic of bench local: the accelerator choice, the aggregate, when
+a client is done, the network_data.json it writes."""
 
 import pytest
 
@@ -72,3 +73,44 @@ def test_servers_are_neither_results_nor_failures():
     rows = [{'status': 'server', 'result': None}, _row('ok', 10.0, 1.0)]
     total = local.aggregate(rows)
     assert total['vms_ok'] == 1 and total['vms_failed'] == 0
+
+
+class _Running:
+    """A guest whose QEMU still runs, with this console text."""
+    instance_id = '0a0a0a0a-0000-4000-8000-000000000001'
+
+    def __init__(self, text):
+        self.text = text
+
+    def poll(self):
+        return None
+
+    def console_text(self):
+        return self.text
+
+
+@pytest.mark.parametrize('text,done', [
+    ('', False),
+    ('KVMTUNE-STATUS 0a0a0a0a-0000-4000-8000-000000000001 serving\r\n',
+     False),
+    # a held guest stays up after its verdict: waiting for it to exit
+    # would hang until the deadline
+    ('KVMTUNE-STATUS 0a0a0a0a-0000-4000-8000-000000000001 error refusing '
+     '/dev/vda: it holds this image\r\n', True),
+    ('KVMTUNE-STATUS 0a0a0a0a-0000-4000-8000-000000000001 ok\r\n', True),
+])
+def test_a_client_is_done_at_its_verdict_or_exit(text, done):
+    assert local._done(_Running(text)) is done
+
+
+def test_network_data_for_a_guest_is_novas_static_shape():
+    data = qemu.network_data('0a0a0a0a-0000-4000-8000-000000000001',
+                             '52:54:00:6b:00:01', '10.233.0.2/24')
+    (link,) = data['links']
+    (net,) = data['networks']
+    assert set(link) == {'id', 'vif_id', 'type', 'mtu',
+                         'ethernet_mac_address'}
+    assert net['type'] == 'ipv4' and net['link'] == link['id']
+    assert (net['ip_address'], net['netmask']) == ('10.233.0.2',
+                                                   '255.255.255.0')
+    assert net['routes'] == [] and link['mtu'] is None
