@@ -552,7 +552,7 @@ def operator_steps(setup, cloud_name, max_vms, ram_mb):
                             ram_mb)
         if pages:
             steps.append(f'  {pages.count} free {pages.label} pages for '
-                         f'{max_vms} guests of {ram_mb} MB ({pages.why}); '
+                         f'{max_vms} x {ram_mb} MB guests ({pages.why}); '
                          'boot-time pool: ' + ' '.join(pages.kernel_args))
     else:
         steps.append('  the huge pages and kernel arguments the plan names')

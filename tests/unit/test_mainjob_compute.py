@@ -244,7 +244,7 @@ def test_remote_with_compute_facts_tags_that_compute(tmp_path):
     steps = mainjob.operator_steps(setup, 'op', 3, 256)
     assert any('nova-conf apply --profile pinned-hugepages-ept' in s
                for s in steps)
-    assert any(s.startswith('  450 free 2 MB pages for 3 guests')
+    assert any(s.startswith('  450 free 2 MB pages for 3 x 256 MB guests')
                for s in steps)
 
 
