@@ -26,6 +26,7 @@ from kvmtune.image import modules
 from kvmtune import workloads
 from kvmtune.workloads import console
 from kvmtune.workloads import job
+from kvmtune.workloads import parsers
 
 IMAGE_DIR = image.image_dir()
 KVMTUNE = [sys.executable, '-m', 'kvmtune.cli']
@@ -123,20 +124,50 @@ def test_bench_local_one_guest_verified_and_labelled(built):
     assert rows and ' ok ' in rows[0] and 'emulated (TCG)' in rows[0]
 
 
-def test_guest_refuses_its_own_boot_disk(built):
-    workdir = tempfile.mkdtemp(prefix='kvmtune-test-', dir='/var/tmp')
+def _refused_guest(workdir, hold):
+    """A guest whose job names its own boot disk: it must refuse it."""
     guest = qemu.Guest(0, '0a0a0a0a-0000-4000-8000-000000000001', workdir)
+    data = os.path.join(workdir, 'data.raw')
+    qemu.data_disk(data, '64M', 'raw')
+    the_job = job.build(workloads.get('fio-randwrite-4k'),
+                        target='/dev/vda', runtime=1, hold=hold)
+    guest.start(guest.argv('tcg', 1, 256, IMAGE_DIR, data, 'raw',
+                           'none', job_cmdline=job.cmdline(the_job)))
+    return guest
+
+
+def test_guest_refuses_its_own_boot_disk_and_powers_off(built):
+    workdir = tempfile.mkdtemp(prefix='kvmtune-test-', dir='/var/tmp')
+    guest = _refused_guest(workdir, hold=False)
     try:
-        data = os.path.join(workdir, 'data.raw')
-        qemu.data_disk(data, '64M', 'raw')
-        the_job = job.build(workloads.get('fio-randwrite-4k'),
-                            target='/dev/vda', runtime=1)
-        guest.start(guest.argv('tcg', 1, 256, IMAGE_DIR, data, 'raw',
-                               'none', job_cmdline=job.cmdline(the_job)))
-        guest.proc.wait(240)
+        guest.proc.wait(240)   # no hold: the guest powers off by itself
+        text = guest.console_text()
+        state, reason = console.status(text, guest.instance_id)
+        assert state == 'error' and 'refusing /dev/vda' in reason
+        # it said how it runs before it failed: TCG, as this host gives
+        said = console.guest(text, guest.instance_id)
+        assert said['accel'] == 'tcg', text[-2000:]
+        assert said['hypervisor'] == 'TCGTCGTCGTCG'
+    finally:
+        guest.stop()
+        subprocess.run(['rm', '-rf', workdir])
+
+
+def test_held_guest_stays_up_after_its_error(built):
+    workdir = tempfile.mkdtemp(prefix='kvmtune-test-', dir='/var/tmp')
+    guest = _refused_guest(workdir, hold=True)
+    try:
+        deadline = time.time() + 240
+        while (time.time() < deadline and guest.proc.poll() is None and
+               not console.status(guest.console_text(), guest.instance_id)):
+            time.sleep(1)
         state, reason = console.status(guest.console_text(),
                                        guest.instance_id)
         assert state == 'error' and 'refusing /dev/vda' in reason
+        # held: still running well after its verdict (Nova would still
+        # serve its console log)
+        with pytest.raises(subprocess.TimeoutExpired):
+            guest.proc.wait(20)
     finally:
         guest.stop()
         subprocess.run(['rm', '-rf', workdir])
@@ -215,3 +246,53 @@ def test_request_response_between_two_guests(net_built):
     assert ' ok ' in client and 'emulated (TCG)' in client
     tps = client.split()[5]
     assert float(tps) > 0
+
+
+def test_iperf3_pair_addressed_by_network_data(net_built):
+    """Two guests on a QEMU socket network, each told its address only by
+    the config drive's network_data.json (Nova's shape for a subnet
+    without DHCP): the client measures the server."""
+    workdir = tempfile.mkdtemp(prefix='kvmtune-test-', dir='/var/tmp')
+    workload = workloads.get('iperf3-tcp-stream')
+    group = f'230.0.251.{os.getpid() % 250}:{30000 + os.getpid() % 20000}'
+    addresses = ('10.233.7.1/24', '10.233.7.2/24')
+    start_at = int(time.time()) + 45
+    guests = []
+    try:
+        for index, role in enumerate(('server', 'client')):
+            guest = qemu.Guest(index, f'0b0b0b0b-0000-4000-8000-00000000000'
+                               f'{index}', os.path.join(workdir, role))
+            os.makedirs(guest.workdir)
+            mac = f'52:54:00:6b:07:{index:02x}'
+            the_job = job.build(workload, role=role, start_at=start_at,
+                                runtime=3,
+                                peer='10.233.7.1' if index else None)
+            assert 'address' not in the_job
+            cdrom = os.path.join(guest.workdir, 'config-2.iso')
+            qemu.config_drive(cdrom, guest.workdir, guest.instance_id,
+                              job.encode(the_job),
+                              network=qemu.network_data(
+                                  guest.instance_id, mac, addresses[index],
+                                  mtu=1400))
+            guest.start(guest.argv('tcg', 1, 256, NET_IMAGE_DIR, None, 'raw',
+                                   'none', cdrom=cdrom, nic=(group, mac)))
+            guests.append(guest)
+        server, client = guests
+        client.proc.wait(start_at + 120 - time.time())
+        for guest, address in zip(guests, addresses):
+            said = console.net(guest.console_text(), guest.instance_id)
+            assert said == {'device': 'eth0', 'address': address,
+                            'from': 'network_data', 'mtu': '1400'}, \
+                guest.console_text()[-2000:]
+        text = client.console_text()
+        assert console.status(text, client.instance_id) == ('ok', ''), \
+            text[-2000:]
+        (payload,) = console.extract(text, client.instance_id)
+        result = parsers.parse('iperf3', payload['raw'],
+                               emulated=console.emulated(
+                                   text, client.instance_id, False))
+        assert result['gbit_s'] > 0 and result['emulated'] is True
+    finally:
+        for guest in guests:
+            guest.stop()
+        subprocess.run(['rm', '-rf', workdir])
