@@ -8,10 +8,13 @@ and has the flavor require ``CUSTOM_KVMTUNE_EPT``, which ``kvmtune host
 tag`` sets on hosts where it is on (os-traits has no EPT trait).
 """
 
+from kvmtune import traits
 from kvmtune.tuners import base
 
 # Module parameter and /proc/cpuinfo flag, by kvm module.
 PAGING = {'kvm_intel': ('ept', 'ept'), 'kvm_amd': ('npt', 'npt')}
+# The key `host tag` answers: the trait it sets from the same facts.
+TRAIT_KEY = 'trait:' + traits.EPT
 
 
 class Ept(base.Tuner):
@@ -24,8 +27,8 @@ class Ept(base.Tuner):
                         'flavor'),
     )
 
-    OWNED_EXTRA_SPECS = ('trait:CUSTOM_KVMTUNE_EPT',)
-    EXTRA_SPECS = {'trait:CUSTOM_KVMTUNE_EPT': base.FromHost('trait_value')}
+    OWNED_EXTRA_SPECS = (TRAIT_KEY,)
+    EXTRA_SPECS = {TRAIT_KEY: base.FromHost('trait_value')}
     MODPROBE = {'kvm_intel': {'ept': '1'}, 'kvm_amd': {'npt': '1'}}
     NOTES = (
         'trait:CUSTOM_KVMTUNE_EPT=required schedules only onto hosts '
