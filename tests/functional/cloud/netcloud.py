@@ -184,7 +184,14 @@ def start_ovs(layout, pids):
             '--remote=db:Open_vSwitch,Open_vSwitch,manager_options'])
         _wait(lambda: vsctl('--no-wait', 'show', timeout=2).returncode
               == 0, 30, 'ovsdb-server')
-        _check(vsctl('--no-wait', 'init', '--', 'set-manager', OVS_MANAGER),
+        # userspace-tso-enable (read once, at ovs-vswitchd's start): the
+        # userspace datapath then reads and writes virtio-net headers on
+        # the guests' taps. Without them a guest's checksum-offloaded
+        # packet (partial checksum) reaches the other guest as is, and
+        # TCP never connects (seen: ARP passes, iperf3 times out).
+        _check(vsctl('--no-wait', 'init', '--', 'set-manager', OVS_MANAGER,
+                     '--', 'set', 'Open_vSwitch', '.',
+                     'other_config:userspace-tso-enable=true'),
                'ovs-vsctl init')
         pids['ovs-vswitchd'] = procs.start(layout, 'ovs-vswitchd', [
             'ovs-vswitchd', OVS_SOCKET])
