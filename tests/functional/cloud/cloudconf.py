@@ -181,6 +181,13 @@ def nova(layout, secrets, network):
         'glance': {'endpoint_override': url('glance')},
         # Real Neutron is found in the catalog.
         'neutron': neutron,
+        # Neutron 29's policy lets a member delete a port of a server
+        # (device_owner compute:*) only with a service token carrying the
+        # `service` role: Nova deletes the ports it made for a server this
+        # way (seen: 403 "rule:delete_port is disallowed by policy", the
+        # server in ERROR, when Rally booted with nics=[net-id]).
+        'service_user': dict(service_auth(secrets, 'nova'),
+                             send_service_user_token='true'),
         'conductor': {'workers': 1},
         'scheduler': {'workers': 1,
                       'discover_hosts_in_cells_interval': -1},

@@ -49,8 +49,10 @@ user = "root"
 group = "root"
 security_driver = "none"
 """
-# The OVS agent ignored SIGTERM for 15 s (seen): it holds no state.
-STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 5}
+# The OVS agent and the RPC server ignored SIGTERM for 15 s (seen); they
+# hold no state.
+STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 5,
+                'neutron-rpc-server': 5}
 DEFAULT_STOP_TIMEOUT = 15
 
 

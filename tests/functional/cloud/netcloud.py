@@ -5,10 +5,12 @@ This host has no kernel modules (no openvswitch datapath, no
 br_netfilter), but Debian's ovs-vswitchd forwards in userspace between tap
 devices. Every guest is on this one host, so tenant networks are VLANs on
 ``physnet1`` (bridge ``br-phys`` without an uplink) and all traffic stays on
-``br-int``. No DHCP agent and no L3 agent: without a DHCP port on a subnet
-Nova writes the address statically into the config drive's
-network_data.json; routers are API objects only (Rally's network context
-creates one by default).
+``br-int``. No DHCP agent and no L3 agent: for a subnet with DHCP
+disabled Nova writes the address statically into the config drive's
+network_data.json; with DHCP enabled (Nova 34 then says "ipv4_dhcp", DHCP
+port or not) the OVS agent's ``dhcp`` extension answers in OpenFlow.
+Routers are API objects only (Rally's network context makes one by
+default).
 
 Processes (all session leaders in the ledger, stopped by ``down``):
 ovsdb-server and ovs-vswitchd (unless an Open vSwitch already answers on
@@ -112,7 +114,12 @@ def agent_conf():
                 # No kernel datapath module on this host.
                 'datapath_type': 'netdev',
                 'of_listen_address': cloudconf.HOST},
-        'agent': {'tunnel_types': ''},
+        # The agent's own DHCP responder (OpenFlow packet-in, no
+        # namespace, no dnsmasq). Nova 34 writes "ipv4_dhcp" into
+        # network_data.json for every subnet with enable_dhcp, DHCP port
+        # or not, and Rally's network context cannot turn DHCP off: without
+        # an answer its guests had no address (seen: "no DHCP lease").
+        'agent': {'tunnel_types': '', 'extensions': 'dhcp'},
         # noop, because: iptables_hybrid needs br_netfilter (a kernel
         # module: none loadable here) and the openvswitch firewall would
         # add userspace conntrack to every packet of the path kvmtune

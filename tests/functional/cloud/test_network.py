@@ -190,3 +190,31 @@ def test_two_guests_iperf3_over_neutron(neutron_cloud, admin, member, made):
           f'datapath): {result["gbit_s"]:.3f} Gbit/s'
           + (', emulated (QEMU TCG)' if emulated else ''))
     assert result['gbit_s'] > 0
+
+
+def test_member_router_on_subnet(neutron_cloud, member):
+    """What Rally's network@openstack context does by default (router
+    {"external": true}): a router without gateway (no external network
+    here), the subnet plugged into it, and all of it removed again. The
+    router plugin has no L3 agent: API objects only."""
+    name = PREFIX + 'router-' + uuid.uuid4().hex[:6]
+    assert not list(member.network.networks(is_router_external=True))
+    network = member.network.create_network(name=name)
+    try:
+        subnet = member.network.create_subnet(
+            name=name, network_id=network.id, ip_version=4,
+            cidr='10.2.1.0/24')
+        router = member.network.create_router(name=name)
+        try:
+            member.network.add_interface_to_router(router,
+                                                   subnet_id=subnet.id)
+            ports = list(member.network.ports(device_id=router.id))
+            assert [p.fixed_ips[0]['ip_address'] for p in ports] == \
+                ['10.2.1.1']
+            member.network.remove_interface_from_router(
+                router, subnet_id=subnet.id)
+        finally:
+            member.network.delete_router(router, ignore_missing=True)
+    finally:
+        member.network.delete_network(network, ignore_missing=True)
+    assert member.network.find_network(name) is None
