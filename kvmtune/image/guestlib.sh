@@ -138,3 +138,12 @@ guest_accel() {  # guest_accel CLOCKSOURCES DMESG_LINE CPUID_SIGNATURE
         *) echo unknown ;;
     esac
 }
+
+console_safe() {  # stdin: tool output; stdout: what survives Nova's console
+    # Nova's console-output API deletes bytes 0x00-0x08 and 0x0B-0x1F (its
+    # sanitizer in nova/api/openstack/compute/console_output.py), so a
+    # payload holding them (sockperf colours its lines) would fail its
+    # byte count. Drop terminal escape sequences whole, then the rest.
+    esc=$(printf '\033')
+    sed "s/${esc}\[[0-9;]*[A-Za-z]//g" | tr -d '\000-\010\013-\037\177'
+}

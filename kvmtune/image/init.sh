@@ -181,18 +181,33 @@ then
 fi
 
 if [ "$ROLE" = server ]; then
-    $COMMAND > /tmp/out 2> /tmp/err &
+    # One server process per port of the job's "ports" (iperf3 serves one
+    # client at a time: its command holds @PORT@), else one.
+    PORTS=$(jget ports)
+    [ -z "$PORTS" ] || [ "$PORTS" = null ] && PORTS=-
+    pids=
+    for port in $(echo "$PORTS" | tr ',' ' '); do
+        cmd=$(echo "$COMMAND" | sed "s/@PORT@/$port/g")
+        $cmd > "/tmp/out.$port" 2> "/tmp/err.$port" &
+        pids="$pids $!"
+    done
     sleep 1
-    kill -0 $! 2>/dev/null || fail "$TOOL server: $(tail -n 1 /tmp/err)"
+    for pid in $pids; do
+        kill -0 "$pid" 2>/dev/null ||
+            fail "$TOOL server: $(cat /tmp/err.* | tail -n 1)"
+    done
     status serving
-    wait $!
+    for pid in $pids; do
+        wait "$pid"
+    done
     status ok
     finish
 fi
 
-$COMMAND > /tmp/out 2> /tmp/err
+$COMMAND > /tmp/raw 2> /tmp/err
 rc=$?
 [ $rc -eq 0 ] || fail "$TOOL exited $rc: $(tail -n 1 /tmp/err | tr -d '\r')"
+console_safe < /tmp/raw > /tmp/out
 size=$(wc -c < /tmp/out)
 sum=$(sha256sum /tmp/out | cut -d ' ' -f 1)
 {

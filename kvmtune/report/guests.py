@@ -13,7 +13,7 @@ FINAL = ('ok', 'late', 'error')
 
 
 def job(workload, start_at, runtime, target=None, role='client', peer=None,
-        hold=False, params=None):
+        hold=False, params=None, ports=None):
     """The user_data of one guest (design.md §6), with the command line
     the image runs; InputError for an unknown workload or bad params."""
     from kvmtune import workloads
@@ -21,7 +21,17 @@ def job(workload, start_at, runtime, target=None, role='client', peer=None,
 
     return jobs.encode(jobs.build(
         workloads.get(workload), role=role, target=target, peer=peer,
-        start_at=start_at, runtime=runtime, hold=hold, params=params))
+        start_at=start_at, runtime=runtime, hold=hold, params=params,
+        ports=ports))
+
+
+def client_ports(workload, clients, params=None):
+    """The port each client of one server guest uses (see
+    ``kvmtune.workloads.commands.client_ports``)."""
+    from kvmtune import workloads
+    from kvmtune.workloads import commands
+
+    return commands.client_ports(workloads.get(workload), clients, params)
 
 
 def start_at(now, vms, margin, margin_per_vm):

@@ -8,6 +8,12 @@ from kvmtune.errors import InputError
 from kvmtune.workloads import WRITE_MODES
 
 VCPUS = '@VCPUS@'
+# A server guest with several ports in its job starts one server per port,
+# with this in the command replaced by each (design.md section 6).
+PORT = '@PORT@'
+# iperf3 serves one test at a time ("the server is busy running a test"):
+# N clients of one server guest need N iperf3 servers, one port each.
+ONE_CLIENT_PER_SERVER = frozenset(('iperf3',))
 
 
 def _fio(workload, settings, role, target, peer, runtime):
@@ -67,3 +73,13 @@ def argv(workload, role='client', target=None, peer=None, runtime=None,
                          fix='give the server\'s address')
     return BUILDERS[workload.tool](workload, settings, role, target, peer,
                                    runtime)
+
+
+def client_ports(workload, clients, params=None):
+    """The port each of ``clients`` clients of one server guest uses: the
+    workload's port for all, or consecutive ports from it for a tool whose
+    server takes one client at a time."""
+    base = int(workload.settings(params)['port'])
+    if workload.tool in ONE_CLIENT_PER_SERVER:
+        return [base + i for i in range(clients)]
+    return [base] * clients

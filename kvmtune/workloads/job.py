@@ -19,7 +19,7 @@ ROLES = ('client', 'server')
 
 
 def build(workload, role='client', target=None, peer=None, start_at=None,
-          runtime=None, hold=False, params=None, address=None):
+          runtime=None, hold=False, params=None, address=None, ports=None):
     """The job dict for one guest.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -29,10 +29,20 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
     :param start_at: epoch seconds of the common start, or None
     :param hold: keep the guest running after the tool (servers)
     :param address: static ``ip/prefix`` for eth0 instead of DHCP
+    :param ports: servers only: the ports their clients use
+        (``commands.client_ports``); several start one server each
     """
     if role not in ROLES:
         raise InputError(f'unknown role {role!r}', key='role',
                          fix=f'one of {", ".join(ROLES)}')
+    ports = sorted(set(ports or ()))
+    if ports and role != 'server':
+        raise InputError('only a server listens on ports', key='ports',
+                         fix='give clients their port in params')
+    if len(ports) == 1:
+        params = dict(params or {}, port=ports[0])
+    elif ports:
+        params = dict(params or {}, port=commands.PORT)
     settings = workload.settings(params)
     runtime = int(runtime or settings.get('runtime', 10))
     argv = commands.argv(workload, role, target, peer, runtime, params)
@@ -49,6 +59,7 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
         'runtime': runtime, 'hold': bool(hold),
         'params': dict(params or {}), 'command': ' '.join(argv),
         **({'address': address} if address else {}),
+        **({'ports': ','.join(map(str, ports))} if len(ports) > 1 else {}),
     }
 
 

@@ -9,10 +9,13 @@ get_network_metadata (see the README there).
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 
 import pytest
+
+from kvmtune.workloads import parsers
 
 HERE = os.path.dirname(__file__)
 LIB = os.path.join(HERE, '..', '..', 'kvmtune', 'image', 'guestlib.sh')
@@ -180,3 +183,22 @@ def test_guest_accel_on_what_a_tcg_guest_showed(run):
     assert run(f'guest_accel "{available}" "" "{signature}"') == 'tcg'
     assert console.guest(text, facts) == {
         'accel': 'tcg', 'clocksource': current, 'hypervisor': signature}
+
+
+# Nova's console-output API deletes these bytes from every console log
+# (nova/api/openstack/compute/console_output.py in nova 34).
+NOVA_STRIPS = re.compile('[\x00-\x08\x0B-\x1F]')
+
+
+@pytest.mark.parametrize('name', ['sockperf-3.7-tcp-pingpong.txt',
+                                  'fio-3.33-randread-4k.json'])
+def test_console_safe_output_passes_nova_unchanged_and_parses(run, name):
+    path = os.path.join(HERE, '..', 'fixtures', 'outputs', name)
+    with open(path) as f:
+        raw = f.read()
+    safe = run(f'console_safe < {path}')
+    assert NOVA_STRIPS.sub('', safe) == safe
+    assert '\x1b' not in safe and '[2;35m' not in safe
+    tool = name.split('-')[0]
+    assert (parsers.parse(tool, safe + '\n', workload='w') ==
+            parsers.parse(tool, raw, workload='w'))

@@ -241,6 +241,12 @@ def test_network_clients_get_the_server_address_as_peer():
     assert server.job['role'] == 'server' and server.job['hold']
     assert len(clients) == 2
     assert {c.job['peer'] for c in clients} == {'10.2.0.3'}
+    # iperf3 serves one client at a time: one server and port per client
+    assert server.job['ports'] == '5201,5202'
+    assert '-p @PORT@' in server.job['command']
+    assert sorted(c.job['params']['port'] for c in clients) == [5201, 5202]
+    assert {'-p 5201' in clients[0].job['command'],
+            '-p 5202' in clients[1].job['command']} == {True}
     rows = table(scen)
     assert len(rows) == 2 and all(r['gbit_s'] > 0 for r in rows)
     assert nova.servers.live == {}

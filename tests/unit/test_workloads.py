@@ -145,3 +145,24 @@ def test_job_static_address(defs):
     with pytest.raises(InputError, match='unsafe value'):
         job.build(defs['sockperf-tcp-rr'], role='server',
                   address='10.0.0.1/24"')
+
+
+def test_iperf3_clients_get_a_server_each_sockperf_clients_share_one(defs):
+    iperf3, sockperf = defs['iperf3-tcp-stream'], defs['sockperf-tcp-rr']
+    assert commands.client_ports(iperf3, 3) == [5201, 5202, 5203]
+    assert commands.client_ports(iperf3, 2, {'port': 6000}) == [6000, 6001]
+    assert commands.client_ports(sockperf, 3) == [11111] * 3
+
+    server = job.build(iperf3, role='server', ports=[5201, 5202, 5203])
+    # the guest init starts one `iperf3 -s` per port (design.md section 6)
+    assert server['ports'] == '5201,5202,5203'
+    assert server['command'] == 'iperf3 -s -p @PORT@ -1'
+
+    shared = job.build(sockperf, role='server', ports=[11111] * 3)
+    assert 'ports' not in shared and '-p 11111' in shared['command']
+
+
+def test_only_a_server_listens_on_ports(defs):
+    with pytest.raises(InputError, match='only a server'):
+        job.build(defs['iperf3-tcp-stream'], peer='10.0.0.1',
+                  ports=[5201, 5202])

@@ -9,6 +9,7 @@ from rally.task import types
 from rally_openstack.common import consts
 from rally_openstack.task import scenario
 
+from kvmtune.errors import KvmtuneError
 from kvmtune.report import guests
 from rally_scenarios.scenarios.kvmtune import utils
 
@@ -48,8 +49,10 @@ class NetworkScaling(utils.KvmTuneScenario):
         The server guest (role server, hold) serves until it is deleted;
         iteration i boots vm_counts[i] clients on the same host and network,
         each given the server's address (read from the Nova API) as peer and
-        one common start_at. Per-client results go to the output table read
-        by the kvmtune_scaling SLA and `kvmtune report`.
+        one common start_at; a tool whose server takes one client at a time
+        (iperf3) gets one server process and port per client. Per-client
+        results go to the output table read by the kvmtune_scaling SLA and
+        `kvmtune report`.
 
         :param flavor: benchmark flavor
         :param image: the kvmtune benchmark image
@@ -75,9 +78,15 @@ class NetworkScaling(utils.KvmTuneScenario):
             raise exceptions.InvalidArgumentsException(
                 "the network scenario needs a network: add the "
                 "network@openstack context or pass nics")
+        try:
+            # iperf3 serves one client per process: a port per client
+            ports = guests.client_ports(workload, vms, params)
+        except KvmtuneError as exc:
+            raise exceptions.InvalidArgumentsException(exc.line()) from None
         with self._guest_batch(host) as (created, placement):
             serve = self._job(workload, time.time(), runtime,
-                              role="server", hold=True, params=params)
+                              role="server", hold=True, params=params,
+                              ports=ports)
             self._create_guests(image, server_flavor or flavor, [serve],
                                 placement, nics, created)
             server, = self._wait_active(created)
@@ -85,9 +94,10 @@ class NetworkScaling(utils.KvmTuneScenario):
             start = guests.start_at(time.time(), vms, start_margin,
                                     start_margin_per_vm)
             # hold: Nova serves no console log of a stopped guest
-            job = self._job(workload, start, runtime, peer=peer, hold=True,
-                            params=params)
-            self._create_guests(image, flavor, [job] * vms, placement, nics,
+            jobs = [self._job(workload, start, runtime, peer=peer,
+                              hold=True, params=dict(params or {}, port=p))
+                    for p in ports]
+            self._create_guests(image, flavor, jobs, placement, nics,
                                 created)
             clients = self._wait_active(created[1:])
             logs = self._wait_results(clients,
