@@ -34,6 +34,7 @@ import procs
 import rest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, os.pardir))
 VENV = cloudconf.VENV
 DRIVER_SOURCE = os.path.join(HERE, 'kvmtune_numa_fake.py')
 
@@ -324,15 +325,48 @@ def _libvirt_accounts():
             'libvirt-qemu'])
 
 
-def _mount_hugetlbfs(path='/dev/hugepages'):
-    """libvirtd finds hugetlbfs mounts only when it starts: without one,
-    guests with hw:mem_page_size fail to start. systemd would mount it."""
+HUGEPAGES_SYSFS = '/sys/kernel/mm/hugepages'
+
+
+def _hugetlbfs_mounts():
+    """{page size in kB: mount point} of the hugetlbfs mounts."""
+    found = {}
+    default_kb = _default_hugepage_kb()
     with open('/proc/mounts') as f:
-        if any(line.split()[1:3] == [path, 'hugetlbfs'] for line in f):
-            return
-    os.makedirs(path, exist_ok=True)
-    subprocess.run(['mount', '-t', 'hugetlbfs', 'hugetlbfs', path],
-                   check=True, timeout=30)
+        for line in f:
+            fields = line.split()
+            if fields[2] != 'hugetlbfs':
+                continue
+            size = re.search(r'pagesize=(\d+)([KMG])', fields[3])
+            kb = (int(size.group(1)) * {'K': 1, 'M': 1024,
+                                        'G': 1024 * 1024}[size.group(2)]
+                  if size else default_kb)
+            found.setdefault(kb, fields[1])
+    return found
+
+
+def _default_hugepage_kb():
+    with open('/proc/meminfo') as f:
+        return int(re.search(r'Hugepagesize:\s+(\d+)', f.read()).group(1))
+
+
+def _mount_hugetlbfs():
+    """One hugetlbfs mount per page-size pool, as systemd would mount the
+    default one: libvirtd reads the mounts only when it starts, and a guest
+    whose hw:mem_page_size has no mount fails to start ("Unable to find any
+    usable hugetlbfs mount"), e.g. 2 MB guests on a host booted with
+    default_hugepagesz=1G."""
+    mounted = _hugetlbfs_mounts()
+    default_kb = _default_hugepage_kb()
+    for entry in sorted(os.listdir(HUGEPAGES_SYSFS)):
+        kb = int(re.match(r'hugepages-(\d+)kB', entry).group(1))
+        if kb in mounted:
+            continue
+        path = ('/dev/hugepages' if kb == default_kb
+                else '/dev/hugepages-%dkB' % kb)
+        os.makedirs(path, exist_ok=True)
+        subprocess.run(['mount', '-t', 'hugetlbfs', '-o', 'pagesize=%dK' % kb,
+                        'hugetlbfs', path], check=True, timeout=30)
 
 
 def ensure_libvirtd(lay):
@@ -355,14 +389,17 @@ def ensure_libvirtd(lay):
 
 
 def detect_virt_type():
-    """kvm only with hardware virtualization; PVM-backed /dev/kvm does not
-    boot stock guest kernels (FIELD-NOTES), so it counts as absent."""
+    """kvm only with hardware virtualization and a /dev/kvm that creates a
+    VM; PVM-backed /dev/kvm does not boot stock guest kernels
+    (FIELD-NOTES), so it counts as absent."""
     with open('/proc/cpuinfo') as f:
         flags = set(re.findall(r'\b(vmx|svm)\b', f.read()))
-    if (flags and os.path.exists('/dev/kvm') and
-            not os.path.exists('/sys/module/kvm_pvm')):
-        return 'kvm'
-    return 'qemu'
+    if not flags or os.path.exists('/sys/module/kvm_pvm'):
+        return 'qemu'
+    # the probe `kvmtune host inspect` makes (stdlib only, like this tool)
+    sys.path.insert(0, REPO)
+    from kvmtune.facts import virt
+    return 'kvm' if virt.probe_kvm()['usable'] else 'qemu'
 
 
 # --- up --------------------------------------------------------------------
