@@ -46,7 +46,9 @@ import sys
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# kvmtune/mainjob/__init__.py: the repository is three levels up
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 CLOUD_CTL = os.path.join(REPO, 'tests', 'functional', 'cloud', 'cloud')
 TASK = os.path.join(REPO, 'rally_scenarios', 'tasks', 'disk-scaling.yaml')
 IMAGE_DIR = os.environ.get('KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')
@@ -751,7 +753,3 @@ def main(argv=None):
     say(f'rally task {uuid}: SLA {"met" if sla_ok else "FAILED"}; '
         f'results in {args.state_dir}')
     return 0 if sla_ok else 1
-
-
-if __name__ == '__main__':
-    sys.exit(main())

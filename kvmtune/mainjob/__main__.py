@@ -1,0 +1,6 @@
+"""`python -m kvmtune.mainjob` (what tools/main-job runs)."""
+import sys
+
+from kvmtune import mainjob
+
+sys.exit(mainjob.main())
