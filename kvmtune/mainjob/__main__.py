@@ -1,6 +1,6 @@
 """`python -m kvmtune.mainjob` (what tools/main-job runs)."""
 import sys
 
-from kvmtune import mainjob
+from kvmtune.mainjob import job
 
-sys.exit(mainjob.main())
+sys.exit(job.main())

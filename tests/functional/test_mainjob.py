@@ -29,6 +29,8 @@ import yaml
 from kvmtune import facts
 from kvmtune import mainjob
 from kvmtune import traits
+from kvmtune.mainjob import compute
+from kvmtune.mainjob import pages
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import NR_HUGEPAGES
@@ -68,12 +70,12 @@ def operator_tuned_compute(test_cloud, admin, host_hugepages):
     guest, pinned-hugepages in nova.conf, PCPU in Placement; all back
     afterwards."""
     here = facts.gather()
-    pages = mainjob.guest_pages(mainjob.load_profile(TUNED), here, 1,
-                                mainjob.BASE_FLAVOR['ram'])
-    assert pages.size_kb == 2048, pages
+    need = pages.guest_pages(compute.load_profile(TUNED), here, 1,
+                             mainjob.BASE_FLAVOR['ram'])
+    assert need.size_kb == 2048, need
     before_pages = int(NR_HUGEPAGES.read_text())
-    NR_HUGEPAGES.write_text(str(max(before_pages, pages.count)))
-    assert int(NR_HUGEPAGES.read_text()) >= pages.count, 'no hugepages'
+    NR_HUGEPAGES.write_text(str(max(before_pages, need.count)))
+    assert int(NR_HUGEPAGES.read_text()) >= need.count, 'no hugepages'
     nova_conf = test_cloud.nova_conf
     original = open(nova_conf, 'rb').read()
     backup = nova_conf + '.kvmtune.bak'
@@ -86,7 +88,7 @@ def operator_tuned_compute(test_cloud, admin, host_hugepages):
         assert applied.rc == 0, applied.err
         test_cloud.restart_compute()
         deadline = time.monotonic() + PCPU_TIMEOUT
-        while not mainjob.pcpu_total(admin):
+        while not compute.pcpu_total(admin):
             assert time.monotonic() < deadline, 'no PCPU after restart'
             time.sleep(2)
         yield nova_conf

@@ -16,6 +16,9 @@ import subprocess
 import pytest
 
 from kvmtune import mainjob
+from kvmtune.mainjob import cloud
+# as: the rally fixture below takes the name
+from kvmtune.mainjob import rally as mainjob_rally
 from kvmtune.report import rally_results
 from kvmtune.report import vmtable
 
@@ -56,8 +59,8 @@ def bench_flavor_and_image(conn):
     made_image = not list(conn.image.images(name=mainjob.IMAGE_NAME))
     made_base = not conn.compute.find_flavor(mainjob.BASE_FLAVOR['name'])
     made_flavor = not conn.compute.find_flavor(FLAVOR)
-    mainjob.upload_image(conn)
-    mainjob.base_flavor(conn)
+    cloud.upload_image(conn)
+    cloud.base_flavor(conn)
     if made_flavor:
         assert cli.main(['flavor', 'apply', '--os-cloud', CLOUD,
                          '--profile', 'baseline', '--from',
@@ -75,18 +78,18 @@ def bench_flavor_and_image(conn):
 
 @pytest.fixture(scope='module')
 def rally(conn, bench_flavor_and_image, tmp_path_factory):
-    r = mainjob.Rally(str(tmp_path_factory.mktemp('rally')))
-    r.use_cloud('kvmtune-functional', mainjob.rally_spec(conn.config))
+    r = mainjob_rally.Rally(str(tmp_path_factory.mktemp('rally')))
+    r.use_cloud('kvmtune-functional', mainjob_rally.rally_spec(conn.config))
     return r
 
 
 def sweep(rally, tmp_path, **args):
     out = str(tmp_path / 'results.json')
     uuid, sla_ok = rally.sweep(
-        mainjob.TASK, dict(mainjob.task_args(
+        mainjob.TASK, dict(mainjob_rally.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], mainjob.IMAGE_NAME,
-            emulated=mainjob.local_cloud_emulated()), **args),
+            emulated=cloud.local_cloud_emulated()), **args),
         out, str(tmp_path / 'rally.html'))
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
@@ -169,8 +172,8 @@ def test_network_sweep_clients_load_a_server_guest(
                     'Neutron (cloud up --compute libvirt --network neutron)')
     networks_before = leftover_networks(conn)
     out = str(tmp_path / 'results.json')
-    args = mainjob.task_args(max_vms, workload, [FLAVOR], net_image,
-                             emulated=mainjob.local_cloud_emulated())
+    args = mainjob_rally.task_args(max_vms, workload, [FLAVOR], net_image,
+                                   emulated=cloud.local_cloud_emulated())
     uuid, sla_ok = rally.sweep(NETWORK_TASK, dict(args, runtime=5), out,
                                str(tmp_path / 'rally.html'))
     with open(out) as f:

@@ -17,6 +17,12 @@ from kvmtune import facts
 from kvmtune import plan as plans
 from kvmtune import traits
 from kvmtune import mainjob
+from kvmtune.mainjob import cloud
+from kvmtune.mainjob import compute
+from kvmtune.mainjob import job
+from kvmtune.mainjob import pages
+from kvmtune.mainjob import rally
+from kvmtune.mainjob import steps
 from kvmtune.errors import KvmtuneError
 
 HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
@@ -47,8 +53,8 @@ class Commands:
 
     def __init__(self, monkeypatch):
         self.ran = []
-        monkeypatch.setattr(mainjob, 'run', self.run)
-        monkeypatch.setattr(mainjob, 'pcpu_total', lambda conn: 2)
+        monkeypatch.setattr(steps, 'run', self.run)
+        monkeypatch.setattr(compute, 'pcpu_total', lambda conn: 2)
 
     def run(self, argv, env=None, capture=False):
         self.ran.append(list(argv))
@@ -56,7 +62,7 @@ class Commands:
 
 def setup_for(host_facts, max_vms=3, ram_mb=256, profile=None,
               nova_python=None):
-    return mainjob.local_setup(host_facts, 'kvmtune', 'kvmtune-admin',
+    return compute.local_setup(host_facts, 'kvmtune', 'kvmtune-admin',
                                NOVA_CONF, max_vms, ram_mb, profile,
                                nova_python)
 
@@ -87,7 +93,7 @@ def test_ept_host_small_guests_take_2m_pages(host, monkeypatch, name,
     assert setup.commands == commands('pinned-hugepages-ept')
     before_1g = pool(root, KB_1G)
     ran = Commands(monkeypatch)
-    mainjob.tune_local_compute(None, setup, root)
+    compute.tune_local_compute(None, setup, root)
     assert pool(root, KB_2M) == max(setup.pages.count,
                                     found['memory']['hugepages'][0]['total'])
     assert pool(root, KB_1G) == before_1g
@@ -100,7 +106,7 @@ def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
     assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 3 + 2 + 1)
     assert pool(root, KB_1G) == 32
     ran = Commands(monkeypatch)
-    mainjob.tune_local_compute(None, setup, root)
+    compute.tune_local_compute(None, setup, root)
     assert pool(root, KB_1G) == 32      # enough already: never lowered
     assert pool(root, KB_2M) == 0
     assert ran.ran == commands('pinned-hugepages-ept')
@@ -108,12 +114,12 @@ def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
 
 def test_boot_arguments_hold_at_least_the_pages_needed():
     intel = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
-    profile = mainjob.load_profile('pinned-hugepages-ept')
+    profile = compute.load_profile('pinned-hugepages-ept')
     # the plan keeps the 32 x 1 GB pool the host has ...
-    assert mainjob.guest_pages(profile, intel, 3, 1024).kernel_args == [
+    assert pages.guest_pages(profile, intel, 3, 1024).kernel_args == [
         'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=32']
     # ... unless the guests need more
-    assert mainjob.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
+    assert pages.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
         == 'hugepages=43'
 
 
@@ -122,7 +128,7 @@ def test_amd_gb_guests_grow_the_1g_pool(host, monkeypatch):
     setup = setup_for(found, max_vms=2, ram_mb=2048)
     assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 4 + 4 + 1)
     Commands(monkeypatch)
-    mainjob.tune_local_compute(None, setup, root)
+    compute.tune_local_compute(None, setup, root)
     assert pool(root, KB_1G) == 9
 
 
@@ -132,10 +138,10 @@ def test_kernel_short_of_1g_pages_names_the_boot_arguments(
     setup = setup_for(found, max_vms=2, ram_mb=2048)
     ran = Commands(monkeypatch)
     # The kernel finds 1 contiguous GB and no more.
-    monkeypatch.setattr(mainjob, '_write_int',
+    monkeypatch.setattr(pages, '_write_int',
                         lambda path, value: open(path, 'w').write('1'))
     with pytest.raises(KvmtuneError) as err:
-        mainjob.tune_local_compute(None, setup, root)
+        compute.tune_local_compute(None, setup, root)
     line = err.value.line()
     assert 'the kernel gave 1 of 9 1 GB pages' in line
     # The plan's kernel arguments for a 1 GB pool on this host
@@ -153,7 +159,7 @@ def test_missing_pool_is_one_line_with_the_boot_arguments(host,
     shutil.rmtree(os.path.join(root, os.path.dirname(POOL.format(KB_1G))))
     ran = Commands(monkeypatch)
     with pytest.raises(KvmtuneError) as err:
-        mainjob.tune_local_compute(None, setup, root)
+        compute.tune_local_compute(None, setup, root)
     line = err.value.line()
     assert line.startswith(os.path.join(root, POOL.format(KB_1G)))
     assert 'no 1 GB page pool' in line
@@ -164,10 +170,10 @@ def test_missing_pool_is_one_line_with_the_boot_arguments(host,
 @pytest.mark.parametrize('name', ['intel-2s-smt-ept-1g', 'amd-epyc-npt'])
 def test_ept_flavor_trait_is_the_one_host_tag_sets(name):
     found = facts.gather(os.path.join(HOSTS, name))
-    profile = mainjob.load_profile('pinned-hugepages-ept')
+    profile = compute.load_profile('pinned-hugepages-ept')
     plan = plans.build_plan(profile, found)
     assert plan.extra_specs['trait:' + traits.EPT] == 'required'
-    assert mainjob.required_traits(plan) == {traits.EPT}
+    assert compute.required_traits(plan) == {traits.EPT}
     assert traits.EPT in traits.from_facts(found)
 
 
@@ -184,7 +190,7 @@ def test_this_host_takes_pinned_hugepages_with_2m_pages(host, monkeypatch):
     assert setup.commands == commands('pinned-hugepages',
                                       mainjob.CLOUD_PYTHON)
     ran = Commands(monkeypatch)
-    mainjob.tune_local_compute(None, setup, root)
+    compute.tune_local_compute(None, setup, root)
     assert pool(root, KB_2M) == 193
     assert pool(root, KB_1G) == 0
     assert ran.ran == setup.commands
@@ -203,7 +209,7 @@ def test_profile_without_hugepages_reserves_none(host, monkeypatch):
     setup = setup_for(found, profile='cpu-pinning')
     assert setup.pages is None
     ran = Commands(monkeypatch)
-    mainjob.tune_local_compute(None, setup, root)
+    compute.tune_local_compute(None, setup, root)
     assert pool(root, KB_2M) == 0
     assert ran.ran == commands('cpu-pinning')
 
@@ -214,17 +220,17 @@ def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
     path.write_text('description: 1G\nsource: test\ntuners:\n'
                     '  - {name: hugepages, params: {page_size: 1GB}}\n')
     with pytest.raises(KvmtuneError) as err:
-        mainjob.guest_pages(mainjob.load_profile(str(path)), found, 1, 256)
+        pages.guest_pages(compute.load_profile(str(path)), found, 1, 256)
     assert 'no whole number of 1 GB pages' in err.value.line()
-    pages = mainjob.guest_pages(mainjob.load_profile(str(path)), found, 2,
-                                2048)
-    assert (pages.size_kb, pages.count) == (KB_1G, 4 + 2 + 1)
+    need = pages.guest_pages(compute.load_profile(str(path)), found, 2,
+                             2048)
+    assert (need.size_kb, need.count) == (KB_1G, 4 + 2 + 1)
 
 
 # -- an operator's cloud -----------------------------------------------------
 
 def remote(this, nodes, compute_facts=None, profile=None):
-    return mainjob.remote_setup('op', this, set(nodes), 'kvmtune', 3, 256,
+    return compute.remote_setup('op', this, set(nodes), 'kvmtune', 3, 256,
                                 compute_facts, profile)
 
 
@@ -241,11 +247,11 @@ def test_remote_with_compute_facts_tags_that_compute(tmp_path):
          '--facts', str(path)],
         ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--facts',
          str(path), '--hypervisor', 'compute-intel-1']]
-    steps = mainjob.operator_steps(setup, 'op', 3, 256)
+    lines = compute.operator_steps(setup, 'op', 3, 256)
     assert any('nova-conf apply --profile pinned-hugepages-ept' in s
-               for s in steps)
+               for s in lines)
     assert any(s.startswith('  450 free 2 MB pages for 3 x 256 MB guests')
-               for s in steps)
+               for s in lines)
 
 
 @pytest.mark.parametrize('node', ['vm', 'vm.example.org'])
@@ -281,18 +287,18 @@ def test_remote_without_facts_does_not_tag():
     assert setup.facts is None and setup.commands == []
     assert 'compute-7' in setup.source and '--compute-facts' in \
         setup.source
-    steps = mainjob.operator_steps(setup, 'op', 3, 256)
-    assert steps[-1].startswith('  kvmtune host tag --os-cloud op')
-    assert steps[-2] == ('  the huge pages and kernel arguments the plan '
+    lines = compute.operator_steps(setup, 'op', 3, 256)
+    assert lines[-1].startswith('  kvmtune host tag --os-cloud op')
+    assert lines[-2] == ('  the huge pages and kernel arguments the plan '
                          'names')
 
 
 def test_compute_facts_only_with_os_cloud():
     with pytest.raises(SystemExit):
-        mainjob.parse_args(['--compute-facts', 'x.json'])
-    args = mainjob.parse_args(['--os-cloud', 'c', '--runtime', '5'])
+        job.parse_args(['--compute-facts', 'x.json'])
+    args = job.parse_args(['--os-cloud', 'c', '--runtime', '5'])
     assert args.runtime == 5
-    assert mainjob.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
+    assert rally.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 
 class FakeConn:
@@ -327,21 +333,23 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 
     def forbidden(*args, **kwargs):
         raise AssertionError('touches this host or starts a cloud')
-    for name in ('local_cloud', 'tune_local_compute', 'reserve_hugepages',
-                 '_write_int', 'cloud_env'):
-        monkeypatch.setattr(mainjob, name, forbidden)
-    monkeypatch.setattr(mainjob, 'upload_image', lambda conn: None)
-    monkeypatch.setattr(mainjob, 'base_flavor', lambda conn: None)
-    monkeypatch.setattr(mainjob, 'rally_spec', lambda config: {})
-    monkeypatch.setattr(mainjob, 'Rally', FakeRally)
-    monkeypatch.setattr(mainjob, 'bin_path', lambda name: name)
+    for module, name in ((cloud, 'local_cloud'), (cloud, 'cloud_env'),
+                         (compute, 'tune_local_compute'),
+                         (pages, 'reserve_hugepages'),
+                         (pages, '_write_int')):
+        monkeypatch.setattr(module, name, forbidden)
+    monkeypatch.setattr(cloud, 'upload_image', lambda conn: None)
+    monkeypatch.setattr(cloud, 'base_flavor', lambda conn: None)
+    monkeypatch.setattr(rally, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(rally, 'Rally', FakeRally)
+    monkeypatch.setattr(steps, 'bin_path', lambda name: name)
     import openstack
     monkeypatch.setattr(openstack, 'connect',
                         lambda cloud: FakeConn(this['hostname']))
-    rc = mainjob.main(['--os-cloud', 'op', '--max-vms', '1', '--runtime',
-                       '5', '--state-dir', str(tmp_path)])
+    rc = job.main(['--os-cloud', 'op', '--max-vms', '1', '--runtime', '5',
+                   '--state-dir', str(tmp_path)])
     assert rc == 0
-    profile = mainjob.tuned_profile(this)[0]
+    profile = compute.tuned_profile(this)[0]
     assert ran.ran[:3] == [
         ['kvmtune', 'image', 'build'],
         ['kvmtune', 'flavor', 'apply', '--os-cloud', 'op', '--profile',

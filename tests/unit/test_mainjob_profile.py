@@ -6,6 +6,8 @@ import pytest
 
 from kvmtune import facts
 from kvmtune import mainjob
+from kvmtune.mainjob import compute
+from kvmtune.mainjob import job
 
 HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
                      'hosts')
@@ -22,23 +24,23 @@ def host_facts(name):
     ('pvm-guest-2cpu', 'pinned-hugepages'),
 ])
 def test_tuned_profile_follows_ept(host, profile):
-    chosen, why = mainjob.tuned_profile(host_facts(host))
+    chosen, why = compute.tuned_profile(host_facts(host))
     assert chosen == profile
     assert os.path.exists(os.path.join(PROFILE_DIR, profile + '.yaml'))
 
 
 def test_why_names_the_missing_ept():
-    _, why = mainjob.tuned_profile(host_facts('pvm-guest-2cpu'))
+    _, why = compute.tuned_profile(host_facts('pvm-guest-2cpu'))
     assert 'no EPT/NPT' in why and 'CUSTOM_KVMTUNE_EPT' in why
     assert '\n' not in why
 
 
 def test_why_names_ept():
-    _, why = mainjob.tuned_profile(host_facts('intel-2s-smt-ept-1g'))
+    _, why = compute.tuned_profile(host_facts('intel-2s-smt-ept-1g'))
     assert 'has EPT/NPT' in why
 
 
 def test_tuned_profile_option():
-    assert mainjob.parse_args([]).tuned_profile is None
-    args = mainjob.parse_args(['--tuned-profile', 'cpu-pinning'])
+    assert job.parse_args([]).tuned_profile is None
+    args = job.parse_args(['--tuned-profile', 'cpu-pinning'])
     assert args.tuned_profile == 'cpu-pinning'
