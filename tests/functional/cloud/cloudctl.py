@@ -433,10 +433,15 @@ def write_configs(lay, secrets, mode, virt_type, network):
 
 
 def _gunicorn(lay, name, target, env, threads=4):
+    # --keep-alive 0: every response closes its connection. With gunicorn's
+    # 2 s keep-alive, a client reusing a pooled connection at the moment
+    # the server drops it as idle gets "Remote end closed connection
+    # without response" (seen once in CI on a DELETE); on loopback a new
+    # connection per request costs nothing.
     argv = [bin_('gunicorn'), '--bind', '%s:%d' % (
         cloudconf.HOST, cloudconf.PORTS[name]), '--workers', '1',
         '--threads', str(threads), '--timeout', '300',
-        '--graceful-timeout', '5',
+        '--graceful-timeout', '5', '--keep-alive', '0',
         '--pythonpath', HERE, '--name', 'kvmtune-' + name,
         'kvmtune_wsgi:application']
     env = dict(env, KVMTUNE_WSGI_TARGET=target, KVMTUNE_WSGI_PROG=name)
