@@ -201,14 +201,6 @@ def _port_open(port):
         return s.connect_ex((cloudconf.HOST, port)) == 0
 
 
-def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise CloudError('%s not ready after %d s' % (what, timeout))
-        time.sleep(0.5)
-
-
 def _mysql(sql):
     out = subprocess.run(['mariadb', '-uroot', '-N', '-B', '-e', sql],
                          capture_output=True, text=True)
@@ -256,7 +248,7 @@ def ensure_mariadb():
         subprocess.check_call(['start-stop-daemon', '--start', '--oknodo',
                                '--background', '--exec',
                                '/usr/sbin/mariadbd'])
-    _wait(_mysql_up, 60, 'MariaDB')
+    procs.wait_until(_mysql_up, 60, 'MariaDB')
     return started
 
 
@@ -273,7 +265,7 @@ def ensure_rabbitmq():
         env = dict(os.environ, ERL_EPMD_ADDRESS=cloudconf.HOST,
                    RABBITMQ_NODE_IP_ADDRESS=cloudconf.HOST)
         subprocess.check_call(['rabbitmq-server', '-detached'], env=env)
-    _wait(_rabbit_up, 90, 'RabbitMQ')
+    procs.wait_until(_rabbit_up, 90, 'RabbitMQ')
     return started
 
 
@@ -384,7 +376,8 @@ def ensure_libvirtd(lay):
     for daemon in ('virtlogd', 'libvirtd'):
         procs.run(lay, daemon, [daemon, '-d'])
         started.append(daemon)
-    _wait(lambda: _virsh('version').returncode == 0, 30, 'libvirtd')
+    procs.wait_until(lambda: _virsh('version').returncode == 0, 30,
+                     'libvirtd')
     return started
 
 
@@ -560,7 +553,8 @@ def wait_provider(token, timeout):
     def exists():
         found[:] = rest.placement_providers(placement, token)
         return bool(found)
-    _wait(exists, timeout, 'nova-compute resource provider')
+    procs.wait_until(exists, timeout,
+                     'nova-compute resource provider')
     return found[0]
 
 
@@ -790,7 +784,7 @@ def cmd_restart_compute(args):
             raise CloudError('nova-compute exited (bad configuration?): '
                              'see %s' % log)
         return _compute_inventory_logged(log, offset, state['provider'])
-    _wait(reported, 180, 'nova-compute inventory report')
+    procs.wait_until(reported, 180, 'nova-compute inventory report')
     with open(lay.secrets) as f:
         token = _admin_token(json.load(f))
     inventory = rest.placement_inventories(

@@ -21,7 +21,6 @@ Stdlib only, like cloudctl.
 
 import os
 import subprocess
-import time
 
 import cloudconf
 import procs
@@ -156,14 +155,6 @@ def _ovs_answers():
             vsctl('show', timeout=5).returncode == 0)
 
 
-def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError('%s not ready after %d s' % (what, timeout))
-        time.sleep(0.3)
-
-
 def _check(result, what):
     if result.returncode:
         raise RuntimeError('%s: %s' % (what, result.stderr.strip()))
@@ -189,8 +180,9 @@ def start_ovs(layout, pids):
             'ovsdb-server', db,
             '--remote=punix:%s' % OVS_SOCKET[len('unix:'):],
             '--remote=db:Open_vSwitch,Open_vSwitch,manager_options'])
-        _wait(lambda: vsctl('--no-wait', 'show', timeout=2).returncode
-              == 0, 30, 'ovsdb-server')
+        procs.wait_until(
+            lambda: vsctl('--no-wait', 'show', timeout=2).returncode == 0,
+            30, 'ovsdb-server', interval=0.3)
         # userspace-tso-enable (read once, at ovs-vswitchd's start): the
         # userspace datapath then reads and writes virtio-net headers on
         # the guests' taps. Without them a guest's checksum-offloaded
@@ -273,4 +265,5 @@ def wait_agent(token, timeout, alive_pid):
         except (rest.HTTPError, OSError):
             return False
         return any(a['alive'] for a in agents)
-    _wait(alive, timeout, 'neutron-openvswitch-agent')
+    procs.wait_until(alive, timeout, 'neutron-openvswitch-agent',
+                     interval=0.3)

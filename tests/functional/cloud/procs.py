@@ -21,6 +21,16 @@ import time
 OWNER_ENV = 'KVMTUNE_CLOUD_OWNER'
 
 
+def wait_until(predicate, timeout, what, interval=0.5):
+    """Poll ``predicate`` until true; TimeoutError naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError('%s not ready after %d s' % (what, timeout))
+        time.sleep(interval)
+
+
 def start(layout, name, argv, env=None):
     """Start ``argv`` detached, output to log/<name>.log; return its pid."""
     full_env = dict(os.environ, **(env or {}))
