@@ -3,16 +3,13 @@
 A profile (design.md section 3) has a ``description``, a ``source`` citing
 the experiment it reproduces, and ``tuners``: a list of tuner names or
 ``{name, params}`` mappings. Profiles are found in the packaged directory
-(``etc/kvmtune/profiles`` in a checkout, ``share/kvmtune/profiles`` when
-installed), then in ``[DEFAULT] profile_dirs``; a later directory wins on
+(package data: ``kvmtune/data/profiles``), then in ``[DEFAULT] profile_dirs``; a later directory wins on
 equal names.
 """
 
 import dataclasses
 import os
 import pathlib
-import sys
-import sysconfig
 
 from kvmtune.errors import InputError
 
@@ -22,16 +19,9 @@ TUNER_KEYS = ('name', 'params')
 
 
 def packaged_dir():
-    """The profiles shipped with kvmtune: the checkout's, else installed."""
-    checkout = pathlib.Path(__file__).resolve().parent.parent
-    candidates = [checkout / 'etc' / 'kvmtune' / 'profiles']
-    for prefix in (sys.prefix, sysconfig.get_path('data')):
-        candidates.append(pathlib.Path(prefix) / 'share' / 'kvmtune' /
-                          'profiles')
-    for candidate in candidates:
-        if candidate.is_dir():
-            return str(candidate)
-    return None
+    """The profiles shipped with kvmtune (package data)."""
+    candidate = pathlib.Path(__file__).resolve().parent / 'data' / 'profiles'
+    return str(candidate) if candidate.is_dir() else None
 
 
 def search_dirs(extra_dirs=()):

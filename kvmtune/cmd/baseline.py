@@ -1,7 +1,7 @@
 """Run a workload on the bare host and save the result.
 
 The same tool and command line a benchmark guest runs (the workload
-definitions in etc/kvmtune/workloads), here on the physical host, saved
+definitions in kvmtune/data/workloads), here on the physical host, saved
 as JSON with the host's facts so that `kvmtune report` can compare guests
 against it (kvmtune.bench.baseline.load reads it back).
 
@@ -20,7 +20,7 @@ from kvmtune.errors import InputError
 
 def add_arguments(parser):
     parser.add_argument('--workload', required=True,
-                        help='Workload name (etc/kvmtune/workloads).')
+                        help='Workload name (kvmtune/data/workloads).')
     where = parser.add_mutually_exclusive_group()
     where.add_argument('--target', metavar='PATH',
                        help='File or block device for disk workloads '

@@ -27,7 +27,7 @@ def add_arguments(parser):
     parser.add_argument('--vms', type=int, required=True,
                         help='Guests to boot at once.')
     parser.add_argument('--workload', required=True,
-                        help='Workload (etc/kvmtune/workloads); network '
+                        help='Workload (kvmtune/data/workloads); network '
                              'ones pair the guests as server, client.')
     parser.add_argument('--vcpus', type=int, default=1)
     parser.add_argument('--ram', type=int, default=256, metavar='MB')

@@ -9,11 +9,10 @@ default_opts = [
         help="""
 Directories holding more tuning profiles (``<name>.yaml``).
 
-kvmtune first reads the profiles it ships (``etc/kvmtune/profiles`` in a
-source checkout, ``share/kvmtune/profiles`` when installed), then these
-directories in order; a profile in a later directory replaces one of the
-same name from an earlier one, so a site can adjust a shipped profile by
-copying it here.
+kvmtune first reads the profiles it ships (``kvmtune/data/profiles``,
+package data), then these directories in order; a profile in a later
+directory replaces one of the same name from an earlier one, so a site can
+adjust a shipped profile by copying it here.
 
 Possible values:
 

@@ -39,7 +39,7 @@ KvmtuneGroup = [
                     'benchmark guest test skips.'),
     cfg.StrOpt('benchmark_workload', default='fio-randread-4k',
                help='Workload the benchmark guest runs (see '
-                    'etc/kvmtune/workloads).'),
+                    'kvmtune/data/workloads).'),
     cfg.IntOpt('benchmark_runtime', default=5, min=1,
                help='Seconds the workload runs inside the guest.'),
     cfg.IntOpt('benchmark_timeout', default=300, min=30,

@@ -1,7 +1,7 @@
 """Benchmark workloads: definitions, the guest job, console framing, parsers.
 
-A workload is one YAML file in ``etc/kvmtune/workloads/`` (installed as
-``share/kvmtune/workloads``): which tool, against a disk or a peer, whether
+A workload is one YAML file in ``kvmtune/data/workloads/`` (package
+data): which tool, against a disk or a peer, whether
 it writes, default runtime and size, and the tool's options. The same
 definition drives the guest (``kvmtune.workloads.job``) and the bare host
 (``kvmtune baseline``), so both run the same command line.
@@ -10,7 +10,6 @@ definition drives the guest (``kvmtune.workloads.job``) and the bare host
 import dataclasses
 import os
 import re
-import sys
 
 from kvmtune.errors import InputError
 
@@ -21,12 +20,10 @@ SIZE_RE = re.compile(r'^[0-9]+[KMG]?$')
 
 
 def workload_dirs():
-    """The packaged directory: the source tree's, else the installed one."""
+    """The packaged directory (package data)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [d for d in (
-        os.path.join(os.path.dirname(here), 'etc', 'kvmtune', 'workloads'),
-        os.path.join(sys.prefix, 'share', 'kvmtune', 'workloads'),
-    ) if os.path.isdir(d)][:1]
+    return [d for d in (os.path.join(here, 'data', 'workloads'),)
+            if os.path.isdir(d)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +66,7 @@ def _from_dict(data, source):
     missing = [k for k in ('name', 'tool', 'target') if k not in data]
     if missing:
         raise InputError(f'missing {missing[0]!r}', source=source,
-                         fix='see etc/kvmtune/workloads/ for the format')
+                         fix='see kvmtune/data/workloads/ for the format')
     if data['tool'] not in TOOLS:
         raise InputError(f'unknown tool {data["tool"]!r}', source=source,
                          key='tool', fix=f'one of {", ".join(TOOLS)}')

@@ -2,7 +2,7 @@
 
 DevStack itself is not installable from the package registries; the plugin
 runs under tests/devstack_shim (the DevStack functions it calls, checked
-against DevStack's documentation in tests/unit/test_devstack_shim.py).
+against DevStack's documentation in tests/unit/devstack/test_shim.py).
 Each phase is sourced as stack.sh does: ``source plugin.sh stack PHASE``.
 
 nova.conf is a copy of the compute's file (the running compute is shared

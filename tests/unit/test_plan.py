@@ -12,8 +12,9 @@ from kvmtune import profiles
 from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuners import base
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 INTEL = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
 AMD = os.path.join(HOSTS, 'amd-epyc-npt')
 PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')

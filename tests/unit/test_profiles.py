@@ -10,6 +10,7 @@ import yaml
 from kvmtune import cli
 from kvmtune import profiles
 from kvmtune.errors import InputError
+from tests import paths
 
 SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
            'nested-host', 'net-tuned', 'pinned-hugepages',
@@ -56,8 +57,7 @@ def test_shipped_profiles_load_and_cite_a_seed():
 
 
 def test_packaged_dir_is_the_checkout_one():
-    here = os.path.dirname(os.path.abspath(__file__))
-    expected = os.path.join(here, '..', '..', 'etc', 'kvmtune', 'profiles')
+    expected = os.path.join(paths.REPO, 'kvmtune', 'data', 'profiles')
     assert os.path.samefile(profiles.packaged_dir(), expected)
 
 
@@ -198,7 +198,7 @@ def test_config_sample_is_current(tmp_path):
     import subprocess
     import sys
 
-    root = os.path.join(os.path.dirname(__file__), '..', '..')
+    root = paths.REPO
     out = tmp_path / 'kvmtune.conf.sample'
     subprocess.run(
         [sys.executable, '-m', 'oslo_config.generator', '--config-file',

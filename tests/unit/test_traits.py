@@ -4,8 +4,9 @@ import pytest
 
 from kvmtune import facts as host_facts
 from kvmtune import traits
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 
 
 @pytest.mark.parametrize('host, expected', [

@@ -41,7 +41,7 @@ class DiskScaling(utils.KvmTuneScenario):
         :param flavor: benchmark flavor (with an ephemeral disk)
         :param image: the kvmtune benchmark image
         :param vm_counts: guests per iteration, e.g. [1, 2, 3]
-        :param workload: workload name from etc/kvmtune/workloads
+        :param workload: workload name from kvmtune/data/workloads
         :param target: device of the data disk inside the guest
         :param runtime: seconds the workload runs
         :param params: workload parameters passed to the guest unchanged

@@ -57,7 +57,7 @@ class NetworkScaling(utils.KvmTuneScenario):
         :param flavor: benchmark flavor
         :param image: the kvmtune benchmark image
         :param vm_counts: clients per iteration, e.g. [1, 2, 3]
-        :param workload: workload name from etc/kvmtune/workloads
+        :param workload: workload name from kvmtune/data/workloads
         :param runtime: seconds each client runs
         :param params: workload parameters passed to the guests unchanged
         :param start_margin: seconds from now to start_at for one client

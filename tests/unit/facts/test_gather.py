@@ -6,8 +6,9 @@ import shutil
 import pytest
 
 from kvmtune import facts as host_facts
+from tests import paths
 
-PVM = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts',
+PVM = os.path.join(paths.FIXTURES, 'hosts',
                    'pvm-guest-2cpu')
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.workloads import parsers
+from tests import paths
 
-FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
-                        'outputs')
+FIXTURES = os.path.join(paths.FIXTURES, 'outputs')
 
 
 def fixture(name):

@@ -13,9 +13,9 @@ import pytest
 
 from kvmtune import cli
 from kvmtune.novaconf import validate
+from tests import paths
 
-HERE = os.path.dirname(__file__)
-FIXTURES = os.path.join(HERE, os.pardir, 'fixtures')
+FIXTURES = paths.FIXTURES
 HOST = os.path.join(FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')
 PROFILE = 'pinned-hugepages-ept'
 NOBODY = 65534

@@ -18,9 +18,9 @@ from kvmtune.devstack import host
 from kvmtune.devstack import inifile
 from kvmtune.devstack import tempest
 from kvmtune.errors import InputError
+from tests import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = paths.REPO
 SHIM = os.path.join(ROOT, 'tests', 'devstack_shim', 'functions')
 SETTINGS = os.path.join(ROOT, 'devstack', 'settings')
 PLUGIN = os.path.join(ROOT, 'devstack', 'plugin.sh')

@@ -10,9 +10,9 @@ import pytest
 from kvmtune.errors import KvmtuneError
 from kvmtune.workloads import console
 from kvmtune.workloads import parsers
+from tests import paths
 
-FIXTURE = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
-                       'outputs', 'console-tcg-fio-randread-4k.log')
+FIXTURE = os.path.join(paths.FIXTURES, 'outputs', 'console-tcg-fio-randread-4k.log')
 ID = '11111111-2222-3333-4444-555555555555'
 
 
@@ -161,8 +161,7 @@ def test_net_line():
     assert console.net(f'{console.NET} {ID}\r\n', ID) is None
 
 
-OUTPUTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
-                       'outputs')
+OUTPUTS = os.path.join(paths.FIXTURES, 'outputs')
 
 
 def capture(name):

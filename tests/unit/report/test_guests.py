@@ -7,6 +7,7 @@ import pytest
 
 from kvmtune.errors import InputError
 from kvmtune.report import guests
+from tests import paths
 
 DESIGN_KEYS = ('workload', 'target', 'peer', 'role', 'start_at', 'runtime',
                'hold', 'params')
@@ -47,8 +48,7 @@ def test_status_is_the_guests_own_last_line():
     assert guests.status('KVMTUNE-STATUS vm-1 serving', 'vm-1') is None
 
 
-CONSOLE = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
-                       'outputs', 'console-tcg-fio-randread-4k.log')
+CONSOLE = os.path.join(paths.FIXTURES, 'outputs', 'console-tcg-fio-randread-4k.log')
 GUEST = '11111111-2222-3333-4444-555555555555'
 
 

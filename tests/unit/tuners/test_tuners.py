@@ -16,8 +16,9 @@ from kvmtune.tuners import ept
 from kvmtune.tuners import hugepages
 from kvmtune.tuners import nested
 from kvmtune.tuners import vhost_net
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 FIXTURES = ('intel-2s-smt-ept-1g', 'amd-epyc-npt', 'pvm-guest-2cpu')
 # Params a choice cannot go without.
 COMPANIONS = {('images_type', 'lvm'): {'images_volume_group': 'nova-vg'},

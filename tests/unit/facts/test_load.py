@@ -10,8 +10,9 @@ import pytest
 from kvmtune import cli
 from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 INTEL = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
 FIX = 'regenerate it with kvmtune host inspect --format json'
 

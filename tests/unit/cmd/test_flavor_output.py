@@ -12,9 +12,9 @@ from kvmtune import cli
 from kvmtune.cloud import connection
 from kvmtune.cloud import flavors
 from kvmtune.cmd import flavor_output
+from tests import paths
 
-HOST = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                    'hosts', 'intel-2s-smt-ept-1g')
+HOST = os.path.join(paths.FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')
 PROFILE = 'pinned-hugepages-ept'
 # What the profile's plan wants on that host, as `flavor apply` prints it.
 WANTED = ['  + hw:cpu_policy=dedicated',

@@ -19,9 +19,9 @@ from kvmtune.report import vmtable
 from rally_scenarios.scenarios.kvmtune import disk
 from rally_scenarios.scenarios.kvmtune import network
 from rally_scenarios.scenarios.kvmtune import utils
+from tests import paths
 
-FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'fixtures',
-                        'outputs')
+FIXTURES = os.path.join(paths.FIXTURES, 'outputs')
 
 
 def fixture(name):

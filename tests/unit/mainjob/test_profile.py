@@ -8,10 +8,10 @@ from kvmtune import facts
 from kvmtune import mainjob
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                     'hosts')
-PROFILE_DIR = os.path.join(mainjob.REPO, 'etc', 'kvmtune', 'profiles')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
+PROFILE_DIR = os.path.join(paths.REPO, 'kvmtune', 'data', 'profiles')
 
 
 def host_facts(name):

@@ -24,9 +24,9 @@ from kvmtune.mainjob import pages
 from kvmtune.mainjob import rally
 from kvmtune.mainjob import steps
 from kvmtune.errors import KvmtuneError
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                     'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 NOVA_CONF = '/var/lib/kvmtune-cloud/etc/nova/nova-compute.conf'
 POOL = os.path.join('sys', 'kernel', 'mm', 'hugepages', 'hugepages-{}kB',
                     'nr_hugepages')

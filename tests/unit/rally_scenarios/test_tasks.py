@@ -13,9 +13,9 @@ from rally import exceptions
 from rally import plugins
 from rally.task import engine
 from rally.task import task_cfg
+from tests import paths
 
-TASKS = os.path.join(os.path.dirname(__file__), '..', '..',
-                     'rally_scenarios', 'tasks')
+TASKS = os.path.join(paths.REPO, 'rally_scenarios', 'tasks')
 TASK_FILES = sorted(f for f in os.listdir(TASKS) if f.endswith('.yaml'))
 
 

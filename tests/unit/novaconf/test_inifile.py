@@ -10,9 +10,9 @@ import pytest
 from oslo_config import cfg
 
 from kvmtune.novaconf import inifile
+from tests import paths
 
-FIXTURES = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                        'novaconf')
+FIXTURES = os.path.join(paths.FIXTURES, 'novaconf')
 FIXTURE_NAMES = ('devstack.conf', 'duplicates.conf', 'multiline.conf')
 
 

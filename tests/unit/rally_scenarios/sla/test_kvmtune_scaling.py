@@ -7,8 +7,9 @@ from rally.task import sla
 
 from kvmtune.report import vmtable
 
-from tests.unit.test_report import baseline_file
-from tests.unit.test_report import iteration
+from tests.unit.report.test_scaling import baseline_file
+from tests.unit.report.test_scaling import iteration
+from tests import paths
 
 
 @pytest.fixture(scope='module', autouse=True)

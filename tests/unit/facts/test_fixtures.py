@@ -6,8 +6,9 @@ import pytest
 
 from kvmtune import facts as host_facts
 from kvmtune.facts import schema
+from tests import paths
 
-HOSTS = os.path.join(os.path.dirname(__file__), '..', 'fixtures', 'hosts')
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
 PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')
 INTEL = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
 AMD = os.path.join(HOSTS, 'amd-epyc-npt')

@@ -11,9 +11,9 @@ import sys
 import textwrap
 
 import pytest
+from tests import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = paths.REPO
 SHIM = os.path.join(ROOT, 'tests', 'devstack_shim', 'functions')
 
 

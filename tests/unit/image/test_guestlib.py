@@ -16,10 +16,10 @@ import subprocess
 import pytest
 
 from kvmtune.workloads import parsers
+from tests import paths
 
-HERE = os.path.dirname(__file__)
-LIB = os.path.join(HERE, '..', '..', 'kvmtune', 'image', 'guestlib.sh')
-DATA = os.path.join(HERE, '..', 'fixtures', 'network_data')
+LIB = os.path.join(paths.REPO, 'kvmtune', 'image', 'guestlib.sh')
+DATA = os.path.join(paths.FIXTURES, 'network_data')
 
 
 @pytest.fixture(scope='module')
@@ -160,7 +160,7 @@ def test_guest_accel(run, clocks, dmesg, signature, accel):
     assert run(f'guest_accel "{clocks}" "{dmesg}" "{signature}"') == accel
 
 
-OUTPUTS = os.path.join(HERE, '..', 'fixtures', 'outputs')
+OUTPUTS = os.path.join(paths.FIXTURES, 'outputs')
 
 
 def test_guest_accel_on_what_a_tcg_guest_showed(run):
@@ -193,7 +193,7 @@ NOVA_STRIPS = re.compile('[\x00-\x08\x0B-\x1F]')
 @pytest.mark.parametrize('name', ['sockperf-3.7-tcp-pingpong.txt',
                                   'fio-3.33-randread-4k.json'])
 def test_console_safe_output_passes_nova_unchanged_and_parses(run, name):
-    path = os.path.join(HERE, '..', 'fixtures', 'outputs', name)
+    path = os.path.join(paths.FIXTURES, 'outputs', name)
     with open(path) as f:
         raw = f.read()
     safe = run(f'console_safe < {path}')

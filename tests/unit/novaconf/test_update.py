@@ -8,9 +8,9 @@ import pytest
 from kvmtune.errors import InputError
 from kvmtune.novaconf import update
 from kvmtune.novaconf import validate
+from tests import paths
 
-FIXTURES = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                        'novaconf')
+FIXTURES = os.path.join(paths.FIXTURES, 'novaconf')
 # What the pinned-hugepages-ept profile plans on the 2-socket Intel
 # fixture host (tests/fixtures/hosts/intel-2s-smt-ept-1g).
 CHANGES = {
