@@ -1,0 +1,452 @@
+"""The one writer: every file kvmtune writes goes through write_atomic().
+
+What it promises (doc/design.md section 8):
+
+- Only regular files are written. A path naming a device, a FIFO, a socket,
+  a directory or a dangling symbolic link is refused before anything is
+  opened or created; a symbolic link to a regular file is followed (the file
+  it names is written, the link stays a link).
+- Writers are serialised: an flock(2) on ``.<name>.kvmtune.lock`` beside the
+  target (or on the target itself when that directory is read-only). Use
+  ``with lock(path):`` around a read-modify-write so that a second writer
+  reads what the first one wrote; write_atomic() inside it does not lock
+  again.
+- The new content goes to a temporary file in the same directory, is
+  fsync'ed and renamed over the target (then the directory is fsync'ed), so
+  a reader sees the old or the new file, never a mix. The new file gets the
+  old one's owner, group, mode and extended attributes (POSIX ACLs are the
+  xattr ``system.posix_acl_access``, SELinux labels ``security.selinux``).
+- When a rename would lose something it cannot copy (the file has other
+  hard links, it is a mount point such as a single file bind-mounted into a
+  container, an owner or attribute cannot be set, or the directory is not
+  writable) the file is rewritten in place instead: same inode, under the
+  lock, truncated and written, fsync'ed.
+- A backup (``backup=``) is written only once the write itself has been
+  shown to be possible (an immutable or append-only target is refused
+  first), and only after the new content is in place, so a refused write
+  never overwrites an earlier backup.
+- Temporary files of kvmtune's own pattern (``.<name>.kvmtune-*.tmp``) left
+  by a killed writer are removed under the lock.
+- Every failure is one InputError line naming the file and the fix.
+"""
+
+import contextlib
+import errno
+import fcntl
+import glob
+import os
+import re
+import stat
+import struct
+import tempfile
+import threading
+
+from kvmtune.errors import InputError
+
+LOCK_SUFFIX = '.kvmtune.lock'
+_TEMP_INFIX = '.kvmtune-'
+_TEMP_SUFFIX = '.tmp'
+_FS_IOC_GETFLAGS = 0x80086601       # linux/fs.h, _IOR('f', 1, long)
+_FS_IMMUTABLE_FL = 0x10
+_FS_APPEND_FL = 0x20
+_KINDS = (
+    (stat.S_ISCHR, 'a character device'),
+    (stat.S_ISBLK, 'a block device'),
+    (stat.S_ISFIFO, 'a FIFO (named pipe)'),
+    (stat.S_ISSOCK, 'a socket'),
+    (stat.S_ISDIR, 'a directory'),
+)
+_held = threading.local()
+
+
+def kind(mode):
+    """'a character device', 'a directory', ... or None for a regular
+    file (anything else that is not a regular file is 'not a regular
+    file')."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else 'not a regular file'
+
+
+def _error(problem, source, fix):
+    return InputError(problem, source=source, fix=fix)
+
+
+def resolve(path, source=None, fix=None):
+    """The real path to write for ``path`` and its stat (None when the file
+    does not exist yet); InputError for anything but a regular file."""
+    source = source or path
+    fix = fix or 'give the path of a regular file'
+    if not isinstance(path, str) or not path.strip():
+        raise _error('an empty path', source or "''", fix)
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        link = None
+    except OSError as exc:
+        raise _error(f'cannot look at it: {exc.strerror}', source,
+                     fix) from None
+    if link is not None and stat.S_ISLNK(link.st_mode):
+        real = os.path.realpath(path)
+        try:
+            target = os.stat(real)
+        except FileNotFoundError:
+            raise _error('is a symbolic link to nothing (dangling)', source,
+                         'point the link at an existing file or remove '
+                         'it') from None
+        except OSError as exc:
+            raise _error(f'cannot follow the link: {exc.strerror}', source,
+                         fix) from None
+    else:
+        real, target = os.path.abspath(path), link
+    if target is not None:
+        what = kind(target.st_mode)
+        if what:
+            raise _error(f'is {what}; kvmtune writes only regular files '
+                         '(nothing was written)', source, fix)
+    directory = os.path.dirname(real)
+    try:
+        dstat = os.stat(directory)
+    except OSError as exc:
+        raise _error(f'its directory {directory} cannot be used: '
+                     f'{exc.strerror}', source, 'create the directory or '
+                     'give another path') from None
+    if not stat.S_ISDIR(dstat.st_mode):
+        raise _error(f'{directory} is not a directory', source, fix)
+    return real, target
+
+
+def _lock_name(real):
+    directory, name = os.path.split(real)
+    return os.path.join(directory, f'.{name}{LOCK_SUFFIX}')
+
+
+@contextlib.contextmanager
+def lock(path, source=None):
+    """Hold the writers' lock of ``path`` (reentrant within a thread)."""
+    real, _ = resolve(path, source)
+    held = getattr(_held, 'paths', None)
+    if held is None:
+        held = _held.paths = {}
+    if real in held:
+        held[real] += 1
+        try:
+            yield real
+        finally:
+            held[real] -= 1
+        return
+    fd = _open_lock(real, source or path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held[real] = 1
+        try:
+            yield real
+        finally:
+            del held[real]
+    finally:
+        os.close(fd)
+
+
+def _open_lock(real, source):
+    flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+             | os.O_CLOEXEC)
+    try:
+        fd = os.open(_lock_name(real), flags, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise _error(f'cannot create the lock file {_lock_name(real)}: '
+                         f'{exc.strerror}', source, 'remove what is in its '
+                         'place') from None
+        fd = None
+    if fd is not None:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _error(f'the lock file {_lock_name(real)} is not a '
+                         'regular file', source, 'remove it')
+        return fd
+    # A read-only directory: lock the file itself (it is then written in
+    # place, so its inode stays the one every writer locks).
+    if not os.path.lexists(real):
+        raise _error(f'its directory {os.path.dirname(real)} is not '
+                     'writable; nothing was written', source,
+                     'give a path in a writable directory')
+    try:
+        return os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                       | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _error(f'cannot lock it: {exc.strerror}', source,
+                     'run as a user who may write the file or its '
+                     'directory') from None
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _flags(fd):
+    buf = struct.pack('l', 0)
+    try:
+        return struct.unpack('l', fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf))[0]
+    except OSError:
+        return 0        # the filesystem has no such flags
+
+
+def _mount_points():
+    points = set()
+    try:
+        with open('/proc/self/mountinfo', encoding='utf-8',
+                  errors='replace') as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) > 4:
+                    points.add(re.sub(r'\\([0-7]{3})',
+                                      lambda m: chr(int(m.group(1), 8)),
+                                      fields[4]))
+    except OSError:
+        pass
+    return points
+
+
+def _xattrs(fd):
+    try:
+        names = os.listxattr(fd)
+    except OSError:
+        return {}
+    values = {}
+    for name in names:
+        with contextlib.suppress(OSError):
+            values[name] = os.getxattr(fd, name)
+    return values
+
+
+def _copy_metadata(fd, old, attrs):
+    """Give the temporary file ``fd`` the old file's owner, mode and
+    xattrs; False when something could not be copied exactly."""
+    try:
+        if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+            # chown first: it may clear set-id bits that chmod restores.
+            os.fchown(fd, old.st_uid, old.st_gid)
+        for name in set(_xattrs(fd)) - set(attrs):
+            os.removexattr(fd, name)    # e.g. a directory's default ACL
+        for name, value in attrs.items():
+            os.setxattr(fd, name, value)
+        os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    except OSError:
+        return False
+    new = os.fstat(fd)
+    return ((new.st_uid, new.st_gid, stat.S_IMODE(new.st_mode))
+            == (old.st_uid, old.st_gid, stat.S_IMODE(old.st_mode))
+            and _xattrs(fd) == attrs)
+
+
+def clean_stale(real):
+    """Remove temporary files of kvmtune's pattern beside ``real``; call
+    under lock(): no live writer owns one then."""
+    directory, name = os.path.split(real)
+    pattern = os.path.join(glob.escape(directory),
+                           glob.escape(f'.{name}{_TEMP_INFIX}')
+                           + f'*{_TEMP_SUFFIX}')
+    removed = []
+    for temp in glob.glob(pattern):
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(temp).st_mode):
+                os.unlink(temp)
+                removed.append(temp)
+    return removed
+
+
+def _fsync_dir(directory):
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp(real):
+    directory, name = os.path.split(real)
+    return tempfile.mkstemp(dir=directory, prefix=f'.{name}{_TEMP_INFIX}',
+                            suffix=_TEMP_SUFFIX)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _replace(real, data, old, attrs, mode):
+    """Write a temporary file and rename it over ``real``; False (nothing
+    changed) when the temporary file cannot carry the old metadata."""
+    fd, temp = _temp(real)
+    try:
+        _write_all(fd, data)
+        if old is not None:
+            if not _copy_metadata(fd, old, attrs):
+                os.close(fd)
+                fd = None
+                os.unlink(temp)
+                return False
+        else:
+            os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
+        os.fsync(fd)
+        os.close(fd)
+        fd = None
+        os.replace(temp, real)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    _fsync_dir(os.path.dirname(real))
+    return True
+
+
+def _in_place(fd, data):
+    os.lseek(fd, 0, os.SEEK_SET)
+    _write_all(fd, data)
+    os.ftruncate(fd, len(data))
+    os.fsync(fd)
+
+
+def _needs_in_place(real, old, attrs):
+    if old.st_nlink > 1:
+        return 'it has other hard links'
+    if real in _mount_points():
+        return 'it is a mount point (a bind-mounted file)'
+    if not os.access(os.path.dirname(real), os.W_OK | os.X_OK):
+        return 'its directory is not writable'
+    return None
+
+
+def write_atomic(path, data, *, backup=None, mode=None, source=None,
+                 fix=None):
+    """Make the regular file ``path`` hold ``data`` (bytes or str, UTF-8).
+
+    :param backup: a path that receives the previous content, written only
+        after the new content is in place (None: no backup).
+    :param mode: the permission bits of a file that does not exist yet
+        (default 0666 & ~umask); an existing file keeps its own.
+    :param source: how to name the file in errors (default ``path``).
+    :param fix: the fix errors propose (default: how to make it writable).
+    :returns: 'replaced', 'in place' or 'created'.
+    :raises InputError: not a regular file, not writable, immutable, ...;
+        the file and the backup are then as they were.
+    """
+    if isinstance(data, str):
+        data = data.encode('utf-8')
+    source = source or path
+    real, _ = resolve(path, source, fix)
+    fix = fix or ('run as root or as the owner of the file and its '
+                  'directory')
+    if backup is not None:
+        resolve(backup, backup, 'remove what is in the backup\'s place')
+    with lock(path, source):
+        real, old = resolve(path, source)       # again, under the lock
+        clean_stale(real)
+        try:
+            return _write_locked(real, data, old, backup, mode)
+        except InputError as exc:
+            if exc.source:
+                raise
+            raise InputError(exc.problem, source=source, key=exc.key,
+                             fix=exc.fix or fix) from None
+        except OSError as exc:
+            name = exc.filename or real
+            raise _error(f'cannot write {name}: {exc.strerror}; nothing '
+                         'was written', source, fix) from None
+
+
+def _write_locked(real, data, old, backup, mode):
+    if old is None:
+        if backup is not None:
+            raise InputError('there is nothing to back up (the file does '
+                             'not exist)', fix='create the file first')
+        _replace(real, data, None, {}, mode)
+        return 'created'
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        _refuse_if_immutable(real)
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise InputError(f'is not writable ({exc.strerror}); nothing '
+                             'was written') from None
+        raise
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or now.st_ino != old.st_ino:
+            raise InputError('was replaced while kvmtune was writing it; '
+                             'nothing was written',
+                             fix='run the command again')
+        _refuse_if_immutable(real, fd)
+        previous = _read_all(fd) if backup is not None else None
+        attrs = _xattrs(fd)
+        why = _needs_in_place(real, old, attrs)
+        done = False
+        if why is None:
+            done = _replace(real, data, old, attrs, mode)
+        if not done:
+            _in_place(fd, data)
+    finally:
+        os.close(fd)
+    if backup is not None:
+        _write_backup(backup, previous, old)
+    return 'replaced' if done else 'in place'
+
+
+def _refuse_if_immutable(real, fd=None):
+    if fd is None:
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                         | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            return _refuse_if_immutable(real, fd)
+        finally:
+            os.close(fd)
+    if _flags(fd) & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
+        raise InputError('is immutable or append-only (chattr +i/+a); '
+                         'nothing was written',
+                         fix='chattr -i/-a it first if the change is '
+                         'wanted')
+
+
+def _read_all(fd):
+    chunks = []
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b''.join(chunks)
+        chunks.append(chunk)
+
+
+def _write_backup(backup, previous, like):
+    # Under the target's lock: only kvmtune writes kvmtune's backups.
+    try:
+        real, old = resolve(backup)
+        clean_stale(real)
+        if old is not None and old.st_nlink > 1:
+            fd = os.open(real, os.O_WRONLY | os.O_NOFOLLOW)
+            try:
+                _in_place(fd, previous)
+            finally:
+                os.close(fd)
+            return
+        if not _replace(real, previous, like, {}, None):
+            # Owner cannot be copied (not root): keep it private.
+            _replace(real, previous, None, {}, 0o600)
+    except (OSError, InputError) as exc:
+        problem = getattr(exc, 'strerror', None) or getattr(
+            exc, 'problem', str(exc))
+        raise InputError(f'the new content was written, but the backup '
+                         f'could not be: {problem}', source=backup,
+                         fix='the previous content is lost unless you have '
+                         'another copy; make the directory writable') \
+            from None

@@ -1,0 +1,370 @@
+"""The one reader per format: every file or text kvmtune parses comes here.
+
+Whatever the input, a failure is the project's one error (InputError: one
+line with the problem, the source, the key and a fix), never a traceback,
+a MemoryError or a RecursionError:
+
+- read_bytes / read_text: regular files only (a FIFO is never opened, a
+  device never read), a size bound, strict UTF-8 reported as one line.
+- load_yaml / parse_yaml: safe YAML, a duplicate key is an error (a second
+  ``tuners:`` would silently replace the first), keys must be strings
+  (``yes:`` and ``1:`` are not), nesting and alias expansion are bounded.
+- load_json / parse_json: nesting bounded, numbers finite (NaN, Infinity and
+  1e400 are refused), duplicate keys refused, integers of sane length.
+- number(): one figure from a tool or a file, finite and (by default)
+  non-negative, or an InputError naming what it is.
+"""
+
+import json
+import math
+import os
+import stat
+
+from kvmtune.errors import InputError
+
+MAX_BYTES = 64 << 20        # 64 MiB: far above any nova.conf, profile, facts
+MAX_DEPTH = 64              # facts and reports nest about 6 levels
+MAX_NODES = 1_000_000       # YAML nodes after alias expansion
+
+_KINDS = (
+    (stat.S_ISCHR, 'a character device'),
+    (stat.S_ISBLK, 'a block device'),
+    (stat.S_ISFIFO, 'a FIFO (named pipe)'),
+    (stat.S_ISSOCK, 'a socket'),
+    (stat.S_ISDIR, 'a directory'),
+)
+
+
+def _kind(mode):
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else 'not a regular file'
+
+
+def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
+    """The bytes of the regular file ``path`` (symlinks followed)."""
+    source = source or path or "''"
+    fix = fix or 'give the path of a readable regular file'
+    if not isinstance(path, str) or not path.strip():
+        raise InputError('an empty path', source=source, fix=fix)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError('no such file', source=source, fix=fix) from None
+    except OSError as exc:
+        raise InputError(f'cannot read it: {exc.strerror}', source=source,
+                         fix=fix) from None
+    what = _kind(info.st_mode)
+    if what:
+        raise InputError(f'is {what}, not a regular file', source=source,
+                         fix=fix)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputError(f'cannot read it: {exc.strerror}', source=source,
+                         fix=fix) from None
+    try:
+        info = os.fstat(fd)         # what was opened, not what was stat'ed
+        what = _kind(info.st_mode)
+        if what:
+            raise InputError(f'is {what}, not a regular file',
+                             source=source, fix=fix)
+        if info.st_size > max_bytes:
+            raise InputError(f'is {info.st_size} bytes, more than the '
+                             f'{max_bytes} kvmtune reads', source=source,
+                             fix='give the right file')
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise InputError(f'grew beyond {max_bytes} bytes while '
+                                 'being read', source=source,
+                                 fix='give the right file')
+            chunks.append(chunk)
+    except OSError as exc:
+        raise InputError(f'cannot read it: {exc.strerror}', source=source,
+                         fix=fix) from None
+    finally:
+        os.close(fd)
+    return b''.join(chunks)
+
+
+def decode(data, source, fix=None):
+    """UTF-8 text of ``data``, or one line saying where it is not."""
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        line = data.count(b'\n', 0, exc.start) + 1
+        raise InputError(f'not UTF-8 text (byte {exc.start}, line {line})',
+                         source=source,
+                         fix=fix or 'save the file as UTF-8') from None
+    if '\0' in text:
+        raise InputError('has NUL bytes: not a text file', source=source,
+                         fix=fix or 'give a text file')
+    return text
+
+
+def read_text(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
+    """The UTF-8 text of the regular file ``path``."""
+    source = source or path
+    return decode(read_bytes(path, max_bytes=max_bytes, source=source,
+                             fix=fix), source)
+
+
+# -- YAML ------------------------------------------------------------------
+
+def _yaml_loader(source, max_depth):
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            self.depth += 1
+            if self.depth > max_depth:
+                mark = self.peek_event().start_mark
+                raise InputError(f'nested deeper than {max_depth} levels',
+                                 source=source,
+                                 key=f'line {mark.line + 1}',
+                                 fix='flatten the document')
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                line = f'line {key_node.start_mark.line + 1}'
+                if key_node.tag == 'tag:yaml.org,2002:merge':
+                    continue
+                if (not isinstance(key_node, yaml.ScalarNode)
+                        or key_node.tag != 'tag:yaml.org,2002:str'):
+                    shown = getattr(key_node, 'value', '?')
+                    if not isinstance(shown, str):
+                        raise InputError(
+                            'a key is a ' + type(key_node).__name__[:-4]
+                            .lower() + ', not a string', source=source,
+                            key=line, fix='use a plain string as the key')
+                    raise InputError(
+                        f'key {shown!r} is not a string (YAML reads it as '
+                        f'{key_node.tag.rsplit(":", 1)[-1]})', source=source,
+                        key=line, fix=f'quote it: "{shown}"')
+                if key_node.value in seen:
+                    raise InputError(
+                        f'duplicate key {key_node.value!r} (first at '
+                        f'{seen[key_node.value]}); YAML would keep only the '
+                        'last one', source=source, key=line,
+                        fix='merge the two into one')
+                seen[key_node.value] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def _expanded_size(root, limit, source):
+    """Nodes after alias expansion (a billion laughs stays bounded)."""
+    import yaml
+
+    sizes = {}
+    stack = [(root, False)]
+    on_path = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            children = _children(node, yaml)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > limit:
+                raise InputError(f'expands to more than {limit} nodes '
+                                 '(aliases)', source=source,
+                                 fix='write the document without '
+                                 'repeated aliases')
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise InputError('an alias refers to itself (a recursive '
+                             'document)', source=source,
+                             key=f'line {node.start_mark.line + 1}',
+                             fix='remove the recursive alias')
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node, yaml):
+            if id(child) in on_path:
+                raise InputError('an alias refers to itself (a recursive '
+                                 'document)', source=source,
+                                 key=f'line {child.start_mark.line + 1}',
+                                 fix='remove the recursive alias')
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node, yaml):
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def parse_yaml(text, source, *, max_depth=MAX_DEPTH, max_nodes=MAX_NODES):
+    """The one YAML document in ``text`` (None when empty)."""
+    import yaml
+
+    loader = _yaml_loader(source, max_depth)(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, max_nodes, source)
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f'line {mark.line + 1}, column {mark.column + 1}' \
+            if mark else None
+        problem = exc.problem or exc.context or 'not valid YAML'
+        raise InputError(f'malformed YAML: {problem}', source=source,
+                         key=where, fix='correct the YAML syntax') from None
+    except yaml.YAMLError as exc:
+        raise InputError(f'malformed YAML: {exc}', source=source,
+                         fix='correct the YAML syntax') from None
+    except RecursionError:
+        raise InputError('nested too deeply', source=source,
+                         fix='flatten the document') from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
+              source=None):
+    """parse_yaml() of the regular file ``path``."""
+    source = source or path
+    text = read_text(path, max_bytes=max_bytes, source=source)
+    return parse_yaml(text, source, max_depth=max_depth)
+
+
+# -- JSON ------------------------------------------------------------------
+
+class _Refused(ValueError):
+    def __init__(self, problem, fix):
+        super().__init__(problem)
+        self.problem, self.fix = problem, fix
+
+
+def _constant(name):
+    raise _Refused(f'{name} is not a number', 'write a finite number')
+
+
+def _float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f'{text} is beyond the range of a number',
+                       'write a finite number')
+    return value
+
+
+def _int(text):
+    if len(text) > 64:
+        raise _Refused(f'an integer of {len(text)} digits',
+                       'write a number of sane size')
+    return int(text)
+
+
+def _pairs(pairs):
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Refused(f'duplicate key {key!r}', 'keep one of them')
+        result[key] = value
+    return result
+
+
+def _depth_ok(value, max_depth):
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > max_depth:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_json(text, source, *, key=None, max_depth=MAX_DEPTH):
+    """The JSON value of ``text`` (str or bytes) with every number finite;
+    InputError naming ``source`` (and ``key``) otherwise."""
+    if isinstance(text, bytes):
+        text = decode(text, source)
+    try:
+        value = json.loads(text, parse_constant=_constant,
+                           parse_float=_float, parse_int=_int,
+                           object_pairs_hook=_pairs)
+    except _Refused as exc:
+        raise InputError(exc.problem, source=source, key=key,
+                         fix=exc.fix) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f'not valid JSON: {exc.msg} at line {exc.lineno}, '
+                         f'column {exc.colno}', source=source, key=key,
+                         fix='give the complete, unedited JSON') from None
+    except (RecursionError, MemoryError):
+        raise InputError('JSON nested too deeply', source=source, key=key,
+                         fix='give the file kvmtune wrote') from None
+    except ValueError as exc:
+        raise InputError(f'not valid JSON: {exc}', source=source, key=key,
+                         fix='give the complete, unedited JSON') from None
+    if not _depth_ok(value, max_depth):
+        raise InputError(f'JSON nested deeper than {max_depth} levels',
+                         source=source, key=key,
+                         fix='give the file kvmtune wrote')
+    return value
+
+
+def load_json(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
+              source=None):
+    """parse_json() of the regular file ``path``."""
+    source = source or path
+    data = read_bytes(path, max_bytes=max_bytes, source=source)
+    return parse_json(decode(data, source), source, max_depth=max_depth)
+
+
+# -- numbers ---------------------------------------------------------------
+
+def number(value, *, source, key, minimum=0.0, unit=None, fix=None):
+    """``value`` (a number or its text) as a finite float >= ``minimum``
+    (None: any sign); InputError naming source and key otherwise.
+
+    Booleans are not numbers; '1e400', 'inf' and 'nan' are refused.
+    """
+    shown = f'{value!r}'[:40]
+    fix = fix or 'the tool output is damaged or truncated; run it again'
+    if isinstance(value, bool) or value is None:
+        raise InputError(f'{shown} is not a number', source=source,
+                         key=key, fix=fix)
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise InputError(f'{shown} is not a number', source=source,
+                             key=key, fix=fix) from None
+    elif isinstance(value, int):
+        value = float(value) if abs(value) < 1 << 1000 else math.inf
+    elif not isinstance(value, float):
+        raise InputError(f'{shown} is not a number', source=source,
+                         key=key, fix=fix)
+    if not math.isfinite(value):
+        raise InputError(f'{shown} is not a finite number', source=source,
+                         key=key, fix=fix)
+    if minimum is not None and value < minimum:
+        what = f' {unit}' if unit else ''
+        raise InputError(f'{shown}{what} is below {minimum:g}',
+                         source=source, key=key, fix=fix)
+    return value

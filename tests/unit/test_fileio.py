@@ -1,0 +1,313 @@
+"""kvmtune.fileio, attacked: devices, FIFOs, links, locks, xattrs, ACLs,
+immutable files, bind mounts, stale temporary files."""
+
+import multiprocessing
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from kvmtune import fileio
+from kvmtune.errors import InputError
+
+ROOT = os.geteuid() == 0
+
+
+def _make_char_device(path):
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip('mknod needs CAP_MKNOD (not available here)')
+
+
+def test_refuses_a_character_device_and_leaves_it_one(tmp_path):
+    node = tmp_path / 'null'
+    _make_char_device(str(node))
+    with pytest.raises(InputError, match='character device'):
+        fileio.write_atomic(str(node), 'x\n', backup=str(node) + '.bak')
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ['null']   # no lock, no backup
+
+
+def test_refuses_the_real_dev_null():
+    before = os.lstat('/dev/null')
+    with pytest.raises(InputError, match='character device'):
+        fileio.write_atomic('/dev/null', 'x\n')
+    after = os.lstat('/dev/null')
+    assert stat.S_ISCHR(after.st_mode)
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_refuses_a_symlink_to_a_device(tmp_path):
+    link = tmp_path / 'nova.conf'
+    link.symlink_to('/dev/null')
+    with pytest.raises(InputError, match='character device'):
+        fileio.write_atomic(str(link), 'x\n')
+    assert os.readlink(link) == '/dev/null'
+
+
+def test_refuses_a_fifo_without_opening_it(tmp_path):
+    fifo = tmp_path / 'fifo'
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(InputError, match='FIFO'):
+        fileio.write_atomic(str(fifo), 'x\n')
+    assert time.monotonic() - start < 5     # it never blocked on open
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_refuses_a_directory_and_a_dangling_link(tmp_path):
+    with pytest.raises(InputError, match='directory'):
+        fileio.write_atomic(str(tmp_path), 'x')
+    dangling = tmp_path / 'dangling'
+    dangling.symlink_to(tmp_path / 'nowhere')
+    with pytest.raises(InputError, match='dangling'):
+        fileio.write_atomic(str(dangling), 'x')
+    assert not (tmp_path / 'nowhere').exists()
+
+
+def test_refuses_an_empty_path_and_a_missing_directory(tmp_path):
+    with pytest.raises(InputError, match='empty path'):
+        fileio.write_atomic('', 'x')
+    with pytest.raises(InputError, match='directory'):
+        fileio.write_atomic(str(tmp_path / 'no' / 'file'), 'x')
+
+
+def test_refuses_a_device_where_the_backup_goes(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    backup = tmp_path / 'nova.conf.bak'
+    _make_char_device(str(backup))
+    with pytest.raises(InputError, match='character device'):
+        fileio.write_atomic(str(target), 'new\n', backup=str(backup))
+    assert target.read_text() == 'old\n'
+    assert stat.S_ISCHR(os.lstat(backup).st_mode)
+
+
+def test_backup_holds_the_previous_content(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    result = fileio.write_atomic(str(target), 'new\n',
+                                 backup=str(target) + '.bak')
+    assert result == 'replaced'
+    assert target.read_text() == 'new\n'
+    assert (tmp_path / 'nova.conf.bak').read_text() == 'old\n'
+
+
+@pytest.mark.skipif(not shutil.which('chattr'), reason='no chattr')
+def test_immutable_target_keeps_the_earlier_backup(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('current\n')
+    backup = tmp_path / 'nova.conf.bak'
+    backup.write_text('pristine\n')
+    if subprocess.run(['chattr', '+i', str(target)]).returncode:
+        pytest.skip('this filesystem or user cannot set chattr +i')
+    try:
+        with pytest.raises(InputError, match='immutable'):
+            fileio.write_atomic(str(target), 'new\n', backup=str(backup))
+    finally:
+        subprocess.run(['chattr', '-i', str(target)], check=True)
+    assert target.read_text() == 'current\n'
+    assert backup.read_text() == 'pristine\n'
+
+
+def test_single_file_bind_mount_is_written_in_place(tmp_path):
+    """kolla bind-mounts nova.conf alone: rename(2) onto it is EBUSY."""
+    source = tmp_path / 'host-nova.conf'
+    source.write_text('old\n')
+    target = tmp_path / 'nova.conf'
+    target.write_text('placeholder\n')
+    mounted = subprocess.run(['mount', '--bind', str(source), str(target)],
+                             capture_output=True)
+    if mounted.returncode:
+        pytest.skip('cannot bind-mount here (needs root in its own mount '
+                    'namespace)')
+    try:
+        result = fileio.write_atomic(str(target), 'new\n',
+                                     backup=str(tmp_path / 'nova.conf.bak'))
+        assert result == 'in place'
+        assert target.read_text() == 'new\n'
+    finally:
+        subprocess.run(['umount', str(target)], check=True)
+    assert source.read_text() == 'new\n'        # the host's file changed
+    assert (tmp_path / 'nova.conf.bak').read_text() == 'old\n'
+
+
+def test_hard_links_stay_one_file(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    other = tmp_path / 'other-name'
+    os.link(target, other)
+    assert fileio.write_atomic(str(target), 'new\n') == 'in place'
+    assert other.read_text() == 'new\n'
+    assert os.stat(target).st_ino == os.stat(other).st_ino
+
+
+def test_symlink_stays_a_link(tmp_path):
+    real = tmp_path / 'real.conf'
+    real.write_text('old\n')
+    link = tmp_path / 'nova.conf'
+    link.symlink_to(real)
+    fileio.write_atomic(str(link), 'new\n', backup=str(link) + '.bak')
+    assert link.is_symlink() and real.read_text() == 'new\n'
+
+
+def _has(tool):
+    return shutil.which(tool) is not None
+
+
+@pytest.mark.skipif(not (_has('setfacl') and _has('getfacl')),
+                    reason='needs the acl package (tools/bootstrap)')
+def test_acl_and_user_xattr_survive(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    os.chmod(target, 0o640)
+    subprocess.run(['setfacl', '-m', 'u:nobody:r', str(target)], check=True)
+    os.setxattr(target, 'user.kvmtune-test', b'keep me')
+    acl_before = subprocess.run(['getfacl', '-c', str(target)], check=True,
+                                capture_output=True, text=True).stdout
+    inode = os.stat(target).st_ino
+    assert fileio.write_atomic(str(target), 'new\n') == 'replaced'
+    assert os.stat(target).st_ino != inode      # it was a real replace
+    assert os.getxattr(target, 'user.kvmtune-test') == b'keep me'
+    acl_after = subprocess.run(['getfacl', '-c', str(target)], check=True,
+                               capture_output=True, text=True).stdout
+    assert 'user:nobody:r--' in acl_after
+    assert acl_after == acl_before
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+@pytest.mark.skipif(not ROOT, reason='chown to another user needs root')
+def test_owner_group_and_setgid_mode_survive(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    os.chown(target, 65534, 65534)
+    os.chmod(target, 0o2640)
+    fileio.write_atomic(str(target), 'new\n')
+    after = os.stat(target)
+    assert (after.st_uid, after.st_gid) == (65534, 65534)
+    assert stat.S_IMODE(after.st_mode) == 0o2640
+
+
+def test_a_default_acl_of_the_directory_is_not_added(tmp_path):
+    if not _has('setfacl'):
+        pytest.skip('needs the acl package')
+    subprocess.run(['setfacl', '-d', '-m', 'u:nobody:rw', str(tmp_path)],
+                   check=True)
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    os.removexattr(target, 'system.posix_acl_access')
+    fileio.write_atomic(str(target), 'new\n')
+    assert 'system.posix_acl_access' not in os.listxattr(target)
+
+
+def test_new_file_honours_mode(tmp_path):
+    target = tmp_path / 'secret.json'
+    assert fileio.write_atomic(str(target), '{}', mode=0o600) == 'created'
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+def test_no_backup_of_a_file_that_does_not_exist(tmp_path):
+    with pytest.raises(InputError, match='nothing to back up'):
+        fileio.write_atomic(str(tmp_path / 'new'), 'x',
+                            backup=str(tmp_path / 'new.bak'))
+    assert not (tmp_path / 'new').exists()
+    assert not (tmp_path / 'new.bak').exists()
+
+
+def _write_as_nobody(path, answers):
+    if ROOT:
+        os.setgid(65534)
+        os.setuid(65534)
+    try:
+        fileio.write_atomic(path, '{}')
+        answers.put('written')
+    except InputError as exc:
+        answers.put(str(exc))
+
+
+def test_unwritable_directory_is_one_line(request):
+    """``host capture`` or ``-o`` into a directory the user may not write."""
+    top = tempfile.mkdtemp(prefix='kvmtune-fileio-')   # not under 0700
+    request.addfinalizer(lambda: shutil.rmtree(top))
+    os.chmod(top, 0o755)
+    directory = pathlib.Path(top) / 'ro'
+    directory.mkdir()
+    os.chmod(directory, 0o555)
+    context = multiprocessing.get_context('fork')
+    answers = context.Queue()
+    child = context.Process(target=_write_as_nobody,
+                            args=(str(directory / 'facts.json'), answers))
+    child.start()
+    child.join(30)
+    answer = answers.get(timeout=5)
+    assert 'not writable' in answer and '\n' not in answer
+    assert str(directory / 'facts.json') in answer
+    assert os.listdir(directory) == []
+
+
+def test_read_only_filesystem_is_one_line(tmp_path):
+    """/proc is read-only for new files even for root."""
+    with pytest.raises(InputError) as caught:
+        fileio.write_atomic('/proc/kvmtune-facts.json', '{}')
+    assert '\n' not in str(caught.value)
+    assert '/proc/kvmtune-facts.json' in str(caught.value)
+
+
+def test_stale_temporary_files_are_removed(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    stale = tmp_path / '.nova.conf.kvmtune-abc123.tmp'
+    stale.write_text('half a file')
+    foreign = tmp_path / '.nova.conf.other.tmp'
+    foreign.write_text('not ours')
+    fileio.write_atomic(str(target), 'new\n')
+    assert not stale.exists()
+    assert foreign.exists()
+
+
+def _append_under_lock(path, word, delay):
+    with fileio.lock(path):
+        text = open(path).read()
+        time.sleep(delay)                       # the other one tries now
+        fileio.write_atomic(path, text + word + '\n')
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    target = str(tmp_path / 'nova.conf')
+    with open(target, 'w') as handle:
+        handle.write('start\n')
+    context = multiprocessing.get_context('fork')
+    workers = [context.Process(target=_append_under_lock,
+                               args=(target, f'w{i}', 0.05))
+               for i in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+        assert worker.exitcode == 0
+    lines = open(target).read().split()
+    assert lines[0] == 'start'
+    assert sorted(lines[1:]) == [f'w{i}' for i in range(6)]
+
+
+def test_lock_is_reentrant_in_one_thread(tmp_path):
+    target = str(tmp_path / 'f')
+    with fileio.lock(target):
+        with fileio.lock(target):
+            fileio.write_atomic(target, 'x')
+    assert open(target).read() == 'x'
+
+
+def test_lock_file_that_is_a_fifo_is_refused(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    os.mkfifo(tmp_path / '.nova.conf.kvmtune.lock')
+    with pytest.raises(InputError, match='lock file'):
+        fileio.write_atomic(str(target), 'new\n')
+    assert target.read_text() == 'old\n'

@@ -1,0 +1,209 @@
+"""kvmtune.inputs, attacked: every hostile file is one InputError line."""
+
+import os
+import time
+
+import pytest
+
+from kvmtune import inputs
+from kvmtune.errors import InputError
+
+
+def _one_line(excinfo, *needles):
+    text = str(excinfo.value)
+    assert '\n' not in text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+# -- files -------------------------------------------------------------------
+
+def test_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / 'profile.yaml'
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(InputError) as caught:
+        inputs.load_yaml(str(fifo))
+    assert time.monotonic() - start < 5
+    _one_line(caught, 'FIFO', str(fifo))
+
+
+def test_character_device_is_refused():
+    with pytest.raises(InputError) as caught:
+        inputs.read_text('/dev/zero')      # would never end if read
+    _one_line(caught, 'character device', '/dev/zero')
+
+
+def test_directory_and_empty_path(tmp_path):
+    with pytest.raises(InputError, match='directory'):
+        inputs.load_json(str(tmp_path))
+    with pytest.raises(InputError, match='empty path'):
+        inputs.load_json('')
+
+
+def test_size_bound(tmp_path):
+    big = tmp_path / 'big.json'
+    big.write_bytes(b' ' * 2048)
+    with pytest.raises(InputError, match='more than the 1024'):
+        inputs.load_json(str(big), max_bytes=1024)
+
+
+def test_non_utf8_is_one_line_with_its_line(tmp_path):
+    path = tmp_path / 'p.yaml'
+    path.write_bytes(b'description: ok\nsource: caf\xe9\n')
+    with pytest.raises(InputError) as caught:
+        inputs.load_yaml(str(path))
+    _one_line(caught, 'not UTF-8', 'line 2', str(path))
+
+
+def test_nul_bytes(tmp_path):
+    path = tmp_path / 'p.yaml'
+    path.write_bytes(b'a: 1\n\0\n')
+    with pytest.raises(InputError, match='NUL'):
+        inputs.load_yaml(str(path))
+
+
+# -- YAML --------------------------------------------------------------------
+
+def test_duplicate_top_level_key_is_an_error():
+    text = 'tuners:\n  - cpu_pinning\ndescription: x\ntuners:\n  - ept\n'
+    with pytest.raises(InputError) as caught:
+        inputs.parse_yaml(text, 'p.yaml')
+    _one_line(caught, "duplicate key 'tuners'", 'line 4', 'line 1')
+
+
+def test_duplicate_nested_key_is_an_error():
+    text = 'tuners:\n  - name: x\n    params: {a: 1, a: 2}\n'
+    with pytest.raises(InputError, match="duplicate key 'a'"):
+        inputs.parse_yaml(text, 'p.yaml')
+
+
+@pytest.mark.parametrize('key', ['yes', 'on', '1', '2.5', 'null', '~',
+                                 '2026-11-22'])
+def test_keys_yaml_reads_as_something_else(key):
+    with pytest.raises(InputError) as caught:
+        inputs.parse_yaml(f'{key}: 1\nname: x\n', 'p.yaml')
+    _one_line(caught, 'not a string', f'quote it: "{key}"')
+
+
+def test_mapping_and_sequence_keys():
+    with pytest.raises(InputError, match='a sequence, not a string'):
+        inputs.parse_yaml('? [a, b]\n: 1\n', 'p.yaml')
+    with pytest.raises(InputError, match='a mapping, not a string'):
+        inputs.parse_yaml('? {a: 1}\n: 1\n', 'p.yaml')
+
+
+def test_deep_nesting_is_bounded_not_a_recursion_error():
+    for text in ('[' * 200000, '- ' * 5000 + 'x', 'a:\n' + ''.join(
+            ' ' * i + f'k{i}:\n' for i in range(1, 300))):
+        with pytest.raises(InputError, match='nested'):
+            inputs.parse_yaml(text, 'deep.yaml')
+
+
+def test_billion_laughs_is_bounded():
+    lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]']
+    for i in range(1, 10):
+        refs = ', '.join([f'*a{i - 1}'] * 10)
+        lines.append(f'a{i}: &a{i} [{refs}]')
+    start = time.monotonic()
+    with pytest.raises(InputError, match='expands to more than'):
+        inputs.parse_yaml('\n'.join(lines) + '\n', 'laughs.yaml')
+    assert time.monotonic() - start < 10
+
+
+def test_recursive_alias_is_refused():
+    with pytest.raises(InputError, match='refers to itself'):
+        inputs.parse_yaml('a: &a [1, *a]\n', 'p.yaml')
+
+
+def test_merge_keys_and_plain_documents_still_load():
+    doc = inputs.parse_yaml('base: &b {x: 1}\nmore:\n  <<: *b\n  y: 2\n',
+                            'p.yaml')
+    assert doc == {'base': {'x': 1}, 'more': {'x': 1, 'y': 2}}
+    assert inputs.parse_yaml('', 'empty.yaml') is None
+    assert inputs.parse_yaml('- 1\n- two\n', 'l.yaml') == [1, 'two']
+
+
+def test_malformed_yaml_names_line_and_column():
+    with pytest.raises(InputError) as caught:
+        inputs.parse_yaml('a: [1, 2\nb: 3\n', 'p.yaml')
+    _one_line(caught, 'malformed YAML', 'p.yaml', 'line ')
+
+
+def test_two_documents_are_refused():
+    with pytest.raises(InputError, match='malformed YAML'):
+        inputs.parse_yaml('a: 1\n---\nb: 2\n', 'p.yaml')
+
+
+def test_python_tags_are_refused():
+    with pytest.raises(InputError, match='malformed YAML'):
+        inputs.parse_yaml('a: !!python/object/apply:os.system [id]\n',
+                          'p.yaml')
+
+
+# -- JSON --------------------------------------------------------------------
+
+@pytest.mark.parametrize('number', ['NaN', 'Infinity', '-Infinity', '1e400',
+                                    '-1e400'])
+def test_json_numbers_that_are_not_numbers(number):
+    with pytest.raises(InputError) as caught:
+        inputs.parse_json(f'{{"iops": {number}}}', 'fio.json')
+    _one_line(caught, 'fio.json', number)
+
+
+def test_json_giant_integer():
+    with pytest.raises(InputError, match='digits'):
+        inputs.parse_json('{"a": ' + '9' * 10000 + '}', 'r.json')
+
+
+def test_json_deep_nesting_both_ways():
+    with pytest.raises(InputError, match='nested too deeply'):
+        inputs.parse_json('[' * 200000 + ']' * 200000, 'r.json')
+    with pytest.raises(InputError, match='deeper than 64'):
+        inputs.parse_json('{"a":' * 100 + '1' + '}' * 100, 'r.json')
+    assert inputs.parse_json('[' * 10 + ']' * 10, 'r.json') is not None
+
+
+def test_json_duplicate_key():
+    with pytest.raises(InputError, match="duplicate key 'total'"):
+        inputs.parse_json('{"total": 1, "total": 2}', 'facts.json')
+
+
+def test_json_truncated_and_bytes():
+    with pytest.raises(InputError) as caught:
+        inputs.parse_json('{"jobs": [{"read": {"iops": 12', 'fio')
+    _one_line(caught, 'not valid JSON', 'fio')
+    with pytest.raises(InputError, match='not UTF-8'):
+        inputs.parse_json(b'{"a": "\xff"}', 'r.json')
+    assert inputs.parse_json(b'{"a": 1.5}', 'r.json') == {'a': 1.5}
+
+
+def test_load_json_file(tmp_path):
+    path = tmp_path / 'r.json'
+    path.write_text('{"a": [1, 2.5, "x"]}')
+    assert inputs.load_json(str(path)) == {'a': [1, 2.5, 'x']}
+    path.write_text('{"a": NaN}')
+    with pytest.raises(InputError) as caught:
+        inputs.load_json(str(path))
+    _one_line(caught, str(path), 'NaN')
+
+
+# -- numbers -----------------------------------------------------------------
+
+@pytest.mark.parametrize('value', [float('nan'), float('inf'),
+                                   float('-inf'), 'nan', 'inf', '-inf',
+                                   'Infinity', '1e400', 10 ** 400, None,
+                                   True, '', '12abc', [1], {}])
+def test_number_refuses(value):
+    with pytest.raises(InputError) as caught:
+        inputs.number(value, source='fio output', key='read.iops')
+    _one_line(caught, 'fio output', 'read.iops')
+
+
+def test_number_negative_and_allowed():
+    with pytest.raises(InputError, match='below 0'):
+        inputs.number(-0.5, source='s', key='k', unit='ms')
+    assert inputs.number(-0.5, source='s', key='k', minimum=None) == -0.5
+    assert inputs.number('419.56', source='s', key='k') == 419.56
+    assert inputs.number(7, source='s', key='k') == 7.0
