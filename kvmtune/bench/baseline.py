@@ -8,7 +8,8 @@ File shape (JSON, schema 1)::
      "target": "/var/tmp/...", "scratch": true,
      "peer": null, "command": ["fio", ...],
      "emulated": false, "result": {<kvmtune.workloads.parsers shape>},
-     "facts": {<kvmtune.facts.gather()>}}
+     "facts": {<kvmtune.facts.gather()>},
+     "record": {<kvmtune.report.records shape>}}
 """
 
 import contextlib
@@ -81,6 +82,9 @@ def run(workload, target=None, peer=None, runtime=None, params=None,
                                  'there and give its address')
         argv, result = hostrun.run(workload, peer=peer, runtime=runtime,
                                    params=params)
+    elif workload.target == 'none':    # CPU, memory: nothing to name
+        target = None
+        argv, result = hostrun.run(workload, runtime=runtime, params=params)
     elif scratch:
         with scratch_file(settings['size'],
                           fill=not workload.writes(params)) as target:
@@ -94,31 +98,40 @@ def run(workload, target=None, peer=None, runtime=None, params=None,
                              'pass --destroy-data if its data may go')
         argv, result = hostrun.run(workload, target=target, runtime=runtime,
                                    params=params)
+    facts = _facts()
+    runtime = int(runtime or settings.get('runtime', 10))
     return {
         'schema': SCHEMA, 'kind': KIND,
         'time': datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec='seconds').replace('+00:00', 'Z'),
         'workload': workload.name, 'params': dict(params or {}),
-        'runtime': int(runtime or settings.get('runtime', 10)),
+        'runtime': runtime,
         'target': target, 'scratch': scratch, 'peer': peer,
         'command': argv,
-        'emulated': False, 'result': result, 'facts': _facts(),
+        'emulated': False, 'result': result, 'facts': facts,
+        'record': record(workload, facts, params, runtime, argv),
     }
 
 
+def record(workload, facts, params, runtime, argv):
+    """The result record (kvmtune.report.records) of a bare-host run."""
+    from kvmtune.bench import qemu
+    from kvmtune.report import records
+
+    virt = why = None
+    if facts:
+        virt, why = qemu.choose_accel('auto', facts.get('virt') or {})
+    return records.make('baseline', workload, facts, 'bare',
+                        params=params, runtime=runtime, command=argv,
+                        virt=virt, why=why)
+
+
 def save(doc, path):
-    """Write atomically (temp file + rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix='.baseline-', dir=directory)
-    try:
-        with os.fdopen(fd, 'w') as f:
-            json.dump(doc, f, indent=2, sort_keys=True)
-            f.write('\n')
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write atomically (kvmtune.fileio, the one writer)."""
+    from kvmtune import fileio
+
+    fileio.write_atomic(path, json.dumps(doc, indent=2, sort_keys=True)
+                        + '\n')
 
 
 def _number_or_none(value):
@@ -155,8 +168,10 @@ def validate(doc, source):
     if not isinstance(result['lat_ns'], dict) or not all(
             _number_or_none(result['lat_ns'].get(k)) for k in LAT_KEYS):
         bad('result.lat_ns', 'not an object of numbers (mean p50 p95 p99)')
-    if all(result[k] is None for k in ('iops', 'bw_bytes_s', 'gbit_s',
-                                       'tps')):
+    if not _number_or_none(result.get('events_s')):
+        bad('result.events_s', 'not a number')
+    if all(result.get(k) is None for k in ('iops', 'bw_bytes_s', 'gbit_s',
+                                           'tps', 'events_s')):
         bad('result', 'holds no measured figure')
     if doc.get('facts') is not None and not isinstance(doc['facts'], dict):
         bad('facts', 'not an object')
@@ -165,11 +180,6 @@ def validate(doc, source):
 
 def load(path):
     """Read a baseline file back, validating its shape."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise InputError(f'cannot read: {exc.strerror}', source=path)
-    except ValueError as exc:
-        raise InputError(f'not JSON: {exc}', source=path)
-    return validate(doc, path)
+    from kvmtune import inputs
+
+    return validate(inputs.load_json(path), path)

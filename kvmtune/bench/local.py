@@ -120,13 +120,17 @@ def aggregate(rows):
     servers = sum(1 for r in rows if r['status'] == 'server')
     total = {'vms_ok': len(ok),
              'vms_failed': len(rows) - len(ok) - servers}
-    for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps'):
-        values = [r[key] for r in ok if r[key] is not None]
+    for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps', 'events_s'):
+        values = [r.get(key) for r in ok if r.get(key) is not None]
         total[key] = sum(values) if values else None
-    for key in ('mean', 'p99'):
-        values = [r['lat_ns'][key] for r in ok
-                  if r['lat_ns'][key] is not None]
-        total[f'lat_{key}_ns'] = sum(values) / len(values) if values else None
+    # Latency is never summed: the mean of the guests' means, and the
+    # highest of their p99s (the worst guest's tail).
+    values = [r['lat_ns']['mean'] for r in ok
+              if r['lat_ns']['mean'] is not None]
+    total['lat_mean_ns'] = sum(values) / len(values) if values else None
+    values = [r['lat_ns']['p99'] for r in ok
+              if r['lat_ns']['p99'] is not None]
+    total['lat_p99_ns'] = max(values) if values else None
     cpu = [r['cpu_pct'] for r in ok if r['cpu_pct'] is not None]
     total['cpu_pct'] = sum(cpu) / len(cpu) if cpu else None
     return total
@@ -135,7 +139,7 @@ def aggregate(rows):
 def _plan(workload, vms):
     """[(role, address, peer)] per guest: disk guests alone; network
     guests in pairs, server then client, on 10.233.0.0/24."""
-    if workload.target == 'disk':
+    if workload.target in ('disk', 'none'):
         return [('client', None, None)] * vms
     if vms < 2 or vms % 2:
         raise InputError('a network workload needs an even number of '
@@ -149,6 +153,7 @@ def _plan(workload, vms):
 
 
 def _check_net_image(image_dir, workload):
+    """The image has the workload's tool (network tools: --with-net)."""
     import json
 
     try:
@@ -159,19 +164,45 @@ def _check_net_image(image_dir, workload):
     if workload.tool not in tools:
         raise InputError(f'the image has no {workload.tool}',
                          source=image_dir,
-                         fix='kvmtune image build --with-net')
+                         fix='kvmtune image build' + (
+                             ' --with-net' if workload.target == 'peer'
+                             else ' (rebuild: an older image)'))
+
+
+def pinned_cpus(index, vcpus, host_cpus):
+    """The host CPUs guest ``index`` is pinned to: the next ``vcpus`` of
+    ``host_cpus`` after the previous guests' (as Nova hands out dedicated
+    CPUs); None when they run out (guests would share CPUs)."""
+    first = index * vcpus
+    if first + vcpus > len(host_cpus):
+        return None
+    return host_cpus[first:first + vcpus]
 
 
 def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
         cache='none', fmt='raw', accel='tcg', job_via='config-drive',
         runtime=None, params=None, image_dir=None, delay=None,
-        boot='kernel', log=print):
-    """Boot ``vms`` guests at once, wait, and return the per-VM rows."""
+        boot='kernel', log=print, bus='virtio-blk', iothread=True,
+        hugepages=None, pin=False):
+    """Boot ``vms`` guests at once, wait, and return the per-VM rows.
+
+    :param bus: the data disk's bus (``qemu.BUSES``)
+    :param iothread: the data disk on its own I/O thread
+    :param hugepages: a hugetlbfs mount to back guest RAM, or None
+    :param pin: pin each guest to its own host CPUs (InputError when the
+        host has fewer than ``vms * vcpus``)
+    """
     image_dir = image.image_dir(image_dir)
     _check_image(image_dir)
     plan = _plan(workload, vms)
-    if workload.target == 'peer':
+    if workload.target != 'disk':
         _check_net_image(image_dir, workload)
+    host_cpus = sorted(os.sched_getaffinity(0))
+    if pin and vms * vcpus > len(host_cpus):
+        raise InputError(f'pinning {vms} guest(s) of {vcpus} vCPU needs '
+                         f'{vms * vcpus} host CPUs, this host has '
+                         f'{len(host_cpus)}', key='pinning',
+                         fix='fewer guests or vCPUs, or pinning off')
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
     delay = start_delay(accel, vms) if delay is None else delay
     workdir = tempfile.mkdtemp(prefix='kvmtune-bench-', dir=SCRATCH_DIR)
@@ -191,12 +222,12 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                 if workload.target == 'disk':
                     data = os.path.join(guest.workdir, f'data.{fmt}')
                     qemu.data_disk(data, disk_size, fmt)
-                else:
+                elif workload.target == 'peer':
                     nic = (group, f'52:54:00:6b:00:{index:02x}')
                 on_cmdline = job_via == 'cmdline'
                 the_job = jobs.build(
                     workload, role=role,
-                    target=qemu.DATA_DISK if data else None, peer=peer,
+                    target=qemu.DATA_DISKS[bus] if data else None, peer=peer,
                     start_at=start_at, runtime=runtime, params=params,
                     address=address if on_cmdline else None)
                 cdrom = cmdline = None
@@ -213,7 +244,10 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                                  if address else None))
                 guest.argv_used = guest.argv(
                     accel, vcpus, ram_mb, image_dir, data, fmt, cache,
-                    job_cmdline=cmdline, cdrom=cdrom, boot=boot, nic=nic)
+                    job_cmdline=cmdline, cdrom=cdrom, boot=boot, nic=nic,
+                    bus=bus, iothread=iothread, hugepages=hugepages,
+                    pin=(pinned_cpus(index, vcpus, host_cpus) if pin
+                         else None))
                 guests.append(guest)
             for guest in guests:
                 guest.start(guest.argv_used)

@@ -13,6 +13,11 @@ from kvmtune.image import disk
 
 QEMU = 'qemu-system-x86_64'
 DATA_DISK = '/dev/vdb'   # the boot disk is vda; the guest refuses it
+# The data disk as the guest names it, by bus: virtio-blk after the boot
+# disk (vda), virtio-scsi the first SCSI disk (the config drive's CD-ROM
+# on IDE is sr0).
+DATA_DISKS = {'virtio-blk': DATA_DISK, 'virtio-scsi': '/dev/sda'}
+BUSES = tuple(DATA_DISKS)
 
 
 def choose_accel(requested, virt=None):
@@ -120,19 +125,38 @@ class Guest:
         self.started = self.ended = None
 
     def argv(self, accel, vcpus, ram_mb, image_dir, data, data_format, cache,
-             job_cmdline=None, cdrom=None, boot='kernel', nic=None):
+             job_cmdline=None, cdrom=None, boot='kernel', nic=None,
+             bus='virtio-blk', iothread=True, hugepages=None, pin=None):
         """:param data: the scratch data disk (vdb), or None
         :param nic: (mcast group:port, MAC) of a NIC on a QEMU socket
             network shared by this run's guests, or None
+        :param bus: the data disk's bus, virtio-blk or virtio-scsi
+        :param iothread: serve the data disk from its own I/O thread
+            (libvirt ``<iothreads>``, ``iothread=`` on the disk's driver)
+            instead of QEMU's main loop
+        :param hugepages: a hugetlbfs mount: guest RAM in huge pages from
+            it (libvirt ``<memoryBacking><hugepages/>``), else None
+        :param pin: host CPUs the whole QEMU process (vCPU, I/O and
+            emulator threads, as Nova pins them by default) may run on
+            (``taskset``), else None
         """
-        argv = [QEMU, '-name', f'kvmtune-bench-{self.index}',
-                '-machine', f'pc,accel={accel},graphics=off',
+        machine = f'pc,accel={accel},graphics=off'
+        memory = []
+        if hugepages:
+            machine += ',memory-backend=ram0'
+            memory = ['-object', f'memory-backend-file,id=ram0,'
+                                 f'size={ram_mb}M,mem-path={hugepages},'
+                                 'prealloc=on,share=off']
+        argv = [*(['taskset', '-c', ','.join(map(str, pin))] if pin
+                  else []),
+                QEMU, '-name', f'kvmtune-bench-{self.index}',
+                '-machine', machine, *memory,
                 *(['-cpu', 'host'] if accel == 'kvm' else []),
                 '-m', str(ram_mb), '-smp', str(vcpus),
                 '-nodefaults', '-display', 'none', '-no-reboot',
                 '-smbios', f'type=1,uuid={self.instance_id}',
                 '-serial', f'file:{self.console}', '-monitor', 'none',
-                '-object', 'iothread,id=io0',
+                *(['-object', 'iothread,id=io0'] if iothread else []),
                 # vda: the image, read-only, shared by all guests; fixed
                 # PCI slots keep it vda and first in the BIOS boot order.
                 '-drive', f'file={os.path.join(image_dir, image.RAW)},'
@@ -140,10 +164,16 @@ class Guest:
                 '-device', 'virtio-blk-pci,drive=boot,addr=0x4' + (
                     ',bootindex=0' if boot == 'disk' else '')]
         if data:
+            io = ',iothread=io0' if iothread else ''
             argv += ['-drive', f'file={data},format={data_format},if=none,'
-                               f'id=data,cache={cache}',
-                     '-device', 'virtio-blk-pci,drive=data,iothread=io0,'
-                                'addr=0x5']
+                               f'id=data,cache={cache}']
+            if bus == 'virtio-scsi':
+                argv += ['-device', f'virtio-scsi-pci,id=scsi0{io},addr=0x5',
+                         '-device', 'scsi-hd,drive=data,bus=scsi0.0,'
+                                    'channel=0,scsi-id=0,lun=0']
+            else:
+                argv += ['-device', f'virtio-blk-pci,drive=data{io},'
+                                    'addr=0x5']
         if nic:
             # No vhost: a socket network is QEMU's own userspace path.
             group, mac = nic

@@ -9,7 +9,13 @@ Disk workloads use a fresh scratch file by default (filled with data for
 read workloads, removed afterwards). --target names a file or a block
 device instead: a write workload refuses a block device or a non-empty
 file unless --destroy-data. Network workloads need --peer, a host where
-the server runs (iperf3 -s, or sockperf server --tcp -i 0.0.0.0).
+the server runs (iperf3 -s, or sockperf server --tcp -i 0.0.0.0). CPU
+and memory workloads (sysbench-*) need neither.
+
+The file carries a record (kvmtune.report.records): host facts digest
+and key facts, the workload, its parameters and command, kvmtune's
+version and the time, so that `kvmtune report` can check what it
+compares.
 
 Example:
   kvmtune baseline --workload fio-randread-4k --output baseline.json
@@ -63,7 +69,8 @@ def run(args):
                        destroy_data=args.destroy_data)
     baseline.save(doc, args.output)
     r = doc['result']
-    figures = [f'{k} {r[k]:.1f}' for k in ('iops', 'tps', 'gbit_s')
+    figures = [f'{k} {r[k]:.1f}'
+               for k in ('iops', 'events_s', 'tps', 'gbit_s')
                if r.get(k) is not None]
     if r['bw_bytes_s'] is not None:
         figures.append(f'{r["bw_bytes_s"] / 1e6:.1f} MB/s')

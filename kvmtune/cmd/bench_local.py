@@ -16,10 +16,29 @@ Figures under TCG are labelled "emulated (TCG)": they show the mechanics,
 never KVM's speed. Every QEMU process and scratch file is removed at the
 end, also on Ctrl-C.
 
-Example:
+--compare SETTING=V1,V2[,...] (repeatable) runs the workload once per
+value, one setting at a time from the others' values on the command line:
+cache (none writeback writethrough directsync unsafe), format (raw
+qcow2), bus (virtio-blk virtio-scsi), iothread (on off), hugepages (on
+off), pinning (on off), vhost (on off), vcpus (1 2 ...). It prints one
+table in the shape of a step table (a column per run, the bare host
+last: --baseline FILE, or measured now with --baseline run, the default
+for disk, CPU and memory workloads) and its wall time. A value this host
+cannot give (no free huge pages, no /dev/vhost-net, too few CPUs to pin)
+is skipped with one line saying why.
+
+--json writes the rows with a record (kvmtune.report.records: host facts
+digest and key facts, settings, workload and parameters, kvmtune version,
+time), which `kvmtune report A.json B.json` compares.
+
+Examples:
   kvmtune bench local --vms 2 --workload fio-randread-4k
+  kvmtune bench local --vms 1 --workload fio-randwrite-4k \
+      --compare cache=none,writeback,writethrough --compare iothread=on,off
+  kvmtune bench local --vms 1 --workload sysbench-cpu --json cpu.json
 """
 
+from kvmtune.bench.compare import CHOICES
 from kvmtune.errors import InputError
 
 
@@ -33,16 +52,36 @@ def add_arguments(parser):
     parser.add_argument('--ram', type=int, default=256, metavar='MB')
     parser.add_argument('--disk-size', default='256M',
                         help='Scratch data disk per guest (default 256M).')
-    parser.add_argument('--cache', choices=('none', 'writeback'),
+    parser.add_argument('--cache', choices=CHOICES['cache'],
                         default='none', help='QEMU cache mode of the data '
                         'disk (seeds/003: none for raw/LVM).')
-    parser.add_argument('--format', choices=('raw', 'qcow2'),
+    parser.add_argument('--format', choices=CHOICES['format'],
                         default='raw', help='Data disk format.')
+    parser.add_argument('--bus', choices=CHOICES['bus'],
+                        default='virtio-blk', help='Data disk bus.')
+    parser.add_argument('--iothread', choices=CHOICES['iothread'],
+                        default='on', help='The data disk on its own I/O '
+                        'thread (as Nova gives every guest one).')
+    parser.add_argument('--hugepages', choices=CHOICES['hugepages'],
+                        default='off', help='Guest RAM on huge pages '
+                        '(hugetlbfs; needs free pages).')
+    parser.add_argument('--pinning', choices=CHOICES['pinning'],
+                        default='off', help='Each guest on host CPUs of '
+                        'its own (taskset).')
     parser.add_argument('--accel', choices=('auto', 'kvm', 'tcg'),
                         default='auto')
     parser.add_argument('--vhost', choices=('on', 'off'), default='off',
-                        help='vhost-net for guest NICs (network workloads '
-                        'only; bench local runs disk workloads).')
+                        help='vhost-net for guest NICs (network workloads; '
+                        'bench local links guests by a QEMU socket network, '
+                        'which has none).')
+    parser.add_argument('--compare', action='append', default=[],
+                        metavar='SETTING=V1,V2',
+                        help='Run once per value of SETTING (repeatable; '
+                        'see above) and print the comparison.')
+    parser.add_argument('--baseline', metavar='FILE|run|none',
+                        help='The bare host column of --compare: a file of '
+                        'kvmtune baseline, run (measure it now; default '
+                        'for disk, CPU and memory workloads) or none.')
     parser.add_argument('--job-via', choices=('config-drive', 'cmdline'),
                         default='config-drive',
                         help='How the job reaches the guest.')
@@ -63,7 +102,10 @@ def add_arguments(parser):
                         help='Default $KVMTUNE_IMAGE_DIR or '
                              '/var/lib/kvmtune/images.')
     parser.add_argument('--json', metavar='FILE',
-                        help='Also write the rows and aggregate as JSON.')
+                        help='Also write the rows, aggregate and record as '
+                             'JSON.')
+    parser.add_argument('--png', metavar='FILE',
+                        help='With --compare: write the comparison plot.')
 
 
 def _fmt(value, scale=1.0, digits=1):
@@ -71,71 +113,245 @@ def _fmt(value, scale=1.0, digits=1):
 
 
 def print_table(rows, total):
-    head = (f'{"VM":>3} {"status":<10} {"IOPS":>10} {"MB/s":>9} '
-            f'{"Gbit/s":>7} {"trans/s":>8} '
+    head = (f'{"VM":>3} {"status":<10} {"IOPS":>10} {"events/s":>9} '
+            f'{"MB/s":>9} {"Gbit/s":>7} {"trans/s":>8} '
             f'{"lat mean ms":>11} {"p99 ms":>8} {"CPU%":>6} {"time s":>6}'
             '  accel')
     print(head)
     for row in rows:
-        r = row['result'] or {'iops': None, 'bw_bytes_s': None,
-                              'gbit_s': None, 'tps': None,
-                              'lat_ns': {'mean': None, 'p99': None},
-                              'cpu_pct': None}
-        print(f'{row["vm"]:>3} {row["status"]:<10} {_fmt(r["iops"]):>10} '
-              f'{_fmt(r["bw_bytes_s"], 1e6):>9} '
-              f'{_fmt(r["gbit_s"], 1, 3):>7} {_fmt(r["tps"], 1, 0):>8} '
-              f'{_fmt(r["lat_ns"]["mean"], 1e6, 2):>11} '
-              f'{_fmt(r["lat_ns"]["p99"], 1e6, 2):>8} '
-              f'{_fmt(r["cpu_pct"]):>6} {_fmt(row["seconds"]):>6}'
+        r = row['result'] or {'lat_ns': {}}
+        lat = r.get('lat_ns') or {}
+        print(f'{row["vm"]:>3} {row["status"]:<10} '
+              f'{_fmt(r.get("iops")):>10} {_fmt(r.get("events_s")):>9} '
+              f'{_fmt(r.get("bw_bytes_s"), 1e6):>9} '
+              f'{_fmt(r.get("gbit_s"), 1, 3):>7} '
+              f'{_fmt(r.get("tps"), 1, 0):>8} '
+              f'{_fmt(lat.get("mean"), 1e6, 2):>11} '
+              f'{_fmt(lat.get("p99"), 1e6, 2):>8} '
+              f'{_fmt(r.get("cpu_pct")):>6} {_fmt(row["seconds"]):>6}'
               f'  {row["accel"]}')
         if row['status'] not in ('ok', 'server'):
             print(f'    {row["instance_id"]}: {row["reason"]}')
     label = rows[0]['accel'] if rows else ''
     print(f'{"all":>3} {str(total["vms_ok"]) + " ok":<10} '
-          f'{_fmt(total["iops"]):>10} {_fmt(total["bw_bytes_s"], 1e6):>9} '
+          f'{_fmt(total["iops"]):>10} {_fmt(total.get("events_s")):>9} '
+          f'{_fmt(total["bw_bytes_s"], 1e6):>9} '
           f'{_fmt(total["gbit_s"], 1, 3):>7} {_fmt(total["tps"], 1, 0):>8} '
           f'{_fmt(total["lat_mean_ns"], 1e6, 2):>11} '
           f'{_fmt(total["lat_p99_ns"], 1e6, 2):>8} '
           f'{_fmt(total["cpu_pct"]):>6} {"":>6}  {label}')
+    print('    (aggregate: throughput summed over the guests; latency the '
+          'mean of their means, p99 the worst guest\'s)')
     if total['vms_failed']:
         print(f'{total["vms_failed"]} guest(s) failed: not in the '
               'aggregate')
 
 
-def run(args):
+def _settings(args):
+    return {'cache': args.cache, 'format': args.format, 'bus': args.bus,
+            'iothread': args.iothread, 'hugepages': args.hugepages,
+            'pinning': args.pinning, 'vhost': args.vhost,
+            'vcpus': args.vcpus}
+
+
+def _check(args):
+    if args.vms < 1 or args.vcpus < 1 or args.ram < 128:
+        raise InputError('--vms and --vcpus must be >= 1, --ram >= 128',
+                         key='--vms/--vcpus/--ram')
+    if args.runtime is not None and args.runtime <= 0:
+        raise InputError('must be positive', key='--runtime')
+
+
+def _one_run(args, workload, accel, settings, params, log=print):
+    """(rows, aggregate) of one run with ``settings``."""
+    import os
+
+    from kvmtune.bench import compare
     from kvmtune.bench import local
+
+    if settings['vhost'] == 'on':
+        raise InputError('bench local links guests by a QEMU socket '
+                         'network, which has no vhost-net', key='vhost',
+                         fix='leave vhost off here; vhost-net is measured '
+                         'through Nova (tap + /dev/vhost-net)')
+    mount = None
+    if settings['hugepages'] == 'on':
+        why = compare.skip_reason(settings, args.vms, args.ram,
+                                  len(os.sched_getaffinity(0)))
+        if why:
+            raise InputError(why, key='hugepages')
+        mount = compare.hugetlbfs_mount()
+    rows = local.run(workload, args.vms, vcpus=int(settings['vcpus']),
+                     ram_mb=args.ram, disk_size=args.disk_size,
+                     cache=settings['cache'], fmt=settings['format'],
+                     accel=accel, job_via=args.job_via,
+                     runtime=args.runtime, params=params,
+                     image_dir=args.image_dir, delay=args.start_delay,
+                     boot=args.boot, log=log, bus=settings['bus'],
+                     iothread=settings['iothread'] == 'on',
+                     hugepages=mount, pin=settings['pinning'] == 'on')
+    return rows, local.aggregate(rows)
+
+
+def _record(kind, workload, accel, why, settings, params, runtime):
+    from kvmtune import facts as host_facts
+    from kvmtune.report import records
+
+    return records.make(kind, workload, host_facts.gather(), accel,
+                        params=params, runtime=runtime, settings=settings,
+                        virt=accel, why=why)
+
+
+def _save(doc, path):
+    import json
+
+    from kvmtune import fileio
+
+    fileio.write_atomic(path, json.dumps(doc, indent=2, sort_keys=True)
+                        + '\n')
+    print(f'written {path}')
+
+
+def run(args):
     from kvmtune.bench import qemu
     from kvmtune.cmd.baseline import parse_params
     from kvmtune import workloads
 
-    if args.vms < 1 or args.vcpus < 1 or args.ram < 128:
-        raise InputError('--vms and --vcpus must be >= 1, --ram >= 128',
-                         key='--vms/--vcpus/--ram')
+    _check(args)
     workload = workloads.get(args.workload)
-    if args.vhost == 'on':
-        raise InputError('bench local links guests by a QEMU socket network,'
-                         ' which has no vhost-net', key='--vhost',
-                         fix='leave --vhost off; vhost-net is measured '
-                         'through Nova (tap + /dev/vhost-net)')
+    params = parse_params(args.param)
+    runtime = int(args.runtime or workload.settings(params).get('runtime',
+                                                                10))
+    if args.compare:
+        return run_compare(args, workload, params, runtime)
     accel, why = qemu.choose_accel(args.accel)
     print(f'accelerator: {qemu.accel_label(accel)} ({why})')
-    rows = local.run(workload, args.vms, vcpus=args.vcpus, ram_mb=args.ram,
-                     disk_size=args.disk_size, cache=args.cache,
-                     fmt=args.format, accel=accel, job_via=args.job_via,
-                     runtime=args.runtime, params=parse_params(args.param),
-                     image_dir=args.image_dir, delay=args.start_delay,
-                     boot=args.boot)
-    total = local.aggregate(rows)
-    setup = (f'data disk {args.disk_size} {args.format} cache={args.cache}'
-             if workload.target == 'disk' else
-             'server/client pairs on a QEMU socket network, no vhost')
+    settings = _settings(args)
+    rows, total = _one_run(args, workload, accel, settings, params)
+    if workload.target == 'disk':
+        setup = (f'data disk {args.disk_size} {args.format} on {args.bus} '
+                 f'cache={args.cache} iothread={args.iothread}')
+    elif workload.target == 'peer':
+        setup = 'server/client pairs on a QEMU socket network, no vhost'
+    else:
+        setup = 'no disk, no NIC'
     print(f'{workload.name}: {args.vms} VM(s), {args.vcpus} vCPU, '
-          f'{args.ram} MB, {setup}; results verified (bytes + sha256)')
+          f'{args.ram} MB, {setup}, hugepages={args.hugepages} '
+          f'pinning={args.pinning}; results verified (bytes + sha256)')
     print_table(rows, total)
     if args.json:
-        from kvmtune.bench import baseline
-        baseline.save({'workload': workload.name, 'accel': accel,
-                       'emulated': accel == 'tcg', 'rows': rows,
-                       'aggregate': total}, args.json)
-        print(f'written {args.json}')
+        _save({'schema': 1, 'kind': 'kvmtune-bench-local',
+               'workload': workload.name, 'vms': args.vms, 'accel': accel,
+               'emulated': accel == 'tcg', 'settings': settings,
+               'rows': rows, 'aggregate': total,
+               'record': _record('bench-local', workload, accel, why,
+                                 settings, params, runtime)}, args.json)
     return 0 if total['vms_failed'] == 0 else 1
+
+
+def _baseline_doc(args, workload, params):
+    """The bare host's result for the last column, or (None, why)."""
+    from kvmtune.bench import baseline
+
+    choice = args.baseline or ('run' if workload.target != 'peer'
+                               else 'none')
+    if choice == 'none':
+        return None, 'no bare-host column (--baseline none)'
+    if choice == 'run':
+        if workload.target == 'peer':
+            return None, ('no bare-host column: a network baseline needs '
+                          'a peer (kvmtune baseline --peer HOST, then '
+                          '--baseline FILE)')
+        print(f'bare host: running {workload.name} here (kvmtune '
+              'baseline)')
+        return baseline.run(workload, runtime=args.runtime,
+                            params=params), None
+    doc = baseline.load(choice)
+    if doc['workload'] != workload.name:
+        raise InputError(f'a baseline of {doc["workload"]}, not '
+                         f'{workload.name}', source=choice,
+                         key='workload', fix='record one with kvmtune '
+                         f'baseline --workload {workload.name}')
+    return doc, None
+
+
+def run_compare(args, workload, params, runtime):
+    import os
+    import time
+
+    from kvmtune.bench import compare as ab
+    from kvmtune.bench import qemu
+    from kvmtune.report import compare
+
+    started = time.monotonic()
+    axes = [ab.parse_axis(text) for text in args.compare]
+    ab.check_axes(axes, workload)
+    base = _settings(args)
+    accel, why = qemu.choose_accel(args.accel)
+    print(f'accelerator: {qemu.accel_label(accel)} ({why})')
+    columns = ab.runs(base, axes)
+    host_cpus = len(os.sched_getaffinity(0))
+    done, out, skipped = {}, [], []
+    for label, settings in columns:
+        why_not = ab.skip_reason(settings, args.vms, args.ram, host_cpus)
+        if why_not:
+            print(why_not)
+            skipped.append(label)
+            out.append({'label': label, 'settings': settings,
+                        'skipped': why_not})
+            continue
+        k = ab.key(settings)
+        if k not in done:
+            print(f'--- {label}: {args.vms} VM(s) of {workload.name} '
+                  f'({" ".join(f"{n}={v}" for n, v in settings.items())})')
+            rows, total = _one_run(args, workload, accel, settings, params,
+                                   log=lambda line: print(f'    {line}'))
+            done[k] = (rows, total)
+            print(f'    {total["vms_ok"]}/{args.vms} guest(s) valid')
+        else:
+            print(f'--- {label}: same settings as an earlier column, '
+                  'its run reused')
+        rows, total = done[k]
+        out.append({'label': label, 'settings': settings, 'rows': rows,
+                    'aggregate': total})
+    bare, no_bare = _baseline_doc(args, workload, params)
+    record = _record('bench-compare', workload, accel, why, base, params,
+                     runtime)
+    doc = {'schema': 1, 'kind': 'kvmtune-bench-compare',
+           'workload': workload.name, 'vms': args.vms, 'accel': accel,
+           'emulated': accel == 'tcg', 'runs': out, 'baseline': bare,
+           'record': record}
+    runs = []
+    for item in out:
+        if item.get('skipped'):
+            continue
+        run = compare._from_bench(dict(item, record=record,
+                                       emulated=accel == 'tcg'),
+                                  '(this run)', item['label'])
+        run.record = dict(record, settings=item['settings'])
+        runs.append(run)
+    if bare:
+        runs.append(compare._from_baseline(bare, '(this host, bare)'))
+    cmp = compare.compare(runs)
+    print()
+    print(compare.text(cmp), end='')
+    if no_bare:
+        print(no_bare)
+    if skipped:
+        print(f'skipped (see above): {", ".join(skipped)}')
+    valid = all(p.valid == p.total and p.total
+                for r in cmp.runs for p in cmp.points[r.label])
+    wall = time.monotonic() - started
+    print(f'{len(done)} guest run(s) for {len(columns)} column(s), '
+          f'{"every cell valid" if valid else "NOT every cell valid"}; '
+          f'wall time {wall:.0f} s'
+          + (f' ({compare.EMULATED})' if accel == 'tcg' else ''))
+    if args.json:
+        doc['wall_seconds'] = round(wall, 1)
+        _save(doc, args.json)
+    if args.png:
+        from kvmtune import report
+
+        changed = report.write_atomic(args.png, compare.png_bytes(cmp))
+        print(f'{"wrote" if changed else "unchanged"}: {args.png}')
+    return 0 if valid else 1

@@ -1,7 +1,19 @@
-"""Tabulate and plot a Rally scaling run against the bare-metal baseline.
+"""Tabulate and plot a Rally scaling run, or compare several runs.
 
   kvmtune report TASK_RESULTS.json [--baseline FILE] [--png FILE]
                  [--html FILE]
+  kvmtune report BEFORE.json AFTER.json [MORE.json ...] [--baseline FILE]
+                 [--png FILE] [--html FILE]
+
+With several files (or one file of `kvmtune bench local --json`, or of
+`kvmtune baseline`), runs are compared (kvmtune.report.compare): per VM
+count each run's per-VM and aggregate figures, the change against the
+first run, the share of the bare host when a baseline is given, latency
+across guests (mean, worst guest's p99 or max: never summed), and the
+runs' linear fits side by side. Rally sweeps, bench local results and
+baselines mix freely. Results of different workloads are refused (exit
+status 2); different hosts, accelerators, parameters or runtimes, and
+files without a record, are compared with a warning line each.
 
 TASK_RESULTS.json is what `rally task report --json --out FILE` (or the
 older `rally task results`) wrote for a task built from
@@ -20,8 +32,10 @@ tables and the plot. Figures from QEMU without KVM (TCG) are labelled
 
 
 def add_arguments(parser):
-    parser.add_argument('results', metavar='TASK_RESULTS.json',
-                        help='Rally task result (report --json or results).')
+    parser.add_argument('results', metavar='RESULTS.json', nargs='+',
+                        help='Rally task result (report --json or '
+                             'results), bench local --json or baseline '
+                             'file; several: compared.')
     parser.add_argument('--baseline', metavar='FILE',
                         help='Bare-metal result written by kvmtune baseline.')
     parser.add_argument('--png', metavar='FILE', help='Write the plot here.')
@@ -29,9 +43,36 @@ def add_arguments(parser):
                         help='Write a self-contained HTML report here.')
 
 
+def _compare(args):
+    from kvmtune import report
+    from kvmtune.report import compare
+
+    paths = list(args.results) + ([args.baseline] if args.baseline else [])
+    cmp = compare.load_all(paths)
+    print(compare.text(cmp), end='')
+    png = compare.png_bytes(cmp) if (args.png or args.html) else None
+    for path, data in ((args.png, png),
+                       (args.html, args.html and compare.html_page(
+                           cmp, png).encode('utf-8'))):
+        if path:
+            changed = report.write_atomic(path, data)
+            print(f'{"wrote" if changed else "unchanged"}: {path}')
+    return 0
+
+
+def _is_rally(path):
+    from kvmtune.report import rally_results
+
+    doc = rally_results.read(path)
+    return not (isinstance(doc, dict) and 'kind' in doc)
+
+
 def run(args):
     from kvmtune import report
 
+    if len(args.results) > 1 or not _is_rally(args.results[0]):
+        return _compare(args)
+    args.results = args.results[0]
     analysed = report.analyse(args.results, args.baseline)
     print(report.render.text(analysed), end='')
     png = report.render.png_bytes(analysed) if (args.png or args.html) \

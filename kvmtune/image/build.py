@@ -19,8 +19,11 @@ from kvmtune.image import fio_static
 from kvmtune.image import modules
 
 # Bump when the layout changes, so an old image is not taken as current.
-LAYOUT = 3
-DISK_TOOLS = ('fio',)
+LAYOUT = 4
+# Always in the image: fio (disk) and sysbench (CPU and memory: the
+# sysbench-* workloads; Debian's dynamic sysbench and the few libraries it
+# adds to fio's, about 1 MB compressed).
+DISK_TOOLS = ('fio', 'sysbench')
 NET_TOOLS = ('iperf3', 'sockperf')
 NET_MODULES = ('virtio_net',)
 HERE = os.path.dirname(__file__)

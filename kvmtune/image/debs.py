@@ -12,7 +12,7 @@ import subprocess
 
 from kvmtune.errors import KvmtuneError
 
-TOOLS = ('busybox-static', 'fio', 'iperf3', 'sockperf')
+TOOLS = ('busybox-static', 'fio', 'sysbench', 'iperf3', 'sockperf')
 KERNEL_META = 'linux-image-amd64'
 _INST = re.compile(r'^Inst (\S+) \((\S+) .*\[([a-z0-9]+)\]\)')
 

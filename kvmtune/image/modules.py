@@ -14,8 +14,11 @@ from kvmtune.errors import KvmtuneError
 #  IDE/SATA CD-ROM; vfat mounts fail without nls_ascii; network: virtio-net;
 #  cpuid: the guest reads the hypervisor's CPUID signature through
 #  /dev/cpu/0/cpuid to tell QEMU's TCG from KVM (init.sh, guestlib.sh).
+#  virtio_scsi + sd_mod: a data disk on virtio-scsi (kvmtune bench local
+#  --compare bus=virtio-blk,virtio-scsi) is /dev/sda.
 WANTED = (
-    'virtio_pci', 'virtio_blk', 'virtio_net', 'cpuid',
+    'virtio_pci', 'virtio_blk', 'virtio_scsi', 'sd_mod', 'virtio_net',
+    'cpuid',
     'isofs', 'vfat', 'nls_cp437', 'nls_ascii', 'nls_iso8859-1', 'nls_utf8',
     'sr_mod', 'ata_piix', 'ahci',
 )

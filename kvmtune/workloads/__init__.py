@@ -1,7 +1,8 @@
 """Benchmark workloads: definitions, the guest job, console framing, parsers.
 
 A workload is one YAML file in ``kvmtune/data/workloads/`` (package
-data): which tool, against a disk or a peer, whether
+data): which tool, against a disk, a peer or nothing (``none``: CPU and
+memory workloads need only the guest's vCPUs and RAM), whether
 it writes, default runtime and size, and the tool's options. The same
 definition drives the guest (``kvmtune.workloads.job``) and the bare host
 (``kvmtune baseline``), so both run the same command line.
@@ -13,8 +14,8 @@ import re
 
 from kvmtune.errors import InputError
 
-TOOLS = ('fio', 'iperf3', 'sockperf')
-TARGETS = ('disk', 'peer')
+TOOLS = ('fio', 'iperf3', 'sockperf', 'sysbench')
+TARGETS = ('disk', 'peer', 'none')
 WRITE_MODES = ('write', 'randwrite', 'rw', 'randrw', 'trim', 'randtrim')
 SIZE_RE = re.compile(r'^[0-9]+[KMG]?$')
 

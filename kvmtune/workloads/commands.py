@@ -1,8 +1,10 @@
 """The command line each tool runs, in the guest and on the bare host.
 
 ``@VCPUS@`` stands for the CPU count of whoever runs it (the guest init
-substitutes ``nproc``): fio's numjobs=vcpus.
+substitutes ``nproc``): fio's numjobs=vcpus, sysbench's threads=vcpus.
 """
+
+import re
 
 from kvmtune.errors import InputError
 from kvmtune.workloads import WRITE_MODES
@@ -51,7 +53,60 @@ def _sockperf(workload, settings, role, target, peer, runtime):
             '--full-rtt']
 
 
-BUILDERS = {'fio': _fio, 'iperf3': _iperf3, 'sockperf': _sockperf}
+SYSBENCH_TESTS = ('cpu', 'memory')
+SYSBENCH_OPERS = ('read', 'write')
+
+
+def _positive(workload, settings, key):
+    value = settings[key]
+    if value == 'vcpus':
+        return VCPUS
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f'not a positive integer: {value!r}',
+                         source=workload.name, key=key,
+                         fix='a whole number >= 1' +
+                         (' or vcpus' if key == 'threads' else ''))
+    return str(value)
+
+
+def _sysbench(workload, settings, role, target, peer, runtime):
+    """sysbench cpu | memory for ``runtime`` seconds (``--time``).
+
+    memory: total_size is large (1T) so that the time, not the size, ends
+    the run; a run cut short by the size would still give a true rate.
+    """
+    test = settings['test']
+    if test not in SYSBENCH_TESTS:
+        raise InputError(f'unknown sysbench test {test!r}',
+                         source=workload.name, key='test',
+                         fix=f'one of {", ".join(SYSBENCH_TESTS)}')
+    argv = ['sysbench', test,
+            f'--threads={_positive(workload, settings, "threads")}',
+            f'--time={runtime}']
+    if test == 'cpu':
+        argv.append('--cpu-max-prime='
+                    f'{_positive(workload, settings, "max_prime")}')
+    else:
+        for key in ('block_size', 'total_size'):
+            if not re.match(r'^[0-9]+[KMGT]?$', str(settings[key])):
+                raise InputError(f'not a size: {settings[key]!r}',
+                                 source=workload.name, key=key,
+                                 fix='bytes with an optional K, M, G or '
+                                     'T suffix')
+        if settings['oper'] not in SYSBENCH_OPERS:
+            raise InputError(f'unknown memory operation '
+                             f'{settings["oper"]!r}', source=workload.name,
+                             key='oper',
+                             fix=f'one of {", ".join(SYSBENCH_OPERS)}')
+        argv += [f'--memory-block-size={settings["block_size"]}',
+                 f'--memory-total-size={settings["total_size"]}',
+                 f'--memory-oper={settings["oper"]}',
+                 '--memory-access-mode=seq']
+    return argv + ['run']
+
+
+BUILDERS = {'fio': _fio, 'iperf3': _iperf3, 'sockperf': _sockperf,
+            'sysbench': _sysbench}
 
 
 def argv(workload, role='client', target=None, peer=None, runtime=None,
@@ -68,6 +123,10 @@ def argv(workload, role='client', target=None, peer=None, runtime=None,
             raise InputError('no target disk', source=workload.name,
                              key='target', fix='name the disk explicitly, '
                              'never the boot disk')
+    elif workload.target == 'none':
+        if role != 'client':
+            raise InputError('a CPU or memory workload has no server role',
+                             source=workload.name, key='role')
     elif role == 'client' and not peer:
         raise InputError('no peer', source=workload.name, key='peer',
                          fix='give the server\'s address')

@@ -64,7 +64,8 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
 
 
 def roles(workload):
-    return ('client',) if workload.target == 'disk' else ROLES
+    # disk and CPU/memory (target none) workloads have no server
+    return ('client',) if workload.target in ('disk', 'none') else ROLES
 
 
 def templates(workloads):

@@ -1,14 +1,15 @@
 """One parser per tool, each returning the result shape of design.md 6::
 
     {"tool", "workload", "iops", "bw_bytes_s",
-     "lat_ns": {"mean", "p50", "p95", "p99"}, "gbit_s", "tps", "cpu_pct",
-     "emulated"}
+     "lat_ns": {"mean", "p50", "p95", "p99"}, "gbit_s", "tps", "events_s",
+     "cpu_pct", "emulated"}
 
 A figure the tool did not measure is None; output that cannot be read
 raises KvmtuneError rather than yield a number.
 """
 
 import json
+import math
 import re
 
 from kvmtune.errors import KvmtuneError
@@ -21,8 +22,8 @@ def _shape(tool, workload, emulated, **values):
               'bw_bytes_s': None,
               'lat_ns': {'mean': None, 'p50': None, 'p95': None,
                          'p99': None},
-              'gbit_s': None, 'tps': None, 'cpu_pct': None,
-              'emulated': emulated}
+              'gbit_s': None, 'tps': None, 'events_s': None,
+              'cpu_pct': None, 'emulated': emulated}
     result.update(values)
     return result
 
@@ -141,8 +142,83 @@ def parse_sockperf(raw, workload=None, emulated=None):
         p90_ns=pct.get(90.0))
 
 
+_SYSBENCH = {
+    'threads': re.compile(r'^Number of threads: (\d+)\s*$', re.M),
+    'cpu': re.compile(r'^\s*events per second:\s*([0-9.]+)\s*$', re.M),
+    'memory': re.compile(r'^([0-9.]+) MiB transferred \(\s*([0-9.]+) '
+                         r'MiB/sec\)\s*$', re.M),
+    'time': re.compile(r'^\s*total time:\s*([0-9.]+)s\s*$', re.M),
+    'events': re.compile(r'^\s*total number of events:\s*(\d+)\s*$',
+                         re.M),
+    'latency': re.compile(r'^\s*(min|avg|max|95th percentile):\s*'
+                          r'([0-9.]+)\s*$', re.M),
+}
+
+
+def _finite(tool, what, text):
+    """A finite, non-negative number read from the tool's output."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = float('nan')
+    if not math.isfinite(value) or value < 0:
+        raise KvmtuneError(f'{tool} output has a bad {what}: {text!r}')
+    return value
+
+
+def parse_sysbench(raw, workload=None, emulated=None):
+    """sysbench 1.0 ``cpu`` or ``memory`` ... ``run`` (text output).
+
+    cpu: ``events_s`` = events (prime searches) per second over all
+    threads, the CPU-bound figure; memory: ``bw_bytes_s`` from the MiB/s
+    transferred over all threads. Latency is per event (sysbench prints
+    milliseconds with two decimals): mean, 95th percentile and
+    ``lat_max_ns``. A run with no event, no summary or a figure that is
+    not a finite non-negative number raises.
+    """
+    text = _ANSI.sub('', raw).replace('\r', '')
+    cpu = _SYSBENCH['cpu'].search(text)
+    memory = _SYSBENCH['memory'].search(text)
+    found = {k: _SYSBENCH[k].search(text)
+             for k in ('threads', 'time', 'events')}
+    missing = [k for k, v in found.items() if v is None]
+    if (cpu is None) == (memory is None) or missing:
+        names = {'threads': 'Number of threads', 'time': 'total time',
+                 'events': 'total number of events'}
+        what = (names[missing[0]] if missing else
+                'figure (events per second or MiB/sec)')
+        raise KvmtuneError(f'sysbench output lacks its {what} line',
+                           fix='run sysbench cpu or memory ... run to '
+                               'the end')
+    seconds = _finite('sysbench', 'total time', found['time'].group(1))
+    events = int(found['events'].group(1))
+    if seconds <= 0 or events == 0:
+        raise KvmtuneError('sysbench ran no event',
+                           fix='check --time and the test options')
+    lat = {name: _finite('sysbench', f'latency {name}', value) * 1e6
+           for name, value in _SYSBENCH['latency'].findall(text)}
+    if 'avg' not in lat:
+        raise KvmtuneError('sysbench output lacks its Latency avg line')
+    figures = {}
+    if cpu is not None:
+        figures['events_s'] = _finite('sysbench', 'events per second',
+                                      cpu.group(1))
+    else:
+        figures['bw_bytes_s'] = _finite('sysbench', 'MiB/sec',
+                                        memory.group(2)) * 1048576.0
+    if not any(figures.values()):
+        raise KvmtuneError('sysbench measured a rate of 0')
+    return _shape(
+        'sysbench', workload, emulated,
+        lat_ns={'mean': lat['avg'], 'p50': None,
+                'p95': lat.get('95th percentile'), 'p99': None},
+        lat_max_ns=lat.get('max'), threads=int(found['threads'].group(1)),
+        seconds=seconds, events=events,
+        **figures)
+
+
 PARSERS = {'fio': parse_fio, 'iperf3': parse_iperf3,
-           'sockperf': parse_sockperf}
+           'sockperf': parse_sockperf, 'sysbench': parse_sysbench}
 
 
 def parse(tool, raw, workload=None, emulated=None):

@@ -139,3 +139,74 @@ def test_sockperf_half_rtt_output_is_refused():
 def test_unknown_tool():
     with pytest.raises(KvmtuneError, match='no parser'):
         parsers.parse('netperf', 'x')
+
+
+# sysbench 1.0.20 (Debian 12), captured on the development host:
+#   sysbench cpu --threads=1|2 --time=5 --cpu-max-prime=10000 run
+#   sysbench memory --threads=2|1 --time=5 --memory-block-size=1M
+#       --memory-total-size=1T --memory-oper=read|write run
+@pytest.mark.parametrize('name,threads,events_s,events,seconds', [
+    ('sysbench-1.0.20-cpu-1t.txt', 1, 1539.48, 7706, 5.0039),
+    ('sysbench-1.0.20-cpu-2t.txt', 2, 1596.42, 7987, 5.0016),
+])
+def test_sysbench_cpu_events_per_second(name, threads, events_s, events,
+                                        seconds):
+    raw = fixture(name)
+    result = parsers.parse('sysbench', raw, 'sysbench-cpu', emulated=True)
+    assert result['events_s'] == events_s
+    assert result['threads'] == threads
+    assert result['events'] == events and result['seconds'] == seconds
+    # the other throughput figures are not measured by a CPU test
+    assert result['iops'] is None and result['bw_bytes_s'] is None
+    assert result['tps'] is None and result['gbit_s'] is None
+    lat = dict(re.findall(r'(avg|max|95th percentile):\s+([0-9.]+)', raw))
+    assert result['lat_ns']['mean'] == pytest.approx(
+        float(lat['avg']) * 1e6)
+    assert result['lat_ns']['p95'] == pytest.approx(
+        float(lat['95th percentile']) * 1e6)
+    assert result['lat_max_ns'] == pytest.approx(float(lat['max']) * 1e6)
+    assert result['lat_ns']['p99'] is None
+    assert result['workload'] == 'sysbench-cpu' and result['emulated']
+
+
+@pytest.mark.parametrize('name,mib_s', [
+    ('sysbench-1.0.20-memory-read.txt', 18618.53),
+    ('sysbench-1.0.20-memory-write.txt', 13347.12),
+])
+def test_sysbench_memory_bandwidth(name, mib_s):
+    raw = fixture(name)
+    assert f'({mib_s} MiB/sec)' in raw    # the figure the tool printed
+    result = parsers.parse('sysbench', raw)
+    assert result['bw_bytes_s'] == pytest.approx(mib_s * 1048576)
+    assert result['events_s'] is None
+
+
+def _replace(raw, old, new):
+    assert old in raw
+    return raw.replace(old, new)
+
+
+@pytest.mark.parametrize('broken,message', [
+    (lambda r: r[:r.index('General statistics')], 'total time'),
+    (lambda r: _replace(r, 'events per second:', 'events per minute:'),
+     'figure'),
+    (lambda r: re.sub(r'total number of events:\s+\d+',
+                      'total number of events: 0', r), 'no event'),
+    (lambda r: re.sub(r'events per second:\s+[0-9.]+',
+                      'events per second:  nan', r), 'figure'),
+    (lambda r: re.sub(r'avg:\s+[0-9.]+\n', '', r), 'avg'),
+    (lambda r: '', 'Number of threads'),
+    (lambda r: 'Invalid value for the \'cpu_max_prime\' option: \'abc\'\n',
+     'Number of threads'),
+])
+def test_sysbench_bad_output_raises(broken, message):
+    raw = broken(fixture('sysbench-1.0.20-cpu-1t.txt'))
+    with pytest.raises(KvmtuneError, match=message):
+        parsers.parse('sysbench', raw)
+
+
+def test_sysbench_cpu_and_memory_lines_together_are_refused():
+    raw = fixture('sysbench-1.0.20-cpu-1t.txt') + fixture(
+        'sysbench-1.0.20-memory-read.txt')
+    with pytest.raises(KvmtuneError):
+        parsers.parse('sysbench', raw)

@@ -14,7 +14,8 @@ EXPECTED = {
     'fio-randread-4k', 'fio-randwrite-4k', 'fio-seqread-2m',
     'fio-seqwrite-2m', 'cdm-seq1m-q8t1', 'cdm-4k-q32t1', 'cdm-4k-q1t1',
     'iperf3-tcp-stream', 'iperf3-udp-stream', 'sockperf-tcp-rr',
-    'sockperf-udp-rr',
+    'sockperf-udp-rr', 'sysbench-cpu', 'sysbench-cpu-1t',
+    'sysbench-memory-read', 'sysbench-memory-write',
 }
 
 
@@ -47,6 +48,52 @@ def test_fio_command_lines(defs, name, rw, bs, iodepth, numjobs):
                 '--output-format=json', '--group_reporting'):
         assert arg in argv
     assert ('--readonly' in argv) == (not defs[name].writes())
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('sysbench-cpu', ['sysbench', 'cpu', '--threads=@VCPUS@', '--time=7',
+                      '--cpu-max-prime=10000', 'run']),
+    ('sysbench-cpu-1t', ['sysbench', 'cpu', '--threads=1', '--time=7',
+                         '--cpu-max-prime=10000', 'run']),
+    ('sysbench-memory-read', [
+        'sysbench', 'memory', '--threads=@VCPUS@', '--time=7',
+        '--memory-block-size=1M', '--memory-total-size=1T',
+        '--memory-oper=read', '--memory-access-mode=seq', 'run']),
+    ('sysbench-memory-write', [
+        'sysbench', 'memory', '--threads=@VCPUS@', '--time=7',
+        '--memory-block-size=1M', '--memory-total-size=1T',
+        '--memory-oper=write', '--memory-access-mode=seq', 'run']),
+])
+def test_sysbench_command_lines_need_no_disk_or_peer(defs, name, expected):
+    w = defs[name]
+    assert w.target == 'none' and not w.writes()
+    assert commands.argv(w, runtime=7) == expected
+    # the guest's job and the image's template: one client, no server
+    assert job.roles(w) == ('client',)
+    assert job.build(w, runtime=7)['command'] == ' '.join(expected)
+    assert f'{name}.server' not in job.templates({name: w})
+    with pytest.raises(InputError, match='no server role'):
+        commands.argv(w, role='server')
+
+
+@pytest.mark.parametrize('params,key', [
+    ({'threads': 0}, 'threads'), ({'threads': 'many'}, 'threads'),
+    ({'max_prime': -5}, 'max_prime'), ({'test': 'fileio'}, 'test'),
+])
+def test_sysbench_bad_cpu_params(defs, params, key):
+    with pytest.raises(InputError) as exc:
+        commands.argv(defs['sysbench-cpu'], params=params)
+    assert exc.value.key == key
+
+
+@pytest.mark.parametrize('params,key', [
+    ({'oper': 'copy'}, 'oper'), ({'block_size': '1X'}, 'block_size'),
+    ({'total_size': '-1'}, 'total_size'),
+])
+def test_sysbench_bad_memory_params(defs, params, key):
+    with pytest.raises(InputError) as exc:
+        commands.argv(defs['sysbench-memory-read'], params=params)
+    assert exc.value.key == key
 
 
 def test_params_override_and_turn_a_read_into_a_write(defs):

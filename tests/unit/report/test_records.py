@@ -1,0 +1,111 @@
+"""Result records: what they hold and what report checks before it
+compares (refuse different workloads, warn about the rest)."""
+
+import json
+import os
+
+import pytest
+
+from kvmtune.errors import InputError
+from kvmtune import facts
+from kvmtune.report import records
+from kvmtune import workloads
+from tests import paths
+
+
+def _facts(name):
+    return facts.gather(root=os.path.join(paths.HOSTS, name))
+
+
+@pytest.fixture(scope='module')
+def hosts():
+    return sorted(n for n in os.listdir(paths.HOSTS)
+                  if os.path.isdir(os.path.join(paths.HOSTS, n)))
+
+
+def test_record_of_a_captured_host(hosts):
+    f = _facts(hosts[0])
+    w = workloads.get('sysbench-cpu')
+    rec = records.make('bench-local', w, f, 'tcg', params={'threads': 1},
+                       runtime=5, settings={'cache': 'none'}, virt='tcg',
+                       why='asked for')
+    assert rec['kind'] == 'bench-local' and rec['emulated'] is True
+    assert rec['host']['cpu_model'] == f['cpu']['model_name']
+    assert rec['host']['nodes'] == len(f['numa']['nodes'])
+    assert rec['host']['cpus'] == len(f['cpu']['online'])
+    assert rec['host']['virt'] == 'tcg'
+    assert rec['workload'] == {'name': 'sysbench-cpu', 'tool': 'sysbench',
+                               'params': {'threads': 1}, 'runtime': 5,
+                               'command': None}
+    assert rec['kvmtune_version'] and rec['time'].endswith('Z')
+    json.dumps(rec)   # plain JSON
+
+
+def test_host_digest_ignores_tuning_but_not_the_machine(hosts):
+    f = _facts(hosts[0])
+    tuned = json.loads(json.dumps(f))
+    tuned['kernel']['cmdline'] += ' hugepages=16'
+    for node in tuned['numa']['nodes']:
+        for pool in node['hugepages']:
+            pool['total'] += 4
+    assert records.host(tuned)['digest'] == records.host(f)['digest']
+    assert records.facts_digest(tuned) != records.facts_digest(f)
+    others = [records.host(_facts(h))['digest'] for h in hosts]
+    assert len(set(others)) == len(hosts)
+
+
+def _rec(workload='fio-randread-4k', digest='a', accel='tcg', params=None,
+         runtime=10, kind='bench-local'):
+    return {'kind': kind, 'accel': accel,
+            'host': {'digest': digest, 'hostname': f'host-{digest}',
+                     'cpu_model': 'cpu'},
+            'workload': {'name': workload, 'params': params or {},
+                         'runtime': runtime}}
+
+
+def test_different_workloads_are_refused():
+    with pytest.raises(InputError, match='different workloads') as exc:
+        records.check([_rec(), _rec('fio-randwrite-4k')],
+                      ['a.json', 'b.json'])
+    assert exc.value.source == 'b.json'
+
+
+def test_same_everything_gives_no_warning():
+    assert records.check([_rec(), _rec()], ['a', 'b']) == []
+
+
+def test_differences_are_warned_one_line_each():
+    lines = records.check(
+        [_rec(), _rec(digest='b', accel='kvm', params={'size': '1G'},
+                      runtime=20)], ['a.json', 'b.json'])
+    text = '\n'.join(lines)
+    assert 'different hosts' in text and 'host-a' in text
+    assert 'different accelerators' in text
+    assert 'different workload parameters' in text
+    assert 'different runtimes' in text
+    assert all(line.startswith('warning: ') for line in lines)
+
+
+def test_a_bare_host_baseline_is_no_other_accelerator():
+    assert records.check([_rec(), _rec(accel='bare', kind='baseline')],
+                         ['a', 'b']) == []
+
+
+def test_a_result_without_record_is_warned_not_refused():
+    lines = records.check([None, _rec()], ['old.json', 'new.json'])
+    assert len(lines) == 1 and 'old.json carries no record' in lines[0]
+
+
+def test_rally_record_from_task_arguments():
+    rec = records.from_rally({'flavor': {'name': 'm1.tuned'},
+                              'workload': 'sysbench-cpu', 'runtime': 10,
+                              'emulated': True,
+                              'record': {'profile': 'pinned-hugepages',
+                                         'host': {'digest': 'x'}}},
+                             started='2026-11-22T20:00:00')
+    assert rec['kind'] == 'rally-sweep' and rec['emulated']
+    assert rec['settings'] == {'flavor': 'm1.tuned'}
+    assert rec['profile'] == 'pinned-hugepages'
+    assert rec['host'] == {'digest': 'x'}
+    assert rec['workload']['name'] == 'sysbench-cpu'
+    assert rec['time'] == '2026-11-22T20:00:00'
