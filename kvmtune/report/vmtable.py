@@ -10,7 +10,7 @@ TITLE = 'kvmtune per-VM results'
 # Column order of the table; values are plain JSON types.
 COLUMNS = ('instance', 'role', 'status', 'reason', 'workload', 'tool',
            'iops', 'bw_MiB_s', 'lat_mean_us', 'lat_p99_us', 'gbit_s', 'tps',
-           'emulated')
+           'events_s', 'lat_max_us', 'emulated')
 
 OK = 'ok'
 # Statuses other than OK: the guest printed `late` or `error <reason>`, or
@@ -22,8 +22,9 @@ NO_RESULT = 'no-result'
 
 # (column, unit label) by preference: the first one a row has is the
 # workload's throughput figure.
-THROUGHPUT = (('iops', 'IOPS'), ('gbit_s', 'Gbit/s'),
-              ('tps', 'transactions/s'), ('bw_MiB_s', 'MiB/s'))
+THROUGHPUT = (('iops', 'IOPS'), ('events_s', 'events/s'),
+              ('gbit_s', 'Gbit/s'), ('tps', 'transactions/s'),
+              ('bw_MiB_s', 'MiB/s'))
 
 
 def _round(value, digits=3):
@@ -48,13 +49,16 @@ def ok_row(instance, role, result):
         _round(lat['mean'] / 1000.0) if lat.get('mean') is not None else None,
         _round(lat['p99'] / 1000.0) if lat.get('p99') is not None else None,
         _round(result.get('gbit_s'), 4), _round(result.get('tps')),
+        _round(result.get('events_s')),
+        _round(result['lat_max_ns'] / 1000.0)
+        if result.get('lat_max_ns') is not None else None,
         bool(result.get('emulated')))
 
 
 def failed_row(instance, role, status, reason, workload=None):
     """A row for a guest with no usable result, saying why."""
     return _row(instance, role, status, reason, workload, None, None, None,
-                None, None, None, None, None)
+                None, None, None, None, None, None, None)
 
 
 def table_output(rows, emulated):

@@ -1,4 +1,9 @@
-"""Disk scaling: the same fio job on 1..N guests of one host at once."""
+"""Disk scaling: the same fio job on 1..N guests of one host at once.
+
+The same scenario runs the CPU and memory workloads (sysbench-*, target
+none): the guests then get no data disk in their job and the flavor needs
+no ephemeral disk.
+"""
 
 import time
 
@@ -23,13 +28,14 @@ from rally_scenarios.scenarios.kvmtune import utils
                     name="KvmTune.disk_scaling", platform="openstack")
 class DiskScaling(utils.KvmTuneScenario):
 
-    _chart_metrics = (("iops", "IOPS"), ("bw_MiB_s", "MiB/s"),
-                      ("lat_mean_us", "mean latency (us)"))
+    # throughput only: latency has its own chart (utils._add_charts)
+    _chart_metrics = (("iops", "IOPS"), ("events_s", "events/s"),
+                      ("bw_MiB_s", "MiB/s"))
 
     def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
             target="/dev/vdb", runtime=10, params=None, start_margin=45,
             start_margin_per_vm=20, result_timeout=180, host=None,
-            nics=None, emulated=False):
+            nics=None, emulated=False, record=None):
         """Boot N guests on one host; each runs a fio job on its data disk.
 
         Iteration i boots vm_counts[i] guests (so a task sweeps the list
@@ -55,9 +61,16 @@ class DiskScaling(utils.KvmTuneScenario):
             else none
         :param emulated: the cloud runs guests under QEMU without KVM
             (TCG); results are labelled emulated
+        :param record: what the task knows of how the results were made
+            (kvmtune.report.records: profile, nova.conf options, extra
+            specs, the compute's facts digest); kept in Rally's result
+            file with the other arguments, read back by `kvmtune report`
         """
         vms = self._vm_count(vm_counts)
-        self._require_data_disk(flavor, target)
+        if self._needs_disk(workload):
+            self._require_data_disk(flavor, target)
+        else:
+            target = None    # CPU and memory workloads: no data disk
         with self._guest_batch(host) as (created, placement):
             start = guests.start_at(time.time(), vms, start_margin,
                                     start_margin_per_vm)

@@ -49,6 +49,17 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         except KvmtuneError as exc:
             raise exceptions.InvalidArgumentsException(exc.line()) from None
 
+    @staticmethod
+    def _needs_disk(workload):
+        """Whether the workload benchmarks a data disk (fio), not only
+        the guest's CPUs and memory (sysbench); unknown: the job says."""
+        from kvmtune import workloads
+
+        try:
+            return workloads.get(workload).target == "disk"
+        except KvmtuneError as exc:
+            raise exceptions.InvalidArgumentsException(exc.line()) from None
+
     def _require_data_disk(self, flavor_id, target):
         """Refuse a flavor without ephemeral disk: the boot disk is never
         benchmarked (writes would destroy it, reads can skip real I/O)."""
@@ -199,13 +210,21 @@ class KvmTuneScenario(nova_utils.NovaScenario):
 
     def _add_charts(self, rows):
         """Rally output of one iteration: trends across the sweep's steps
-        (additive, one point per iteration) and this step's guests."""
+        (additive, one point per iteration) and this step's guests.
+
+        Throughput: the per-VM mean and the aggregate (sum). Latency is
+        never summed (a sum of different guests' latencies means
+        nothing): the mean of the guests' means and the worst guest's
+        p99, or its max where the tool gives no p99 (sysbench).
+        """
         cl = vmtable.clients(rows)
         ok = [r for r in cl if r["status"] == vmtable.OK]
         emulated = any(r["emulated"] for r in ok)
         tag = " (emulated: QEMU TCG)" if emulated else ""
         axis = "Sweep step (iteration)"
-        for key, unit in self._chart_metrics:
+        metrics = [(key, unit) for key, unit in self._chart_metrics
+                   if any(r.get(key) is not None for r in ok)]
+        for key, unit in metrics or self._chart_metrics[:1]:
             values = [r[key] for r in ok if r.get(key) is not None]
             mean = sum(values) / len(values) if values else 0.0
             self.add_output(additive={
@@ -222,6 +241,7 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 "data": [[f"{unit}",
                           [[i, r.get(key) or 0.0]
                            for i, r in enumerate(cl, 1)]]]})
+        self._add_latency_charts(cl, ok, tag, axis)
         self.add_output(additive={
             "title": "Guests with a valid result",
             "chart_plugin": "StackedArea", "axis_label": axis,
@@ -229,6 +249,39 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             "data": [["valid", len(ok)], ["no valid result",
                                           len(cl) - len(ok)]]})
         self.add_output(complete=vmtable.table_output(rows, emulated))
+
+    def _add_latency_charts(self, cl, ok, tag, axis):
+        """Latency across guests: mean of means, worst guest's tail."""
+        means = [r["lat_mean_us"] for r in ok
+                 if r.get("lat_mean_us") is not None]
+        if not means:
+            return
+        tail, name = next(
+            ((k, n) for k, n in (("lat_p99_us", "p99"),
+                                 ("lat_max_us", "max"))
+             if any(r.get(k) is not None for r in ok)), (None, None))
+        tails = [r[tail] for r in ok if tail and r.get(tail) is not None]
+        data = [["mean of the guests' mean latency",
+                 sum(means) / len(means)]]
+        if tails:
+            data.append([f"worst guest's {name} latency", max(tails)])
+        self.add_output(additive={
+            "title": f"latency across guests (us) by VM count{tag}",
+            "description": "Mean of the guests' mean latencies and the "
+                           f"highest guest {name or 'tail'}; never summed",
+            "chart_plugin": "Lines", "axis_label": axis, "label": "us",
+            "data": data})
+        per_vm = [["mean latency (us)",
+                   [[i, r.get("lat_mean_us") or 0.0]
+                    for i, r in enumerate(cl, 1)]]]
+        if tail:
+            per_vm.append([f"{name} latency (us)",
+                           [[i, r.get(tail) or 0.0]
+                            for i, r in enumerate(cl, 1)]])
+        self.add_output(complete={
+            "title": f"latency per VM at {len(cl)} VMs{tag}",
+            "chart_plugin": "Lines", "axis_label": "VM", "label": "us",
+            "data": per_vm})
 
     def _fail_on_bad_guests(self, rows):
         bad = [r for r in vmtable.clients(rows)
