@@ -6,12 +6,18 @@ to build the parser, so their top level imports only the standard library and
 ``kvmtune.errors``; anything heavier (oslo.config, stevedore, openstacksdk) is
 imported inside ``run``. ``kvmtune host inspect`` runs on every compute host
 and must start fast.
+
+Every registered command is importable, or kvmtune says it is broken: a
+command is never left out quietly. A command that needs an optional part
+(``kvmtune[bench]``, ``kvmtune[cloud]``: kvmtune.extras) says which
+``pip install`` to run when that part is missing, in one line, exit 2.
 """
 
 import argparse
 import importlib
 import sys
 
+from kvmtune import extras
 from kvmtune.errors import KvmtuneError
 
 DESCRIPTION = """\
@@ -22,10 +28,14 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   apply   -> nova-conf apply     nova.conf, edited in place
              flavor apply        tuned flavors (openstacksdk)
              host tag            Placement traits for EPT/nested/1G/vhost-net
-  measure -> image build, bench local, baseline, report
+  measure -> image build, bench local, baseline
+             report              the degradation table, fit and plots [bench]
+             main-job            all of it on the embedded cloud [bench]
 """
 
-# (command words, module under kvmtune.cmd, one-line help)
+# (command words, module under kvmtune.cmd, one-line help[, extra]): a
+# command that needs an optional part of kvmtune (setup.cfg [extras],
+# kvmtune.extras) names it, and says which pip install to run without it.
 COMMANDS = [
     (('host', 'inspect'), 'host_inspect',
      'Read this host\'s (or a captured tree\'s) KVM, NUMA, hugepage facts.'),
@@ -53,21 +63,32 @@ COMMANDS = [
      'Run a workload on the bare host and save the result.'),
     (('bench', 'local'), 'bench_local',
      'Boot N benchmark guests with QEMU here and run a workload.'),
+    (('rally', 'task-path'), 'rally_task_path',
+     'Print where an installed Rally task file is (disk-scaling, ...).'),
     (('report',), 'report',
-     'Tabulate and plot a Rally scaling run against the baseline.'),
+     'Tabulate and plot a Rally scaling run against the baseline.', 'bench'),
+    (('main-job',), 'main_job',
+     'Image, cloud, default and tuned flavors, Rally sweep, report.',
+     'bench'),
 ]
 
 
-def _available_commands():
-    """Yield the commands whose module exists (the tree grows by issue)."""
-    for words, module, help_ in COMMANDS:
+class CommandImportError(Exception):
+    """A registered command's module does not import: a broken install or
+    a bug, never a command to leave out quietly."""
+
+
+def _load_commands():
+    """Yield (words, module, help, extra) of every registered command."""
+    for words, module, help_, *extra in COMMANDS:
+        name = 'kvmtune.cmd.' + module
         try:
-            mod = importlib.import_module('kvmtune.cmd.' + module)
-        except ModuleNotFoundError as exc:
-            if exc.name == 'kvmtune.cmd.' + module:
-                continue
-            raise
-        yield words, mod, help_
+            mod = importlib.import_module(name)
+        except Exception as exc:
+            raise CommandImportError(
+                f'command "{" ".join(words)}": {name} does not import: '
+                f'{type(exc).__name__}: {exc}') from exc
+        yield words, mod, help_, (extra[0] if extra else None)
 
 
 def build_parser():
@@ -82,7 +103,7 @@ def build_parser():
                         help='Show tracebacks for unexpected errors.')
     top = parser.add_subparsers(dest='command', metavar='COMMAND')
     groups = {}
-    for words, mod, help_ in _available_commands():
+    for words, mod, help_, extra in _load_commands():
         subparsers = top
         for depth, word in enumerate(words[:-1]):
             key = words[:depth + 1]
@@ -96,18 +117,34 @@ def build_parser():
             words[-1], help=help_, description=(mod.__doc__ or help_),
             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(sub)
-        sub.set_defaults(_run=mod.run)
+        sub.set_defaults(_run=mod.run, _extra=extra,
+                         _name='kvmtune ' + ' '.join(words))
     return parser
 
 
 def main(argv=None):
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except CommandImportError as exc:
+        print(f'kvmtune: internal error: {exc} (reinstall kvmtune, or '
+              'report it)', file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     if not getattr(args, '_run', None):
         parser.print_help()
         return 2
     try:
+        if args._extra:
+            extras.require(args._extra, args._name)
         return args._run(args) or 0
+    except ModuleNotFoundError as exc:
+        extra = extras.extra_of(exc.name)
+        if extra is None:
+            return _internal_error(args, exc)
+        print(f'kvmtune: error: {args._name} needs the {extra} extra '
+              f'(missing: {exc.name}) (fix: {extras.install_hint(extra)})',
+              file=sys.stderr)
+        return 2
     except KvmtuneError as exc:
         print(f'kvmtune: error: {exc.line()}', file=sys.stderr)
         return exc.exit_code
@@ -117,12 +154,16 @@ def main(argv=None):
     except BrokenPipeError:
         return 0
     except Exception as exc:  # never a traceback unless asked for
-        if args.debug:
-            raise
-        msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
-        print(f'kvmtune: internal error: {msg} (run with --debug for the '
-              'traceback, and report it)', file=sys.stderr)
-        return 1
+        return _internal_error(args, exc)
+
+
+def _internal_error(args, exc):
+    if args.debug:
+        raise exc
+    msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
+    print(f'kvmtune: internal error: {msg} (run with --debug for the '
+          'traceback, and report it)', file=sys.stderr)
+    return 1
 
 
 if __name__ == '__main__':

@@ -205,3 +205,84 @@ class Flavors:
             self.set_extra_specs(flavor_id, to_set)
         for key in diff.removed:
             self.unset_extra_spec(flavor_id, key)
+
+
+def apply_profile(cloud_name, profile, base=None, name=None, root=None,
+                  facts_file=None, dry_run=False, config_files=None,
+                  out=print):
+    """Create or update the tuned flavor of a profile (``kvmtune flavor
+    apply``, the main job); its name.
+
+    The plan for the host (``root``/``facts_file``, default this host)
+    says which extra specs it needs; a new flavor is ``<base>.<profile>``
+    unless ``name`` is given. ``out`` receives the lines saying what
+    changed (+ added, ~ changed, - removed).
+    """
+    from kvmtune.cloud import planning
+    from kvmtune.cloud.connection import Cloud
+
+    if not (name or base):
+        raise InputError('give --from BASE (to create <BASE>.<PROFILE>) or '
+                         '--name of an existing flavor', key='--from')
+    plan = planning.plan_for(profile, root, facts_file, config_files)
+    name = name or tuned_name(base, plan.profile)
+
+    cloud = Cloud.connect(cloud_name)
+    flavors = Flavors(cloud)
+    flavor = flavors.find(name)
+    base_flavor = flavors.get(base) if base else None
+
+    def show(diff):
+        for line in diff.lines():
+            out(f'  {line}')
+
+    if flavor is None:
+        if base_flavor is None:
+            raise InputError(f'no flavor named {name!r}', key='--name',
+                             fix='give --from BASE to create it')
+        diff = diff_extra_specs({}, plan.extra_specs, plan.owned_extra_specs)
+        out(f'flavor {name}: new, from {base_flavor["name"]} '
+            f'(ram {base_flavor["ram"]} MB, vcpus {base_flavor["vcpus"]}, '
+            f'disk {base_flavor["disk"]} GB), profile {plan.profile}')
+        show(diff)
+        if not dry_run:
+            _create(flavors, name, base_flavor, plan.profile, diff)
+            out(f'flavor {name}: created')
+    else:
+        diff = diff_extra_specs(flavor.get('extra_specs'),
+                                plan.extra_specs, plan.owned_extra_specs)
+        out(f'flavor {name}: exists (id {flavor["id"]}), '
+            f'profile {plan.profile}')
+        if base_flavor is not None:
+            for line in property_differences(flavor, base_flavor):
+                out(f'flavor {name}: warning: {line}; Nova cannot change '
+                    'a flavor\'s sizes: delete it (kvmtune flavor remove '
+                    '--delete) and apply again to recreate it')
+        show(diff)
+        if diff.empty:
+            out(f'flavor {name}: already matches profile {plan.profile}, '
+                'nothing to change')
+        elif not dry_run:
+            flavors.change(flavor['id'], diff)
+            out(f'flavor {name}: updated')
+    if dry_run:
+        out('dry run: nothing written')
+    out(f'cloud {cloud.name}: {cloud.requests.summary()}')
+    return name
+
+
+def _create(flavors, name, base, profile, diff):
+    """Create the flavor and set its specs; delete it if Nova says no."""
+    flavor = flavors.create(name, base, profile)
+    try:
+        flavors.change(flavor['id'], diff)
+    except CloudError as exc:
+        # Never leave a half-tuned flavor behind: it was made by this run.
+        try:
+            flavors.delete(flavor['id'])
+        except CloudError as cleanup:
+            exc.problem += (f'; and the new flavor {name} could not be '
+                            f'deleted: {cleanup.problem}')
+        else:
+            exc.problem += f'; flavor {name} was not created'
+        raise exc

@@ -1,7 +1,8 @@
 """The part of a profile's plan the cloud commands need.
 
-``flavor apply|diff|remove`` take ``--profile`` and ``--root``/``--facts``
-(default: this host) as ``kvmtune plan`` does. ``build_plan`` checks every
+``flavor apply|diff|remove``, the main job and the Tempest plugin name a
+profile and a host (``root``/``facts_file``, default: this host) as
+``kvmtune plan`` does. ``build_plan`` checks every
 extra spec against Nova's rules (kvmtune.extra_specs), so a wrong value
 stops here, before any request leaves.
 """
@@ -16,16 +17,21 @@ class FlavorPlan:
     owned_extra_specs: tuple
 
 
-def plan_for(args):
-    """The flavor side of args.profile's plan for the host args name."""
+def plan_for(profile_name, root=None, facts_file=None, config_files=None):
+    """The flavor side of a profile's plan for a host.
+
+    :param profile_name: a profile name or YAML file
+    :param root: a tree made by ``kvmtune host capture`` (else this host)
+    :param facts_file: a facts JSON (``kvmtune host inspect --format json``)
+    :param config_files: kvmtune.conf files naming more profile dirs
+    """
     from kvmtune import facts
     from kvmtune import plan
     from kvmtune import profiles
 
     profile = profiles.load(
-        args.profile, profiles.configured_dirs(args.config_file))
-    host = facts.resolve(root=getattr(args, 'root', None),
-                         facts_file=getattr(args, 'facts', None))
+        profile_name, profiles.configured_dirs(config_files or []))
+    host = facts.resolve(root=root, facts_file=facts_file)
     built = plan.build_plan(profile, host)
     return FlavorPlan(built.profile,
                       {k: str(v) for k, v in built.extra_specs.items()},

@@ -28,7 +28,8 @@ def run(args):
     from kvmtune.cloud import planning
     from kvmtune.cloud.connection import Cloud
 
-    plan = planning.plan_for(args)
+    plan = planning.plan_for(
+        args.profile, args.root, args.facts, args.config_file)
     cloud = Cloud.connect(args.os_cloud)
     flavor = tuned.Flavors(cloud).get(args.name)
     diff = tuned.diff_extra_specs(flavor.get('extra_specs'),

@@ -36,7 +36,8 @@ def run(args):
     if args.delete:
         _delete(flavors, args)
     else:
-        plan = planning.plan_for(args)
+        plan = planning.plan_for(
+            args.profile, args.root, args.facts, args.config_file)
         flavor = flavors.get(args.name)
         diff = tuned.owned_present(flavor.get('extra_specs'),
                                    plan.owned_extra_specs)

@@ -1,49 +1,83 @@
-"""The cloud side of the main job: the local test cloud (up, its `cloud
-env`, whether it emulates), the cloud's compute node names, the benchmark
-image upload and the base flavor the tuned flavors start from."""
+"""The cloud side of the main job: the embedded test cloud through its
+library (kvmtune.testcloud.api, what `kvmtune cloud` calls: up, its env,
+whether it emulates, restart of its compute, how to stop it), the cloud's
+compute node names, the benchmark image upload and the base flavor the
+tuned flavors start from."""
 import os
-import subprocess
 
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.mainjob import steps
 
 
+def _say(line):
+    steps.detail(line)
+
+
 def local_cloud():
-    """Bring up the test cloud (libvirt compute) unless it already runs."""
-    status = subprocess.run([mainjob.CLOUD_CTL, 'status'],
-                            capture_output=True, text=True)
-    if status.returncode == 0 and 'libvirt compute' in status.stdout:
-        steps.say('test cloud already up with libvirt compute: using it')
-    elif status.returncode == 0:
-        raise CloudError('a test cloud without libvirt compute is up',
-                         source=mainjob.CLOUD_DIR,
+    """Bring up the embedded cloud (libvirt compute) unless it already
+    runs: (cloud name, what happened)."""
+    from kvmtune.testcloud import api
+
+    running = api.status()
+    if running and running['mode'] == 'libvirt':
+        state = 'already up with libvirt compute: using it'
+    elif running:
+        raise CloudError('an embedded cloud without libvirt compute is up',
+                         source=running['root'],
                          fix='guests need libvirt: when nobody uses it, '
-                             f'{mainjob.CLOUD_CTL} down, then run again')
+                             f'{api.STOP_HINT}, then run again')
     else:
-        steps.run([mainjob.CLOUD_CTL, 'install'])
-        steps.run([mainjob.CLOUD_CTL, 'up', '--compute', 'libvirt'])
-    os.environ['OS_CLIENT_CONFIG_FILE'] = os.path.join(mainjob.CLOUD_DIR,
-                                                       'clouds.yaml')
-    return 'kvmtune-admin'
+        api.install(libvirt=True, say=_say, output=steps.OUT.log)
+        figures = api.up(compute='libvirt', say=_say)
+        state = (f'up in {figures["seconds"]:.0f} s, libvirt compute '
+                 f'({figures["virt_type"]}), network {figures["network"]}')
+    os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
+    return 'kvmtune-admin', state
 
 
-def cloud_env():
-    """The local test cloud's `cloud env` as a dict."""
-    out = steps.run([mainjob.CLOUD_CTL, 'env'], capture=True)
-    return dict(line[len('export '):].split('=', 1)
-                for line in out.splitlines() if line.startswith('export '))
+def nova_conf():
+    """The embedded cloud's compute's own nova.conf."""
+    from kvmtune.testcloud import api
+
+    return api.env()['KVMTUNE_NOVA_CONF']
+
+
+def nova_python():
+    """The embedded cloud's Python, which imports Nova (or None)."""
+    from kvmtune.testcloud import api
+
+    python = api.python()
+    return python if os.path.exists(python) else None
+
+
+def restart_compute():
+    from kvmtune.testcloud import api
+
+    api.restart_compute(say=_say)
+
+
+def stop_hint():
+    """How to stop the embedded cloud, which the job leaves running for
+    the next run; None when none runs."""
+    from kvmtune.testcloud import api
+
+    try:
+        running = api.status()
+    except Exception:   # a broken state dir: say how to stop anyway
+        running = True
+    if not running:
+        return None
+    return (f'the embedded cloud keeps running for the next run; stop it '
+            f'with: {api.STOP_HINT}')
 
 
 def local_cloud_emulated():
-    """True when the local test cloud runs guests under QEMU TCG."""
-    import configparser
+    """True when the embedded cloud runs guests under QEMU TCG."""
+    from kvmtune.testcloud import api
 
-    conf = configparser.ConfigParser(strict=False, interpolation=None)
-    # nova-compute reads nova.conf, then nova-compute.conf (later wins)
-    conf.read([os.path.join(mainjob.CLOUD_DIR, 'etc', 'nova', name)
-               for name in ('nova.conf', 'nova-compute.conf')])
-    return conf.get('libvirt', 'virt_type', fallback='kvm') == 'qemu'
+    running = api.status()
+    return bool(running) and running.get('virt_type') == 'qemu'
 
 
 def compute_node_names(conn):
@@ -51,8 +85,8 @@ def compute_node_names(conn):
     try:
         return {h.name for h in conn.compute.hypervisors()}
     except Exception as exc:  # a non-admin account may not list them
-        steps.say(f'compute nodes: not listed ({type(exc).__name__}): '
-                  'tagging needs --compute-facts')
+        steps.detail(f'compute nodes: not listed ({type(exc).__name__}):'
+                     ' tagging needs --compute-facts')
         return set()
 
 
@@ -78,20 +112,18 @@ def upload_image(conn):
             sha.update(block)
     old = [i for i in conn.image.images(name=mainjob.IMAGE_NAME)]
     if any(i.hash_value == sha.hexdigest() for i in old):
-        steps.say(f'image {mainjob.IMAGE_NAME}: unchanged')
-        return
+        return f'image {mainjob.IMAGE_NAME} unchanged'
     conn.create_image(mainjob.IMAGE_NAME, filename=path, disk_format=fmt,
                       container_format='bare', visibility='public',
                       wait=True)
     for i in old:
         conn.image.delete_image(i)
-    steps.say(f'image {mainjob.IMAGE_NAME}: uploaded {path}')
+    return f'image {mainjob.IMAGE_NAME} uploaded'
 
 
 def base_flavor(conn):
     name = mainjob.BASE_FLAVOR['name']
     if conn.compute.find_flavor(name):
-        steps.say(f'flavor {name}: exists')
-        return
+        return f'flavor {name} exists'
     conn.compute.create_flavor(is_public=True, **mainjob.BASE_FLAVOR)
-    steps.say(f'flavor {name}: created')
+    return f'flavor {name} created'

@@ -11,7 +11,6 @@ from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import pages
-from kvmtune.mainjob import steps
 
 # The tuned profile by whether the host has EPT/NPT: the -ept profile's
 # flavor requires CUSTOM_KVMTUNE_EPT, which an EPT-less host never gets.
@@ -63,6 +62,54 @@ def check_traits(profile, facts):
                 'with EPT/NPT')
 
 
+# -- kvmtune's library, as the commands use it ------------------------------
+
+def apply_nova_conf(profile_name, facts, path, nova_python=None,
+                    config_files=None):
+    """`kvmtune nova-conf apply` as a call: the profile's options into
+    nova.conf at path, checked by Nova's own definitions; its message."""
+    from kvmtune import conf
+    from kvmtune import novaconf
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+    from kvmtune.novaconf import validate
+
+    loaded = conf.load(list(config_files or []))
+    profile = profiles.load(profile_name,
+                            profiles.search_dirs(loaded.profile_dirs))
+    plan = plans.build_plan(profile, facts)
+    python = validate.configured_python(nova_python,
+                                        loaded.nova.python_executable)
+    result = novaconf.apply(path, plan.nova_conf, nova_python=python)
+    for notice in result.notices:
+        print(f'notice: {notice}')
+    print(result.diff, end='')
+    print(result.message(plan.profile))
+    return result.message(plan.profile)
+
+
+def tag_host(cloud_name, facts, hypervisor=None):
+    """`kvmtune host tag` as a call: the CUSTOM_KVMTUNE_* traits of facts
+    on the compute node's resource provider; (node, traits) set."""
+    import socket
+
+    from kvmtune import traits
+    from kvmtune.cloud import placement
+    from kvmtune.cloud.connection import Cloud
+
+    wanted = traits.from_facts(facts)
+    name = hypervisor or facts.get('hostname') or socket.gethostname()
+    api = placement.Placement(Cloud.connect(cloud_name))
+    (node, uuid), note = placement.pick_compute_node(
+        api.compute_nodes(), name, explicit=bool(hypervisor))
+    if note:
+        print(f'host tag: {note}')
+    change = api.set_traits(uuid, wanted, traits.KVMTUNE_TRAITS)
+    for line in change.lines():
+        print(f'  {line}')
+    return node, sorted(wanted)
+
+
 # -- the local test cloud's compute (this host) -----------------------------
 
 @dataclasses.dataclass
@@ -72,28 +119,31 @@ class LocalSetup:
     profile: str
     why: str
     pages: pages.Pages    # None: the tuned guests take no huge pages
-    nova_conf: str        # the compute's nova.conf
-    commands: list        # argv lists, run in order after the pages
+    pinned: bool          # the tuned flavor asks for dedicated CPUs
+    facts: dict           # this host's
+    config_files: tuple = ()
+    nova_conf: str = None     # the compute's nova.conf, once the cloud is up
+    nova_python: str = None   # a Python with Nova, to check values
+    pcpu: int = None          # PCPU in Placement after the tuning
+    summary: str = ''         # what the tuning did, in a few words
 
 
-def local_setup(facts, kvmtune, cloud_name, nova_conf, max_vms, ram_mb,
-                profile_name=None, nova_python=None):
+def local_setup(facts, nova_conf, max_vms, ram_mb, profile_name=None,
+                config_files=()):
     """The local compute's tuning for the tuned profile, decided from
     this host's facts; nothing runs here."""
+    from kvmtune import plan as plans
+
     name, why = tuned_profile(facts)
     if profile_name:
         name, why = profile_name, 'named by --tuned-profile'
     profile = load_profile(name)
     check_traits(profile, facts)
-    apply = [kvmtune, 'nova-conf', 'apply', '--profile', name,
-             '--config', nova_conf]
-    if nova_python:
-        apply += ['--nova-python', nova_python]
-    commands = [apply, [mainjob.CLOUD_CTL, 'restart-compute'],
-                [kvmtune, 'host', 'tag', '--os-cloud', cloud_name]]
+    specs = plans.build_plan(profile, facts).extra_specs
     return LocalSetup(name, why,
                       pages.guest_pages(profile, facts, max_vms, ram_mb),
-                      nova_conf, commands)
+                      specs.get('hw:cpu_policy') == 'dedicated', facts,
+                      tuple(config_files or ()), nova_conf)
 
 
 def pcpu_total(conn):
@@ -101,37 +151,48 @@ def pcpu_total(conn):
     hypervisors = list(conn.compute.hypervisors())
     if len(hypervisors) != 1:
         raise CloudError(f'{len(hypervisors)} compute nodes, expected the '
-                         'test cloud\'s one', source=mainjob.CLOUD_DIR)
+                         'test cloud\'s one', source='Nova hypervisors')
     inventories = conn.placement.get(
         f'/resource_providers/{hypervisors[0].id}/inventories',
         microversion='1.6').json()['inventories']
     return inventories.get('PCPU', {}).get('total', 0)
 
 
-def tune_local_compute(conn, setup, root='/'):
-    """Pages, nova.conf of the profile, restart, PCPU shown, host tag."""
+def tune_local_compute(conn, setup, cloud_name, root='/'):
+    """Pages, nova.conf of the profile, restart, host tag; how many tuned
+    guests fit at once (Placement's PCPU over the guests' vCPUs), or None
+    when they are not pinned."""
     import time
 
+    from kvmtune.mainjob import cloud
+
+    done = []
     # Pages first: nova-conf apply plans from this host's facts
     if setup.pages:
-        steps.say(f'hugepages: {setup.pages.label} pages '
-                  f'({setup.pages.why})')
+        print(f'hugepages: {setup.pages.label} pages ({setup.pages.why})')
         pages.reserve_hugepages(setup.pages, root)
-    apply, restart, tag = setup.commands
-    steps.run(apply)
-    steps.run(restart)
-    deadline = time.monotonic() + PCPU_TIMEOUT
-    while not (pcpu := pcpu_total(conn)):
-        if time.monotonic() > deadline:
-            raise CloudError(f'no PCPU inventory {PCPU_TIMEOUT} s after '
-                             'the compute restart', source=setup.nova_conf,
-                             key='compute.cpu_dedicated_set')
-        time.sleep(2)
-    vcpus = mainjob.BASE_FLAVOR['vcpus']
-    steps.say(f'compute: {pcpu} PCPU in Placement, {vcpus} per pinned '
-              'guest: tuned guests at once, at most '
-              f'{pcpu // vcpus} (more get NoValidHost)')
-    steps.run(tag)
+        done.append(f'{setup.pages.count} x {setup.pages.label} pages')
+    apply_nova_conf(setup.profile, setup.facts, setup.nova_conf,
+                    setup.nova_python, setup.config_files)
+    done.append('nova.conf')
+    cloud.restart_compute()
+    fits = None
+    if setup.pinned:
+        deadline = time.monotonic() + PCPU_TIMEOUT
+        while not (pcpu := pcpu_total(conn)):
+            if time.monotonic() > deadline:
+                raise CloudError(f'no PCPU inventory {PCPU_TIMEOUT} s '
+                                 'after the compute restart',
+                                 source=setup.nova_conf,
+                                 key='compute.cpu_dedicated_set')
+            time.sleep(2)
+        setup.pcpu = pcpu
+        fits = pcpu // mainjob.BASE_FLAVOR['vcpus']
+        done.append(f'{pcpu} PCPU')
+    node, tags = tag_host(cloud_name, setup.facts)
+    done.append(f'traits {", ".join(tags) or "none"}')
+    setup.summary = ', '.join(done)
+    return fits
 
 
 # -- an operator's cloud (--os-cloud) ---------------------------------------
@@ -143,9 +204,8 @@ class RemoteSetup:
     profile: str
     why: str
     facts: dict           # facts of a compute of the cloud, or None
-    facts_args: list      # how kvmtune commands name those facts
+    node: str             # its compute node name, or None
     source: str           # where those facts came from (or why none)
-    commands: list        # argv lists the job runs (cloud writes, reads)
 
 
 def node_named(hostname, node_names):
@@ -179,14 +239,12 @@ def compute_facts(compute_facts_file, this_facts, node_names):
                         'no --compute-facts was given')
 
 
-def remote_setup(cloud_name, this_facts, node_names, kvmtune, max_vms,
-                 ram_mb, compute_facts_file=None, profile_name=None):
-    """The tuned profile and the cloud-side steps for an operator's
-    cloud; nothing on this host is changed."""
+def remote_setup(cloud_name, this_facts, node_names, max_vms, ram_mb,
+                 compute_facts_file=None, profile_name=None):
+    """The tuned profile and what the job knows of an operator's
+    computes; nothing on this host is changed."""
     found, node, source = compute_facts(compute_facts_file, this_facts,
                                         node_names)
-    facts_args = ['--facts', compute_facts_file] if compute_facts_file \
-        else []
     if found is not None:
         name, why = tuned_profile(found)
         why = why.replace('this host', f'compute {found.get("hostname")}')
@@ -196,16 +254,21 @@ def remote_setup(cloud_name, this_facts, node_names, kvmtune, max_vms,
             'pinning + 2 MB pages, which requires no trait')
     if profile_name:
         name, why = profile_name, 'named by --tuned-profile'
-    commands = []
     if found is not None:
         check_traits(load_profile(name), found)
-        commands.append([kvmtune, 'plan', '--profile', name, *facts_args])
-        # Without a node of that name host tag picks the only node, or
-        # says which names there are.
-        commands.append([kvmtune, 'host', 'tag', '--os-cloud', cloud_name,
-                         *facts_args, *(['--hypervisor', node] if node
-                                        else [])])
-    return RemoteSetup(name, why, found, facts_args, source, commands)
+    return RemoteSetup(name, why, found, node, source)
+
+
+def tag_remote(setup, cloud_name):
+    """Tag the operator's compute whose facts the job has (Placement
+    traits only); lines saying what was set."""
+    if setup.facts is None:
+        return []
+    # Without a node of that name host tag picks the only node, or says
+    # which names there are.
+    node, tags = tag_host(cloud_name, setup.facts, setup.node)
+    return [f'compute node {node}: {", ".join(tags) or "no"} kvmtune '
+            'traits']
 
 
 def operator_steps(setup, cloud_name, max_vms, ram_mb):

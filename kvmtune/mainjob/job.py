@@ -1,9 +1,12 @@
-"""The main job's options and its steps in order (main): the local test
-cloud or an operator's (--os-cloud), the image, the default and the tuned
-flavor, the compute, the Rally sweep and `kvmtune report`."""
-import argparse
+"""The main job's steps in order (run): the embedded test cloud or an
+operator's (os_cloud), the image, the default and the tuned flavor, the
+compute, the Rally sweep, the report and the summary.
+
+`kvmtune main-job` (kvmtune/cmd/main_job.py) parses the options and calls
+run() with plain arguments; so do tools/main-job and `python -m
+kvmtune.mainjob`, through the same command.
+"""
 import os
-import sys
 
 from kvmtune import mainjob
 from kvmtune.errors import KvmtuneError
@@ -12,141 +15,256 @@ from kvmtune.mainjob import compute
 from kvmtune.mainjob import rally
 from kvmtune.mainjob import steps
 
-
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog='tools/main-job',
-                                description=mainjob.__doc__.split('\n\n')[0])
-    p.add_argument('--os-cloud', metavar='CLOUD',
-                   help='Use this cloud (clouds.yaml, admin) instead of '
-                        'bringing up the local test cloud; nothing on this '
-                        'host is changed.')
-    p.add_argument('--compute-facts', metavar='FILE',
-                   help='With --os-cloud: facts of the cloud\'s compute '
-                        '(kvmtune host inspect --format json there); the '
-                        'job then picks the tuned profile from them and '
-                        'tags that compute.')
-    p.add_argument('--max-vms', type=int, default=3,
-                   help='Largest VM count of the sweep (default 3).')
-    p.add_argument('--workload', default='fio-randread-4k')
-    p.add_argument('--runtime', type=int, metavar='SECONDS',
-                   help='Seconds each workload runs in the guests (the '
-                        'task\'s default: 10).')
-    p.add_argument('--baseline', metavar='FILE',
-                   help='Bare-metal result from kvmtune baseline.')
-    p.add_argument('--emulated', action='store_true',
-                   help='The cloud runs guests under QEMU without KVM (TCG):'
-                        ' label the results emulated (known by itself for '
-                        'the local test cloud).')
-    p.add_argument('--tuned-profile', metavar='NAME',
-                   help='The tuned profile (default: pinned-hugepages-ept '
-                        'when the compute has EPT/NPT, else '
-                        'pinned-hugepages).')
-    p.add_argument('--state-dir', default=mainjob.STATE_DIR,
-                   help='Rally DB and results (default '
-                        f'{mainjob.STATE_DIR}).')
-    args = p.parse_args(argv)
-    if args.compute_facts and not args.os_cloud:
-        p.error('--compute-facts goes with --os-cloud (the local test '
-                'cloud\'s compute is this host)')
-    return args
+LOG_NAME = 'main-job.log'
 
 
-def prepare_local(args, kvmtune, this_facts):
-    """Local test cloud: up, and its compute (this host) decided."""
+def _facts_step():
+    from kvmtune import facts
+
+    with steps.step('host facts') as s:
+        found = facts.gather()
+        virt = found['virt']
+        s.done(f'{found.get("hostname")}: '
+               f'{len(found["cpu"].get("online", []) or [])} CPUs, '
+               f'{len(found["numa"]["nodes"])} NUMA node(s), KVM '
+               f'{"usable" if virt.get("kvm_usable") else "not usable"}, '
+               f'EPT/NPT {"on" if virt.get("ept") else "off"}')
+    return found
+
+
+def _image_step():
+    from kvmtune.image import build
+
+    with steps.step('benchmark image') as s:
+        manifest = build.build(mainjob.IMAGE_DIR, static_fio=True)
+        size = manifest['sizes'].get('kvmtune-bench.qcow2') or 0
+        s.done(f'{"built" if manifest.get("changed") else "unchanged"}, '
+               f'qcow2 {size / 1e6:.1f} MB in {mainjob.IMAGE_DIR}')
+
+
+def _baseline_step(workload, runtime, state_dir):
+    """The bare host measured with the sweep's workload (`kvmtune
+    baseline`, issue 13), before the cloud starts so its services do not
+    share the CPUs: the report's "share of bare metal" is then filled."""
+    from kvmtune.bench import baseline as bare
+    from kvmtune import workloads
+
+    path = os.path.join(state_dir, f'baseline-{workload}.json')
+    with steps.step('bare-host baseline') as s:
+        doc = bare.run(workloads.get(workload), runtime=runtime)
+        bare.save(doc, path)
+        r = doc['result']
+        figure = next((f'{r[k]:,.0f} {k}' for k in
+                       ('iops', 'events_s', 'tps') if r.get(k)), None) \
+            or f'{(r.get("bw_bytes_s") or 0) / 1048576:,.0f} MiB/s'
+        s.done(f'{workload} on this host: {figure}; {path}')
+    return path
+
+
+def _prepare_local(this_facts, max_vms, tuned_profile, config_files):
+    """The embedded cloud up, its compute (this host) decided."""
     ram_mb = mainjob.BASE_FLAVOR['ram']
     # Decide before starting anything: a profile this host cannot serve
     # (a trait host tag will not set, a page size) stops here.
-    compute.local_setup(this_facts, kvmtune, None, None, args.max_vms,
-                        ram_mb, args.tuned_profile)
-    cloud_name = cloud.local_cloud()
-    nova_conf = cloud.cloud_env()['KVMTUNE_NOVA_CONF']
-    nova_python = (mainjob.CLOUD_PYTHON
-                   if os.path.exists(mainjob.CLOUD_PYTHON) else None)
-    setup = compute.local_setup(
-        this_facts, kvmtune, cloud_name, nova_conf, args.max_vms, ram_mb,
-        args.tuned_profile, nova_python)
-    steps.say(f'tuned profile {setup.profile}: {setup.why}')
+    with steps.step('tuned profile') as s:
+        setup = compute.local_setup(this_facts, None, max_vms, ram_mb,
+                                    tuned_profile, config_files)
+        s.done(f'{setup.profile}: {setup.why}')
+    with steps.step('test cloud') as s:
+        cloud_name, state = cloud.local_cloud()
+        s.done(state)
+    setup.nova_conf = cloud.nova_conf()
+    setup.nova_python = cloud.nova_python()
     return cloud_name, setup
 
 
-def prepare_remote(args, kvmtune, this_facts, conn):
-    """An operator's cloud: the tuned profile and what to tell."""
-    setup = compute.remote_setup(
-        args.os_cloud, this_facts, cloud.compute_node_names(conn), kvmtune,
-        args.max_vms, mainjob.BASE_FLAVOR['ram'], args.compute_facts,
-        args.tuned_profile)
-    steps.say(f'compute facts: {setup.source}')
-    steps.say(f'tuned profile {setup.profile}: {setup.why}')
+def _prepare_remote(os_cloud, this_facts, conn, max_vms, compute_facts,
+                    tuned_profile):
+    with steps.step('tuned profile') as s:
+        setup = compute.remote_setup(
+            os_cloud, this_facts, cloud.compute_node_names(conn), max_vms,
+            mainjob.BASE_FLAVOR['ram'], compute_facts, tuned_profile)
+        s.done(f'{setup.profile}: {setup.why} (compute facts: '
+               f'{setup.source})')
     return setup
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    kvmtune = steps.bin_path('kvmtune')
-    base = mainjob.BASE_FLAVOR['name']
-    try:
-        os.makedirs(args.state_dir, exist_ok=True)
-        steps.run([kvmtune, 'image', 'build'])
-        from kvmtune import facts
-        import openstack
+def _flavors_step(cloud_name, profiles, facts_file, config_files):
+    from kvmtune.cloud import flavors as tuned
 
-        this_facts = facts.gather()
-        if args.os_cloud:
-            cloud_name, emulated = args.os_cloud, args.emulated
-            conn = openstack.connect(cloud=cloud_name)
-            setup = prepare_remote(args, kvmtune, this_facts, conn)
-            facts_args = setup.facts_args
-        else:
-            cloud_name, setup = prepare_local(args, kvmtune, this_facts)
-            emulated = args.emulated or cloud.local_cloud_emulated()
-            conn = openstack.connect(cloud=cloud_name)
-            facts_args = []
-        cloud.upload_image(conn)
-        cloud.base_flavor(conn)
-        flavors = []
-        for profile in (mainjob.BASE_PROFILE, setup.profile):
-            steps.run([kvmtune, 'flavor', 'apply', '--os-cloud', cloud_name,
-                       '--profile', profile, '--from', base, *facts_args])
-            flavors.append(f'{base}.{profile}')
-        if args.os_cloud:
-            for command in setup.commands:
-                steps.run(command)
-            if setup.facts is None:
-                steps.say(f'host tag: skipped, {setup.source}; give '
-                          '--compute-facts FILE, or run kvmtune host tag on '
-                          'the computes')
-            for line in compute.operator_steps(setup, cloud_name,
-                                               args.max_vms,
-                                               mainjob.BASE_FLAVOR['ram']):
-                steps.say(line)
-        else:
-            compute.tune_local_compute(conn, setup)
-            steps.run([kvmtune, 'host', 'inspect'])
-            steps.run([kvmtune, 'plan', '--profile', setup.profile])
-        runner = rally.Rally(args.state_dir)
-        runner.use_cloud(f'kvmtune-{cloud_name}',
-                         rally.rally_spec(conn.config))
-        out_json = os.path.join(args.state_dir, 'disk-scaling.json')
-        uuid, sla_ok = runner.sweep(
-            mainjob.TASK,
-            rally.task_args(args.max_vms, args.workload, flavors,
-                            mainjob.IMAGE_NAME, args.baseline, emulated,
-                            args.runtime),
-            out_json, os.path.join(args.state_dir, 'disk-scaling.html'))
-        report = [kvmtune, 'report', out_json,
-                  '--png', os.path.join(args.state_dir, 'disk-scaling.png'),
-                  '--html', os.path.join(args.state_dir,
-                                         'disk-scaling-report.html')]
-        if args.baseline:
-            report += ['--baseline', args.baseline]
-        steps.run(report)
-    except KvmtuneError as exc:
-        print(f'main-job: error: {exc.line()}', file=sys.stderr)
+    base = mainjob.BASE_FLAVOR['name']
+    names = []
+    with steps.step('flavors') as s:
+        for profile in profiles:
+            names.append(tuned.apply_profile(
+                cloud_name, profile, base=base, facts_file=facts_file,
+                config_files=config_files))
+        s.done(', '.join(names))
+    return names
+
+
+def _sweep_counts(setup, flavors, max_vms, fits):
+    """{flavor: largest VM count} for the flavors of which fewer guests
+    than max_vms fit the host; says so."""
+    if fits is None or fits >= max_vms:
+        return {}
+    tuned_flavor = flavors[-1]
+    if fits < 1:
+        raise KvmtuneError(
+            f'no {tuned_flavor} guest fits this host: {setup.pcpu} PCPU '
+            f'in Placement, {mainjob.BASE_FLAVOR["vcpus"]} per guest',
+            source=setup.nova_conf, key='compute.cpu_dedicated_set',
+            fix='a host with more CPUs, or a smaller base flavor')
+    steps.say(f'{tuned_flavor}: {fits} of {max_vms} VMs fit this host '
+              f'({setup.pcpu} PCPU in Placement, '
+              f'{mainjob.BASE_FLAVOR["vcpus"]} per pinned guest): its '
+              f'sweep runs 1..{fits} VMs, no NoValidHost iterations')
+    return {tuned_flavor: fits}
+
+
+def _report_step(out_json, baseline, state_dir):
+    from kvmtune import report
+
+    paths = {kind: os.path.join(state_dir, name) for kind, name in (
+        ('png', 'disk-scaling.png'), ('html', 'disk-scaling-report.html'))}
+    with steps.step('report') as s:
+        analysed = report.analyse(out_json, baseline)
+        table = report.render.text(analysed)
+        png = report.render.png_bytes(analysed)
+        report.write_atomic(paths['png'], png)
+        report.write_atomic(paths['html'], report.render.html_page(
+            analysed, png).encode('utf-8'))
+        s.done(f'{len(analysed)} sweep(s) analysed')
+    return table, paths
+
+
+def run(os_cloud=None, compute_facts=None, max_vms=3,
+        workload='fio-randread-4k', runtime=None, baseline=None,
+        emulated=False, tuned_profile=None,
+        state_dir=mainjob.STATE_DIR, strict=False, verbose=False,
+        config_files=()):
+    """The whole job; its exit status (0 ran, 1 SLA failed with strict,
+    2 a step could not run)."""
+    try:
+        os.makedirs(state_dir, exist_ok=True)
+        log = os.path.join(state_dir, LOG_NAME)
+        if os.path.exists(log):
+            os.replace(log, log + '.1')     # the previous run's
+        steps.configure(log, verbose)
+    except OSError as exc:
+        print(f'main-job: error: {state_dir}: {exc.strerror} (fix: give '
+              '--state-dir a directory you can write)')
         return 2
+    steps.say(f'log: {log} (commands, apt, pip, Rally; --verbose shows '
+              'them here)')
+    try:
+        return _run(os_cloud, compute_facts, max_vms, workload, runtime,
+                    baseline, emulated, tuned_profile, state_dir, strict,
+                    config_files)
+    except KvmtuneError as exc:
+        steps.say(f'error: {exc.line()}')
     except Exception as exc:  # openstacksdk's own errors: one line too
         msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
-        print(f'main-job: error: {msg}', file=sys.stderr)
-        return 2
-    steps.say(f'rally task {uuid}: SLA {"met" if sla_ok else "FAILED"}; '
-              f'results in {args.state_dir}')
-    return 0 if sla_ok else 1
+        steps.say(f'error: {msg}')
+    finally:
+        steps.OUT.close()
+    print(f'main-job: stopped; the log has the details: {log}')
+    hint = None if os_cloud else cloud.stop_hint()
+    if hint:
+        print(f'main-job: {hint}')
+    return 2
+
+
+def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
+         emulated, tuned_profile, state_dir, strict, config_files):
+    import openstack
+
+    this_facts = _facts_step()
+    _image_step()
+    if baseline is None and not os_cloud:
+        # the guests run here: measure this host bare (issue 13)
+        baseline = _baseline_step(workload, runtime, state_dir)
+    elif baseline is None:
+        steps.say('bare-host baseline: not measured (the guests run on '
+                  'the cloud\'s computes): give --baseline FILE, written '
+                  'by `kvmtune baseline` on one of them')
+    if os_cloud:
+        cloud_name = os_cloud
+        conn = openstack.connect(cloud=cloud_name)
+        setup = _prepare_remote(os_cloud, this_facts, conn, max_vms,
+                                compute_facts, tuned_profile)
+    else:
+        cloud_name, setup = _prepare_local(this_facts, max_vms,
+                                           tuned_profile, config_files)
+        emulated = emulated or cloud.local_cloud_emulated()
+        conn = openstack.connect(cloud=cloud_name)
+    with steps.step('image and base flavor') as s:
+        s.done(f'{cloud.upload_image(conn)}; {cloud.base_flavor(conn)}')
+    flavors = _flavors_step(cloud_name,
+                            (mainjob.BASE_PROFILE, setup.profile),
+                            compute_facts, config_files)
+    fits = None
+    if os_cloud:
+        with steps.step('compute') as s:
+            for line in compute.tag_remote(setup, cloud_name):
+                steps.detail(line)
+            s.done('tagged ' + setup.source if setup.facts is not None
+                   else 'not tagged: no facts of its computes (give '
+                        '--compute-facts FILE)')
+        for line in compute.operator_steps(setup, cloud_name, max_vms,
+                                           mainjob.BASE_FLAVOR['ram']):
+            steps.say(line)
+    else:
+        with steps.step('compute tuning') as s:
+            fits = compute.tune_local_compute(conn, setup, cloud_name)
+            s.done(f'{setup.summary}')
+    counts = _sweep_counts(setup, flavors, max_vms, fits)
+
+    runner = rally.Rally(state_dir)
+    with steps.step('rally environment') as s:
+        runner.use_cloud(f'kvmtune-{cloud_name}',
+                         rally.rally_spec(conn.config))
+        s.done(f'kvmtune-{cloud_name}, from the cloud\'s credentials '
+               '(not shown)')
+    out_json = os.path.join(state_dir, 'disk-scaling.json')
+    out_html = os.path.join(state_dir, 'disk-scaling.html')
+    args = rally.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
+                           baseline, emulated, runtime, counts)
+    counts_by_flavor = rally.vm_counts(max_vms, flavors, counts)
+    progress = rally.Progress(flavors, counts_by_flavor)
+    with steps.step('rally sweep') as s:
+        uuid, sla_ok = runner.sweep(rally.task_path('disk-scaling'), args,
+                                    out_json, out_html, progress)
+        s.done(f'task {uuid}, ' + '; '.join(
+            f'{f} {c[0]}..{c[-1]} VMs' for f, c in counts_by_flavor.items()))
+    table, paths = _report_step(out_json, baseline, state_dir)
+
+    # The summary
+    label = ' (emulated: QEMU TCG, no KVM)' if emulated else ''
+    steps.say(f'results{label}:')
+    for line in table.rstrip('\n').splitlines():
+        steps.say('  ' + line)
+    steps.say(f'report: {paths["html"]} (plot {paths["png"]}); Rally: '
+              f'{out_json}, {out_html}')
+    if sla_ok:
+        steps.say('SLA: met')
+    else:
+        steps.say('SLA: FAILED (the experiment ran: exit '
+                  f'{1 if strict else "0; --strict makes it 1"})')
+        for line in runner.sla_failures:
+            steps.say('  ' + line)
+    hint = None if os_cloud else cloud.stop_hint()
+    if hint:
+        steps.say(hint)
+    return 1 if strict and not sla_ok else 0
+
+
+def main(argv=None):
+    """`python -m kvmtune.mainjob` and tools/main-job: `kvmtune
+    main-job`."""
+    import sys
+
+    from kvmtune import cli
+
+    return cli.main(['main-job', *(sys.argv[1:] if argv is None
+                                   else argv)])

@@ -133,8 +133,8 @@ def reserve_hugepages(pages, root='/'):
                          source=path, fix=boot_fix)
     before = _read_int(path)
     if before >= pages.count:
-        steps.say(f'hugepages: {before} x {pages.label} already, '
-                  f'{pages.count} needed')
+        steps.detail(f'hugepages: {before} x {pages.label} already, '
+                     f'{pages.count} needed')
         return
     try:
         _write_int(path, pages.count)
@@ -151,5 +151,5 @@ def reserve_hugepages(pages, root='/'):
                          fix=('free memory and run again, or '
                               if pages.size_kb == SMALLEST_HUGEPAGE_KB
                               else '') + boot_fix)
-    steps.say(f'hugepages: {before} -> {got} x {pages.label} for the tuned '
-              'guests')
+    steps.detail(f'hugepages: {before} -> {got} x {pages.label} for the '
+                 'tuned guests')

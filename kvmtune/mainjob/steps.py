@@ -1,15 +1,143 @@
-"""How the main job runs a step and says what it does: every command goes
-through run(), every line it prints through say()."""
+"""How the main job runs its steps and what it says.
+
+The job's own lines (one per step, with its time, and the summary) go to
+stdout through say() and step(). Everything else (the commands it runs,
+apt, pip, Rally, the cloud, kvmtune's library output) goes to the log file
+the job names at its start; with --verbose it is shown as well. Every
+line of stdout is in the log too, so the log alone tells the whole run.
+"""
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 from kvmtune.errors import CloudError
 
+PREFIX = 'main-job: '
+
+
+class _Output:
+    """Where the job writes: stdout, the log, or both (verbose)."""
+
+    def __init__(self):
+        self.log = None
+        self.log_path = None
+        self.verbose = True     # no log configured: show everything
+        self.stdout = None      # the real stdout, while quiet() redirects
+
+    def open(self, log_path, verbose):
+        self.close()
+        os.makedirs(os.path.dirname(log_path) or '.', exist_ok=True)
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o600)
+        self.log = os.fdopen(fd, 'a', buffering=1)
+        self.log_path = log_path
+        self.verbose = verbose
+        self.stdout = sys.stdout
+
+    def close(self):
+        if self.log:
+            self.log.close()
+        self.log, self.log_path, self.verbose = None, None, True
+        self.stdout = None
+
+    def isatty(self):
+        out = self.stdout or sys.stdout
+        return hasattr(out, 'isatty') and out.isatty()
+
+    def show(self, text):
+        out = self.stdout or sys.stdout
+        out.write(text)
+        out.flush()
+
+    def to_log(self, text):
+        if self.log:
+            self.log.write(text)
+            self.log.flush()
+
+    def detail(self, text):
+        """What only the log (and --verbose) shows."""
+        self.to_log(text)
+        if self.verbose:
+            self.show(text)
+
+
+OUT = _Output()
+
+
+def configure(log_path, verbose=False):
+    """Send details to log_path (appended), shown too when verbose."""
+    OUT.open(log_path, verbose)
+
 
 def say(text):
-    print(f'main-job: {text}', flush=True)
+    """One line of the job's own output (stdout, and the log)."""
+    OUT.to_log(f'{PREFIX}{text}\n')
+    OUT.show(f'{PREFIX}{text}\n')
+
+
+def detail(text):
+    """One line for the log (and --verbose) only."""
+    OUT.detail(f'{PREFIX}{text}\n')
+
+
+class _Writer:
+    """A file-like object for redirect_stdout: lines go to detail."""
+
+    def write(self, text):
+        OUT.detail(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+@contextlib.contextmanager
+def quiet():
+    """What library code prints inside goes to the log (and --verbose)."""
+    writer = _Writer()
+    with contextlib.redirect_stdout(writer), \
+            contextlib.redirect_stderr(writer):
+        yield
+
+
+class Step:
+    """A step of the job: says its name and result with its time."""
+
+    def __init__(self, name):
+        self.name = name
+        self.result = 'done'
+        self.started = time.monotonic()
+
+    def done(self, result):
+        self.result = result
+
+    @property
+    def elapsed(self):
+        return time.monotonic() - self.started
+
+
+def elapsed_label(seconds):
+    if seconds < 60:
+        return f'{seconds:.0f} s'
+    return f'{int(seconds // 60)} min {seconds % 60:02.0f} s'
+
+
+@contextlib.contextmanager
+def step(name):
+    """`with step('image') as s: ...; s.done('built')` prints one line,
+    `main-job: image: built (12 s)`; a failure says where it stopped."""
+    current = Step(name)
+    detail(f'== {name}')
+    try:
+        with quiet():
+            yield current
+    except BaseException:
+        say(f'{name}: FAILED ({elapsed_label(current.elapsed)})')
+        raise
+    say(f'{name}: {current.result} ({elapsed_label(current.elapsed)})')
 
 
 def bin_path(name):
@@ -19,11 +147,38 @@ def bin_path(name):
 
 
 def run(argv, env=None, capture=False):
-    """Run a step; its output goes to ours unless captured."""
-    say('$ ' + ' '.join(argv))
-    proc = subprocess.run(argv, env=env, text=True,
-                          stdout=subprocess.PIPE if capture else None)
+    """Run a command; its output goes to the log (and --verbose), or is
+    returned when captured (stderr still to the log)."""
+    detail('$ ' + ' '.join(argv))
+    proc = subprocess.Popen(argv, env=env, text=True,
+                            stdout=subprocess.PIPE,
+                            stderr=(OUT.log or None) if capture
+                            else subprocess.STDOUT)
+    if capture:
+        out, _ = proc.communicate()
+    else:
+        out = None
+        for line in proc.stdout:
+            OUT.detail(line)
+        proc.wait()
     if proc.returncode != 0:
-        raise CloudError(f'exited {proc.returncode}',
+        raise CloudError(f'exited {proc.returncode}'
+                         + (f', see {OUT.log_path}' if OUT.log_path else ''),
                          source=' '.join(argv[:3]))
-    return proc.stdout
+    return out
+
+
+def lines(argv, env=None):
+    """Run a command and yield its output lines as they come (each also
+    to the log); raises like run() when it fails."""
+    detail('$ ' + ' '.join(argv))
+    with subprocess.Popen(argv, env=env, text=True,
+                          stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as proc:
+        for line in proc.stdout:
+            OUT.detail(line)
+            yield line
+    if proc.returncode != 0:
+        raise CloudError(f'exited {proc.returncode}'
+                         + (f', see {OUT.log_path}' if OUT.log_path else ''),
+                         source=' '.join(argv[:3]))

@@ -130,7 +130,7 @@ def test_nova_rejection_is_one_line_and_leaves_no_flavor(
     has) but Nova refuses: the flavor made in this run is gone again."""
     name = f'{base_flavor.name}.kvmtune-ft-rejected'
     flavor_cleanup.append(name)
-    monkeypatch.setattr(planning, 'plan_for', lambda args: (
+    monkeypatch.setattr(planning, 'plan_for', lambda *a, **k: (
         planning.FlavorPlan('kvmtune-ft-rejected',
                             {'hw:cpu_policy': 'dedicated',
                              'hw:mem_page_size': 'huge'},

@@ -11,7 +11,6 @@ Under QEMU TCG one 2-VM sweep takes about two minutes.
 
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -27,14 +26,15 @@ FLAVOR = os.environ.get('KVMTUNE_TEST_FLAVOR', 'm1.bench.baseline')
 NET_IMAGE_DIR = os.environ.get('KVMTUNE_NET_IMAGE_DIR',
                                '/var/lib/kvmtune/images-net')
 NET_IMAGE_NAME = 'kvmtune-bench-net'
-NETWORK_TASK = os.path.join(os.path.dirname(mainjob.TASK),
-                            'network-scaling.yaml')
+DISK_TASK = mainjob_rally.task_path('disk-scaling')
+NETWORK_TASK = mainjob_rally.task_path('network-scaling')
 
 
 def _cloud_up():
-    proc = subprocess.run([mainjob.CLOUD_CTL, 'status'],
-                          capture_output=True, text=True)
-    return proc.returncode == 0 and 'libvirt compute' in proc.stdout
+    from kvmtune.testcloud import api
+
+    running = api.status()
+    return bool(running) and running['mode'] == 'libvirt'
 
 
 pytestmark = pytest.mark.skipif(
@@ -45,8 +45,10 @@ pytestmark = pytest.mark.skipif(
 def conn():
     import openstack
 
+    from kvmtune.testcloud import api
+
     os.environ.setdefault('OS_CLIENT_CONFIG_FILE',
-                          os.path.join(mainjob.CLOUD_DIR, 'clouds.yaml'))
+                          api.env()['OS_CLIENT_CONFIG_FILE'])
     return openstack.connect(cloud=CLOUD)
 
 
@@ -86,7 +88,7 @@ def rally(conn, bench_flavor_and_image, tmp_path_factory):
 def sweep(rally, tmp_path, **args):
     out = str(tmp_path / 'results.json')
     uuid, sla_ok = rally.sweep(
-        mainjob.TASK, dict(mainjob_rally.task_args(
+        DISK_TASK, dict(mainjob_rally.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], mainjob.IMAGE_NAME,
             emulated=cloud.local_cloud_emulated()), **args),
@@ -97,12 +99,9 @@ def sweep(rally, tmp_path, **args):
 
 def cloud_network():
     """neutron or stub, as `cloud env` says for the cloud that is up."""
-    out = subprocess.run([mainjob.CLOUD_CTL, 'env'], capture_output=True,
-                         text=True, check=True).stdout
-    for line in out.splitlines():
-        if line.startswith('export KVMTUNE_CLOUD_NETWORK='):
-            return line.split('=', 1)[1]
-    return None
+    from kvmtune.testcloud import api
+
+    return api.env().get('KVMTUNE_CLOUD_NETWORK') or None
 
 
 @pytest.fixture(scope='module')

@@ -4,8 +4,6 @@ The tests compare the cloud with what kvmtune itself computes (the plan
 for a profile on the compute host), so they import kvmtune's library.
 """
 
-import argparse
-
 from tempest.api.compute import base
 from tempest import config
 
@@ -16,9 +14,7 @@ def profile_plan(profile):
     """kvmtune's FlavorPlan (extra_specs, owned_extra_specs) for profile."""
     from kvmtune.cloud import planning
 
-    args = argparse.Namespace(profile=profile, root=None,
-                              facts=CONF.kvmtune.facts_file, config_file=[])
-    return planning.plan_for(args)
+    return planning.plan_for(profile, facts_file=CONF.kvmtune.facts_file)
 
 
 class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):

@@ -1,10 +1,11 @@
 """The main job's compute decisions, on the fixture hosts.
 
 Local test cloud: which profile, which huge pages (size, count, through
-which sysfs pool) and which commands, with the pages really written into
-a copy of the host's sysfs tree. Operator's cloud (--os-cloud): where the
-compute's facts come from, whether the job tags, what it tells. Only the
-commands and the cloud calls are stand-ins.
+which sysfs pool) and which library calls (nova.conf, compute restart,
+host tag), with the pages really written into a copy of the host's sysfs
+tree. Operator's cloud (--os-cloud): where the compute's facts come from,
+whether the job tags, what it tells. Only the library calls that reach a
+cloud or nova.conf are stand-ins.
 """
 
 import json
@@ -16,7 +17,6 @@ import pytest
 from kvmtune import facts
 from kvmtune import plan as plans
 from kvmtune import traits
-from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
@@ -49,31 +49,43 @@ def pool(root, kb):
 
 
 class Commands:
-    """Records the commands the job would run, and answers PCPU."""
+    """Records the library calls the job makes to nova.conf and the
+    cloud (no subprocess: steps.run is forbidden), and answers PCPU."""
 
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, pcpu=2):
         self.ran = []
-        monkeypatch.setattr(steps, 'run', self.run)
-        monkeypatch.setattr(compute, 'pcpu_total', lambda conn: 2)
 
-    def run(self, argv, env=None, capture=False):
-        self.ran.append(list(argv))
+        def no_subprocess(argv, *args, **kwargs):
+            raise AssertionError(f'runs {argv}: the job calls the library')
+        monkeypatch.setattr(steps, 'run', no_subprocess)
+        monkeypatch.setattr(compute, 'pcpu_total', lambda conn: pcpu)
+        monkeypatch.setattr(
+            compute, 'apply_nova_conf',
+            lambda profile, facts, path, python=None, conf=None:
+            self.ran.append(('nova-conf apply', profile, path, python)))
+        monkeypatch.setattr(cloud, 'restart_compute',
+                            lambda: self.ran.append(('restart-compute',)))
+        monkeypatch.setattr(
+            compute, 'tag_host',
+            lambda name, facts, node=None: self.ran.append(
+                ('host tag', name, node)) or ('vm', ['T']))
 
 
 def setup_for(host_facts, max_vms=3, ram_mb=256, profile=None,
               nova_python=None):
-    return compute.local_setup(host_facts, 'kvmtune', 'kvmtune-admin',
-                               NOVA_CONF, max_vms, ram_mb, profile,
-                               nova_python)
+    setup = compute.local_setup(host_facts, NOVA_CONF, max_vms, ram_mb,
+                                profile)
+    setup.nova_python = nova_python
+    return setup
 
 
 def commands(profile, nova_python=None):
-    apply = ['kvmtune', 'nova-conf', 'apply', '--profile', profile,
-             '--config', NOVA_CONF]
-    if nova_python:
-        apply += ['--nova-python', nova_python]
-    return [apply, [mainjob.CLOUD_CTL, 'restart-compute'],
-            ['kvmtune', 'host', 'tag', '--os-cloud', 'kvmtune-admin']]
+    return [('nova-conf apply', profile, NOVA_CONF, nova_python),
+            ('restart-compute',), ('host tag', 'kvmtune-admin', None)]
+
+
+def tune(setup, root):
+    return compute.tune_local_compute(None, setup, 'kvmtune-admin', root)
 
 
 # -- local compute: the EPT hosts -------------------------------------------
@@ -90,14 +102,14 @@ def test_ept_host_small_guests_take_2m_pages(host, monkeypatch, name,
     assert 'large' in setup.pages.why and '1 GB' in setup.pages.why
     # 3 x 128 pages, 1 per NUMA node Nova keeps, 128 MB of slack
     assert setup.pages.count == 3 * 128 + nodes + 64
-    assert setup.commands == commands('pinned-hugepages-ept')
+    assert setup.pinned
     before_1g = pool(root, KB_1G)
     ran = Commands(monkeypatch)
-    compute.tune_local_compute(None, setup, root)
+    assert tune(setup, root) == 2       # 2 PCPU, 1 vCPU per guest
     assert pool(root, KB_2M) == max(setup.pages.count,
                                     found['memory']['hugepages'][0]['total'])
     assert pool(root, KB_1G) == before_1g
-    assert ran.ran == setup.commands
+    assert ran.ran == commands('pinned-hugepages-ept')
 
 
 def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
@@ -106,7 +118,7 @@ def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
     assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 3 + 2 + 1)
     assert pool(root, KB_1G) == 32
     ran = Commands(monkeypatch)
-    compute.tune_local_compute(None, setup, root)
+    tune(setup, root)
     assert pool(root, KB_1G) == 32      # enough already: never lowered
     assert pool(root, KB_2M) == 0
     assert ran.ran == commands('pinned-hugepages-ept')
@@ -128,7 +140,7 @@ def test_amd_gb_guests_grow_the_1g_pool(host, monkeypatch):
     setup = setup_for(found, max_vms=2, ram_mb=2048)
     assert (setup.pages.size_kb, setup.pages.count) == (KB_1G, 4 + 4 + 1)
     Commands(monkeypatch)
-    compute.tune_local_compute(None, setup, root)
+    tune(setup, root)
     assert pool(root, KB_1G) == 9
 
 
@@ -141,7 +153,7 @@ def test_kernel_short_of_1g_pages_names_the_boot_arguments(
     monkeypatch.setattr(pages, '_write_int',
                         lambda path, value: open(path, 'w').write('1'))
     with pytest.raises(KvmtuneError) as err:
-        compute.tune_local_compute(None, setup, root)
+        tune(setup, root)
     line = err.value.line()
     assert 'the kernel gave 1 of 9 1 GB pages' in line
     # The plan's kernel arguments for a 1 GB pool on this host
@@ -159,7 +171,7 @@ def test_missing_pool_is_one_line_with_the_boot_arguments(host,
     shutil.rmtree(os.path.join(root, os.path.dirname(POOL.format(KB_1G))))
     ran = Commands(monkeypatch)
     with pytest.raises(KvmtuneError) as err:
-        compute.tune_local_compute(None, setup, root)
+        tune(setup, root)
     line = err.value.line()
     assert line.startswith(os.path.join(root, POOL.format(KB_1G)))
     assert 'no 1 GB page pool' in line
@@ -181,19 +193,18 @@ def test_ept_flavor_trait_is_the_one_host_tag_sets(name):
 
 def test_this_host_takes_pinned_hugepages_with_2m_pages(host, monkeypatch):
     root, found = host('pvm-guest-2cpu')
-    setup = setup_for(found, max_vms=1, nova_python=mainjob.CLOUD_PYTHON)
+    setup = setup_for(found, max_vms=1, nova_python='/cloud/bin/python')
     assert setup.profile == 'pinned-hugepages'
     assert 'no EPT/NPT' in setup.why
     assert setup.pages.size_kb == KB_2M
     assert setup.pages.why == 'hw:mem_page_size=2MB'
     assert setup.pages.count == 128 + 1 + 64
-    assert setup.commands == commands('pinned-hugepages',
-                                      mainjob.CLOUD_PYTHON)
-    ran = Commands(monkeypatch)
-    compute.tune_local_compute(None, setup, root)
+    ran = Commands(monkeypatch, pcpu=1)
+    assert tune(setup, root) == 1       # one pinned guest fits
+    assert setup.pcpu == 1
     assert pool(root, KB_2M) == 193
     assert pool(root, KB_1G) == 0
-    assert ran.ran == setup.commands
+    assert ran.ran == commands('pinned-hugepages', '/cloud/bin/python')
 
 
 def test_this_host_refuses_the_ept_profile(host):
@@ -209,7 +220,7 @@ def test_profile_without_hugepages_reserves_none(host, monkeypatch):
     setup = setup_for(found, profile='cpu-pinning')
     assert setup.pages is None
     ran = Commands(monkeypatch)
-    compute.tune_local_compute(None, setup, root)
+    tune(setup, root)
     assert pool(root, KB_2M) == 0
     assert ran.ran == commands('cpu-pinning')
 
@@ -230,7 +241,7 @@ def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
 # -- an operator's cloud -----------------------------------------------------
 
 def remote(this, nodes, compute_facts=None, profile=None):
-    return compute.remote_setup('op', this, set(nodes), 'kvmtune', 3, 256,
+    return compute.remote_setup('op', this, set(nodes), 3, 256,
                                 compute_facts, profile)
 
 
@@ -242,11 +253,8 @@ def test_remote_with_compute_facts_tags_that_compute(tmp_path):
     setup = remote(this, ['compute-intel-1'], str(path))
     assert setup.profile == 'pinned-hugepages-ept'
     assert 'compute compute-intel-1 has EPT/NPT' in setup.why
-    assert setup.commands == [
-        ['kvmtune', 'plan', '--profile', 'pinned-hugepages-ept',
-         '--facts', str(path)],
-        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--facts',
-         str(path), '--hypervisor', 'compute-intel-1']]
+    assert setup.node == 'compute-intel-1'
+    assert setup.facts['hostname'] == intel['hostname']
     lines = compute.operator_steps(setup, 'op', 3, 256)
     assert any('nova-conf apply --profile pinned-hugepages-ept' in s
                for s in lines)
@@ -262,10 +270,7 @@ def test_remote_this_host_is_a_compute(node):
     assert setup.profile == 'pinned-hugepages'
     assert setup.source == f'this host: it is compute node {node} of the ' \
         'cloud'
-    assert setup.commands == [
-        ['kvmtune', 'plan', '--profile', 'pinned-hugepages'],
-        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--hypervisor',
-         node]]
+    assert setup.node == node
 
 
 def test_remote_facts_file_of_an_unlisted_compute(tmp_path):
@@ -275,8 +280,7 @@ def test_remote_facts_file_of_an_unlisted_compute(tmp_path):
     this = facts.gather(os.path.join(HOSTS, 'pvm-guest-2cpu'))
     setup = remote(this, ['n1', 'n2'], str(path))
     # host tag then looks for compute-amd-1 itself and names the nodes
-    assert setup.commands[-1] == ['kvmtune', 'host', 'tag', '--os-cloud',
-                                  'op', '--facts', str(path)]
+    assert setup.node is None and setup.facts is not None
 
 
 def test_remote_without_facts_does_not_tag():
@@ -284,7 +288,8 @@ def test_remote_without_facts_does_not_tag():
     setup = remote(this, ['compute-7'])
     # this host has EPT, but it is not the cloud's compute
     assert setup.profile == 'pinned-hugepages'
-    assert setup.facts is None and setup.commands == []
+    assert setup.facts is None and setup.node is None
+    assert compute.tag_remote(setup, 'op') == []
     assert 'compute-7' in setup.source and '--compute-facts' in \
         setup.source
     lines = compute.operator_steps(setup, 'op', 3, 256)
@@ -293,11 +298,12 @@ def test_remote_without_facts_does_not_tag():
                          'names')
 
 
-def test_compute_facts_only_with_os_cloud():
-    with pytest.raises(SystemExit):
-        job.parse_args(['--compute-facts', 'x.json'])
-    args = job.parse_args(['--os-cloud', 'c', '--runtime', '5'])
-    assert args.runtime == 5
+def test_compute_facts_only_with_os_cloud(capsys):
+    from kvmtune import cli
+
+    assert cli.main(['main-job', '--compute-facts', 'x.json']) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and '--compute-facts goes with --os-cloud' in err[0]
     assert rally.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 
@@ -318,12 +324,13 @@ class FakeConn:
 class FakeRally:
     def __init__(self, state_dir):
         self.dir = state_dir
+        self.sla_failures = []
 
     def use_cloud(self, name, spec):
         pass
 
-    def sweep(self, task, args, out_json, out_html):
-        FakeRally.args = args
+    def sweep(self, task, args, out_json, out_html, progress=None):
+        FakeRally.task, FakeRally.args = task, args
         return 'task-1', True
 
 
@@ -333,37 +340,42 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 
     def forbidden(*args, **kwargs):
         raise AssertionError('touches this host or starts a cloud')
-    for module, name in ((cloud, 'local_cloud'), (cloud, 'cloud_env'),
+    for module, name in ((cloud, 'local_cloud'), (cloud, 'nova_conf'),
+                         (cloud, 'restart_compute'),
                          (compute, 'tune_local_compute'),
+                         (compute, 'apply_nova_conf'),
                          (pages, 'reserve_hugepages'),
                          (pages, '_write_int')):
         monkeypatch.setattr(module, name, forbidden)
-    monkeypatch.setattr(cloud, 'upload_image', lambda conn: None)
-    monkeypatch.setattr(cloud, 'base_flavor', lambda conn: None)
+    from kvmtune.cloud import flavors
+    from kvmtune.image import build
+    made = []
+    monkeypatch.setattr(build, 'build', lambda *a, **k: made.append(
+        'image') or {'sizes': {}, 'changed': False})
+    monkeypatch.setattr(flavors, 'apply_profile', lambda cloud_name,
+                        profile, base, facts_file, config_files: made.append(
+                            (cloud_name, profile, base)) or
+                        f'{base}.{profile}')
+    monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
+    monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
     monkeypatch.setattr(rally, 'rally_spec', lambda config: {})
     monkeypatch.setattr(rally, 'Rally', FakeRally)
-    monkeypatch.setattr(steps, 'bin_path', lambda name: name)
+    monkeypatch.setattr(job, '_report_step', lambda out, base, state: (
+        'table\n', {'png': 'p.png', 'html': 'r.html'}))
     import openstack
     monkeypatch.setattr(openstack, 'connect',
                         lambda cloud: FakeConn(this['hostname']))
-    rc = job.main(['--os-cloud', 'op', '--max-vms', '1', '--runtime', '5',
-                   '--state-dir', str(tmp_path)])
-    assert rc == 0
+    rc = job.run(os_cloud='op', max_vms=1, runtime=5,
+                 state_dir=str(tmp_path))
+    assert rc == 0, capsys.readouterr().out
     profile = compute.tuned_profile(this)[0]
-    assert ran.ran[:3] == [
-        ['kvmtune', 'image', 'build'],
-        ['kvmtune', 'flavor', 'apply', '--os-cloud', 'op', '--profile',
-         'baseline', '--from', 'm1.bench'],
-        ['kvmtune', 'flavor', 'apply', '--os-cloud', 'op', '--profile',
-         profile, '--from', 'm1.bench']]
-    assert ran.ran[3:5] == [
-        ['kvmtune', 'plan', '--profile', profile],
-        ['kvmtune', 'host', 'tag', '--os-cloud', 'op', '--hypervisor',
-         this['hostname']]]
-    assert ran.ran[5][:3] == ['kvmtune', 'report',
-                              str(tmp_path / 'disk-scaling.json')]
-    assert not any(mainjob.CLOUD_CTL in argv for argv in ran.ran)
+    assert made == ['image', ('op', 'baseline', 'm1.bench'),
+                    ('op', profile, 'm1.bench')]
+    # tagged from this host's facts, the compute of that name
+    assert ran.ran == [('host tag', 'op', this['hostname'])]
+    assert FakeRally.task == rally.task_path('disk-scaling')
     assert FakeRally.args['runtime'] == 5
     assert FakeRally.args['emulated'] is False
     out = capsys.readouterr().out
     assert 'main-job: on each compute host of cloud op' in out
+    assert out.splitlines()[-1] == 'main-job: SLA: met'

@@ -5,9 +5,7 @@ import os
 import pytest
 
 from kvmtune import facts
-from kvmtune import mainjob
 from kvmtune.mainjob import compute
-from kvmtune.mainjob import job
 from tests import paths
 
 HOSTS = os.path.join(paths.FIXTURES, 'hosts')
@@ -41,6 +39,17 @@ def test_why_names_ept():
 
 
 def test_tuned_profile_option():
-    assert job.parse_args([]).tuned_profile is None
-    args = job.parse_args(['--tuned-profile', 'cpu-pinning'])
+    from kvmtune import cli
+
+    parser = cli.build_parser()
+    assert parser.parse_args(['main-job']).tuned_profile is None
+    args = parser.parse_args(['main-job', '--tuned-profile', 'cpu-pinning'])
     assert args.tuned_profile == 'cpu-pinning'
+
+
+def test_named_profile_wins(tmp_path):
+    setup = compute.local_setup(host_facts('pvm-guest-2cpu'), None, 1, 256,
+                                'cpu-pinning')
+    assert (setup.profile, setup.why) == ('cpu-pinning',
+                                          'named by --tuned-profile')
+    assert setup.pinned and setup.pages is None

@@ -1,7 +1,12 @@
 """The main job's Rally environment spec and task arguments."""
 
+import os
+
+import pytest
+import yaml
 from openstack import config as os_config
 
+from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import rally
 
 CLOUDS = """\
@@ -52,3 +57,94 @@ def test_task_args_name_both_flavors_and_an_absolute_baseline():
                            'kvmtune-bench', baseline='bm.json')
     assert args['max_vms'] == 3 and args['flavors'][1] == 'm1.bench.x'
     assert args['baseline'].startswith('/')
+
+
+def test_task_path_is_the_installed_task_file():
+    path = rally.task_path('disk-scaling')
+    assert os.path.isfile(path)
+    assert path == rally.task_path('disk-scaling.yaml')
+    assert {'disk-scaling', 'network-scaling'} <= set(rally.task_names())
+    with pytest.raises(KvmtuneError) as err:
+        rally.task_path('disk')
+    assert 'one of: disk-scaling' in err.value.line()
+
+
+def render(**args):
+    """The disk task as `rally task start --task-args` renders it."""
+    from rally import api
+
+    path = rally.task_path('disk-scaling')
+    with open(path) as f:
+        text = f.read()
+    return yaml.safe_load(api._Task(api=None).render_template(
+        task_template=text, template_dir=os.path.dirname(path), **args))
+
+
+def test_flavor_max_vms_limits_only_that_flavors_sweep():
+    flavors = ['m1.bench.baseline', 'm1.bench.pinned-hugepages']
+    args = rally.task_args(3, 'fio-randread-4k', flavors, 'kvmtune-bench',
+                           flavor_max_vms={flavors[1]: 1})
+    task = render(**args)
+    runs = {s['scenario']['KvmTune.disk_scaling']['flavor']['name']:
+            (s['scenario']['KvmTune.disk_scaling']['vm_counts'],
+             s['runner']['constant']['times']) for s in task['subtasks']}
+    assert runs == {flavors[0]: ([1, 2, 3], 3), flavors[1]: ([1], 1)}
+    # what the progress line expects is what the task runs
+    assert rally.vm_counts(3, flavors, {flavors[1]: 1}) == {
+        flavors[0]: [1, 2, 3], flavors[1]: [1]}
+    # without it every flavor runs every count, as before
+    task = render(**rally.task_args(2, 'fio-randread-4k', flavors, 'i'))
+    assert [s['runner']['constant']['times'] for s in task['subtasks']] \
+        == [2, 2]
+
+
+# Lines as Rally 5 and the kvmtune scenarios write them (rally/task/
+# engine.py "Running workload", rally/task/runner.py "ITER: n START|END").
+RALLY_LINES = """\
+20:01:02.123 INFO rally.task.engine [-] Running workload: \n
+  position = 0
+20:01:03.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 START
+20:01:40.000 INFO rally_scenarios [-] kvmtune: guests ready 0/1
+20:01:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/1
+20:01:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 END: OK
+20:01:52.000 INFO rally.task.runner [-] Task 8e1c | ITER: 2 START
+20:02:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/2
+20:02:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 2 END: OK
+20:03:02.123 INFO rally.task.engine [-] Running workload: \n
+  position = 1
+20:03:03.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 START
+20:03:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/1
+20:03:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 END: OK
+"""
+
+
+def test_progress_one_line_per_vm_count():
+    shown = []
+    progress = rally.Progress(['base', 'tuned'],
+                              {'base': [1, 2], 'tuned': [1]},
+                              show=shown.append, tty=False)
+    for line in RALLY_LINES.splitlines(keepends=True):
+        progress.line(line)
+    progress.finish()
+    assert [s.rsplit(' (', 1)[0] for s in shown] == [
+        'sweep: base, 1 VM(s), guests reported 1/1',
+        'sweep: base, 2 VM(s), guests reported 1/2',
+        'sweep: tuned, 1 VM(s), guests reported 1/1']
+    assert all(s.endswith(' s)') for s in shown)
+
+
+SLA_CHECK = """[{"criterion": "failure_rate", "detail": "Failure rate \
+criteria 0.00% <= 0.00% <= 0.00% - Passed", "status": "PASS", \
+"benchmark": "KvmTune.disk_scaling", "pos": 0}, {"criterion": \
+"kvmtune_scaling", "detail": "per-VM share at 2 VMs 0.31 < 0.5", \
+"status": "FAIL", "benchmark": "KvmTune.disk_scaling", "pos": 0}]"""
+
+
+def test_sla_failures_name_the_flavor():
+    assert rally.sla_failures(SLA_CHECK, ['m1.bench.baseline']) == [
+        'm1.bench.baseline: kvmtune_scaling: per-VM share at 2 VMs 0.31 '
+        '< 0.5']
+    assert rally.sla_failures('Rally 5.0 prints this first\n' + SLA_CHECK,
+                              [])[0].startswith('KvmTune.disk_scaling: ')
+    assert rally.sla_failures('no json', []) == [
+        'rally task sla-check gave no results']

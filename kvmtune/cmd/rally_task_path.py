@@ -1,0 +1,27 @@
+"""Print where an installed Rally task file of kvmtune is.
+
+    kvmtune rally task-path disk-scaling
+    rally task start "$(kvmtune rally task-path disk-scaling)" \\
+        --task-args '{"max_vms": 3}'
+
+The task files (rally_scenarios/tasks/*.yaml) are installed with kvmtune,
+beside its Rally plugins; without a name this lists them with their paths.
+Rally itself comes with the bench extra: pip install 'kvmtune[bench]'.
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument('name', nargs='?', metavar='TASK',
+                        help='task name, e.g. disk-scaling or '
+                             'network-scaling (default: list them all)')
+
+
+def run(args):
+    from kvmtune.mainjob import rally
+
+    if args.name:
+        print(rally.task_path(args.name))
+        return 0
+    for name in rally.task_names():
+        print(f'{name}  {rally.task_path(name)}')
+    return 0

@@ -1,0 +1,63 @@
+"""The optional parts of kvmtune (setup.cfg [extras]) and how a command
+says that one is missing.
+
+``pip install kvmtune`` is what a compute host needs: facts, plan, apply,
+export, flavors, traits. ``kvmtune[bench]`` adds Rally and the plots (the
+sweeps, ``kvmtune report``, the main job), ``kvmtune[cloud]`` the embedded
+single-host cloud. A command that needs an extra checks for it before it
+starts, and a missing one is one line naming the ``pip install`` to run.
+"""
+
+import importlib.util
+
+from kvmtune.errors import KvmtuneError
+
+# extra -> the top-level modules it installs (as setup.cfg [extras] lists
+# the distributions: rally-openstack brings rally and rally_openstack).
+MODULES = {
+    'bench': ('rally', 'rally_openstack', 'numpy', 'matplotlib'),
+    'cloud': (),
+}
+
+
+class MissingExtra(KvmtuneError):
+    """A command needs an extra that is not installed."""
+
+
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        # ValueError: sys.modules holds None (an import that failed, or a
+        # module blocked on purpose)
+        return False
+
+
+def missing(extra):
+    """The extra's modules this Python cannot import (none: installed)."""
+    return [m for m in MODULES[extra] if not _installed(m)]
+
+
+def install_hint(extra):
+    return f"pip install 'kvmtune[{extra}]'"
+
+
+def require(extra, what):
+    """Raise MissingExtra naming the pip install when extra is missing.
+
+    :param extra: a key of MODULES
+    :param what: who needs it, e.g. "kvmtune report"
+    """
+    absent = missing(extra)
+    if absent:
+        raise MissingExtra(f'{what} needs the {extra} extra (missing: '
+                           f'{", ".join(absent)})', fix=install_hint(extra))
+
+
+def extra_of(module_name):
+    """The extra a module (dotted name) belongs to, or None."""
+    top = (module_name or '').split('.')[0]
+    for extra, modules in MODULES.items():
+        if top in modules:
+            return extra
+    return None
