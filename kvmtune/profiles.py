@@ -21,7 +21,9 @@ TUNER_KEYS = ('name', 'params')
 def packaged_dir():
     """The profiles shipped with kvmtune (package data)."""
     candidate = pathlib.Path(__file__).resolve().parent / 'data' / 'profiles'
-    return str(candidate) if candidate.is_dir() else None
+    # os.path.isdir, not Path.is_dir: False (not PermissionError) for a
+    # user who cannot reach the installation, who may still name a file
+    return str(candidate) if os.path.isdir(candidate) else None
 
 
 def search_dirs(extra_dirs=()):
