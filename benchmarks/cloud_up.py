@@ -1,7 +1,8 @@
-"""Test cloud footprint: time to `cloud up` and the services' memory.
+"""Test cloud footprint: time to `kvmtune cloud up` and the services' memory.
 
-Runs ``tests/functional/cloud/cloud up`` (with ``--run``; otherwise reads
-the timings the last ``up`` recorded), then sums RSS and PSS over every
+Runs ``kvmtune cloud up`` (kvmtune.testcloud.api.up, with ``--run``;
+otherwise reads the timings the last ``up`` recorded), then sums RSS and
+PSS over every
 process the cloud started, and compares with the targets: up within 90 s,
 all services within 2 GB of PSS. PSS, not RSS, is what the cloud takes from
 the machine: gunicorn masters and workers, the privsep daemons and the
@@ -16,15 +17,10 @@ not counted.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLOUD = os.path.join(HERE, os.pardir, 'tests', 'functional', 'cloud')
-sys.path.insert(0, CLOUD)
-
-import cloudconf  # noqa: E402
-import procs  # noqa: E402
+from kvmtune.testcloud import api
+from kvmtune.testcloud import procs
 
 UP_TARGET_S = 90
 MEMORY_TARGET_MB = 2048
@@ -75,11 +71,9 @@ def main():
                         default='fake')
     parser.add_argument('--json', action='store_true')
     args = parser.parse_args()
+    layout = api.layout()
     if args.run:
-        subprocess.check_call([os.path.join(CLOUD, 'cloud'), 'up',
-                               '--compute', args.compute])
-    layout = cloudconf.Layout(os.environ.get('KVMTUNE_CLOUD_DIR',
-                                             '/var/lib/kvmtune-cloud'))
+        api.up(compute=args.compute, layout=layout, say=print)
     if not procs.owned_pids(layout):
         print('cloud_up: no test cloud is running in %s' % layout.root,
               file=sys.stderr)

@@ -6,45 +6,38 @@
 PYTEST ARGS replace the default target ``tests/functional``.
 
 Reads the test cloud's recorded timings ($KVMTUNE_CLOUD_DIR/timings.json,
-written by ``tests/functional/cloud/cloud up``), sums the memory (PSS) of
-the processes that cloud started, per service, as ``cloud status`` lists
-them, then runs ``pytest tests/functional`` and reports its wall
-time and outcome. With --no-run only the first two are printed.
+written by ``kvmtune cloud up``), sums the memory (PSS) of the processes
+that cloud started, per service, from what ``kvmtune cloud status`` lists
+(kvmtune.testcloud.api.status), then runs ``pytest tests/functional`` and
+reports its wall time and outcome. With --no-run only the first two are
+printed.
 """
 
 import argparse
 import collections
 import json
-import os
 import pathlib
 import re
 import subprocess
 import sys
 import time
 
+from kvmtune.testcloud import api
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CLOUD_DIR = pathlib.Path(os.environ.get('KVMTUNE_CLOUD_DIR',
-                                        '/var/lib/kvmtune-cloud'))
-CLOUD = REPO / 'tests' / 'functional' / 'cloud' / 'cloud'
 
 
-def cloud_timings():
-    path = CLOUD_DIR / 'timings.json'
+def cloud_timings(layout):
+    path = pathlib.Path(layout.timings)
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         return {'error': f'{path}: {exc}'}
 
 
-_STATUS_ROW = re.compile(r'^\s+(\d+) (.{15}) rss\s+([\d.]+) MiB pss\s+'
-                         r'([\d.]+) MiB\s+(.*)$')
-_STATUS_TOTAL = re.compile(r'^total: (\d+) processes, rss (\d+) MiB, '
-                           r'pss (\d+) MiB')
-
-
 def _service(name, command):
-    """Which service a row of `cloud status` belongs to (workers have no
-    name there; their process title says it)."""
+    """Which service a process of `cloud status` belongs to (workers have
+    no name there; their process title says it)."""
     if name:
         return name
     bracket = re.search(r'\[kvmtune-([\w-]+)\]', command)
@@ -53,22 +46,21 @@ def _service(name, command):
     return command.split(':')[0].split()[0] if command else '?'
 
 
-def services_memory():
-    """({service: [processes, PSS MiB]}, total line) from `cloud status`,
-    which knows which processes the cloud started."""
-    done = subprocess.run([str(CLOUD), 'status'], capture_output=True,
-                          text=True, timeout=120)
+def services_memory(layout):
+    """({service: [processes, PSS MiB]}, total line) from the cloud's
+    status, which knows which processes the cloud started."""
+    status = api.status(layout)
+    if status is None:
+        return {}, f'no cloud up in {layout.root}'
     found = collections.defaultdict(lambda: [0, 0.0])
-    total = None
-    for line in done.stdout.splitlines():
-        row = _STATUS_ROW.match(line)
-        if row:
-            entry = found[_service(row.group(2).strip(), row.group(5))]
-            entry[0] += 1
-            entry[1] += float(row.group(4))
-        elif _STATUS_TOTAL.match(line):
-            total = line.strip()
-    return dict(found), total or done.stdout.strip()[-200:]
+    for proc in status['processes']:
+        entry = found[_service(proc['name'], proc['cmdline'])]
+        entry[0] += 1
+        entry[1] += proc['pss_kb'] / 1024
+    total = (f"{len(status['processes'])} processes, rss "
+             f"{status['rss_kb'] / 1024:.0f} MiB, pss "
+             f"{status['pss_kb'] / 1024:.0f} MiB")
+    return dict(found), total
 
 
 def run_tier(pytest_args):
@@ -89,12 +81,13 @@ def main():
     parser.add_argument('pytest_args', nargs='*')
     args = parser.parse_args()
 
-    print(f'cloud dir: {CLOUD_DIR}')
-    timings = cloud_timings()
+    layout = api.layout()
+    print(f'cloud dir: {layout.root}')
+    timings = cloud_timings(layout)
     print('cloud timings (recorded by `cloud up`):')
     for key, value in sorted(timings.items()):
         print(f'  {key}: {json.dumps(value)}')
-    memory, total = services_memory()
+    memory, total = services_memory(layout)
     print(f'services memory (`cloud status`): {total}')
     for name, (count, mib) in sorted(memory.items(), key=lambda i: -i[1][1]):
         print(f'  {name:<18} {count:>3} processes {mib:>8.0f} MiB PSS')

@@ -63,6 +63,8 @@ COMMANDS = [
      'Run a workload on the bare host and save the result.'),
     (('bench', 'local'), 'bench_local',
      'Boot N benchmark guests with QEMU here and run a workload.'),
+    (('cloud',), 'cloud',
+     'The embedded single-host test cloud: install, up, down, status, env.'),
     (('rally', 'task-path'), 'rally_task_path',
      'Print where an installed Rally task file is (disk-scaling, ...).'),
     (('report',), 'report',

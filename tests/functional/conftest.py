@@ -1,8 +1,9 @@
 """Fixtures for the functional tier: a real single-host cloud.
 
-The cloud is ``tests/functional/cloud/cloud up [--compute fake|libvirt]``.
-Its ``env`` command says where clouds.yaml and the compute host's nova.conf
-are. Without a cloud the tier is skipped, except in CI
+The cloud is ``kvmtune cloud up [--compute fake|libvirt]``, run here as a
+user runs it (``kvmtune cloud status|env|restart-compute`` as a process of
+this Python). Its ``env`` says where clouds.yaml and the compute host's
+nova.conf are. Without a cloud the tier is skipped, except in CI
 (``KVMTUNE_FUNCTIONAL=1``), where a missing cloud is a failure.
 
 Tests marked ``@pytest.mark.compute('libvirt')`` need the cloud in that
@@ -30,9 +31,13 @@ import uuid
 import pytest
 import requests.adapters
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-CLOUD = REPO / 'tests' / 'functional' / 'cloud' / 'cloud'
-FIXTURES = REPO / 'tests' / 'fixtures' / 'hosts'
+from kvmtune.testcloud import api as testcloud
+from tests import paths
+
+REPO = pathlib.Path(paths.REPO)
+# the `kvmtune cloud` command of the kvmtune under test
+CLOUD = (sys.executable, '-m', 'kvmtune.cli', 'cloud')
+FIXTURES = pathlib.Path(paths.HOSTS)
 INTEL_HOST = FIXTURES / 'intel-2s-smt-ept-1g'
 BENCH_IMAGE = pathlib.Path(os.environ.get(
     'KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')) / 'kvmtune-bench.raw'
@@ -41,7 +46,7 @@ BOOT_TIMEOUT = 300
 # Names this tier creates start with it, so a leftover is easy to spot.
 PREFIX = 'kvmtune-ft-'
 # The test cloud's Python, whose Nova checks nova.conf values.
-CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
+CLOUD_PYTHON = testcloud.python()
 NR_HUGEPAGES = pathlib.Path('/proc/sys/vm/nr_hugepages')
 HUGETLBFS = pathlib.Path('/dev/hugepages')
 GUEST_PAGES = 128   # 2 MB pages: 256 MB, room for one 128 MB guest
@@ -97,7 +102,7 @@ class TestCloud:
         return self.state.get('facts')
 
     def run(self, *args, timeout=600):
-        return subprocess.run([str(CLOUD), *args], capture_output=True,
+        return subprocess.run([*CLOUD, *args], capture_output=True,
                               text=True, timeout=timeout)
 
     def restart_compute(self):
@@ -107,18 +112,18 @@ class TestCloud:
 
 @pytest.fixture(scope='session')
 def test_cloud():
-    if not CLOUD.exists():
-        _unavailable(f'{CLOUD} is missing')
-    status = subprocess.run([str(CLOUD), 'status'], capture_output=True,
+    status = subprocess.run([*CLOUD, 'status'], capture_output=True,
                             text=True, timeout=120)
     if status.returncode != 0:
-        _unavailable('the test cloud is not up (`cloud status` said: '
+        _unavailable('the test cloud is not up (`kvmtune cloud status` '
+                     'said: '
                      f'{(status.stdout + status.stderr).strip()[-300:]})')
-    env_run = subprocess.run([str(CLOUD), 'env'], capture_output=True,
+    env_run = subprocess.run([*CLOUD, 'env'], capture_output=True,
                              text=True, timeout=60)
     env = parse_env(env_run.stdout)
     if env_run.returncode != 0 or 'OS_CLIENT_CONFIG_FILE' not in env:
-        _unavailable(f'`cloud env` failed: {env_run.stderr.strip()}')
+        _unavailable('`kvmtune cloud env` failed: '
+                     f'{env_run.stderr.strip()}')
     state_file = pathlib.Path(env.get('KVMTUNE_CLOUD_DIR', '')) / 'run' / \
         'state.json'
     try:

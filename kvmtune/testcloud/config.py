@@ -1,17 +1,22 @@
-"""Configuration files of the kvmtune test cloud (paths, ports, contents).
+"""Configuration files of the embedded test cloud (paths, ports, contents).
 
 Everything binds to 127.0.0.1. One ``Layout`` names every path under the
-state directory, so ``up``, ``down``, ``env`` and the README agree.
+state directory, the services' virtualenv and the API ports (options of
+``[testcloud]`` in kvmtune.conf, see kvmtune/conf/testcloud.py), so ``up``,
+``down``, ``status``, ``env`` and doc/testcloud.md agree. Pure functions:
+nothing here reads or writes a file.
 """
 
 import configparser
 import io
 import os
 
-VENV = os.environ.get('KVMTUNE_CLOUD_VENV', '/opt/kvmtune-cloud/venv')
 HOST = '127.0.0.1'
-PORTS = {'keystone': 5000, 'placement': 8778, 'glance': 9292,
-         'nova-api': 8774, 'network': 9696}
+DEFAULT_VENV = '/opt/kvmtune-cloud/venv'
+DEFAULT_STATE_DIR = '/var/lib/kvmtune-cloud'
+# service -> default port; the [testcloud] <service>_port options
+DEFAULT_PORTS = {'keystone': 5000, 'placement': 8778, 'glance': 9292,
+                 'nova-api': 8774, 'network': 9696}
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
              'nova_cell0', 'neutron')
 DB_USER = 'kvmtune_cloud'
@@ -19,11 +24,10 @@ RABBIT_VHOST = 'kvmtune_cloud'
 REGION = 'RegionOne'
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
 NETWORKS = ('neutron', 'stub')
-CATALOG = (  # (name, type, URL): Keystone's own comes from bootstrap
-    ('nova', 'compute', 'http://%s:%d/v2.1' % (HOST, PORTS['nova-api'])),
-    ('placement', 'placement', 'http://%s:%d' % (HOST, PORTS['placement'])),
-    ('glance', 'image', 'http://%s:%d' % (HOST, PORTS['glance'])),
-)
+# (name, type, service, path): Keystone's own comes from bootstrap
+CATALOG = (('nova', 'compute', 'nova-api', '/v2.1'),
+           ('placement', 'placement', 'placement', ''),
+           ('glance', 'image', 'glance', ''))
 FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
            'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
            'ServerGroupAffinityFilter', 'NUMATopologyFilter')
@@ -31,18 +35,26 @@ FAKE_DRIVER = 'kvmtune_numa_fake.KvmtuneNUMAFakeDriver'
 LIBVIRT_DRIVER = 'libvirt.LibvirtDriver'
 
 
-def catalog(network):
-    """CATALOG plus the network endpoint: real Neutron or netstub.py
-    (not Neutron, see README), both on the same port."""
+def catalog(layout, network):
+    """(name, type, URL) of the services: CATALOG plus the network
+    endpoint, real Neutron or netstub.py (not Neutron, see
+    doc/testcloud.md), both on the same port."""
     name = 'neutron' if network == 'neutron' else 'kvmtune-netstub'
-    return CATALOG + ((name, 'network', url('network')),)
+    return tuple((n, t, layout.url(service, path))
+                 for n, t, service, path in CATALOG) + (
+        (name, 'network', layout.url('network')),)
 
 
 class Layout:
-    """Paths of one test cloud, all under ``root``."""
+    """One test cloud: its state directory ``root`` (every path under
+    it), the services' virtualenv ``venv`` and the API ``ports``
+    ({service: port}, DEFAULT_PORTS for the ones not given)."""
 
-    def __init__(self, root):
+    def __init__(self, root=DEFAULT_STATE_DIR, venv=DEFAULT_VENV,
+                 ports=None):
         self.root = root
+        self.venv = venv
+        self.ports = dict(DEFAULT_PORTS, **(ports or {}))
         self.etc = os.path.join(root, 'etc')
         self.log = os.path.join(root, 'log')
         self.run = os.path.join(root, 'run')
@@ -64,9 +76,17 @@ class Layout:
     def log_file(self, name):
         return os.path.join(self.log, name + '.log')
 
+    def bin(self, name):
+        """A program of the services' virtualenv."""
+        return os.path.join(self.venv, 'bin', name)
 
-def url(service, path=''):
-    return 'http://%s:%d%s' % (HOST, PORTS[service], path)
+    @property
+    def python(self):
+        """The services' Python (it can import nova)."""
+        return self.bin('python3')
+
+    def url(self, service, path=''):
+        return 'http://%s:%d%s' % (HOST, self.ports[service], path)
 
 
 def db_url(secrets, name):
@@ -88,16 +108,17 @@ def render(sections):
     return out.getvalue()
 
 
-def authtoken(secrets, user):
-    return {'www_authenticate_uri': url('keystone', '/v3'),
-            'auth_url': url('keystone', '/v3'), 'auth_type': 'password',
+def authtoken(layout, secrets, user):
+    keystone = layout.url('keystone', '/v3')
+    return {'www_authenticate_uri': keystone,
+            'auth_url': keystone, 'auth_type': 'password',
             'project_domain_name': 'Default', 'user_domain_name': 'Default',
             'project_name': 'service', 'username': user,
             'password': secrets[user]}
 
 
-def service_auth(secrets, user):
-    auth = authtoken(secrets, user)
+def service_auth(layout, secrets, user):
+    auth = authtoken(layout, secrets, user)
     del auth['www_authenticate_uri']
     auth['region_name'] = REGION
     return auth
@@ -131,7 +152,7 @@ def keystone(layout, secrets):
 
 def placement(layout, secrets):
     return {'api': {'auth_strategy': 'keystone'},
-            'keystone_authtoken': authtoken(secrets, 'placement'),
+            'keystone_authtoken': authtoken(layout, secrets, 'placement'),
             'placement_database': {'connection':
                                    db_url(secrets, 'placement')}}
 
@@ -139,7 +160,7 @@ def placement(layout, secrets):
 def glance(layout, secrets):
     data = os.path.join(layout.data, 'glance')
     return {'DEFAULT': {'enabled_backends': 'fs:file',
-                        'worker_self_reference_url': url('glance')},
+                        'worker_self_reference_url': layout.url('glance')},
             'glance_store': {'default_backend': 'fs'},
             'fs': {'filesystem_store_datadir': os.path.join(data, 'images')},
             'os_glance_staging_store': {
@@ -147,7 +168,7 @@ def glance(layout, secrets):
             'os_glance_tasks_store': {
                 'filesystem_store_datadir': os.path.join(data, 'tasks')},
             'database': {'connection': db_url(secrets, 'glance')},
-            'keystone_authtoken': authtoken(secrets, 'glance'),
+            'keystone_authtoken': authtoken(layout, secrets, 'glance'),
             'paste_deploy': {'flavor': 'keystone'},
             'oslo_concurrency': {'lock_path': os.path.join(data, 'lock')}}
 
@@ -159,11 +180,11 @@ def transport_url():
 def nova(layout, secrets, network):
     """Settings every nova service reads (API, conductor, scheduler)."""
     state = os.path.join(layout.data, 'nova')
-    neutron = service_auth(secrets, 'neutron')
+    neutron = service_auth(layout, secrets, 'neutron')
     if network == 'stub':
         # See netstub.py: the network endpoint answers port reads only.
         # (It is in the catalog too; this saves Nova the lookup.)
-        neutron['endpoint_override'] = url('network')
+        neutron['endpoint_override'] = layout.url('network')
     return {
         'DEFAULT': {
             'transport_url': transport_url(),
@@ -176,9 +197,9 @@ def nova(layout, secrets, network):
                  os.path.join(layout.nova_dir, 'api-paste.ini')},
         'api_database': {'connection': db_url(secrets, 'nova_api')},
         'database': {'connection': db_url(secrets, 'nova')},
-        'keystone_authtoken': authtoken(secrets, 'nova'),
-        'placement': service_auth(secrets, 'placement'),
-        'glance': {'endpoint_override': url('glance')},
+        'keystone_authtoken': authtoken(layout, secrets, 'nova'),
+        'placement': service_auth(layout, secrets, 'placement'),
+        'glance': {'endpoint_override': layout.url('glance')},
         # Real Neutron is found in the catalog.
         'neutron': neutron,
         # Neutron 29's policy lets a member delete a port of a server
@@ -186,7 +207,7 @@ def nova(layout, secrets, network):
         # `service` role: Nova deletes the ports it made for a server this
         # way (seen: 403 "rule:delete_port is disallowed by policy", the
         # server in ERROR, when Rally booted with nics=[net-id]).
-        'service_user': dict(service_auth(secrets, 'nova'),
+        'service_user': dict(service_auth(layout, secrets, 'nova'),
                              send_service_user_token='true'),
         'conductor': {'workers': 1},
         'scheduler': {'workers': 1,
@@ -203,11 +224,11 @@ def nova(layout, secrets, network):
 def compute(layout, mode, virt_type):
     """nova-compute's own file, read after nova.conf (it wins).
 
-    ``kvmtune nova-conf apply`` edits this file; ``cloud restart-compute``
-    makes nova-compute read it again.
+    ``kvmtune nova-conf apply`` edits this file; ``kvmtune cloud
+    restart-compute`` makes nova-compute read it again.
     """
-    helper = '%s/bin/privsep-helper --config-file %s --config-file %s' % (
-        VENV, layout.nova_conf, layout.compute_conf)
+    helper = '%s --config-file %s --config-file %s' % (
+        layout.bin('privsep-helper'), layout.nova_conf, layout.compute_conf)
     conf = {
         'DEFAULT': {
             'compute_driver': FAKE_DRIVER if mode == 'fake'
@@ -238,8 +259,9 @@ def compute(layout, mode, virt_type):
     return conf
 
 
-def clouds_yaml(secrets):
-    """clouds.yaml text (YAML written by hand: the tool is stdlib-only)."""
+def clouds_yaml(layout, secrets):
+    """clouds.yaml text (YAML written by hand: the passwords are
+    URL-safe tokens, quoted)."""
     def cloud(name, user, project, password):
         return ('  %s:\n    auth:\n      auth_url: %s\n'
                 '      username: %s\n      password: "%s"\n'
@@ -247,7 +269,8 @@ def clouds_yaml(secrets):
                 '      user_domain_name: Default\n'
                 '      project_domain_name: Default\n'
                 '    region_name: %s\n    identity_api_version: 3\n'
-                '    interface: public\n' % (name, url('keystone', '/v3'),
+                '    interface: public\n' % (name,
+                                             layout.url('keystone', '/v3'),
                                              user, password, project,
                                              REGION))
     return ('clouds:\n' +

@@ -1,12 +1,12 @@
 """The test cloud really schedules, pins and claims dedicated CPUs.
 
-Needs a cloud from ``tests/functional/cloud/cloud up``; each test is marked
-with the compute mode it needs (``tests/functional/conftest.py`` skips or,
-in CI, fails when the cloud is missing or in the other mode).
+Needs a cloud from ``kvmtune cloud up``; each test is marked with the
+compute mode it needs (``tests/functional/conftest.py`` skips or, in CI,
+fails when the cloud is missing or in the other mode).
 
 The compute's nova.conf is edited the way ``kvmtune nova-conf apply``
 does it (``[compute] cpu_dedicated_set``), nova-compute is restarted with
-``cloud restart-compute``, and the file is restored afterwards.
+``kvmtune cloud restart-compute``, and the file is restored afterwards.
 """
 
 import configparser
@@ -19,14 +19,11 @@ import uuid
 
 import pytest
 
-import cloudconf
-import procs
-import rest
+from kvmtune.testcloud import api
+from kvmtune.testcloud import procs
+from kvmtune.testcloud import rest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLOUD = os.path.join(HERE, 'cloud')
-LAYOUT = cloudconf.Layout(os.environ.get('KVMTUNE_CLOUD_DIR',
-                                         '/var/lib/kvmtune-cloud'))
+LAYOUT = api.layout()
 BENCH_IMAGE = os.path.join(os.environ.get('KVMTUNE_IMAGE_DIR',
                                           '/var/lib/kvmtune/images'),
                            'kvmtune-bench.raw')
@@ -63,10 +60,10 @@ def cpu_sets(test_cloud):
         conf.set('compute', 'cpu_shared_set', shared)
         with open(LAYOUT.compute_conf, 'w') as f:
             conf.write(f)
-        subprocess.check_call([CLOUD, 'restart-compute'])
+        test_cloud.restart_compute()
     yield apply
     os.replace(backup, LAYOUT.compute_conf)
-    subprocess.check_call([CLOUD, 'restart-compute'])
+    test_cloud.restart_compute()
 
 
 @pytest.fixture
@@ -87,11 +84,11 @@ def resources(conn):
 def _admin_token():
     with open(LAYOUT.secrets) as f:
         password = json.load(f)['admin']
-    return rest.Keystone(cloudconf.url('keystone', '/v3'), password).token
+    return rest.Keystone(LAYOUT.url('keystone', '/v3'), password).token
 
 
 def _placement(path):
-    return rest.call('GET', cloudconf.url('placement', path),
+    return rest.call('GET', LAYOUT.url('placement', path),
                      token=_admin_token(),
                      headers={'OpenStack-API-Version': 'placement 1.14'})[2]
 

@@ -16,15 +16,14 @@ Processes (all session leaders in the ledger, stopped by ``down``):
 ovsdb-server and ovs-vswitchd (unless an Open vSwitch already answers on
 its default socket: then it is reused and only our bridges are removed),
 neutron-api (gunicorn), neutron-rpc-server, neutron-openvswitch-agent.
-Stdlib only, like cloudctl.
 """
 
 import os
 import subprocess
 
-import cloudconf
-import procs
-import rest
+from kvmtune.testcloud import config
+from kvmtune.testcloud import procs
+from kvmtune.testcloud import rest
 
 APT = ('openvswitch-switch',)
 OVS_RUNDIR = '/run/openvswitch'
@@ -36,7 +35,7 @@ INT_BRIDGE = 'br-int'
 PHYS_BRIDGE = 'br-phys'
 PHYSNET = 'physnet1'
 VLAN_RANGE = '100:199'
-# Stopped by cloudctl in this order; the switch after them (stop_ovs).
+# Stopped by api.down in this order; the switch after them (stop_ovs).
 STOP_ORDER = ('neutron-openvswitch-agent', 'neutron-rpc-server',
               'neutron-api')
 PRIVSEP_SECTIONS = ('privsep', 'privsep_dhcp_release', 'privsep_ovs_vsctl',
@@ -59,9 +58,9 @@ def conf_files(layout):
 def neutron_conf(layout, secrets):
     files = conf_files(layout)
     state = os.path.join(layout.data, 'neutron')
-    helper = '%s/bin/privsep-helper --config-file %s --config-file %s' % (
-        cloudconf.VENV, files['neutron'], files['agent'])
-    nova = cloudconf.service_auth(secrets, 'nova')
+    helper = '%s --config-file %s --config-file %s' % (
+        layout.bin('privsep-helper'), files['neutron'], files['agent'])
+    nova = config.service_auth(layout, secrets, 'nova')
     nova['endpoint_type'] = 'public'
     conf = {
         'DEFAULT': {
@@ -70,7 +69,7 @@ def neutron_conf(layout, secrets):
             # creates a router and plugs the subnet unless told `router: {}`.
             'service_plugins': 'router',
             'auth_strategy': 'keystone',
-            'transport_url': cloudconf.transport_url(),
+            'transport_url': config.transport_url(),
             'api_paste_config': os.path.join(conf_dir(layout),
                                              'api-paste.ini'),
             'state_path': state,
@@ -82,8 +81,9 @@ def neutron_conf(layout, secrets):
             'notify_nova_on_port_status_changes': 'true',
             'notify_nova_on_port_data_changes': 'true',
         },
-        'database': {'connection': cloudconf.db_url(secrets, 'neutron')},
-        'keystone_authtoken': cloudconf.authtoken(secrets, 'neutron'),
+        'database': {'connection': config.db_url(secrets, 'neutron')},
+        'keystone_authtoken': config.authtoken(layout, secrets,
+                                               'neutron'),
         'nova': nova,
         # Root without sudo: commands run directly, privsep daemons are
         # started by their helper (as nova-compute's are).
@@ -112,7 +112,7 @@ def agent_conf():
                 'bridge_mappings': '%s:%s' % (PHYSNET, PHYS_BRIDGE),
                 # No kernel datapath module on this host.
                 'datapath_type': 'netdev',
-                'of_listen_address': cloudconf.HOST},
+                'of_listen_address': config.HOST},
         # The agent's own DHCP responder (OpenFlow packet-in, no
         # namespace, no dnsmasq). Nova 34 writes "ipv4_dhcp" into
         # network_data.json for every subnet with enable_dhcp, DHCP port
@@ -130,11 +130,11 @@ def agent_conf():
 
 def write_configs(layout, secrets):
     files = conf_files(layout)
-    procs.write_file(files['neutron'], cloudconf.render(
+    procs.write_file(files['neutron'], config.render(
         neutron_conf(layout, secrets)), 0o600)
-    procs.write_file(files['ml2'], cloudconf.render(ml2_conf()), 0o600)
-    procs.write_file(files['agent'], cloudconf.render(agent_conf()), 0o600)
-    with open(os.path.join(cloudconf.VENV, 'etc', 'neutron',
+    procs.write_file(files['ml2'], config.render(ml2_conf()), 0o600)
+    procs.write_file(files['agent'], config.render(agent_conf()), 0o600)
+    with open(os.path.join(layout.venv, 'etc', 'neutron',
                            'api-paste.ini')) as f:
         procs.write_file(os.path.join(conf_dir(layout), 'api-paste.ini'),
                          f.read())
@@ -226,10 +226,10 @@ def stop_ovs(state, terminate):
 
 # --- Neutron -----------------------------------------------------------------
 
-def db_sync(layout, bin_):
+def db_sync(layout):
     files = conf_files(layout)
     procs.run(layout, 'neutron-db-manage', [
-        bin_('neutron-db-manage'), '--config-file', files['neutron'],
+        layout.bin('neutron-db-manage'), '--config-file', files['neutron'],
         '--config-file', files['ml2'], 'upgrade', 'heads'])
 
 
@@ -239,22 +239,22 @@ def api_env(layout):
             'OS_NEUTRON_CONFIG_FILES': 'neutron.conf;ml2_conf.ini'}
 
 
-def start_rpc_and_agent(layout, pids, bin_):
+def start_rpc_and_agent(layout, pids):
     files = conf_files(layout)
     pids['neutron-rpc-server'] = procs.start(layout, 'neutron-rpc-server', [
-        bin_('neutron-rpc-server'), '--config-file', files['neutron'],
+        layout.bin('neutron-rpc-server'), '--config-file', files['neutron'],
         '--config-file', files['ml2']])
     pids['neutron-openvswitch-agent'] = procs.start(
         layout, 'neutron-openvswitch-agent', [
-            bin_('neutron-openvswitch-agent'),
+            layout.bin('neutron-openvswitch-agent'),
             '--config-file', files['neutron'],
             '--config-file', files['agent']])
 
 
-def wait_agent(token, timeout, alive_pid):
+def wait_agent(layout, token, timeout, alive_pid):
     """Until the OVS agent is alive in the API (it reported its bridges)."""
-    url = cloudconf.url('network', '/v2.0/agents?agent_type=Open+vSwitch+'
-                        'agent')
+    url = layout.url('network', '/v2.0/agents?agent_type=Open+vSwitch+'
+                     'agent')
 
     def alive():
         if not procs.alive(alive_pid):

@@ -1,10 +1,10 @@
 """The network stub answers Nova's port reads and refuses everything else.
 
-Runs the real stub on a free 127.0.0.1 port; needs no cloud.
+Runs the real stub (kvmtune/testcloud/netstub.py, as ``kvmtune cloud up``
+starts it) on a free 127.0.0.1 port; needs no cloud.
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -14,16 +14,14 @@ import urllib.request
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 @pytest.fixture(scope='module')
 def stub():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, os.path.join(HERE, 'netstub.py'),
-                             '--port', str(port)],
+    proc = subprocess.Popen([sys.executable, '-m',
+                             'kvmtune.testcloud.netstub', '--port', str(port)],
                             stdout=subprocess.PIPE, text=True)
     url = 'http://127.0.0.1:%d' % port
     deadline = time.monotonic() + 10

@@ -36,7 +36,8 @@ RESULT_TIMEOUT = 240
 def neutron_cloud(test_cloud):
     network = test_cloud.env.get('KVMTUNE_CLOUD_NETWORK')
     if network != 'neutron':
-        pytest.skip('needs real Neutron (cloud up --network neutron); '
+        pytest.skip('needs real Neutron (kvmtune cloud up --network '
+                    'neutron); '
                     f'KVMTUNE_CLOUD_NETWORK is {network or "unset"}')
     return test_cloud
 

@@ -1,0 +1,151 @@
+"""The embedded single-host test cloud: a real OpenStack on 127.0.0.1.
+
+Keystone, Placement, Glance, Nova and Neutron (ML2/OVS, userspace datapath)
+from PyPI in their own virtualenv, MariaDB, RabbitMQ and Open vSwitch from
+Debian; root, Debian 12. Where it lives and its ports: [testcloud] in
+kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
+
+  kvmtune cloud install [--no-libvirt]      what is missing; idempotent
+  kvmtune cloud up [--compute fake|libvirt] [--network neutron|stub]
+                   [--facts FILE] [--virt-type kvm|qemu]
+  eval "$(kvmtune cloud env)"               OS_CLOUD, KVMTUNE_NOVA_CONF, ...
+  kvmtune cloud restart-compute             after editing KVMTUNE_NOVA_CONF
+  kvmtune cloud status                      what runs, ports, memory
+  kvmtune cloud down                        stop exactly what up started
+
+`status` exits 0 when the cloud is up, 1 when none is, 2 when one of its
+services stopped. doc/testcloud.md describes what runs and why.
+"""
+
+import shlex
+import subprocess
+
+
+def add_arguments(parser):
+    sub = parser.add_subparsers(dest='cloud_command', metavar='SUBCOMMAND')
+    sub.required = True
+    p = sub.add_parser('install', help='install what is missing (apt, the '
+                       'services\' venv, the fake driver); a second run '
+                       'only checks')
+    p.add_argument('--no-libvirt', action='store_true',
+                   help='skip libvirt, QEMU and Open vSwitch (fake compute '
+                        'and --network stub only)')
+    p = sub.add_parser('up', help='start a fresh cloud')
+    p.add_argument('--compute', choices=('fake', 'libvirt'), default='fake',
+                   help='fake: Nova\'s fake driver reporting a real NUMA '
+                        'topology, no guests; libvirt: real QEMU guests '
+                        '(default: fake)')
+    p.add_argument('--facts', metavar='FILE',
+                   help='kvmtune facts JSON: host shape of the fake driver '
+                        '(default: 2 nodes x 2 cores x 2 threads)')
+    p.add_argument('--network', choices=('neutron', 'stub'),
+                   help='network endpoint: real Neutron (ML2/OVS, '
+                        'userspace datapath) or the read-only stub '
+                        '(default: neutron with libvirt, stub with fake)')
+    p.add_argument('--virt-type', choices=('kvm', 'qemu'),
+                   help='libvirt virt_type (default: detected)')
+    sub.add_parser('down', help='stop exactly what up started')
+    sub.add_parser('status', help='what runs, its ports and memory')
+    sub.add_parser('env', help='shell exports for tests and tools (no '
+                   'secrets)')
+    sub.add_parser('restart-compute', help='restart nova-compute and wait '
+                   'for its inventory')
+
+
+def run(args):
+    from kvmtune.errors import CloudError
+    from kvmtune.testcloud import api
+    from kvmtune.testcloud import rest
+
+    layout = api.layout(args.config_file)
+    try:
+        return _RUN[args.cloud_command](args, api, layout)
+    except (RuntimeError, TimeoutError, OSError, rest.HTTPError,
+            subprocess.CalledProcessError) as exc:
+        raise CloudError(f'cloud {args.cloud_command}: {exc}',
+                         source=layout.root,
+                         fix=f'read the logs in {layout.log}') from exc
+
+
+def _install(args, api, layout):
+    done = api.install(libvirt=not args.no_libvirt, layout=layout,
+                       say=print)
+    print('install: %.1f s (%s)%s' % (done['seconds'], ', '.join(
+        '%s %.1f s' % kv for kv in done['phases'].items()),
+        '' if done['changed'] else '; nothing to do'))
+    return 0
+
+
+def _up(args, api, layout):
+    done = api.up(compute=args.compute, network=args.network,
+                  facts=args.facts, virt_type=args.virt_type,
+                  layout=layout, say=print)
+    print('kvmtune test cloud up (%s compute%s, network %s) in %.1f s' % (
+        done['mode'], ', virt_type=%s' % done['virt_type']
+        if done['mode'] == 'libvirt' else '', done['network'],
+        done['seconds']))
+    for phase, seconds in done['phases'].items():
+        print('  %-28s %6.1f s' % (phase, seconds))
+    print('  compute host %s, provider %s'
+          % (done['compute_host'], done['provider']))
+    print('  inventory: %s' % _inventory(done['inventory']))
+    print('  clouds.yaml: %s (kvmtune-admin, kvmtune-member)'
+          % done['clouds_yaml'])
+    print('  compute config: %s' % done['compute_conf'])
+    print('  stop it: %s' % api.STOP_HINT)
+    return 0
+
+
+def _inventory(inventory):
+    return ', '.join('%s=%d' % kv for kv in inventory.items())
+
+
+def _down(args, api, layout):
+    stopped = api.down(layout=layout, say=print)
+    print('stopped: %s' % (', '.join(stopped) or 'nothing was running'))
+    return 0
+
+
+def _status(args, api, layout):
+    found = api.status(layout=layout)
+    if found is None:
+        print('no cloud up in %s (start one: kvmtune cloud up)'
+              % layout.root)
+        return 1
+    print('cloud in %s: %s compute%s, network %s%s' % (
+        found['root'], found['mode'],
+        ' (virt_type=%s)' % found['virt_type'] if found['virt_type']
+        else '', found['network'],
+        ', up in %.1f s' % found['up_seconds'] if found['up_seconds']
+        else ''))
+    print('  ports on 127.0.0.1: %s' % ', '.join(
+        '%s %d%s' % (service, port, '' if listening else ' (not listening)')
+        for service, (port, listening) in found['ports'].items()))
+    for proc in found['processes']:
+        print('  %7d %-18s rss %6.0f MiB pss %6.0f MiB  %s' % (
+            proc['pid'], proc['name'], proc['rss_kb'] / 1024,
+            proc['pss_kb'] / 1024, proc['cmdline'][:60]))
+    print('total: %d processes, rss %.0f MiB, pss %.0f MiB%s' % (
+        len(found['processes']), found['rss_kb'] / 1024,
+        found['pss_kb'] / 1024, '; NOT RUNNING: %s' % ', '.join(
+            found['not_running']) if found['not_running'] else ''))
+    print('clouds.yaml: %s; stop it: %s'
+          % (found['clouds_yaml'], found['stop']))
+    return 2 if found['not_running'] else 0
+
+
+def _env(args, api, layout):
+    for name, value in api.env(layout=layout).items():
+        print('export %s=%s' % (name, shlex.quote(value)))
+    return 0
+
+
+def _restart_compute(args, api, layout):
+    done = api.restart_compute(layout=layout, say=print)
+    print('nova-compute restarted in %.1f s; inventory: %s' % (
+        done['seconds'], _inventory(done['inventory'])))
+    return 0
+
+
+_RUN = {'install': _install, 'up': _up, 'down': _down, 'status': _status,
+        'env': _env, 'restart-compute': _restart_compute}

@@ -1,0 +1,224 @@
+"""The OpenStack services of the test cloud: their configuration files,
+database syncs, processes and first REST calls (Keystone users, services
+and endpoints), and the fake NUMA driver copied into the services' venv.
+"""
+
+import base64
+import concurrent.futures
+import glob
+import os
+import secrets as secrets_mod
+import shutil
+import time
+
+from kvmtune.errors import CloudError
+from kvmtune.testcloud import config
+from kvmtune.testcloud import host
+from kvmtune.testcloud import neutron
+from kvmtune.testcloud import procs
+from kvmtune.testcloud import rest
+
+FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
+DRIVER_SOURCE = os.path.join(FILES, 'kvmtune_numa_fake.py')
+
+
+def driver_target(lay):
+    """nova/virt/ of the venv, whichever Python version built the venv."""
+    virt = glob.glob(os.path.join(lay.venv, 'lib', 'python3*',
+                                  'site-packages', 'nova', 'virt'))
+    if len(virt) != 1:
+        raise CloudError('no single nova/virt package', source=lay.venv,
+                         fix='run: kvmtune cloud install')
+    return os.path.join(virt[0], 'kvmtune_numa_fake.py')
+
+
+def install_driver(lay):
+    """Copy the fake NUMA driver into nova.virt (Nova loads only there);
+    True when the file changed."""
+    target = driver_target(lay)
+    with open(DRIVER_SOURCE) as f:
+        source = f.read()
+    try:
+        with open(target) as f:
+            if f.read() == source:
+                return False
+    except FileNotFoundError:
+        pass
+    procs.write_file(target, source)
+    return True
+
+
+def new_secrets():
+    return {k: secrets_mod.token_urlsafe(18) for k in
+            ('db', 'admin', 'member') + config.SERVICE_USERS}
+
+
+def write_configs(lay, secrets, mode, virt_type, network):
+    files = {
+        lay.keystone_conf: config.keystone(lay, secrets),
+        os.path.join(lay.placement_dir, 'placement.conf'):
+            config.placement(lay, secrets),
+        os.path.join(lay.glance_dir, 'glance-api.conf'):
+            config.glance(lay, secrets),
+        lay.nova_conf: config.nova(lay, secrets, network),
+        lay.compute_conf: config.compute(lay, mode, virt_type),
+    }
+    for path, sections in files.items():
+        procs.write_file(path, config.render(sections), 0o600)
+    shutil.copy(os.path.join(lay.venv, 'etc', 'nova', 'api-paste.ini'),
+                lay.nova_dir)
+    shutil.copy(os.path.join(lay.venv, 'etc', 'glance',
+                             'glance-api-paste.ini'), lay.glance_dir)
+    for sub in ('glance/images', 'glance/staging', 'glance/tasks',
+                'glance/lock', 'nova/lock', 'nova/instances'):
+        os.makedirs(os.path.join(lay.data, sub), exist_ok=True)
+    if network == 'neutron':
+        neutron.write_configs(lay, secrets)
+
+
+def _gunicorn(lay, name, target, env, threads=4):
+    # --keep-alive 0: every response closes its connection. With gunicorn's
+    # 2 s keep-alive, a client reusing a pooled connection at the moment
+    # the server drops it as idle gets "Remote end closed connection
+    # without response" (seen once in CI on a DELETE); on loopback a new
+    # connection per request costs nothing.
+    argv = [lay.bin('gunicorn'), '--bind', '%s:%d' % (
+        config.HOST, lay.ports[name]), '--workers', '1',
+        '--threads', str(threads), '--timeout', '300',
+        '--graceful-timeout', '5', '--keep-alive', '0',
+        '--pythonpath', FILES, '--name', 'kvmtune-' + name,
+        'kvmtune_wsgi:application']
+    env = dict(env, KVMTUNE_WSGI_TARGET=target, KVMTUNE_WSGI_PROG=name)
+    return procs.start(lay, name, argv, env)
+
+
+def _write_key_repository(path):
+    """What `keystone-manage fernet_setup` leaves: a staged key (0) and a
+    primary key (1), each 32 random bytes in URL-safe base64, in a 0700
+    directory; written here to save two keystone-manage runs."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    for index in ('0', '1'):
+        key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+        procs.write_file(os.path.join(path, index), key, 0o600)
+
+
+def keystone_chain(lay, secrets, pids, network):
+    conf = ['--config-file', lay.keystone_conf]
+    km = lay.bin('keystone-manage')
+    procs.run(lay, 'keystone-manage', [km] + conf + ['db_sync'])
+    keys = os.path.dirname(lay.keystone_conf)
+    for repository in ('fernet-keys', 'credential-keys'):
+        _write_key_repository(os.path.join(keys, repository))
+    ks = lay.url('keystone', '/v3')
+    procs.run(lay, 'keystone-manage', [km] + conf + [
+        'bootstrap', '--bootstrap-password', secrets['admin'],
+        '--bootstrap-admin-url', ks, '--bootstrap-public-url', ks,
+        '--bootstrap-internal-url', ks,
+        '--bootstrap-region-id', config.REGION])
+    # One process, one thread: see the [cache] note in config.keystone.
+    pids['keystone'] = _gunicorn(
+        lay, 'keystone',
+        'keystone.server.wsgi:initialize_public_application()',
+        {'OS_KEYSTONE_CONFIG_FILES': lay.keystone_conf}, threads=1)
+    rest.wait_http(ks, 60)
+    keystone = rest.Keystone(ks, secrets['admin'])
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        service_project = pool.submit(keystone.project, 'service')
+        member_project = pool.submit(keystone.project, 'kvmtune-member')
+        roles = {r: pool.submit(keystone.role, r)
+                 for r in ('admin', 'service', 'member')}
+        services = [pool.submit(keystone.service, name, type_, endpoint,
+                                config.REGION)
+                    for name, type_, endpoint in config.catalog(lay,
+                                                                network)]
+        users = [pool.submit(keystone.user, user, secrets[user],
+                             service_project.result(),
+                             [roles['admin'].result(),
+                              roles['service'].result()])
+                 for user in config.SERVICE_USERS]
+        users.append(pool.submit(
+            keystone.user, 'kvmtune-member', secrets['member'],
+            member_project.result(), [roles['member'].result()]))
+        for future in services + users:
+            future.result()
+
+
+def placement_chain(lay, pids):
+    procs.run(lay, 'placement-manage', [
+        lay.bin('placement-manage'), '--config-dir', lay.placement_dir,
+        'db', 'sync'])
+    pids['placement'] = _gunicorn(
+        lay, 'placement', 'placement.wsgi.api:application',
+        {'OS_PLACEMENT_CONFIG_DIR': lay.placement_dir})
+
+
+def glance_chain(lay, pids):
+    procs.run(lay, 'glance-manage', [
+        lay.bin('glance-manage'), '--config-file',
+        os.path.join(lay.glance_dir, 'glance-api.conf'), 'db_sync'])
+    pids['glance'] = _gunicorn(
+        lay, 'glance', 'glance.wsgi.api:application',
+        {'OS_GLANCE_CONFIG_DIR': lay.glance_dir})
+
+
+def _nova_manage(lay, *argv):
+    procs.run(lay, 'nova-manage', [lay.bin('nova-manage'), '--config-file',
+                                   lay.nova_conf] + list(argv))
+
+
+def nova_chain(lay, pids):
+    _nova_manage(lay, 'api_db', 'sync')
+    _nova_manage(lay, 'cell_v2', 'map_cell0')
+    _nova_manage(lay, 'cell_v2', 'create_cell', '--name', 'cell1')
+    _nova_manage(lay, 'db', 'sync')
+    pids['nova-api'] = _gunicorn(
+        lay, 'nova-api', 'nova.wsgi.osapi_compute:application',
+        {'OS_NOVA_CONFIG_DIR': lay.nova_dir})
+
+
+def neutron_chain(lay, pids):
+    neutron.db_sync(lay)
+    pids['neutron-api'] = _gunicorn(lay, 'network',
+                                    'neutron.wsgi.api:application',
+                                    neutron.api_env(lay))
+    neutron.start_rpc_and_agent(lay, pids)
+
+
+def start_compute(lay, state):
+    env = {}
+    if state.get('facts'):
+        env['KVMTUNE_FAKE_FACTS'] = state['facts']
+    return procs.start(lay, 'nova-compute', [
+        lay.bin('nova-compute'), '--config-file', lay.nova_conf,
+        '--config-file', lay.compute_conf], env)
+
+
+def admin_token(lay, secrets):
+    return rest.Keystone(lay.url('keystone', '/v3'), secrets['admin']).token
+
+
+def wait_provider(lay, token, timeout):
+    placement = lay.url('placement')
+    found = []
+
+    def exists():
+        found[:] = rest.placement_providers(placement, token)
+        return bool(found)
+    procs.wait_until(exists, timeout,
+                     'nova-compute resource provider')
+    return found[0]
+
+
+def _host_mapped(name):
+    return name in host.mysql(
+        'SELECT host FROM nova_api.host_mappings').split()
+
+
+def map_host(lay, name, timeout):
+    deadline = time.monotonic() + timeout
+    while not _host_mapped(name):
+        if time.monotonic() > deadline:
+            raise CloudError('host %s not mapped after %d s'
+                             % (name, timeout), source=lay.log,
+                             fix='read nova-manage.log there')
+        _nova_manage(lay, 'cell_v2', 'discover_hosts')

@@ -1,0 +1,47 @@
+"""``kvmtune cloud`` as a user runs it, without a cloud: status when none
+is up, env, and a bad [testcloud] option (one line, exit 2)."""
+
+import subprocess
+import sys
+
+
+def _kvmtune(*argv, env_dir):
+    return subprocess.run(
+        [sys.executable, '-m', 'kvmtune.cli', *argv], capture_output=True,
+        text=True, timeout=120,
+        env={'PATH': '/usr/bin:/bin', 'KVMTUNE_CLOUD_DIR': str(env_dir)})
+
+
+def test_status_without_a_cloud_exits_1_and_says_how_to_start(tmp_path):
+    done = _kvmtune('cloud', 'status', env_dir=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.strip() == (f'no cloud up in {tmp_path} (start one: '
+                                   'kvmtune cloud up)')
+
+
+def test_env_prints_shell_exports(tmp_path):
+    done = _kvmtune('cloud', 'env', env_dir=tmp_path)
+    assert done.returncode == 0
+    exports = dict(line[len('export '):].split('=', 1)
+                   for line in done.stdout.splitlines())
+    assert exports['KVMTUNE_CLOUD_DIR'] == str(tmp_path)
+    assert exports['OS_CLIENT_CONFIG_FILE'] == str(tmp_path / 'clouds.yaml')
+    assert exports['OS_CLOUD'] == 'kvmtune-admin'
+    # eval-able: the shell gives back what was exported
+    shell = subprocess.run(['bash', '-c', done.stdout + 'echo "$KVMTUNE_'
+                            'NOVA_CONF|$KVMTUNE_CLOUD_MODE|"'],
+                           capture_output=True, text=True, check=True)
+    assert shell.stdout == f'{tmp_path}/etc/nova/nova-compute.conf||\n'
+
+
+def test_bad_port_option_is_one_line_exit_2(tmp_path):
+    conf = tmp_path / 'kvmtune.conf'
+    conf.write_text('[testcloud]\nplacement_port = 8774\n')
+    done = _kvmtune('--config-file', str(conf), 'cloud', 'status',
+                    env_dir=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ''
+    assert len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith('kvmtune: error: kvmtune.conf: '
+                                  '[testcloud] *_port: two services on one '
+                                  'port')

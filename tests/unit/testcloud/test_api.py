@@ -1,0 +1,105 @@
+"""The test cloud's library: where it lives (kvmtune.conf [testcloud],
+read by oslo.config, the environment first) and the refusals it makes
+before it touches anything. No cloud is started here."""
+
+import os
+
+import pytest
+
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
+from kvmtune.testcloud import api
+from kvmtune.testcloud import config
+
+
+@pytest.fixture
+def no_env(monkeypatch):
+    monkeypatch.delenv('KVMTUNE_CLOUD_DIR', raising=False)
+    monkeypatch.delenv('KVMTUNE_CLOUD_VENV', raising=False)
+
+
+def _conf(tmp_path, text):
+    path = tmp_path / 'kvmtune.conf'
+    path.write_text(text)
+    return [str(path)]
+
+
+def test_layout_from_kvmtune_conf(tmp_path, no_env):
+    files = _conf(tmp_path, '[testcloud]\nvenv = /srv/cloud-venv\n'
+                            'state_dir = /srv/cloud\nkeystone_port = 15000\n'
+                            'network_port = 19696\n')
+    lay = api.layout(files)
+    assert lay.root == '/srv/cloud'
+    assert lay.python == '/srv/cloud-venv/bin/python3'
+    assert lay.url('keystone', '/v3') == 'http://127.0.0.1:15000/v3'
+    assert lay.ports == dict(config.DEFAULT_PORTS, keystone=15000,
+                             network=19696)
+
+
+def test_environment_takes_precedence_over_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path / 'state'))
+    monkeypatch.setenv('KVMTUNE_CLOUD_VENV', str(tmp_path / 'venv'))
+    lay = api.layout(_conf(tmp_path, '[testcloud]\nstate_dir = /srv/x\n'
+                                     'venv = /srv/y\n'))
+    assert lay.root == str(tmp_path / 'state')
+    assert lay.venv == str(tmp_path / 'venv')
+    assert api.env(lay)['KVMTUNE_CLOUD_DIR'] == str(tmp_path / 'state')
+
+
+def test_two_services_on_one_port_is_refused(tmp_path, no_env):
+    files = _conf(tmp_path, '[testcloud]\nglance_port = 5000\n')
+    with pytest.raises(InputError) as exc:
+        api.layout(files)
+    assert '[testcloud] *_port' in exc.value.line()
+    assert 'glance_port=5000' in exc.value.line()
+
+
+def test_port_out_of_range_is_oslo_config_error(tmp_path, no_env):
+    with pytest.raises(InputError) as exc:
+        api.layout(_conf(tmp_path, '[testcloud]\nnova_api_port = 70000\n'))
+    assert 'nova_api_port' in exc.value.line()
+
+
+def test_relative_state_dir_is_refused(tmp_path, no_env):
+    with pytest.raises(InputError) as exc:
+        api.layout(_conf(tmp_path, '[testcloud]\nstate_dir = cloud\n'))
+    assert 'state_dir' in exc.value.line()
+
+
+def test_no_cloud_up_status_is_none_and_env_has_no_secret(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    assert api.status(lay) is None
+    env = api.env(lay)
+    assert env['OS_CLIENT_CONFIG_FILE'] == lay.clouds_yaml
+    assert env['KVMTUNE_NOVA_CONF'] == lay.compute_conf
+    assert env['KVMTUNE_CLOUD_MODE'] == ''
+    assert not any('PASSWORD' in name for name in env)
+
+
+@pytest.mark.parametrize('kwargs, key', [
+    ({'compute': 'xen'}, 'compute'),
+    ({'compute': 'fake', 'network': 'ovn'}, 'network'),
+    ({'compute': 'libvirt', 'virt_type': 'hvf'}, 'virt_type'),
+])
+def test_up_refuses_bad_arguments_before_touching_anything(tmp_path, kwargs,
+                                                           key):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    with pytest.raises(InputError) as exc:
+        api.up(layout=lay, **kwargs)
+    assert exc.value.key == key
+    assert not os.path.exists(lay.root)
+
+
+def test_up_refuses_a_missing_facts_file(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    with pytest.raises(InputError) as exc:
+        api.up(facts=str(tmp_path / 'none.json'), layout=lay)
+    assert exc.value.source == str(tmp_path / 'none.json')
+    assert not os.path.exists(lay.root)
+
+
+def test_restart_compute_without_a_cloud_says_so(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    with pytest.raises(CloudError) as exc:
+        api.restart_compute(lay)
+    assert 'kvmtune cloud up' in exc.value.line()
