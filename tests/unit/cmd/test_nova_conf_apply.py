@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -29,9 +30,9 @@ def kvmtune(*args):
                           timeout=120)
 
 
-def apply_args(path, *extra, profile=PROFILE):
+def apply_args(path, *extra, profile=PROFILE, root=HOST):
     return ('nova-conf', 'apply', '--profile', profile, '--config',
-            str(path), '--root', HOST, *extra)
+            str(path), '--root', root, *extra)
 
 
 @pytest.fixture
@@ -183,29 +184,58 @@ def _run_cli_as(uid, argv):
     return json.loads(answer)
 
 
+@pytest.fixture
+def public_copies():
+    """The profile and the host tree in a directory anyone can read (the
+    clone may be in root's 0700 home, and pytest makes tmp_path's base
+    0700 too): {'profile': file, 'root': host tree}."""
+    from kvmtune import profiles
+
+    public = tempfile.mkdtemp(prefix='kvmtune-test-')
+    try:
+        os.chmod(public, 0o755)
+        profile = os.path.join(public, PROFILE + '.yaml')
+        shutil.copyfile(
+            profiles.available(profiles.search_dirs())[PROFILE], profile)
+        host = os.path.join(public, 'host')
+        shutil.copytree(HOST, host, symlinks=True)
+        for root, dirs, files in os.walk(public):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o644)
+        yield {'profile': profile, 'root': host}
+    finally:
+        shutil.rmtree(public)
+
+
 def _quiet_main(argv):
     with contextlib.redirect_stderr(io.StringIO()), \
             contextlib.redirect_stdout(io.StringIO()):
         return cli.main(argv)
 
 
-def test_unreadable_file(nova_conf, tmp_path):
+def test_unreadable_file(nova_conf, tmp_path, public_copies):
     readable = tmp_path / 'readable.conf'
     shutil.copyfile(nova_conf, readable)
     os.chmod(nova_conf, 0)
     before = snapshot(nova_conf)
-    argv = list(apply_args(nova_conf))
     if os.getuid() == 0:
         # root reads any file: drop to nobody, as an operator without sudo.
         # Python's standard library may live where nobody cannot read
-        # (a pyenv under /root): import what the command needs first.
-        assert _quiet_main(list(apply_args(readable, '--dry-run'))) == 0
-        rc, err = _run_cli_as(NOBODY, argv)
+        # (a pyenv under /root): import what the command needs first. The
+        # clone may be where nobody cannot read (root's 0700 home): the
+        # profile and host tree nobody reads are copies outside it.
+        assert _quiet_main(list(apply_args(readable, '--dry-run',
+                                           **public_copies))) == 0
+        rc, err = _run_cli_as(NOBODY, list(apply_args(nova_conf,
+                                                      **public_copies)))
     else:
         out = io.StringIO()
         with contextlib.redirect_stderr(out), \
                 contextlib.redirect_stdout(io.StringIO()):
-            rc = cli.main(argv)
+            rc = cli.main(list(apply_args(nova_conf)))
         err = out.getvalue()
     assert rc == 2
     assert err == (f'kvmtune: error: {nova_conf}: cannot read it: '
