@@ -147,3 +147,17 @@ console_safe() {  # stdin: tool output; stdout: what survives Nova's console
     esc=$(printf '\033')
     sed "s/${esc}\[[0-9;]*[A-Za-z]//g" | tr -d '\000-\010\013-\037\177'
 }
+
+nmi_count() {  # nmi_count [INTERRUPTS_FILE]: NMIs taken, summed over CPUs
+    # The start signal of a job with "start": "nmi" (design.md 6): Nova's
+    # trigger_crash_dump injects an NMI into every vCPU, and the kernel
+    # counts it on the NMI: row of /proc/interrupts.
+    awk '$1 == "NMI:" {
+        for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) n += $i
+    } END { print n + 0 }' "${1:-/proc/interrupts}"
+}
+
+uptime_s() {  # uptime_s [UPTIME_FILE]: seconds since boot, centiseconds
+    read -r up _ < "${1:-/proc/uptime}"
+    echo "$up"
+}

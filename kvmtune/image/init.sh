@@ -33,7 +33,7 @@ finish() {
     poweroff -f
 }
 
-status() {  # status ok | late | error <reason> | serving
+status() {  # status ok|ready|serving <key=value>... | late|error <why>
     say "KVMTUNE-STATUS $ID $*"
 }
 
@@ -97,6 +97,9 @@ ROLE=$(jget role)
 [ -z "$ROLE" ] || [ "$ROLE" = null ] && ROLE=client
 HOLD=$(jget hold)
 START_AT=$(jget start_at)
+START=$(jget start)
+START_TIMEOUT=$(jget start_timeout)
+case "$START_TIMEOUT" in ''|null|*[!0-9]*) START_TIMEOUT=900 ;; esac
 TARGET=$(jget target)
 PEER=$(jget peer)
 RUNTIME=$(jget runtime)
@@ -169,16 +172,39 @@ esac
 # @VCPUS@ becomes this guest's vCPU count (fio numjobs).
 COMMAND=$(echo "$COMMAND" | sed "s/@VCPUS@/$(nproc)/g")
 
-# A server listens at once: its clients start at start_at.
-if [ "$ROLE" != server ] && [ -n "$START_AT" ] && [ "$START_AT" != null ]
+# Ready: everything but the tool is done. A server listens at once. A
+# client with "start": "nmi" says ready and waits for its start signal, an
+# NMI (Nova's trigger_crash_dump), a client with start_at sleeps until then
+# by its clock (set from the RTC at boot), else it runs at once.
+READY=$(uptime_s)
+if [ "$ROLE" != server ] && [ "$START" = nmi ]; then
+    # The hard lockup detector (KVM with a vPMU) also sends NMIs.
+    echo 0 > /proc/sys/kernel/nmi_watchdog 2>/dev/null
+    seen=$(nmi_count)
+    READY=$(uptime_s)
+    status ready "uptime=$READY" "time=$(date +%s)"
+    deadline=$((${READY%.*} + START_TIMEOUT))
+    while [ "$(nmi_count)" -le "$seen" ]; do
+        up=$(uptime_s)
+        if [ "${up%.*}" -ge "$deadline" ]; then
+            status late "no start signal (NMI) within $START_TIMEOUT s" \
+                "of ready at uptime $READY"
+            finish
+        fi
+        sleep 0.2
+    done
+elif [ "$ROLE" != server ] && [ -n "$START_AT" ] && [ "$START_AT" != null ]
 then
     now=$(date +%s)
+    status ready "uptime=$READY" "time=$now"
     if [ "$now" -gt "$START_AT" ]; then
         status late "ready at $now, start_at $START_AT"
         finish
     fi
     sleep $((START_AT - now))
 fi
+STARTED=$(uptime_s)
+STARTED_TIME=$(date +%s)
 
 if [ "$ROLE" = server ]; then
     # One server process per port of the job's "ports" (iperf3 serves one
@@ -196,11 +222,11 @@ if [ "$ROLE" = server ]; then
         kill -0 "$pid" 2>/dev/null ||
             fail "$TOOL server: $(cat /tmp/err.* | tail -n 1)"
     done
-    status serving
+    status serving "uptime=$READY" "time=$STARTED_TIME"
     for pid in $pids; do
         wait "$pid"
     done
-    status ok
+    status ok "ready=$READY" "start=$STARTED" "start_time=$STARTED_TIME"
     finish
 fi
 
@@ -216,5 +242,6 @@ sum=$(sha256sum /tmp/out | cut -d ' ' -f 1)
     echo
     echo "KVMTUNE-RESULT-END $ID"
 } > /dev/console
-status ok
+status ok "ready=$READY" "start=$STARTED" "start_time=$STARTED_TIME" \
+    "end=$(uptime_s)"
 finish

@@ -13,7 +13,7 @@ FINAL = ('ok', 'late', 'error')
 
 
 def job(workload, start_at, runtime, target=None, role='client', peer=None,
-        hold=False, params=None, ports=None):
+        hold=False, params=None, ports=None, start=None):
     """The user_data of one guest (design.md §6), with the command line
     the image runs; InputError for an unknown workload or bad params."""
     from kvmtune import workloads
@@ -22,7 +22,7 @@ def job(workload, start_at, runtime, target=None, role='client', peer=None,
     return jobs.encode(jobs.build(
         workloads.get(workload), role=role, target=target, peer=peer,
         start_at=start_at, runtime=runtime, hold=hold, params=params,
-        ports=ports))
+        ports=ports, start=start))
 
 
 def client_ports(workload, clients, params=None):
@@ -44,6 +44,22 @@ def start_at(now, vms, margin, margin_per_vm):
     return int(now + margin + margin_per_vm * vms)
 
 
+def ready(console_text, instance_id):
+    """True once the guest said it is ready (a server: serving) or gave its
+    verdict: nothing more will come before its start signal."""
+    from kvmtune.workloads import console
+
+    seen = console.status(console_text or '', instance_id)
+    return bool(seen) and seen[0] in FINAL + ('ready', 'serving')
+
+
+def timing(console_text, instance_id):
+    """The guest's own times (``console.timing``): ready / start uptime."""
+    from kvmtune.workloads import console
+
+    return console.timing(console_text or '', instance_id)
+
+
 def status(console_text, instance_id):
     """(status, reason) once the guest printed its verdict, else None."""
     from kvmtune.workloads import console
@@ -52,7 +68,17 @@ def status(console_text, instance_id):
     return seen if seen and seen[0] in FINAL else None
 
 
-def row(console_text, instance_id, role, workload, emulated):
+def row(console_text, instance_id, role, workload, emulated,
+        seen_ready_s=None):
+    """The vmtable row of a guest (``verdict``) with the times it said on
+    its console and ``seen_ready_s``, the host's (vmtable.TIMES)."""
+    said = timing(console_text, instance_id)
+    return vmtable.with_times(
+        verdict(console_text, instance_id, role, workload, emulated),
+        said.get('ready'), said.get('start'), seen_ready_s)
+
+
+def verdict(console_text, instance_id, role, workload, emulated):
     """The vmtable row of a guest from its console log.
 
     A guest that printed no status, or whose console Nova could not give
@@ -70,6 +96,12 @@ def row(console_text, instance_id, role, workload, emulated):
             'Nova gave no console log (the guest stopped before its verdict '
             'was read)', workload)
     seen = status(console_text, instance_id)
+    if seen is None and ready(console_text, instance_id):
+        return vmtable.failed_row(
+            instance_id, role, vmtable.NO_RESULT,
+            'ready but gave no verdict before the timeout: never joined '
+            'the common start (ready after the batch started, or no start '
+            'signal reached it)', workload)
     if seen is None:
         return vmtable.failed_row(
             instance_id, role, vmtable.NO_RESULT,

@@ -10,7 +10,12 @@ TITLE = 'kvmtune per-VM results'
 # Column order of the table; values are plain JSON types.
 COLUMNS = ('instance', 'role', 'status', 'reason', 'workload', 'tool',
            'iops', 'bw_MiB_s', 'lat_mean_us', 'lat_p99_us', 'gbit_s', 'tps',
-           'events_s', 'lat_max_us', 'emulated')
+           'events_s', 'lat_max_us', 'emulated', 'ready_s', 'start_s',
+           'seen_ready_s')
+# The last three (issue 15): the guest's uptime when it was ready and when
+# its tool started (its own clock), and the seconds from the batch's first
+# create call until the scenario first saw it ready (the host's clock).
+TIMES = COLUMNS[-3:]
 
 OK = 'ok'
 # Statuses other than OK: the guest printed `late` or `error <reason>`, or
@@ -32,7 +37,13 @@ def _round(value, digits=3):
 
 
 def _row(*values):
-    return dict(zip(COLUMNS, values))
+    return dict(zip(COLUMNS, values + (None,) * (len(COLUMNS) - len(values))))
+
+
+def with_times(row, ready_s=None, start_s=None, seen_ready_s=None):
+    """``row`` with its TIMES columns set (seconds, or None: not said)."""
+    return dict(row, ready_s=_round(ready_s, 2), start_s=_round(start_s, 2),
+                seen_ready_s=_round(seen_ready_s, 2))
 
 
 def ok_row(instance, role, result):
@@ -68,7 +79,7 @@ def table_output(rows, emulated):
             'description': 'One row per guest; status other than ok is '
                            'excluded from every average' + label,
             'data': {'cols': list(COLUMNS),
-                     'rows': [[r[c] for c in COLUMNS] for r in rows]}}
+                     'rows': [[r.get(c) for c in COLUMNS] for r in rows]}}
 
 
 def rows_as_dicts(output):

@@ -4,6 +4,7 @@
     <raw tool output>
     KVMTUNE-RESULT-END <instance>
     KVMTUNE-STATUS <instance> ok | late <why> | error <why> | serving
+                              | ready  (ok, ready, serving: key=value times)
 
 and, before them, what the guest says of itself::
 
@@ -55,9 +56,40 @@ def status(text, instance_id):
     """(state, reason) of the guest's last status line, or None."""
     found = None
     pattern = re.compile(re.escape(STATUS) + ' ' + re.escape(instance_id) +
-                         r' (ok|late|error|serving)\b[ \t]*([^\n]*)')
+                         r' (ok|late|error|serving|ready)\b[ \t]*'
+                         r'([^\n]*)')
     for match in pattern.finditer(_normalise(text)):
         found = (match.group(1), match.group(2).strip())
+    return found
+
+
+# Seconds the guest states on its ready / ok lines (design.md 6): its
+# uptime when ready and when the tool started, its wall clock at the start.
+_TIMING = {'ready': ('uptime', 'time'),
+           'serving': ('uptime', 'time'),
+           'ok': ('ready', 'start', 'start_time', 'end')}
+_SECONDS = re.compile(r'^\d{1,10}(\.\d{1,9})?$')
+
+
+def timing(text, instance_id):
+    """When the guest was ready and started, in its own words: ``{"ready":
+    uptime s, "start": uptime s, "start_time": epoch s (guest clock),
+    "end": uptime s}`` from its ``ok`` line, else ``{"ready", "time"}``
+    from its ``ready`` (or a server's ``serving``) line; keys it did not
+    say (images from before these fields) are absent. A value that is not
+    a plain number is dropped, never guessed."""
+    text = _normalise(text or '')
+    found = {}
+    pattern = re.compile(re.escape(STATUS) + ' ' + re.escape(instance_id) +
+                         r' (ok|ready|serving)\b[ \t]*([^\n]*)')
+    for match in pattern.finditer(text):
+        state, words = match.group(1), _keyed(match.group(2).split())
+        said = {k: float(v) for k, v in words.items()
+                if k in _TIMING[state] and _SECONDS.match(v)}
+        if state != 'ok':
+            said = {{'uptime': 'ready'}.get(k, k): v
+                    for k, v in said.items()}
+        found.update(said)
     return found
 
 

@@ -16,10 +16,13 @@ from kvmtune.workloads import commands
 
 SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+$')
 ROLES = ('client', 'server')
+# How a client starts besides start_at (design.md 6): on an NMI.
+START_MODES = (None, 'nmi')
 
 
 def build(workload, role='client', target=None, peer=None, start_at=None,
-          runtime=None, hold=False, params=None, address=None, ports=None):
+          runtime=None, hold=False, params=None, address=None, ports=None,
+          start=None, start_timeout=None):
     """The job dict for one guest.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -31,10 +34,21 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
     :param address: static ``ip/prefix`` for eth0 instead of DHCP
     :param ports: servers only: the ports their clients use
         (``commands.client_ports``); several start one server each
+    :param start: ``"nmi"``: the client says ``ready`` and starts when it
+        takes an NMI (Nova's trigger_crash_dump, the scenarios' start
+        signal; design.md 6); None: at ``start_at``, or at once
+    :param start_timeout: seconds a ``"nmi"`` client waits for its signal
+        after ready before it reports ``late`` (the guest's default: 900)
     """
     if role not in ROLES:
         raise InputError(f'unknown role {role!r}', key='role',
                          fix=f'one of {", ".join(ROLES)}')
+    if start not in START_MODES:
+        raise InputError(f'unknown start {start!r}', key='start',
+                         fix='"nmi", or none for start_at')
+    if start and start_at is not None:
+        raise InputError('a job starts on a signal or at start_at, not '
+                         'both', key='start', fix='drop start_at')
     ports = sorted(set(ports or ()))
     if ports and role != 'server':
         raise InputError('only a server listens on ports', key='ports',
@@ -58,6 +72,9 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
         'start_at': int(start_at) if start_at is not None else None,
         'runtime': runtime, 'hold': bool(hold),
         'params': dict(params or {}), 'command': ' '.join(argv),
+        **({'start': start} if start else {}),
+        **({'start_timeout': int(start_timeout)}
+           if start and start_timeout is not None else {}),
         **({'address': address} if address else {}),
         **({'ports': ','.join(map(str, ports))} if len(ports) > 1 else {}),
     }

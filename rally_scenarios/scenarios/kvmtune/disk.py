@@ -8,6 +8,7 @@ no ephemeral disk.
 import time
 
 from rally.common import validation
+from rally.task import atomic
 from rally.task import types
 
 from rally_openstack.common import consts
@@ -22,6 +23,8 @@ from rally_scenarios.scenarios.kvmtune import utils
 @validation.add("image_valid_on_flavor", flavor_param="flavor",
                 image_param="image", fail_on_404_image=False)
 @validation.add("number", param_name="runtime", minval=1, integer_only=True)
+@validation.add("enum", param_name="start_mode", values=utils.START_MODES,
+                missed=True)
 @validation.add("required_services", services=[consts.Service.NOVA])
 @validation.add("required_platform", platform="openstack", users=True)
 @scenario.configure(context={"cleanup@openstack": ["nova"]},
@@ -35,11 +38,15 @@ class DiskScaling(utils.KvmTuneScenario):
     def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
             target="/dev/vdb", runtime=10, params=None, start_margin=45,
             start_margin_per_vm=20, result_timeout=180, host=None,
-            nics=None, emulated=False, record=None):
+            nics=None, emulated=False, record=None, start_mode="signal",
+            ready_timeout=600):
         """Boot N guests on one host; each runs a fio job on its data disk.
 
         Iteration i boots vm_counts[i] guests (so a task sweeps the list
-        with times = len(vm_counts)), all started by one common start_at.
+        with times = len(vm_counts)), all started together: by default
+        each says ready on its console and all get the start signal (an
+        NMI) once every one is ready; start_mode "at" is the old common
+        start_at, guessed from start_margin.
         Every guest benchmarks its flavor's ephemeral disk, named in the
         job, never the boot disk. Per-VM results go to the output table
         read by the kvmtune_scaling SLA and `kvmtune report`.
@@ -51,10 +58,16 @@ class DiskScaling(utils.KvmTuneScenario):
         :param target: device of the data disk inside the guest
         :param runtime: seconds the workload runs
         :param params: workload parameters passed to the guest unchanged
-        :param start_margin: seconds from now to start_at for one guest
-        :param start_margin_per_vm: extra seconds per guest booted at once
-        :param result_timeout: seconds after start_at + runtime to wait for
-            every guest's status line on its console
+        :param start_margin: start_mode "at": seconds from now to start_at
+            for one guest
+        :param start_margin_per_vm: start_mode "at": extra seconds per
+            guest booted at once
+        :param result_timeout: seconds after the start + runtime to wait
+            for every guest's status line on its console
+        :param start_mode: "signal" (default) or "at" (design.md 6)
+        :param ready_timeout: start_mode "signal": seconds from the create
+            calls for every guest to say ready; the ready ones then start
+            and the others are reported as never ready
         :param host: admin only: boot on this compute host
             (availability_zone nova:HOST) instead of an affinity group
         :param nics: NICs for novaclient; default: the context's network,
@@ -71,19 +84,33 @@ class DiskScaling(utils.KvmTuneScenario):
             self._require_data_disk(flavor, target)
         else:
             target = None    # CPU and memory workloads: no data disk
+        signal = start_mode != "at"
         with self._guest_batch(host) as (created, placement):
-            start = guests.start_at(time.time(), vms, start_margin,
-                                    start_margin_per_vm)
+            created_at = time.time()
+            start = None if signal else guests.start_at(
+                created_at, vms, start_margin, start_margin_per_vm)
             # hold: Nova serves no console log of a stopped guest
             job = self._job(workload, start, runtime, target=target,
-                            hold=True, params=params)
+                            hold=True, params=params,
+                            start="nmi" if signal else None)
             self._create_guests(image, flavor, [job] * vms, placement,
                                 self._nics(nics), created)
             active = self._wait_active(created)
-            logs = self._wait_results(active,
-                                      start + runtime + result_timeout)
-            rows = [guests.row(logs.get(s.id), s.id, "client", workload,
-                               emulated)
-                    for s in active]
-            self._add_charts(rows)
+            active_at = time.time()
+            if signal:
+                logs, ready_at, sent = self._run_signalled(
+                    active, active, runtime,
+                    ready_timeout - (active_at - created_at), result_timeout)
+            else:
+                logs = self._wait_results(active,
+                                          start + runtime + result_timeout)
+                ready_at, sent = {}, {}
+            with atomic.ActionTimer(self, "kvmtune.collect"):
+                seen = {i: t - created_at for i, t in ready_at.items()}
+                rows = [guests.row(logs.get(s.id), s.id, "client",
+                                   workload, emulated, seen.get(s.id))
+                        for s in active]
+                self._add_charts(rows)
+                self._add_budget(vms, created_at, active_at, ready_at, sent,
+                                 rows)
         self._fail_on_bad_guests(rows)

@@ -26,7 +26,15 @@ CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 CONSOLE_POLL_INTERVAL = 5
+# While guests boot and once their run is due: a step ends within this of
+# its last verdict (the console API is cheap next to a TCG boot).
+SIGNAL_POLL_INTERVAL = 2
 NEW_SERVER_404_RETRIES = 3
+# How the clients of a step start (design.md 6): "signal", each says ready
+# on its console and all get an NMI (Nova's trigger_crash_dump) once every
+# one is ready; "at", the old common start_at guessed from start_margin.
+START_MODES = ("signal", "at")
+BUDGET_TITLE = "kvmtune step time budget"
 
 
 class GuestResultsMissing(exceptions.RallyException):
@@ -144,10 +152,94 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         return self._ignore_404(
             self.clients("nova").servers.get_console_output, server)
 
+    @atomic.action_timer("kvmtune.wait_ready")
+    def _wait_ready(self, servers, deadline):
+        """({server id: host time its ready line was first seen}, {server
+        id: last console log}) once every guest said ready (a server:
+        serving) or gave a verdict, or when the deadline passes."""
+        seen, logs, pending = {}, {}, list(servers)
+        while pending:
+            for server in list(pending):
+                text = self._console(server)
+                if text is None:
+                    if self._show_server(server).status == "SHUTOFF":
+                        pending.remove(server)
+                    continue
+                logs[server.id] = text
+                if guests.ready(text, server.id):
+                    seen[server.id] = time.time()
+                    pending.remove(server)
+            LOG.info(f"kvmtune: guests ready "
+                     f"{len(servers) - len(pending)}/{len(servers)}")
+            if not pending or time.time() >= deadline:
+                break
+            self.sleep_between(SIGNAL_POLL_INTERVAL)
+        return seen, logs
+
+    @atomic.action_timer("kvmtune.start")
+    def _start_guests(self, servers):
+        """The start signal: an NMI into each guest (Nova's crash dump
+        trigger, API 2.17, a project member's right): {id: host time}."""
+        nova, sent = self.clients("nova"), {}
+        for server in servers:
+            try:
+                nova.servers.trigger_crash_dump(server)
+            except Exception as exc:    # it never joins: its row says so
+                LOG.warning(f"kvmtune: no start signal to {server.id}: "
+                            f"{exc}")
+                continue
+            sent[server.id] = time.time()
+        return sent
+
+    def _run_signalled(self, active, clients, runtime, ready_timeout,
+                       result_timeout):
+        """The signal mode's wait: all ``active`` ready (or the timeout),
+        then the ready ``clients`` started together and their verdicts.
+        Returns (logs, {id: host time first seen ready}, {id: sent})."""
+        ready_at, logs = self._wait_ready(active,
+                                          time.time() + ready_timeout)
+        go = [s for s in clients if s.id in ready_at and
+              not guests.status(logs.get(s.id), s.id)]
+        sent = self._start_guests(go)
+        if go:
+            logs.update(self._wait_results(
+                go, max(sent.values()) + runtime + result_timeout,
+                poll=SIGNAL_POLL_INTERVAL, first_wait=runtime))
+        return logs, ready_at, sent
+
+    def _add_budget(self, vms, created_at, active_at, ready_at, sent, rows):
+        """This step's readiness in Rally's output: guest and host views
+        of boot-to-ready, the start spread (the atomic actions hold the
+        phases' durations)."""
+        said = [r["ready_s"] for r in rows if r.get("ready_s") is not None]
+        seen = [t - created_at for t in ready_at.values()]
+        data = [["guests", vms], ["guests ready", len(ready_at)],
+                ["guests started", len(sent)],
+                ["API to ACTIVE, s", round(active_at - created_at, 2)],
+                ["API to last ready seen, s",
+                 round(max(seen), 2) if seen else None],
+                ["guest uptime at ready, min s",
+                 round(min(said), 2) if said else None],
+                ["guest uptime at ready, max s",
+                 round(max(said), 2) if said else None],
+                ["start signal spread, s",
+                 round(max(sent.values()) - min(sent.values()), 2)
+                 if sent else None]]
+        self.add_output(complete={
+            "title": BUDGET_TITLE, "chart_plugin": "Table",
+            "description": "Host clock unless it says guest uptime; the "
+                           "atomic actions give boot, ready, workload, "
+                           "collect and delete",
+            "data": {"cols": ["figure", "value"], "rows": data}})
+
     @atomic.action_timer("kvmtune.wait_results")
-    def _wait_results(self, servers, deadline):
+    def _wait_results(self, servers, deadline, poll=CONSOLE_POLL_INTERVAL,
+                      first_wait=0):
         """Console log of each server once it printed its verdict, the
-        last log seen when the deadline passes, None when it was lost."""
+        last log seen when the deadline passes, None when it was lost.
+        Nothing is read for ``first_wait`` s (the run cannot be over)."""
+        if first_wait:
+            self.sleep_between(first_wait)
         logs, pending = {}, list(servers)
         while pending:
             for server in list(pending):
@@ -160,9 +252,12 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 logs[server.id] = text
                 if guests.status(text, server.id):
                     pending.remove(server)
+            # the main job's progress line reads this
+            LOG.info(f"kvmtune: guests reported "
+                     f"{len(servers) - len(pending)}/{len(servers)}")
             if not pending or time.time() >= deadline:
                 break
-            self.sleep_between(CONSOLE_POLL_INTERVAL)
+            self.sleep_between(poll)
         return logs
 
     @atomic.action_timer("kvmtune.delete_servers")

@@ -105,3 +105,62 @@ def test_a_held_guests_error_is_its_row():
                      'fio-randwrite-4k', emulated=False)
     assert row['status'] == 'error'
     assert row['reason'] == 'refusing /dev/vda: it holds this image'
+
+
+# Issue 15: guests started by a signal (real TCG consoles, see
+# tests/unit/workloads/test_console.py for what they hold).
+NMI_START = os.path.join(paths.FIXTURES, 'outputs',
+                         'console-tcg-fio-randread-4k-nmi-start.log')
+NMI_START_ID = '55dd03cd-baf5-4240-9f4b-8b3332eb21d9'
+NMI_LATE = os.path.join(paths.FIXTURES, 'outputs',
+                        'console-tcg-nmi-no-signal-late.log')
+NMI_LATE_ID = 'abb60676-54d3-48d3-aebf-28a36b154186'
+
+
+def _text(path):
+    with open(path, 'rb') as f:
+        return f.read().decode()
+
+
+def test_signal_job_says_nmi_and_carries_no_start_at():
+    job = json.loads(guests.job('fio-randread-4k', None, 10,
+                                target='/dev/vdb', start='nmi'))
+    assert job['start'] == 'nmi' and job['start_at'] is None
+
+
+def test_a_started_guests_row_has_its_times():
+    text = _text(NMI_START)
+    assert guests.ready(text, NMI_START_ID)
+    row = guests.row(text, NMI_START_ID, 'client', 'fio-randread-4k',
+                     False, seen_ready_s=31.25)
+    assert row['status'] == 'ok' and row['iops'] > 0 and row['emulated']
+    assert (row['ready_s'], row['start_s'], row['seen_ready_s']) == (
+        8.96, 10.43, 31.25)
+
+
+def test_a_guest_ready_but_never_started_is_no_result_saying_so():
+    text = _text(NMI_START)
+    waiting = text[:text.index('Uhhuh')]
+    assert guests.ready(waiting, NMI_START_ID)
+    assert guests.status(waiting, NMI_START_ID) is None
+    row = guests.row(waiting, NMI_START_ID, 'client', 'fio-randread-4k',
+                     True, seen_ready_s=200.0)
+    assert row['status'] == 'no-result' and row['iops'] is None
+    assert 'never joined the common start' in row['reason']
+    assert row['ready_s'] == 8.96 and row['start_s'] is None
+
+
+def test_a_guest_without_its_signal_is_late_with_its_reason():
+    row = guests.row(_text(NMI_LATE), NMI_LATE_ID, 'client',
+                     'fio-randread-4k', True)
+    assert row['status'] == 'late' and row['iops'] is None
+    assert row['reason'] == ('no start signal (NMI) within 15 s of ready '
+                             'at uptime 16.20')
+    assert row['ready_s'] == 16.2
+
+
+def test_a_booting_guest_is_not_ready():
+    text = _text(NMI_START)
+    booting = text[:text.index('KVMTUNE-STATUS')]
+    assert not guests.ready(booting, NMI_START_ID)
+    assert not guests.ready(None, NMI_START_ID)

@@ -210,3 +210,67 @@ def test_real_refusal_reads_the_same_held_or_not(name, instance):
         'error', 'refusing /dev/vda: it holds this image')
     assert console.guest(text, instance)['accel'] == 'tcg'
     assert ('reboot: Power down' in text) is name.endswith('no-hold.log')
+
+
+# Issue 15: a guest started by signal says when it was ready and started.
+# Real consoles of TCG guests (QEMU, benchmark image, job "start": "nmi"):
+# one that got its NMI (kernel lines "Uhhuh. NMI received" before the
+# result frame), one that never got it (start_timeout 15).
+NMI_START = os.path.join(paths.FIXTURES, 'outputs',
+                         'console-tcg-fio-randread-4k-nmi-start.log')
+NMI_START_ID = '55dd03cd-baf5-4240-9f4b-8b3332eb21d9'
+NMI_LATE = os.path.join(paths.FIXTURES, 'outputs',
+                        'console-tcg-nmi-no-signal-late.log')
+NMI_LATE_ID = 'abb60676-54d3-48d3-aebf-28a36b154186'
+
+
+def _read(path):
+    with open(path, 'rb') as f:
+        return f.read().decode()
+
+
+def test_signalled_guest_says_ready_then_start_then_its_verified_result():
+    log = _read(NMI_START)
+    assert console.status(log, NMI_START_ID) == (
+        'ok', 'ready=8.96 start=10.43 start_time=1795375500 end=17.69')
+    assert console.timing(log, NMI_START_ID) == {
+        'ready': 8.96, 'time': 1795375498.0, 'start': 10.43,
+        'start_time': 1795375500.0, 'end': 17.69}
+    # the kernel's NMI lines come before the frame: the payload verifies
+    (payload,) = console.extract(log, NMI_START_ID)
+    assert parsers.parse('fio', payload['raw'])['iops'] > 0
+
+
+def test_a_guest_waiting_for_its_signal_is_ready_not_done():
+    log = _read(NMI_START)
+    waiting = log[:log.index('Uhhuh')]      # as the scenario saw it
+    assert console.status(waiting, NMI_START_ID) == (
+        'ready', 'uptime=8.96 time=1795375498')
+    assert console.timing(waiting, NMI_START_ID) == {
+        'ready': 8.96, 'time': 1795375498.0}
+    with pytest.raises(KvmtuneError, match='no KVMTUNE-RESULT-BEGIN'):
+        console.extract(waiting, NMI_START_ID)
+
+
+def test_a_guest_never_signalled_reports_late_with_its_ready_time():
+    log = _read(NMI_LATE)
+    assert console.status(log, NMI_LATE_ID) == (
+        'late', 'no start signal (NMI) within 15 s of ready at uptime 16.20')
+    assert console.timing(log, NMI_LATE_ID) == {
+        'ready': 16.2, 'time': 1795375552.0}
+    with pytest.raises(KvmtuneError, match='guest reported late'):
+        console.extract(log, NMI_LATE_ID)
+
+
+@pytest.mark.parametrize('words', [
+    'ready=8.9x start=10', 'ready=-1 start=1e3', 'ready= start=nan',
+    'ready=1.2.3 start=inf'])
+def test_timing_drops_what_is_not_a_plain_number(words):
+    text = f'{console.STATUS} {ID} ok {words}\r\n'
+    assert console.status(text, ID)[0] == 'ok'
+    assert all(v >= 0 for v in console.timing(text, ID).values())
+    assert 'ready' not in console.timing(text, ID)
+
+
+def test_old_image_states_no_times(log):
+    assert console.timing(log, ID) == {}

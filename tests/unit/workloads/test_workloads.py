@@ -213,3 +213,24 @@ def test_only_a_server_listens_on_ports(defs):
     with pytest.raises(InputError, match='only a server'):
         job.build(defs['iperf3-tcp-stream'], peer='10.0.0.1',
                   ports=[5201, 5202])
+
+
+def test_job_started_by_signal_has_no_start_at(defs):
+    j = job.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
+                  start_timeout=300, hold=True)
+    assert j['start'] == 'nmi' and j['start_timeout'] == 300
+    assert j['start_at'] is None
+    # the guest's sed reads the keys from the one line
+    line = job.encode(j)
+    assert '"start": "nmi"' in line and '"start_timeout": 300' in line
+    plain = job.build(defs['fio-randread-4k'], target='/dev/vdb',
+                      start_at=1790000000)
+    assert 'start' not in plain and 'start_timeout' not in plain
+
+
+def test_job_starts_by_signal_or_at_a_time_not_both(defs):
+    with pytest.raises(InputError, match='not both'):
+        job.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
+                  start_at=1790000000)
+    with pytest.raises(InputError, match="unknown start 'ssh'"):
+        job.build(defs['fio-randread-4k'], target='/dev/vdb', start='ssh')

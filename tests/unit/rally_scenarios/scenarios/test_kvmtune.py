@@ -37,9 +37,14 @@ def frame(instance, workload, tool, raw):
             f'KVMTUNE-RESULT-END {instance}\nKVMTUNE-STATUS {instance} ok\n')
 
 
-def benchmark_guest(job, instance):
-    """What the image prints for a job (a stand-in for booting it)."""
+def benchmark_guest(job, instance, nmis=0):
+    """What the image prints for a job (a stand-in for booting it) after
+    ``nmis`` start signals."""
     boot = '[    0.000000] Linux version 6.1.0\nkvmtune: job read\n'
+    if job.get('start') == 'nmi':
+        boot += f'KVMTUNE-STATUS {instance} ready uptime=9.50 time=1795\n'
+        if not nmis:
+            return boot
     if job['role'] == 'server':
         return boot + f'KVMTUNE-STATUS {instance} serving\n'
     if job['target'] not in (None, '/dev/vdb'):
@@ -77,7 +82,7 @@ class Servers:
                      if isinstance(kw.get('nics'), list) else {})
         server = Obj(id=sid, name=name, status='ACTIVE', manager=self,
                      addresses=addresses, kw=kw, flavor=flavor,
-                     job=json.loads(kw['userdata']))
+                     job=json.loads(kw['userdata']), nmis=0)
         self.live[sid] = server
         self.created.append(server)
         return server
@@ -97,7 +102,17 @@ class Servers:
             # libvirt: a stopped guest has no pty, Nova answers 404
             server.status = 'SHUTOFF'
             raise NotFound('Guest does not have a console available.')
-        return benchmark_guest(server.job, server.id)
+        if server.id in self.nova.never_ready:
+            return '[    0.000000] Linux version 6.1.0\n'
+        return benchmark_guest(server.job, server.id, server.nmis)
+
+    def trigger_crash_dump(self, server):
+        guest = self.live[server.id]
+        # the scenario signals only once every guest said ready
+        assert all('ready' in self.get_console_output(s) for s in
+                   self.live.values() if s.job.get('start') == 'nmi' and
+                   s.id not in self.nova.never_ready)
+        guest.nmis += 1
 
 
 class ServerGroups:
@@ -118,6 +133,7 @@ class Nova:
 
     def __init__(self, ephemeral=1, powered_off=False):
         self.powered_off = powered_off
+        self.never_ready = set()    # ids of guests stuck in their boot
         self.servers = Servers(self)
         self.server_groups = ServerGroups()
         self.flavors = Obj(get=lambda fid: Obj(**{
@@ -142,6 +158,9 @@ def no_waiting(monkeypatch):
     for name in names:
         cfg.CONF.set_override(name, 0, group='openstack')
     monkeypatch.setattr(utils, 'CONSOLE_POLL_INTERVAL', 0)
+    monkeypatch.setattr(utils, 'SIGNAL_POLL_INTERVAL', 0)
+    monkeypatch.setattr(utils.KvmTuneScenario, 'sleep_between',
+                        lambda self, *a, **kw: None)
     yield
     for name in names:
         cfg.CONF.clear_override(name, group='openstack')
@@ -267,6 +286,77 @@ def test_network_needs_a_network():
                        match='needs a network'):
         scenario(network.NetworkScaling, Nova()).run(
             flavor='f', image='i', vm_counts=[1])
+
+
+# Issue 15: the signal start (default) and the old start_at mode.
+
+def atomic_names(scen):
+    return [a['name'] for a in scen.atomic_actions()]
+
+
+def budget(scen):
+    chart, = [c for c in scen._output['complete']
+              if c['title'] == utils.BUDGET_TITLE]
+    return dict(chart['data']['rows'])
+
+
+def test_signal_mode_starts_every_guest_once_all_are_ready():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2, 3], result_timeout=5)
+    jobs = [s.job for s in nova.servers.created]
+    assert all(j['start'] == 'nmi' and j['start_at'] is None for j in jobs)
+    assert [s.nmis for s in nova.servers.created] == [1, 1, 1]
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok'] * 3
+    assert all(r['ready_s'] == 9.5 and r['seen_ready_s'] >= 0
+               for r in rows)
+    assert atomic_names(scen) == [
+        'nova.create_server_group', 'kvmtune.create_servers',
+        'kvmtune.wait_active',
+        'kvmtune.wait_ready', 'kvmtune.start', 'kvmtune.wait_results',
+        'kvmtune.collect', 'kvmtune.delete_servers']
+    figures = budget(scen)
+    assert figures['guests'] == 3 and figures['guests ready'] == 3
+    assert figures['guests started'] == 3
+    assert figures['guest uptime at ready, max s'] == 9.5
+    assert nova.servers.live == {}
+
+
+def test_a_guest_never_ready_is_not_waited_for_nor_averaged_in():
+    nova = Nova()
+    nova.servers.ids = iter(f'00000000-0000-0000-0000-{i:012d}'
+                            for i in range(1, 4))
+    nova.never_ready.add('00000000-0000-0000-0000-000000000002')
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    with pytest.raises(utils.GuestResultsMissing) as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1, 2, 3],
+                 result_timeout=5, ready_timeout=0)
+    assert [s.nmis for s in nova.servers.created] == [1, 0, 1]
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok', 'no-result', 'ok']
+    assert rows[1]['iops'] is None and rows[1]['seen_ready_s'] is None
+    assert '1 of 3 guests' in str(exc.value)
+    figures = budget(scen)
+    assert (figures['guests ready'], figures['guests started']) == (2, 2)
+    # the per-VM chart averages the two valid guests only
+    trend = [o for o in scen._output['additive']
+             if o['title'].startswith('IOPS by VM count')][0]
+    per_vm, total = trend['data']
+    assert per_vm[1] == pytest.approx(total[1] / 2)
+
+
+def test_start_mode_at_keeps_the_old_common_start():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
+             start_mode='at')
+    jobs = [s.job for s in nova.servers.created]
+    assert all(isinstance(j['start_at'], int) and 'start' not in j
+               for j in jobs)
+    assert [s.nmis for s in nova.servers.created] == [0, 0]
+    assert [r['status'] for r in table(scen)] == ['ok', 'ok']
+    assert 'kvmtune.start' not in atomic_names(scen)
 
 
 def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):
