@@ -6,8 +6,9 @@ What it promises (doc/design.md section 8):
   a directory or a dangling symbolic link is refused before anything is
   opened or created; a symbolic link to a regular file is followed (the file
   it names is written, the link stays a link).
-- Writers are serialised: an flock(2) on ``.<name>.kvmtune.lock`` beside the
-  target (or on the target itself when that directory is read-only). Use
+- Writers are serialised: an flock(2) on the target itself (on its
+  directory while it does not exist), taken again when a writer that went
+  before replaced the file; no lock file is left behind. Use
   ``with lock(path):`` around a read-modify-write so that a second writer
   reads what the first one wrote; write_atomic() inside it does not lock
   again.
@@ -43,7 +44,6 @@ import threading
 
 from kvmtune.errors import InputError
 
-LOCK_SUFFIX = '.kvmtune.lock'
 _TEMP_INFIX = '.kvmtune-'
 _TEMP_SUFFIX = '.tmp'
 _FS_IOC_GETFLAGS = 0x80086601       # linux/fs.h, _IOR('f', 1, long)
@@ -117,14 +117,15 @@ def resolve(path, source=None, fix=None):
     return real, target
 
 
-def _lock_name(real):
-    directory, name = os.path.split(real)
-    return os.path.join(directory, f'.{name}{LOCK_SUFFIX}')
-
-
 @contextlib.contextmanager
 def lock(path, source=None):
-    """Hold the writers' lock of ``path`` (reentrant within a thread)."""
+    """Hold the writers' lock of ``path`` (reentrant within a thread).
+
+    The lock is an flock(2) on the file itself (on its directory while the
+    file does not exist): no lock file is left beside nova.conf. A writer
+    that replaces the file does so holding the lock, so one that waited
+    finds a new inode at the path, and locks again.
+    """
     real, _ = resolve(path, source)
     held = getattr(_held, 'paths', None)
     if held is None:
@@ -136,9 +137,8 @@ def lock(path, source=None):
         finally:
             held[real] -= 1
         return
-    fd = _open_lock(real, source or path)
+    fd = _acquire(real, source or path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         held[real] = 1
         try:
             yield real
@@ -148,36 +148,39 @@ def lock(path, source=None):
         os.close(fd)
 
 
-def _open_lock(real, source):
-    flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-             | os.O_CLOEXEC)
-    try:
-        fd = os.open(_lock_name(real), flags, 0o600)
-    except OSError as exc:
-        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise _error(f'cannot create the lock file {_lock_name(real)}: '
-                         f'{exc.strerror}', source, 'remove what is in its '
-                         'place') from None
-        fd = None
-    if fd is not None:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise _error(f'the lock file {_lock_name(real)} is not a '
-                         'regular file', source, 'remove it')
-        return fd
-    # A read-only directory: lock the file itself (it is then written in
-    # place, so its inode stays the one every writer locks).
-    if not os.path.lexists(real):
-        raise _error(f'its directory {os.path.dirname(real)} is not '
-                     'writable; nothing was written', source,
-                     'give a path in a writable directory')
-    try:
-        return os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-                       | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _error(f'cannot lock it: {exc.strerror}', source,
-                     'run as a user who may write the file or its '
-                     'directory') from None
+def _acquire(real, source):
+    for _ in range(1000):
+        exists = os.path.lexists(real)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (
+            os.O_NOFOLLOW if exists else os.O_DIRECTORY)
+        try:
+            fd = os.open(real if exists else os.path.dirname(real), flags)
+        except FileNotFoundError:
+            continue                        # removed meanwhile: look again
+        except OSError as exc:
+            raise _error(f'cannot lock it: {exc.strerror}', source,
+                         'run as a user who may read and write the file '
+                         'and its directory') from None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            now = os.lstat(real)
+        except FileNotFoundError:
+            now = None
+        if not exists and now is None:
+            return fd
+        if exists and now is not None:
+            mine = os.fstat(fd)
+            if (now.st_ino, now.st_dev) == (mine.st_ino, mine.st_dev):
+                what = kind(now.st_mode)
+                if what:
+                    os.close(fd)
+                    raise _error(f'is {what}; kvmtune writes only regular '
+                                 'files (nothing was written)', source,
+                                 'give the path of a regular file')
+                return fd
+        os.close(fd)                        # replaced while we waited
+    raise _error('kept being replaced while kvmtune waited for its lock',
+                 source, 'stop the other program writing it')
 
 
 def _umask():
@@ -278,31 +281,49 @@ def _write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-def _replace(real, data, old, attrs, mode):
-    """Write a temporary file and rename it over ``real``; False (nothing
-    changed) when the temporary file cannot carry the old metadata."""
+def _prepare(real, data, old, attrs, mode):
+    """A fsync'ed temporary file beside ``real`` holding ``data`` with the
+    old file's metadata (or ``mode`` for a new file); None (and nothing
+    left) when it cannot carry the old metadata."""
     fd, temp = _temp(real)
     try:
         _write_all(fd, data)
-        if old is not None:
-            if not _copy_metadata(fd, old, attrs):
-                os.close(fd)
-                fd = None
-                os.unlink(temp)
-                return False
-        else:
+        if old is None:
             os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
-        os.fsync(fd)
-        os.close(fd)
-        fd = None
-        os.replace(temp, real)
-    except BaseException:
-        if fd is not None:
+        elif not _copy_metadata(fd, old, attrs):
             os.close(fd)
+            fd = None
+            os.unlink(temp)
+            return None
+        os.fsync(fd)
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    _fsync_dir(os.path.dirname(real))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return temp
+
+
+def _commit(temp, real):
+    try:
+        os.replace(temp, real)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    # The rename is done: a failing directory fsync must not be reported
+    # as "nothing written" (nor drop the backup of what was there).
+    with contextlib.suppress(OSError):
+        _fsync_dir(os.path.dirname(real))
+
+
+def _replace(real, data, old, attrs, mode):
+    temp = _prepare(real, data, old, attrs, mode)
+    if temp is None:
+        return False
+    _commit(temp, real)
     return True
 
 
@@ -366,6 +387,11 @@ def _write_locked(real, data, old, backup, mode):
         if backup is not None:
             raise InputError('there is nothing to back up (the file does '
                              'not exist)', fix='create the file first')
+        directory = os.path.dirname(real)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise InputError(f'its directory {directory} is not writable; '
+                             'nothing was written',
+                             fix='give a path in a writable directory')
         _replace(real, data, None, {}, mode)
         return 'created'
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -377,6 +403,7 @@ def _write_locked(real, data, old, backup, mode):
             raise InputError(f'is not writable ({exc.strerror}); nothing '
                              'was written') from None
         raise
+    backup_temp = None
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or now.st_ino != old.st_ino:
@@ -384,18 +411,23 @@ def _write_locked(real, data, old, backup, mode):
                              'nothing was written',
                              fix='run the command again')
         _refuse_if_immutable(real, fd)
-        previous = _read_all(fd) if backup is not None else None
+        if backup is not None:
+            backup_temp = _prepare_backup(backup, _read_all(fd), old)
         attrs = _xattrs(fd)
-        why = _needs_in_place(real, old, attrs)
         done = False
-        if why is None:
+        if _needs_in_place(real, old, attrs) is None:
             done = _replace(real, data, old, attrs, mode)
         if not done:
             _in_place(fd, data)
+    except BaseException:
+        if backup_temp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(backup_temp)
+        raise
     finally:
         os.close(fd)
-    if backup is not None:
-        _write_backup(backup, previous, old)
+    if backup_temp is not None:
+        _commit_backup(backup_temp, backup)
     return 'replaced' if done else 'in place'
 
 
@@ -427,26 +459,26 @@ def _read_all(fd):
         chunks.append(chunk)
 
 
-def _write_backup(backup, previous, like):
-    # Under the target's lock: only kvmtune writes kvmtune's backups.
+def _prepare_backup(backup, previous, like):
+    """The previous content in a temporary file beside ``backup``: written
+    before the target changes (a full disk stops everything), renamed
+    into place only after."""
+    real, _ = resolve(backup, backup, 'remove what is in the backup\'s '
+                      'place')
+    clean_stale(real)
+    temp = _prepare(real, previous, like, {}, None)
+    if temp is None:
+        # The owner cannot be copied (not root): keep it private.
+        temp = _prepare(real, previous, None, {}, 0o600)
+    return temp
+
+
+def _commit_backup(temp, backup):
+    real = os.path.realpath(backup)
     try:
-        real, old = resolve(backup)
-        clean_stale(real)
-        if old is not None and old.st_nlink > 1:
-            fd = os.open(real, os.O_WRONLY | os.O_NOFOLLOW)
-            try:
-                _in_place(fd, previous)
-            finally:
-                os.close(fd)
-            return
-        if not _replace(real, previous, like, {}, None):
-            # Owner cannot be copied (not root): keep it private.
-            _replace(real, previous, None, {}, 0o600)
-    except (OSError, InputError) as exc:
-        problem = getattr(exc, 'strerror', None) or getattr(
-            exc, 'problem', str(exc))
+        os.replace(temp, real)
+    except OSError as exc:
         raise InputError(f'the new content was written, but the backup '
-                         f'could not be: {problem}', source=backup,
-                         fix='the previous content is lost unless you have '
-                         'another copy; make the directory writable') \
-            from None
+                         f'could not be renamed: {exc.strerror}',
+                         source=backup, fix=f'the previous content is in '
+                         f'{temp}; move it to {backup}') from None

@@ -1,37 +1,158 @@
 """A unified diff of nova.conf that never shows a secret.
 
-nova.conf holds database URLs, the message queue URL and service passwords.
-Lines of options whose names look like secrets are shown as ``key = ***``
-(their continuation lines as ``***``), whether they changed or not; the
-comparison itself is made on the real lines, so a changed secret still
-shows up as a changed line.
+nova.conf holds database URLs, the message queue URL, cache and service
+passwords. A line is masked when any of these says it is a secret:
+
+- the option's name looks like one (password, token, connection, ...);
+- Nova defines the option with ``secret=True`` (the ``secrets`` argument:
+  kvmtune.novaconf.nova_check.secret_options(), when Nova is importable);
+- its value, or a commented-out line, has the shape of one (a URL with a
+  password in it, ``password:xyz``, a crypt hash, a long random token:
+  kvmtune.errors.mask_secrets), whatever the option is called.
+
+A secret option's lines are shown as ``key = ***`` (continuation lines as
+``***``), whether they changed or not; the comparison itself is made on the
+real lines, so a changed secret still shows up as a changed line.
 """
 
 import difflib
 import re
 
-MASK = '***'
+from kvmtune.errors import MASK, mask_secrets
+from kvmtune.novaconf import inifile
+
 # Names of options that carry credentials or URLs with credentials in them.
 _SECRET_NAME = re.compile(
     r'password|passwd|secret|token|transport_url|connection|credential'
-    r'|(^|_)key$', re.IGNORECASE)
+    r'|(^|_)keys?$|backend_argument|hmac|(^|_)role_id$', re.IGNORECASE)
+_COMMENTED = re.compile(r'^(\s*[#;]\s*)([\w.-]+)(\s*[=:]\s*)(.*)$')
 
 
-def is_secret(option):
-    return bool(_SECRET_NAME.search(option))
+def is_secret(option, section=None, secrets=None):
+    """True for an option whose value must never be shown.
+
+    :param secrets: {(group, option)} Nova marks secret (groups lower case
+        except DEFAULT), or None when Nova was not asked.
+    """
+    if _SECRET_NAME.search(option):
+        return True
+    if secrets and section is not None:
+        group = inifile.normalize_section(section)
+        return (group, option) in secrets or (
+            group.lower(), option) in secrets
+    return False
 
 
-def shown_lines(ini):
+def _mask_comment(text):
+    found = _COMMENTED.match(text)
+    if found and _SECRET_NAME.search(found.group(2)):
+        return found.group(1) + found.group(2) + found.group(3) + MASK
+    return text
+
+
+def shown_lines(ini, secrets=None):
     """The file's lines as the diff shows them, secrets masked."""
-    shown = [line.text for line in ini.lines]
+    shown = [mask_secrets(_mask_comment(line.text)) for line in ini.lines]
     for block in ini.blocks:
         for entry in block.entries:
-            if not is_secret(entry.key):
+            if not is_secret(entry.key, block.section, secrets):
                 continue
             shown[entry.first] = entry.spelling + MASK
             for index in range(entry.first + 1, entry.last + 1):
                 shown[index] = '    ' + MASK
     return shown
+
+
+def _matched_pairs(a, b):
+    """(i, j) with a[i] == b[j], increasing in both: common prefix and
+    suffix, then lines unique on both sides as anchors (patience diff),
+    again between anchors. O(n log n); difflib's SequenceMatcher without
+    autojunk is quadratic on repeated lines (4,000 duplicates took 47 s)."""
+    pairs = []
+    work = [(0, len(a), 0, len(b))]
+    while work:
+        alo, ahi, blo, bhi = work.pop()
+        while alo < ahi and blo < bhi and a[alo] == b[blo]:
+            pairs.append((alo, blo))
+            alo, blo = alo + 1, blo + 1
+        while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+            ahi, bhi = ahi - 1, bhi - 1
+            pairs.append((ahi, bhi))
+        if alo == ahi or blo == bhi:
+            continue
+        anchors = _anchors(a, alo, ahi, b, blo, bhi)
+        if not anchors:
+            continue            # nothing in common: one replace block
+        starts = [(alo, blo)] + [(i + 1, j + 1) for i, j in anchors]
+        stops = anchors + [(ahi, bhi)]
+        pairs += anchors
+        work += [(i0, i1, j0, j1) for (i0, j0), (i1, j1)
+                 in zip(starts, stops) if i0 < i1 and j0 < j1]
+    return sorted(pairs)
+
+
+def _anchors(a, alo, ahi, b, blo, bhi):
+    """The longest increasing run of lines unique in both ranges."""
+    count, where = {}, {}
+    for i in range(alo, ahi):
+        count[a[i]] = count.get(a[i], 0) + 1
+        where[a[i]] = i
+    seen = {}
+    for j in range(blo, bhi):
+        if count.get(b[j]) == 1:
+            seen[b[j]] = -1 if b[j] in seen else j
+    unique = sorted((where[line], j) for line, j in seen.items() if j >= 0)
+    # Longest increasing subsequence of j (patience sorting).
+    tails, links = [], []
+    for index, (_, j) in enumerate(unique):
+        pos = _bisect(unique, tails, j)
+        links.append(tails[pos - 1] if pos else None)
+        if pos == len(tails):
+            tails.append(index)
+        else:
+            tails[pos] = index
+    chain, index = [], tails[-1] if tails else None
+    while index is not None:
+        chain.append(unique[index])
+        index = links[index]
+    return chain[::-1]
+
+
+def _bisect(unique, tails, j):
+    lo, hi = 0, len(tails)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if unique[tails[mid]][1] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class _Matcher(difflib.SequenceMatcher):
+    """difflib's hunk grouping over _matched_pairs' opcodes."""
+
+    def __init__(self, a, b):     # no super(): its index is the cost
+        self.a, self.b = a, b
+
+    def get_opcodes(self):
+        blocks = []
+        for i, j in _matched_pairs(self.a, self.b):
+            if blocks and blocks[-1][0] + blocks[-1][2] == i \
+                    and blocks[-1][1] + blocks[-1][2] == j:
+                blocks[-1][2] += 1
+            else:
+                blocks.append([i, j, 1])
+        codes, i, j = [], 0, 0
+        for ai, bj, size in blocks + [[len(self.a), len(self.b), 0]]:
+            tag = ('replace' if i < ai and j < bj else 'delete' if i < ai
+                   else 'insert' if j < bj else None)
+            if tag:
+                codes.append((tag, i, ai, j, bj))
+            if size:
+                codes.append(('equal', ai, ai + size, bj, bj + size))
+            i, j = ai + size, bj + size
+        return codes
 
 
 def _range(start, stop):
@@ -48,15 +169,15 @@ def _show(prefix, ini, shown, index):
     return text
 
 
-def unified_diff(old, new, fromfile, tofile, context=3):
-    """The diff from ``old`` to ``new`` (both IniFile), secrets masked."""
+def unified_diff(old, new, fromfile, tofile, context=3, secrets=None):
+    """The diff from ``old`` to ``new`` (both IniFile), secrets masked;
+    ``secrets`` as for is_secret()."""
     old_keys = [line.text + line.end for line in old.lines]
     new_keys = [line.text + line.end for line in new.lines]
-    old_shown, new_shown = shown_lines(old), shown_lines(new)
-    matcher = difflib.SequenceMatcher(None, old_keys, new_keys,
-                                      autojunk=False)
+    old_shown = shown_lines(old, secrets)
+    new_shown = shown_lines(new, secrets)
     out = []
-    for group in matcher.get_grouped_opcodes(context):
+    for group in _Matcher(old_keys, new_keys).get_grouped_opcodes(context):
         if not out:
             out += [f'--- {fromfile}\n', f'+++ {tofile}\n']
         (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]

@@ -8,7 +8,12 @@ leaves as JSON on stdout::
 
     {"nova": "34.0.0" | null,
      "problems": [{"section", "option", "reason", "fix"}],
-     "notices": ["..."]}
+     "notices": ["..."],
+     "secrets": [[group, option], ...]}
+
+``secrets`` lists every option Nova (and the oslo libraries it loads)
+defines with ``secret=True``: the diff masks their values whatever their
+names.
 
 ``"nova": null`` means Nova is not importable here. Only the standard
 library, Nova and the oslo libraries Nova depends on are imported: the
@@ -133,6 +138,13 @@ def _check_option(options, deprecated, section, option, value, notices):
     return None
 
 
+def secret_options(options):
+    """[[group, option]] of every option defined with secret=True."""
+    return sorted([group, name] for group, opts in options.items()
+                  for name, opt in opts.items()
+                  if getattr(opt, 'secret', False))
+
+
 def nova_version():
     if importlib.util.find_spec('nova') is None:
         return None
@@ -143,7 +155,7 @@ def check(changes):
     """Check {section: {option: value}} against the Nova importable here."""
     version = nova_version()
     if version is None:
-        return {'nova': None, 'problems': [], 'notices': []}
+        return {'nova': None, 'problems': [], 'notices': [], 'secrets': []}
     with warnings.catch_warnings():
         # Nova's imports warn about eventlet; nothing for the operator.
         warnings.simplefilter('ignore')
@@ -155,7 +167,8 @@ def check(changes):
                                         option, value, notices)
                 if problem:
                     problems.append(problem)
-    return {'nova': version, 'problems': problems, 'notices': notices}
+    return {'nova': version, 'problems': problems, 'notices': notices,
+            'secrets': secret_options(options)}
 
 
 def main():

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 
+from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.novaconf import nova_check
 
@@ -43,12 +44,21 @@ def run_checker(python, changes):
         raise InputError(f'the Nova option check failed: {last}',
                          source=python, fix='give a Python that can import '
                          f'nova with --nova-python or ${ENV_PYTHON}')
+    fix = f'give a Python that can import nova with --nova-python or ' \
+        f'${ENV_PYTHON}'
     try:
-        return json.loads(done.stdout)
-    except ValueError:
-        raise InputError('the Nova option check answered no JSON',
-                         source=python, fix='give a Python that can import '
-                         f'nova with --nova-python or ${ENV_PYTHON}')
+        answer = inputs.parse_json(done.stdout, python)
+    except InputError as exc:
+        raise InputError(f'the Nova option check answered no usable JSON '
+                         f'({exc.problem})', source=python, fix=fix) from None
+    if (not isinstance(answer, dict)
+            or not isinstance(answer.get('problems'), list)
+            or not isinstance(answer.get('notices'), list)
+            or 'nova' not in answer):
+        raise InputError('the Nova option check answered something else '
+                         'than nova, problems and notices', source=python,
+                         fix=fix)
+    return answer
 
 
 def configured_python(cli_value=None, conf_value=None):

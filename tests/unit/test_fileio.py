@@ -304,10 +304,23 @@ def test_lock_is_reentrant_in_one_thread(tmp_path):
     assert open(target).read() == 'x'
 
 
-def test_lock_file_that_is_a_fifo_is_refused(tmp_path):
+def test_nothing_but_the_file_and_its_backup_is_left(tmp_path):
     target = tmp_path / 'nova.conf'
     target.write_text('old\n')
-    os.mkfifo(tmp_path / '.nova.conf.kvmtune.lock')
-    with pytest.raises(InputError, match='lock file'):
-        fileio.write_atomic(str(target), 'new\n')
-    assert target.read_text() == 'old\n'
+    for text in ('one\n', 'two\n', 'two\n'):
+        fileio.write_atomic(str(target), text,
+                            backup=str(target) + '.kvmtune.bak')
+    assert sorted(os.listdir(tmp_path)) == ['nova.conf',
+                                            'nova.conf.kvmtune.bak']
+
+
+def test_lock_refuses_a_path_swapped_for_a_fifo(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    with fileio.lock(str(target)):
+        pass
+    target.unlink()
+    os.mkfifo(target)
+    with pytest.raises(InputError, match='FIFO'):
+        with fileio.lock(str(target)):
+            pass

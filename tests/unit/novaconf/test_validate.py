@@ -25,7 +25,8 @@ def test_checker_under_a_python_without_nova():
     answer = validate.run_checker(sys.executable, {'compute': {'x': '1'}})
     if answer['nova'] is not None:
         pytest.skip('this Python has Nova')
-    assert answer == {'nova': None, 'problems': [], 'notices': []}
+    assert answer == {'nova': None, 'problems': [], 'notices': [],
+                      'secrets': []}
 
 
 def test_configured_python_without_nova_is_an_error():
@@ -46,7 +47,7 @@ def test_library_honours_the_environment(monkeypatch):
 @pytest.mark.parametrize('python, words', [
     ('/no/such/python', 'cannot run it'),
     ('/bin/false', 'exit status 1, no output'),
-    ('/bin/echo', 'answered no JSON'),
+    ('/bin/echo', 'answered no usable JSON'),
 ])
 def test_broken_python(python, words):
     with pytest.raises(InputError, match=words) as info:
@@ -64,3 +65,32 @@ def test_nothing_found_is_one_notice(monkeypatch):
     assert validate.check_with_nova({'compute': {'x': '1'}}) == {
         'nova': None, 'problems': [], 'notices': [validate.NO_NOVA],
         'via': None}
+
+
+NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+
+
+@pytest.mark.skipif(not os.access(NOVA_PYTHON, os.X_OK),
+                    reason='the test cloud venv (tools/bootstrap) has Nova')
+def test_nova_names_its_secret_options():
+    """Nova's own secret=True flags, not a list of names kvmtune keeps:
+    [cache] backend_argument carries a Redis password and has no secret
+    word in its name."""
+    answer = validate.run_checker(NOVA_PYTHON, {})
+    secrets = {tuple(pair) for pair in answer['secrets']}
+    assert ('cache', 'backend_argument') in secrets
+    assert ('vault', 'approle_role_id') in secrets
+    assert ('database', 'connection') in secrets
+    assert ('libvirt', 'cpu_mode') not in secrets
+
+
+@pytest.mark.parametrize('stdout', ['[1, 2]', '{"nova": null}',
+                                    '{"nova": NaN, "problems": []}'])
+def test_checker_answer_of_the_wrong_shape(tmp_path, stdout):
+    fake = tmp_path / 'python'
+    fake.write_text(f"#!/bin/sh\ncat >/dev/null\necho '{stdout}'\n")
+    fake.chmod(0o755)
+    with pytest.raises(InputError) as info:
+        validate.run_checker(str(fake), {})
+    assert info.value.source == str(fake)
+    assert '\n' not in str(info.value)
