@@ -16,7 +16,7 @@ from kvmtune.report import scaling
 
 # vmtable column -> (key in a parsed result, scale to that column's unit)
 _BASELINE_KEYS = {'iops': ('iops', 1.0), 'gbit_s': ('gbit_s', 1.0),
-                  'tps': ('tps', 1.0),
+                  'tps': ('tps', 1.0), 'events_s': ('events_s', 1.0),
                   'bw_MiB_s': ('bw_bytes_s', 1.0 / 1048576.0)}
 
 

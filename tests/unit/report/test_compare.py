@@ -193,3 +193,14 @@ def test_not_a_result_file(tmp_path, capsys):
     bad = write(tmp_path, 'x.json', {'kind': 'something-else'})
     assert cli.main(['report', bad, bad]) == 2
     assert "unknown result kind 'something-else'" in capsys.readouterr().err
+
+
+def test_a_cpu_baseline_gives_the_bare_metal_events_figure(tmp_path):
+    """The scaling report and the SLA read a sysbench baseline too."""
+    from kvmtune import report
+
+    path = write(tmp_path, 'bare.json', baseline_doc(
+        result(events=1500.0), workload='sysbench-cpu'))
+    bare = report.load_baseline(path)
+    assert report.bare_metal_figure(bare, 'sysbench-cpu', 'events_s',
+                                    path) == 1500.0
