@@ -20,6 +20,11 @@ def local_cloud():
     from kvmtune.testcloud import api
 
     running = api.status()
+    stale = bool(running) and bool(running.get('not_running'))
+    if stale:
+        # what a crashed or rebooted run left: its state, no services
+        api.down(say=_say)
+        running = None
     if running and running['mode'] == 'libvirt':
         state = 'already up with libvirt compute: using it'
     elif running:
@@ -30,7 +35,8 @@ def local_cloud():
     else:
         api.install(libvirt=True, say=_say, output=steps.OUT.log)
         figures = api.up(compute='libvirt', say=_say)
-        state = (f'up in {figures["seconds"]:.0f} s, libvirt compute '
+        how = 'restarted (some services had stopped)' if stale else 'up'
+        state = (f'{how} in {figures["seconds"]:.0f} s, libvirt compute '
                  f'({figures["virt_type"]}), network {figures["network"]}')
     os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
     return 'kvmtune-admin', state

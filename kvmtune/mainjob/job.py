@@ -123,6 +123,7 @@ def _sweep_counts(setup, flavors, max_vms, fits):
 
 
 def _report_step(out_json, baseline, state_dir):
+    from kvmtune import fileio
     from kvmtune import report
 
     paths = {kind: os.path.join(state_dir, name) for kind, name in (
@@ -131,8 +132,8 @@ def _report_step(out_json, baseline, state_dir):
         analysed = report.analyse(out_json, baseline)
         table = report.render.text(analysed)
         png = report.render.png_bytes(analysed)
-        report.write_atomic(paths['png'], png)
-        report.write_atomic(paths['html'], report.render.html_page(
+        fileio.write_atomic(paths['png'], png)
+        fileio.write_atomic(paths['html'], report.render.html_page(
             analysed, png).encode('utf-8'))
         s.done(f'{len(analysed)} sweep(s) analysed')
     return table, paths

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 
+from kvmtune import fileio
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.mainjob import steps
@@ -82,9 +83,8 @@ class Rally:
         self.dir = os.path.join(state_dir, 'rally')
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.conf = os.path.join(self.dir, 'rally.conf')
-        with open(self.conf, 'w') as f:
-            f.write('[database]\nconnection = sqlite:///'
-                    + os.path.join(self.dir, 'rally.sqlite') + '\n')
+        fileio.write_atomic(self.conf, '[database]\nconnection = sqlite:///'
+                            + os.path.join(self.dir, 'rally.sqlite') + '\n')
         # Rally keeps the "current" env and task under ~/.rally
         self.env = dict(os.environ, HOME=self.dir)
 
