@@ -129,12 +129,32 @@ def _cpus(cpus):
 
 
 def _smt(cpu):
+    if cpu['thread_siblings'] is None:
+        return 'unknown (the kernel lists no thread siblings)'
     pairs = [group for group in cpu['thread_siblings'] if len(group) > 1]
     if not pairs:
         return 'no thread siblings (one thread per core)'
     shown = ' '.join(','.join(map(str, g)) for g in pairs[:3])
     more = ' ...' if len(pairs) > 3 else ''
     return f'{len(pairs)} sibling groups: {shown}{more}'
+
+
+def _shape(cpu):
+    """``2 socket(s) x 8 cores x 2 thread(s)``; ``?`` where unknown."""
+    def say(value):
+        return '?' if value is None else value
+    threads = f'{say(cpu["threads_per_core"])} thread(s)'
+    if cpu['cores_per_socket'] is not None:
+        return (f'{cpu["sockets"]} socket(s) x {cpu["cores_per_socket"]} '
+                f'cores x {threads}')
+    return (f'{say(cpu.get("cores"))} cores in {say(cpu["sockets"])} '
+            f'socket(s), up to {threads} per core')
+
+
+def _node_cpus(cpus):
+    if cpus is None:
+        return 'unknown'
+    return _cpus(cpus) if cpus else 'none (memory only)'
 
 
 def _virt(virt):
@@ -178,9 +198,8 @@ def to_table(facts, versions_asked=False):
                  f'{facts["source"]}'),
         ('CPU', f'{cpu["model_name"]} ({cpu["vendor"]}), '
                 f'{len(cpu["online"])} online: {_cpus(cpu["online"])}'),
-        ('', f'{cpu["sockets"]} socket(s) x {cpu["cores_per_socket"]} '
-             f'cores x {cpu["threads_per_core"]} thread(s); 1G pages '
-             f'(pdpe1gb) {_yes(cpu["pdpe1gb"])}'),
+        ('', f'{_shape(cpu)}; 1G pages (pdpe1gb) '
+             f'{_yes(cpu["pdpe1gb"])}'),
         ('SMT', _smt(cpu)),
         ('Virt', _virt(virt)),
         ('Memory', f'{mem["total_mb"]} MB; default huge page '
@@ -189,7 +208,8 @@ def to_table(facts, versions_asked=False):
     ]
     for node in facts['numa']['nodes']:
         rows.append((f'NUMA {node["id"]}',
-                     f'cpus {_cpus(node["cpus"])}; {node["memory_mb"]} MB; '
+                     f'cpus {_node_cpus(node["cpus"])}; '
+                     f'{node["memory_mb"]} MB; '
                      f'pools {_pools(node["hugepages"])}'))
     rows += [
         ('vhost-net', f'{_yes(vhost["available"])} (/dev/vhost-net '

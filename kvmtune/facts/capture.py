@@ -7,7 +7,9 @@ import shutil
 import tempfile
 
 from kvmtune import facts as host_facts
+from kvmtune.facts import cpu
 from kvmtune.facts import hostfs
+from kvmtune.facts import memory
 from kvmtune.facts import virt
 
 
@@ -54,6 +56,8 @@ def capture(root, target):
     probe = virt.probe_kvm(os.path.join(root, virt.KVM_DEVICE[1:]))
     files = hostfs.HostFiles(root)
     facts = host_facts.collect(files, probe)
+    cpu.read_for_capture(files)
+    memory.read_for_capture(files)
     parent = os.path.dirname(os.path.abspath(target))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(dir=parent, prefix='.kvmtune-capture-')

@@ -2,12 +2,22 @@
 
 It appears in sysfs (``cpulist``, ``online``, ``thread_siblings_list``), on
 the kernel command line (``isolcpus``, ``nohz_full``) and in nova.conf
-(``cpu_dedicated_set``; nova also accepts ``^N`` exclusions there, which the
-kernel does not, so they are refused here).
+(``cpu_dedicated_set``; Nova also accepts ``^N`` exclusions there, which the
+kernel does not: ``parse_cpu_spec`` reads Nova's form). sysfs also writes
+the same sets as hex masks (``cpumap``, ``thread_siblings``):
+``parse_cpumask``. This module is kvmtune's one CPU-list parser.
+
+CPU numbers are bounded by ``MAX_CPUS``, the largest ``CONFIG_NR_CPUS``
+the kernel can be built with (8192, x86's ``MAXSMP``; see ``NR_CPUS`` in
+the kernel's arch/x86/Kconfig): a list naming a higher CPU is refused
+before any set is built, so ``isolcpus=2-4294967295`` costs nothing.
 """
 
+MAX_CPUS = 8192
 _GROUP_SEP = '/'
 _STRIDE_SEP = ':'
+# sysfs files end in a newline; some 5.15 kernels wrote a NUL after it.
+_TRAILING = ' \t\r\n\x00'
 
 
 def parse_cpulist(text, last_cpu=None):
@@ -15,20 +25,72 @@ def parse_cpulist(text, last_cpu=None):
 
     Accepts ``a``, ``a-b`` and ``a-b:used/group`` items separated by
     commas (see the kernel's ``bitmap_parselist``); ``N`` stands for the last
-    CPU when ``last_cpu`` is given. An empty string is the empty list.
+    CPU when ``last_cpu`` is given. An empty string is the empty list;
+    leading and trailing whitespace and NUL bytes are ignored.
 
     :raises ValueError: on anything else, naming the bad item.
     """
     cpus = set()
-    text = text.strip()
+    text = text.strip(_TRAILING)
     if not text:
         return []
     for item in text.split(','):
         item = item.strip()
         try:
             cpus.update(_parse_item(item, last_cpu))
+        except ValueError as exc:
+            why = f' ({exc})' if str(exc) else ''
+            raise ValueError(
+                f'not a CPU list item: {item!r}{why}') from None
+    return sorted(cpus)
+
+
+def parse_cpu_spec(text):
+    """Nova's CPU set syntax (``0-7,^3,12``): the kernel's items plus
+    ``^N`` / ``^N-M`` exclusions, as nova.virt.hardware.parse_cpu_spec
+    reads them. Returns a set; raises ValueError naming the bad item."""
+    included, excluded = set(), set()
+    for item in (i.strip() for i in text.split(',')):
+        if not item:
+            continue
+        target = excluded if item.startswith('^') else included
+        body = item[1:].strip() if item.startswith('^') else item
+        if _STRIDE_SEP in body:
+            raise ValueError(f'{item!r} is not N, N-M, ^N or ^N-M')
+        try:
+            target.update(_parse_item(body, None))
+        except ValueError as exc:
+            why = f' ({exc})' if str(exc) else ''
+            raise ValueError(
+                f'{item!r} is not N, N-M, ^N or ^N-M{why}') from None
+    return included - excluded
+
+
+def parse_cpumask(text):
+    """Return the sorted CPU numbers of a sysfs hex mask (``cpumap``).
+
+    The kernel prints 32-bit words, most significant first, separated by
+    commas (``00000000,000000ff``); NUL and whitespace around it are
+    ignored. Bits above ``MAX_CPUS`` are refused.
+
+    :raises ValueError: if it is not such a mask.
+    """
+    text = text.strip(_TRAILING)
+    words = text.split(',')
+    if not text or any(not w or len(w) > 8 for w in words):
+        raise ValueError(f'not a CPU mask: {text[:40]!r}')
+    cpus = []
+    for index, word in enumerate(reversed(words)):
+        try:
+            bits = int(word, 16)
         except ValueError:
-            raise ValueError(f'not a CPU list item: {item!r}') from None
+            raise ValueError(f'not a CPU mask: {text[:40]!r}') from None
+        if bits and index * 32 >= MAX_CPUS:
+            raise ValueError(f'CPU mask names a CPU above {MAX_CPUS - 1}')
+        while bits:
+            low = bits & -bits
+            cpus.append(index * 32 + low.bit_length() - 1)
+            bits ^= low
     return sorted(cpus)
 
 
@@ -38,13 +100,15 @@ def _parse_item(item, last_cpu):
     first = _cpu_number(first, last_cpu)
     end = _cpu_number(end, last_cpu) if dash else first
     if end < first:
-        raise ValueError(item)
+        raise ValueError('the range ends before it starts')
     if not stride:
         return range(first, end + 1)
     used, _, group = stride.partition(_GROUP_SEP)
+    if not (used.isdigit() and group.isdigit()):
+        raise ValueError('')
     used, group = int(used), int(group)
     if not 0 < used <= group:
-        raise ValueError(item)
+        raise ValueError('')
     return [cpu for cpu in range(first, end + 1)
             if (cpu - first) % group < used]
 
@@ -53,8 +117,11 @@ def _cpu_number(text, last_cpu):
     text = text.strip()
     if text == 'N' and last_cpu is not None:
         return last_cpu
-    if not text.isdigit():
-        raise ValueError(text)
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError('')
+    if len(text) > 5 or int(text) >= MAX_CPUS:
+        raise ValueError(f'CPU numbers stop at {MAX_CPUS - 1}, the '
+                         'kernel\'s largest NR_CPUS')
     return int(text)
 
 

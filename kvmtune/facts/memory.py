@@ -2,13 +2,15 @@
 
 import re
 
-from kvmtune.facts.cpulist import parse_cpulist
+from kvmtune.facts.cpu import bad_file
+from kvmtune.facts.cpu import read_cpuset
 
 MEMINFO = '/proc/meminfo'
 GLOBAL_POOLS = '/sys/kernel/mm/hugepages'
 NODES = '/sys/devices/system/node'
 _POOL_DIR = re.compile(r'^hugepages-(\d+)kB$')
 _NODE_DIR = re.compile(r'^node(\d+)$')
+_CPU_LINK = re.compile(r'^cpu(\d+)$')
 
 
 def parse_meminfo(text):
@@ -25,6 +27,17 @@ def parse_meminfo(text):
     return values
 
 
+def _count(files, path):
+    """A page count: an int, None if missing; anything else refused."""
+    text = files.read_value(path)
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        raise bad_file(files, path, f'{text[:20]!r} is not a page count',
+                       'hugepages')
+    return int(text)
+
+
 def hugepage_pools(files, directory):
     """Pools under a ``hugepages`` directory, smallest page size first."""
     pools = []
@@ -34,18 +47,38 @@ def hugepage_pools(files, directory):
             continue
         path = f'{directory}/{name}'
         pools.append({'size_kb': int(match.group(1)),
-                      'total': files.read_int(f'{path}/nr_hugepages'),
-                      'free': files.read_int(f'{path}/free_hugepages')})
+                      'total': _count(files, f'{path}/nr_hugepages'),
+                      'free': _count(files, f'{path}/free_hugepages')})
     return sorted(pools, key=lambda pool: pool['size_kb'])
 
 
-def _node(files, node_id):
+def node_cpus(files, path, online):
+    """The online CPUs of a node: its ``cpulist``, else its ``cpumap``
+    mask, else its ``cpuN`` links; None if it has none of the three.
+
+    Dumps that copied only some files, and old kernels, have no
+    ``cpulist``; the links are what ``cpumap`` is made from."""
+    cpus = read_cpuset(files, f'{path}/cpulist', 'numa.nodes.cpus')
+    if cpus is None:
+        cpus = read_cpuset(files, f'{path}/cpumap', 'numa.nodes.cpus')
+    if cpus is None:
+        links = [int(m.group(1)) for m in map(
+            _CPU_LINK.match, files.listdir(path)) if m]
+        for cpu in links:   # recorded, so a capture keeps the links
+            files.exists(f'{path}/cpu{cpu}')
+        if not links:
+            return None
+        cpus = links
+    online = set(online)
+    return sorted(cpu for cpu in cpus if cpu in online)
+
+
+def _node(files, node_id, online):
     path = f'{NODES}/node{node_id}'
-    cpulist = files.read_value(f'{path}/cpulist')
     meminfo = parse_meminfo(files.read(f'{path}/meminfo'))
     total_kb = meminfo.get('MemTotal')
     return {'id': node_id,
-            'cpus': parse_cpulist(cpulist) if cpulist else [],
+            'cpus': node_cpus(files, path, online),
             'memory_mb': None if total_kb is None else total_kb // 1024,
             'hugepages': hugepage_pools(files, f'{path}/hugepages')}
 
@@ -61,10 +94,24 @@ def gather(files, online_cpus):
     node_ids = sorted(int(m.group(1)) for m in map(
         _NODE_DIR.match, files.listdir(NODES)) if m)
     if node_ids:
-        nodes = [_node(files, node_id) for node_id in node_ids]
+        nodes = [_node(files, node_id, online_cpus)
+                 for node_id in node_ids]
     else:
         # A kernel without CONFIG_NUMA has no node directory: one node.
         nodes = [{'id': 0, 'cpus': list(online_cpus),
                   'memory_mb': memory['total_mb'],
                   'hugepages': [dict(pool) for pool in global_pools]}]
     return memory, {'nodes': nodes, 'sysfs': bool(node_ids)}
+
+
+def read_for_capture(files):
+    """Read every node file a bug report may need (both CPU sets, links)."""
+    for name in files.listdir(NODES):
+        if not _NODE_DIR.match(name):
+            continue
+        path = f'{NODES}/{name}'
+        files.read(f'{path}/cpulist')
+        files.read(f'{path}/cpumap')
+        for entry in files.listdir(path):
+            if _CPU_LINK.match(entry):
+                files.exists(f'{path}/{entry}')

@@ -39,7 +39,7 @@ FACTS = {
         'sockets': Optional(int),
         'cores_per_socket': Optional(int),
         'threads_per_core': Optional(int),
-        'thread_siblings': [[int]],
+        'thread_siblings': Optional([[int]]),
         'pdpe1gb': bool,
     },
     'virt': {
@@ -56,7 +56,7 @@ FACTS = {
     },
     'memory': {'total_mb': Optional(int),
                'hugepage_default_kb': Optional(int)},
-    'numa': {'nodes': [{'id': int, 'cpus': [int],
+    'numa': {'nodes': [{'id': int, 'cpus': Optional([int]),
                         'memory_mb': Optional(int),
                         'hugepages': [_POOL]}]},
     'vhost_net': {'available': bool, 'device': bool,
