@@ -1,23 +1,52 @@
 #!/bin/bash
 # plugin.sh - DevStack plugin for kvmtune.
 #
-# DevStack sources this file as "plugin.sh MODE [PHASE]". The work is done
+# DevStack sources this file as "plugin.sh MODE [PHASE]" from stack.sh,
+# unstack.sh and clean.sh, as the stack user (never root). The work is done
 # by "python -m kvmtune.devstack", which records every change it makes in
 # $KVMTUNE_STATE_DIR/changes.json; unstack and clean undo exactly those.
 #
 #   stack install      setup_develop $KVMTUNE_DIR
-#   stack post-config  profiles' options into $NOVA_CONF; modprobe and
-#                      hugepage settings when KVMTUNE_ENABLE_NESTED /
-#                      KVMTUNE_ALLOCATE_HUGEPAGES allow them
-#   stack extra        tuned flavors, host traits, benchmark image
+#   stack post-config  profiles' options into $NOVA_CONF (DevStack copies it
+#                      to $NOVA_CPU_CONF when it starts nova-compute);
+#                      modprobe files and huge page pools when
+#                      KVMTUNE_ENABLE_NESTED / KVMTUNE_ALLOCATE_HUGEPAGES
+#                      allow them (through sudo)
+#   stack extra        tuned flavors, benchmark image (controller only),
+#                      host traits (KVMTUNE_TAG_HOST)
 #   stack test-config  [kvmtune] options in $TEMPEST_CONFIG
 #   unstack            flavors, traits and image the plugin made (the cloud
 #                      is still up when unstack.sh calls plugins)
-#   clean              [kvmtune] options, nova.conf options (earlier values
-#                      back), modprobe and sysctl files, vm.nr_hugepages
+#   clean              [kvmtune] options, nova.conf and nova-cpu.conf
+#                      options (earlier values back), modprobe files, pools
+
+# The Python that setup_develop installed kvmtune into, found as DevStack
+# finds it (inc/python): stack.sh exports PYTHON, the global virtualenv's
+# python3 when GLOBAL_VENV=True, else python$PYTHON3_VERSION. unstack.sh
+# and clean.sh do not set PYTHON and .stackenv does not save it, so the
+# same rule is applied to what stackrc gives them.
+function _kvmtune_python {
+    if [[ -n "${PYTHON:-}" ]]; then
+        echo "$PYTHON"
+    elif [[ "${GLOBAL_VENV:-True}" == "True" && \
+            -x "${DEVSTACK_VENV:-}/bin/python3" ]]; then
+        echo "$DEVSTACK_VENV/bin/python3"
+    else
+        echo "python${PYTHON3_VERSION:-3}"
+    fi
+}
 
 function _kvmtune {
-    "$PYTHON" -m kvmtune.devstack --state-dir "$KVMTUNE_STATE_DIR" "$@"
+    local python
+    python=$(_kvmtune_python)
+    "$python" -m kvmtune.devstack --state-dir "$KVMTUNE_STATE_DIR" "$@"
+}
+
+# A node that runs nova-api is the controller: flavors, the image and the
+# Tempest options are made there. A compute-only subnode tunes its own
+# nova.conf and host only.
+function _kvmtune_is_controller {
+    is_service_enabled n-api
 }
 
 function install_kvmtune {
@@ -30,9 +59,10 @@ function configure_kvmtune {
         args+=(--modprobe-dir "$KVMTUNE_MODPROBE_DIR")
     fi
     if [[ "$KVMTUNE_ALLOCATE_HUGEPAGES" == "True" ]]; then
-        args+=(--hugepages-2m "$KVMTUNE_HUGEPAGES_2M"
-               --sysctl-dir "$KVMTUNE_SYSCTL_DIR"
-               --proc-sys-vm "$KVMTUNE_PROC_SYS_VM")
+        args+=(--hugepages "$KVMTUNE_HUGEPAGES")
+    fi
+    if [[ -n "$KVMTUNE_NOVA_PYTHON" ]]; then
+        args+=(--nova-python "$KVMTUNE_NOVA_PYTHON")
     fi
     _kvmtune post-config "${args[@]}" || die $LINENO "kvmtune post-config failed"
 }
@@ -42,6 +72,9 @@ function init_kvmtune {
                 --base-flavor "$KVMTUNE_BASE_FLAVOR"
                 --image-dir "$KVMTUNE_IMAGE_DIR"
                 --image-name "$KVMTUNE_IMAGE_NAME")
+    if ! _kvmtune_is_controller; then
+        args+=(--compute-only)
+    fi
     if [[ "$KVMTUNE_TAG_HOST" == "True" ]]; then
         args+=(--tag-host)
     fi
@@ -52,15 +85,8 @@ function init_kvmtune {
 }
 
 function configure_tempest_kvmtune {
-    local options option value
-    # One "option value" line per [kvmtune] option; recorded for clean.
-    options=$(_kvmtune tempest-options --record) \
-        || die $LINENO "kvmtune tempest-options failed"
-    while read -r option value; do
-        if [[ -n "$option" ]]; then
-            iniset "$TEMPEST_CONFIG" kvmtune "$option" "$value"
-        fi
-    done <<< "$options"
+    _kvmtune test-config --tempest-config "$TEMPEST_CONFIG" \
+        || die $LINENO "kvmtune test-config failed"
 }
 
 function unstack_kvmtune {
@@ -68,14 +94,11 @@ function unstack_kvmtune {
         || die $LINENO "kvmtune unstack failed"
 }
 
+# clean.sh does not source lib/tempest: the tempest.conf to clean is the
+# one test-config recorded.
 function clean_kvmtune {
-    local option
-    if [[ -f "${TEMPEST_CONFIG:-}" ]]; then
-        for option in $(_kvmtune tempest-options --recorded-names); do
-            inidelete "$TEMPEST_CONFIG" kvmtune "$option"
-        done
-    fi
-    _kvmtune clean || die $LINENO "kvmtune clean failed"
+    _kvmtune clean --nova-cpu-conf "${NOVA_CPU_CONF:-}" \
+        || die $LINENO "kvmtune clean failed"
 }
 
 if is_service_enabled kvmtune; then
@@ -89,7 +112,7 @@ if is_service_enabled kvmtune; then
         echo_summary "Creating kvmtune flavors, traits and image"
         init_kvmtune
     elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
-        if is_service_enabled tempest; then
+        if is_service_enabled tempest && _kvmtune_is_controller; then
             echo_summary "Configuring Tempest for kvmtune"
             configure_tempest_kvmtune
         fi

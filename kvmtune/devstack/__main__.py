@@ -1,18 +1,20 @@
 """python -m kvmtune.devstack PHASE: the steps devstack/plugin.sh runs.
 
     --state-dir DIR post-config --nova-conf PATH --profiles "A B"
-        [--modprobe-dir DIR] [--hugepages-2m N --sysctl-dir DIR
-         --proc-sys-vm DIR]
+        [--modprobe-dir DIR] [--hugepages plan|"NODE:SIZE:COUNT ..."]
+        [--nova-python PYTHON]
     --state-dir DIR extra --os-cloud C --profiles "A B" --base-flavor F
-        [--tag-host] [--build-image] --image-dir DIR --image-name NAME
-    --state-dir DIR tempest-options --record | --recorded-names
+        [--compute-only] [--tag-host] [--build-image] --image-dir DIR
+        --image-name NAME
+    --state-dir DIR test-config --tempest-config PATH
     --state-dir DIR unstack --os-cloud C
-    --state-dir DIR clean
+    --state-dir DIR clean [--nova-cpu-conf PATH]
 """
 
 import argparse
 import sys
 
+from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 
 
@@ -28,31 +30,34 @@ def build_parser():
     post.add_argument('--profiles', required=True, type=str.split)
     post.add_argument('--modprobe-dir',
                       help='Write the plans\' modprobe files here.')
-    post.add_argument('--hugepages-2m', type=int,
-                      help='Reserve this many 2 MB pages.')
-    post.add_argument('--sysctl-dir', default='/etc/sysctl.d')
-    post.add_argument('--proc-sys-vm', default='/proc/sys/vm')
+    post.add_argument('--hugepages', metavar='POOLS',
+                      help='Set huge page pools: "plan" (the profiles\' '
+                           'per-node pools) or NODE:SIZE:COUNT items.')
+    post.add_argument('--nova-python',
+                      help='A Python that imports nova, to check values.')
 
     extra = phases.add_parser('extra')
     extra.add_argument('--os-cloud', required=True)
     extra.add_argument('--profiles', required=True, type=str.split)
     extra.add_argument('--base-flavor', required=True)
+    extra.add_argument('--compute-only', action='store_true',
+                       help='A subnode: no flavors and no image (the '
+                            'controller makes them).')
     extra.add_argument('--tag-host', action='store_true')
     extra.add_argument('--build-image', action='store_true')
     extra.add_argument('--image-dir', default='/var/lib/kvmtune/images')
     extra.add_argument('--image-name', default='kvmtune-bench')
 
-    tempest = phases.add_parser('tempest-options')
-    which = tempest.add_mutually_exclusive_group(required=True)
-    which.add_argument('--record', action='store_true',
-                       help='Print "option value" lines; remember names.')
-    which.add_argument('--recorded-names', action='store_true',
-                       help='Print the names written earlier.')
+    tempest = phases.add_parser('test-config')
+    tempest.add_argument('--tempest-config', required=True)
 
     unstack = phases.add_parser('unstack')
     unstack.add_argument('--os-cloud', required=True)
 
-    phases.add_parser('clean')
+    clean = phases.add_parser('clean')
+    clean.add_argument('--nova-cpu-conf',
+                       help='nova-cpu.conf, copied from nova.conf after '
+                            'post-config: undone there too.')
     return parser
 
 
@@ -64,40 +69,52 @@ def run(args):
 
     changes = changes_mod.Changes(args.state_dir)
     if args.phase == 'post-config':
-        host.post_config(changes, args.nova_conf, args.profiles,
+        plans = host.build_plans(args.profiles)
+        host.post_config(changes, args.nova_conf, plans,
                          modprobe_dir=args.modprobe_dir,
-                         hugepages_2m=args.hugepages_2m,
-                         sysctl_dir=args.sysctl_dir,
-                         proc_sys_vm=args.proc_sys_vm)
+                         hugepages=_pools(args.hugepages, plans),
+                         nova_python=args.nova_python or None)
     elif args.phase == 'extra':
+        if args.compute_only and not args.tag_host:
+            print('kvmtune: compute-only node: flavors and the image are '
+                  'made on the controller; nothing to do here')
+            return 0
         found = cloud.extra(changes, args.os_cloud, args.profiles,
                             args.base_flavor, args.tag_host,
                             args.build_image, args.image_dir,
-                            args.image_name)
+                            args.image_name,
+                            compute_only=args.compute_only)
         tempest.save_found(args.state_dir, found)
-    elif args.phase == 'tempest-options':
-        if args.record:
-            lines = tempest.options(tempest.load_found(args.state_dir))
-            names = changes.data.setdefault('tempest_options', [])
-            names.extend(n for n, _ in lines if n not in names)
-            changes.save()
-            for name, value in lines:
-                print(f'{name} {value}')
-        else:
-            print('\n'.join(changes.data.get('tempest_options', [])))
+    elif args.phase == 'test-config':
+        host.set_options(changes, 'tempest_conf', args.tempest_config,
+                         'kvmtune', tempest.options(
+                             tempest.load_found(args.state_dir)))
     elif args.phase == 'unstack':
         cloud.unstack(changes, args.os_cloud)
     elif args.phase == 'clean':
-        host.clean(changes)
-        # plugin.sh has inidelete'd the tempest options before calling us.
-        changes.drop('tempest_options')
-        changes.save()
+        host.clean(changes, also=[args.nova_cpu_conf])
         tempest.remove_found(args.state_dir)
         left = sorted(k for k in changes.data if k != 'schema')
         if left:
             print(f'kvmtune: still recorded (run unstack first): '
                   f'{", ".join(left)}')
     return 0
+
+
+def _pools(text, plans):
+    from kvmtune import pages
+    from kvmtune.devstack import host
+
+    if text is None:
+        return None
+    if text.strip() == 'plan':
+        return host.plan_pools(plans)
+    try:
+        return [pages.parse_pool(item) for item in text.split()]
+    except ValueError as exc:
+        raise InputError(str(exc), source='KVMTUNE_HUGEPAGES',
+                         fix='give NODE:SIZE:COUNT items, e.g. '
+                             '"0:2M:256 1:2M:256", or "plan"') from None
 
 
 def main(argv=None):

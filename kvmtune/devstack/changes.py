@@ -26,7 +26,7 @@ kept across repeated runs so undoing always returns to the original.
 import json
 import os
 
-from kvmtune.devstack import inifile
+from kvmtune import privileged
 from kvmtune.errors import InputError
 
 FILE_NAME = 'changes.json'
@@ -62,9 +62,9 @@ class Changes:
                 os.unlink(self.path)
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        inifile.write_atomic(self.path,
-                             json.dumps(self.data, indent=2,
-                                        sort_keys=True) + '\n', mode=0o600)
+        privileged.write_file(
+            self.path, json.dumps(self.data, indent=2, sort_keys=True) + '\n',
+            mode=0o600)
 
     def entries(self, kind):
         return self.data.setdefault(kind, [])

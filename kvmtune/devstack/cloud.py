@@ -1,16 +1,17 @@
 """extra and unstack: tuned flavors, host traits, the benchmark image.
 
-``extra`` runs kvmtune's own commands (flavor apply, host tag, image
-build) and records, from what the cloud says before and after, what they
-changed. ``unstack`` runs while the cloud is still up (DevStack calls
-plugins first) and undoes exactly that: flavors the plugin created are
-deleted, a flavor that existed gets its earlier kvmtune-owned keys back,
-traits go back to what the provider had, the uploaded image is deleted.
+``extra`` calls the library functions behind kvmtune's commands
+(flavor apply, host tag, image build) and records, from what the cloud
+says before and after, what they changed. ``unstack`` runs while the
+cloud is still up (DevStack calls plugins first) and undoes exactly that:
+flavors the plugin created are deleted, a flavor that existed gets its
+earlier kvmtune-owned keys back, traits go back to what the provider had,
+the uploaded image is deleted.
 """
 
 import os
+import socket
 
-from kvmtune.devstack import host
 from kvmtune.errors import CloudError
 
 IMAGE_FILE = 'kvmtune-bench.raw'
@@ -43,17 +44,19 @@ def _kvmtune_traits(traits):
 
 
 def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,
-          image_dir, image_name):
+          image_dir, image_name, compute_only=False):
     from kvmtune.cloud.flavors import tuned_name
 
     cloud = _connect(os_cloud)
     found = {'flavors': {}, 'host_traits': [], 'traits_tagged': tag_host,
              'benchmark_image': None}
-    for profile in profiles:
+    for profile in [] if compute_only else profiles:
         name = tuned_name(base_flavor, profile)
         before = _flavors(cloud).find(name)
-        host.kvmtune_cli('flavor', 'apply', '--os-cloud', os_cloud,
-                         '--profile', profile, '--from', base_flavor)
+        from kvmtune.cloud import flavors as tuned
+
+        tuned.apply_profile(os_cloud, profile, base=base_flavor,
+                            out=lambda line: print(f'kvmtune: {line}'))
         after = _flavors(cloud).get(name)
         if changes.find('flavors', id=after['id']) is None:
             changes.entries('flavors').append({
@@ -68,6 +71,8 @@ def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,
     found['host_traits'] = sorted({
         t for _, uuid in api.compute_nodes()
         for t in _kvmtune_traits(api.provider_traits(uuid)[0])})
+    if compute_only:
+        return found
     if _upload_image(changes, cloud, build_image, image_dir, image_name):
         found['benchmark_image'] = image_name
     return found
@@ -77,7 +82,7 @@ def _tag_host(changes, cloud, os_cloud):
     api = _placement(cloud)
     before = {uuid: api.provider_traits(uuid)[0]
               for _, uuid in api.compute_nodes()}
-    host.kvmtune_cli('host', 'tag', '--os-cloud', os_cloud)
+    _set_host_traits(api)
     for hostname, uuid in api.compute_nodes():
         now = api.provider_traits(uuid)[0]
         added = _kvmtune_traits(now - before.get(uuid, frozenset()))
@@ -97,10 +102,32 @@ def _tag_host(changes, cloud, os_cloud):
         changes.save()
 
 
+def _set_host_traits(api):
+    """What ``kvmtune host tag`` does: this host's kvmtune traits on its
+    compute node's resource provider."""
+    from kvmtune import facts as host_facts
+    from kvmtune import traits
+    from kvmtune.cloud import placement
+
+    facts = host_facts.resolve()
+    name = facts.get('hostname') or socket.gethostname()
+    (hostname, uuid), note = placement.pick_compute_node(
+        api.compute_nodes(), name, explicit=False)
+    if note:
+        print(f'kvmtune: {note}')
+    change = api.set_traits(uuid, traits.from_facts(facts),
+                            traits.KVMTUNE_TRAITS)
+    for line in change.lines():
+        print(f'kvmtune: compute node {hostname}: {line}')
+
+
 def _upload_image(changes, cloud, build_image, image_dir, image_name):
     path = os.path.join(image_dir, IMAGE_FILE)
     if build_image and not os.path.exists(path):
-        host.kvmtune_cli('image', 'build')
+        from kvmtune.image import build
+
+        build.build(image_dir, static_fio=True,
+                    log=lambda line: print(f'kvmtune: {line}'))
     if not os.path.exists(path):
         print(f'kvmtune: no benchmark image at {path}; not uploaded (set '
               'KVMTUNE_BUILD_IMAGE=True to build it)')

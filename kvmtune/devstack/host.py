@@ -1,98 +1,186 @@
-"""post-config and clean: nova.conf options, modprobe files, hugepages.
+"""post-config and clean: nova.conf options, modprobe files, huge pages.
 
-nova.conf is undone option by option, not from kvmtune's backup copy
-(``nova.conf.kvmtune.bak``, removed at clean if the plugin made it): DevStack
-and later plugins keep editing nova.conf after post-config, and restoring
-a whole file would drop their lines. Each option kvmtune set goes back to
-its value before kvmtune (or is deleted when it had none), unless someone
-changed it since: that value is left alone and reported.
+nova.conf is edited with kvmtune's one writer of it
+(kvmtune.novaconf.update.apply, which also removes what Nova then refuses,
+such as ``[libvirt] cpu_models`` when a profile sets ``cpu_mode`` to
+host-passthrough) and undone option by option, not from kvmtune's backup
+copy (``nova.conf.kvmtune.bak``, removed at clean if the plugin made it):
+DevStack and later plugins keep editing nova.conf after post-config, and
+restoring a whole file would drop their lines. Each option kvmtune set or
+removed goes back to its value before kvmtune, unless someone changed it
+since: that value is left alone and reported.
+
+DevStack makes nova-cpu.conf after post-config as a copy of nova.conf
+(lib/nova, start_nova_compute), so kvmtune's options reach nova-compute
+through that copy; clean undoes them in nova-cpu.conf too, option by
+option under the same rule.
+
+Host files (modprobe.d) and huge page pools belong to root: DevStack runs
+as an unprivileged user, so they are changed through ``sudo -n``
+(kvmtune.privileged), as DevStack changes the host itself.
 """
 
 import os
-import subprocess
-import sys
 
-from kvmtune.devstack import inifile
+from kvmtune import pages
+from kvmtune import privileged
 from kvmtune.errors import InputError
+from kvmtune.novaconf import inifile
+from kvmtune.novaconf import update
 
-HUGEPAGES_SYSCTL_FILE = '90-kvmtune-hugepages.conf'
 # "kvmtune nova-conf apply" keeps the previous nova.conf there.
-NOVA_CONF_BACKUP_SUFFIX = '.kvmtune.bak'
+NOVA_CONF_BACKUP_SUFFIX = update.BACKUP_SUFFIX
+# The INI files whose options are recorded and undone one by one.
+INI_KINDS = ('nova_conf', 'tempest_conf')
 
 
-def kvmtune_cli(*argv, capture=False):
-    """Run the kvmtune command with this interpreter; one-line errors."""
-    cmd = [sys.executable, '-m', 'kvmtune.cli', *argv]
-    result = subprocess.run(cmd, text=True,
-                            stdout=subprocess.PIPE if capture else None)
-    if result.returncode != 0:
-        raise InputError(f'"kvmtune {" ".join(argv)}" failed with exit '
-                         f'status {result.returncode} (its error is above)')
-    return result.stdout
+def build_plans(profiles, config_files=()):
+    """The plans (as dicts) of the named profiles on this host."""
+    from kvmtune import facts as host_facts
+    from kvmtune import plan as plans
+    from kvmtune import profiles as profiles_mod
 
-
-def plan(profile):
-    import json
-
-    return json.loads(kvmtune_cli('plan', '--profile', profile,
-                                  '--format', 'json', capture=True))
-
-
-def _values(value):
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    dirs = profiles_mod.configured_dirs(list(config_files))
+    facts = host_facts.resolve()
+    return [plans.build_plan(profiles_mod.load(name, dirs), facts).to_dict()
+            for name in profiles]
 
 
 def nova_options(plans):
-    """{(section, option): [values]} over all plans; conflicts refused."""
+    """{section: {option: value}} over all plans; conflicts refused."""
     merged = {}
     owner = {}
     for built in plans:
         for section, options in built.get('nova_conf', {}).items():
             for option, value in options.items():
                 key = (section, option)
-                values = _values(value)
-                if key in merged and merged[key] != values:
+                have = merged.get(section, {})
+                if option in have and have[option] != value:
                     raise InputError(
                         f'profiles {owner[key]} and {built["profile"]} want '
-                        f'different values ({merged[key]} and {values})',
+                        f'different values ({have[option]} and {value})',
                         source='KVMTUNE_PROFILES',
                         key=f'[{section}] {option}',
                         fix='choose profiles that agree on it')
-                merged[key] = values
+                merged.setdefault(section, {})[option] = value
                 owner[key] = built['profile']
     return merged
 
 
-def post_config(changes, nova_conf, profiles, modprobe_dir=None,
-                hugepages_2m=None, sysctl_dir=None, proc_sys_vm=None):
+def plan_pools(plans):
+    """The plans' huge page pools (their ``hugepages`` key), merged."""
+    wanted = {}
+    for built in plans:
+        for pool in pages.pools_from(built.get('hugepages', [])):
+            key = (pool.node, pool.size_kb)
+            if key in wanted and wanted[key].count != pool.count:
+                raise InputError(
+                    f'profiles want {wanted[key].count} and {pool.count} '
+                    'pages', source='KVMTUNE_PROFILES', key=pool.label,
+                    fix='set KVMTUNE_HUGEPAGES to the pools you want')
+            wanted[key] = pool
+    return [wanted[key] for key in sorted(wanted)]
+
+
+def read_ini(path):
+    return update.parse_config(path, update.read_config(path))
+
+
+def write_ini(path, ini):
+    privileged.write_file(path, ini.text,
+                          mode=os.stat(path).st_mode & 0o7777)
+
+
+def _has_section(ini, section):
+    wanted = inifile.normalize_section(section)
+    return any(inifile.normalize_section(block.section) == wanted
+               for block in ini.blocks)
+
+
+def _anchor(ini, section, option):
+    """The option just before ``option`` in its section, if any."""
+    keys = [e.key for b in ini.blocks
+            if inifile.normalize_section(b.section) ==
+            inifile.normalize_section(section) for e in b.entries]
+    if option not in keys:
+        return None
+    at = keys.index(option)
+    return keys[at - 1] if at else None
+
+
+def _values(ini, section, option):
+    return ini.get_all(section, option) or None
+
+
+def _record(changes, kind, path, ini, keys):
+    """Remember each option's values before kvmtune's first change."""
+    for section, option in keys:
+        if changes.find(kind, path=path, section=section,
+                        option=option) is None:
+            changes.entries(kind).append({
+                'path': path, 'section': section, 'option': option,
+                'before': _values(ini, section, option),
+                'anchor': _anchor(ini, section, option),
+                'section_existed': _has_section(ini, section),
+                'ended_blank': bool(ini.lines) and
+                not ini.lines[-1].text.strip(),
+                'after': None})
+    changes.save()
+
+
+def _record_after(changes, kind, path, ini):
+    for entry in changes.entries(kind):
+        if entry['path'] == path:
+            entry['after'] = _values(ini, entry['section'], entry['option'])
+    changes.save()
+
+
+def set_options(changes, kind, path, section, pairs):
+    """Set [section] option = value for (option, value) pairs in the INI
+    file at path (tempest.conf), recorded under ``kind`` for clean."""
+    if not os.path.exists(path):
+        raise InputError('does not exist', source=path,
+                         fix='run the test-config phase after DevStack '
+                             'configures Tempest')
+    ini = read_ini(path)
+    _record(changes, kind, path, ini,
+            [(section, option) for option, _ in pairs])
+    changed = [ini.set(section, option, value) for option, value in pairs]
+    if any(changed):
+        write_ini(path, ini)
+    _record_after(changes, kind, path, read_ini(path))
+
+
+def post_config(changes, nova_conf, plans, modprobe_dir=None,
+                hugepages=None, nova_python=None):
+    """Write the plans into nova.conf and, when asked, the host.
+
+    :param plans: plan dicts (build_plans).
+    :param modprobe_dir: write the plans' modprobe files there, or None.
+    :param hugepages: None (pools left alone), or the pools to set
+        (kvmtune.pages.Pool; plan_pools gives the plans' own).
+    """
     if not os.path.exists(nova_conf):
         raise InputError('does not exist', source=nova_conf,
                          fix='run post-config after Nova is configured')
-    plans = [plan(name) for name in profiles]
     wanted = nova_options(plans)
+    full = update.planned_changes(nova_conf, wanted)
     # Record what is there before writing anything.
-    for (section, option) in wanted:
-        if changes.find('nova_conf', path=nova_conf, section=section,
-                        option=option) is None:
-            changes.entries('nova_conf').append({
-                'path': nova_conf, 'section': section, 'option': option,
-                'before': inifile.get(nova_conf, section, option),
-                'section_existed': inifile.has_section(nova_conf, section),
-                'ended_blank': inifile.ends_blank(nova_conf),
-                'after': None})
+    _record(changes, 'nova_conf', nova_conf, read_ini(nova_conf),
+            [(section, option) for section, options in full.items()
+             for option in options])
     backup = nova_conf + NOVA_CONF_BACKUP_SUFFIX
     if not os.path.exists(backup) and changes.find(
             'created', path=backup) is None:
         changes.entries('created').append({'path': backup})
     changes.save()
-    for name in profiles:
-        kvmtune_cli('nova-conf', 'apply', '--profile', name,
-                    '--config', nova_conf)
-    for entry in changes.entries('nova_conf'):
-        if entry['path'] == nova_conf:
-            entry['after'] = inifile.get(nova_conf, entry['section'],
-                                         entry['option'])
-    changes.save()
+    result = update.apply(nova_conf, wanted, nova_python=nova_python)
+    for notice in result.notices:
+        print(f'kvmtune: notice: {notice}')
+    if result.nova:
+        print(f'kvmtune: values checked against Nova {result.nova}')
+    print(f'kvmtune: {result.message(" ".join(p["profile"] for p in plans))}')
+    _record_after(changes, 'nova_conf', nova_conf, read_ini(nova_conf))
 
     if modprobe_dir:
         for built in plans:
@@ -102,14 +190,10 @@ def post_config(changes, nova_conf, profiles, modprobe_dir=None,
     else:
         _say_skipped(plans, 'modprobe', 'KVMTUNE_ENABLE_NESTED=True')
 
-    if hugepages_2m is not None:
-        if any(_wants_hugepages(built) for built in plans):
-            _allocate_hugepages(changes, hugepages_2m, sysctl_dir,
-                                proc_sys_vm)
-        else:
-            print('kvmtune: no profile uses hugepages; none allocated')
+    if hugepages is not None:
+        _set_pools(changes, hugepages)
     elif any(_wants_hugepages(built) for built in plans):
-        print('kvmtune: profiles use hugepages but none are allocated here '
+        print('kvmtune: profiles use huge pages but no pool is set here '
               '(set KVMTUNE_ALLOCATE_HUGEPAGES=True, or reserve them on the '
               'kernel command line)')
     for built in plans:
@@ -147,38 +231,48 @@ def _write_file(changes, path, text):
     if _read(path) == text:
         print(f'kvmtune: {path} already says so, unchanged')
     else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        inifile.write_atomic(path, text)
+        privileged.write_file(path, text)
         print(f'kvmtune: wrote {path}')
     entry['after'] = text
     changes.save()
 
 
-def _allocate_hugepages(changes, count, sysctl_dir, proc_sys_vm):
-    _write_file(changes, os.path.join(sysctl_dir, HUGEPAGES_SYSCTL_FILE),
-                f'# kvmtune DevStack plugin: 2 MB pages for guest RAM\n'
-                f'vm.nr_hugepages = {count}\n')
-    knob = os.path.join(proc_sys_vm, 'nr_hugepages')
-    entry = changes.find('sysctl', path=knob)
-    if entry is None:
-        entry = {'path': knob, 'before': _read(knob).strip(), 'after': None}
-        changes.entries('sysctl').append(entry)
-        changes.save()
-    with open(knob, 'w') as handle:
-        handle.write(f'{count}\n')
-    got = _read(knob).strip()
-    entry['after'] = got
+def _set_pools(changes, pools):
+    if not pools:
+        print('kvmtune: no huge page pool to set (no profile plans one, '
+              'and KVMTUNE_HUGEPAGES is empty)')
+        return
+    pools = pages.pools_from(pools)
+    pages.check(pools)
+    for pool in pools:
+        if changes.find('pages', node=pool.node,
+                        size_kb=pool.size_kb) is None:
+            changes.entries('pages').append({
+                'node': pool.node, 'size_kb': pool.size_kb,
+                'before': pages.read_count(pool.node, pool.size_kb),
+                'after': None})
     changes.save()
-    print(f'kvmtune: vm.nr_hugepages = {got} (asked for {count})')
-    if int(got) < count:
-        print(f'kvmtune: warning: the kernel found memory for {got} of '
-              f'{count} 2 MB pages')
+    for applied in pages.apply(pools, say=lambda line: print(
+            f'kvmtune: {line}')):
+        entry = changes.find('pages', node=applied.pool.node,
+                             size_kb=applied.pool.size_kb)
+        entry['after'] = applied.after
+    changes.save()
 
 
-def clean(changes):
-    for entry in list(changes.entries('nova_conf')):
-        _undo_option(entry)
-        changes.drop('nova_conf', entry)
+def clean(changes, also=()):
+    """Undo post-config; ``also``: files made as copies of nova.conf after
+    post-config (nova-cpu.conf), undone under the same rule."""
+    for kind in INI_KINDS:
+        by_path = {}
+        for entry in changes.entries(kind):
+            by_path.setdefault(entry['path'], []).append(entry)
+        for path, entries in by_path.items():
+            _undo_options(path, entries)
+            for copy in also if kind == 'nova_conf' else ():
+                if copy and copy != path:
+                    _undo_options(copy, entries, copy_of=path)
+        changes.drop(kind)
         changes.save()
     for entry in list(changes.entries('files')):
         _undo_file(entry)
@@ -186,40 +280,65 @@ def clean(changes):
         changes.save()
     for entry in list(changes.entries('created')):
         if os.path.exists(entry['path']):
-            os.unlink(entry['path'])
+            privileged.remove_file(entry['path'])
             print(f'kvmtune: removed {entry["path"]}')
         changes.drop('created', entry)
         changes.save()
-    for entry in list(changes.entries('sysctl')):
-        with open(entry['path'], 'w') as handle:
-            handle.write(entry['before'] + '\n')
-        print(f'kvmtune: {entry["path"]} back to {entry["before"]}')
-        changes.drop('sysctl', entry)
-        changes.save()
+    pools = [entry for entry in changes.entries('pages')
+             if entry['after'] is not None and entry['before'] is not None]
+    if pools:
+        now = {(e['node'], e['size_kb']): pages.read_count(e['node'],
+                                                           e['size_kb'])
+               for e in pools}
+        back = [pages.Pool(e['node'], e['size_kb'], e['before'])
+                for e in pools if now[(e['node'], e['size_kb'])] ==
+                e['after']]
+        for entry in pools:
+            if now[(entry['node'], entry['size_kb'])] != entry['after']:
+                print(f'kvmtune: huge pages on node {entry["node"]} '
+                      f'({pages.label(entry["size_kb"])}) changed after '
+                      'kvmtune set them; left as they are')
+        pages.apply(back, say=lambda line: print(f'kvmtune: {line}'))
+    changes.drop('pages')
+    changes.save()
 
 
-def _undo_option(entry):
-    path, section, option = entry['path'], entry['section'], entry['option']
-    where = f'{path} [{section}] {option}'
+def _undo_options(path, entries, copy_of=None):
     if not os.path.exists(path):
         print(f'kvmtune: {path} is gone; nothing to undo there')
         return
-    now = inifile.get(path, section, option)
-    if now != entry['after']:
-        print(f'kvmtune: {where} was changed after kvmtune set it; '
-              'left as it is')
-        return
-    if now == entry['before']:
-        return
-    inifile.put(path, section, option, entry['before'])
-    if entry['before'] is None:
-        print(f'kvmtune: {where} removed')
-    else:
-        print(f'kvmtune: {where} back to its earlier value')
-    if not entry.get('section_existed', True):
-        if inifile.drop_section_if_empty(path, section,
-                                         entry.get('ended_blank', True)):
-            print(f'kvmtune: {path} [{section}] removed (empty)')
+    ini = read_ini(path)
+    changed = False
+    for entry in entries:
+        section, option = entry['section'], entry['option']
+        where = f'{path} [{section}] {option}'
+        now = _values(ini, section, option)
+        if now == entry['before']:
+            continue
+        if now != entry['after']:
+            if copy_of is None:
+                print(f'kvmtune: {where} was changed after kvmtune set it; '
+                      'left as it is')
+            continue
+        if entry['before'] is None:
+            ini.delete(section, option)
+            print(f'kvmtune: {where} removed')
+        elif now is None:
+            ini.insert_after(section, entry.get('anchor'), option,
+                             entry['before'])
+            print(f'kvmtune: {where} put back')
+        else:
+            ini.set_multi(section, option, entry['before'])
+            print(f'kvmtune: {where} back to its earlier value')
+        changed = True
+    for entry in entries:
+        if not entry.get('section_existed', True) and \
+                ini.remove_section_if_empty(entry['section'],
+                                            not entry.get('ended_blank')):
+            print(f'kvmtune: {path} [{entry["section"]}] removed (empty)')
+            changed = True
+    if changed:
+        write_ini(path, ini)
 
 
 def _undo_file(entry):
@@ -230,8 +349,8 @@ def _undo_file(entry):
               'left as it is')
     elif entry['before'] is None:
         if now is not None:
-            os.unlink(path)
+            privileged.remove_file(path)
             print(f'kvmtune: removed {path}')
     elif now != entry['before']:
-        inifile.write_atomic(path, entry['before'])
+        privileged.write_file(path, entry['before'])
         print(f'kvmtune: {path} back to its earlier content')

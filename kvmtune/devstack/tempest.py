@@ -1,15 +1,18 @@
 """test-config: the [kvmtune] options for tempest.conf.
 
 ``extra`` leaves what it made in ``<state dir>/found.json``; this turns it
-into ``option value`` lines that plugin.sh writes with DevStack's iniset
-(the names are recorded so that clean can inidelete them). The options
-are the Tempest plugin's (kvmtune/tempest_plugin/config.py).
+into ``(option, value)`` pairs that kvmtune.devstack.host.set_options
+writes into ``[kvmtune]`` of tempest.conf with kvmtune's one INI editor,
+recording what was there so that clean puts it back (clean.sh does not
+know TEMPEST_CONFIG: lib/tempest defines it and clean.sh does not source
+it, so the path is taken from the record). The options are the Tempest
+plugin's (kvmtune/tempest_plugin/config.py).
 """
 
 import json
 import os
 
-from kvmtune.devstack import inifile
+from kvmtune import privileged
 from kvmtune.errors import InputError
 
 FOUND_FILE = 'found.json'
@@ -17,8 +20,9 @@ FOUND_FILE = 'found.json'
 
 def save_found(state_dir, found):
     os.makedirs(state_dir, exist_ok=True)
-    inifile.write_atomic(os.path.join(state_dir, FOUND_FILE),
-                         json.dumps(found, indent=2, sort_keys=True) + '\n')
+    privileged.write_file(
+        os.path.join(state_dir, FOUND_FILE),
+        json.dumps(found, indent=2, sort_keys=True) + '\n')
 
 
 def load_found(state_dir):

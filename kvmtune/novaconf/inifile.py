@@ -296,3 +296,47 @@ class IniFile:
         if self.lines and self.lines[-1].text.strip():
             lead = ['']
         self._insert(len(self.lines), lead + [f'[{section}]'] + texts)
+
+    # -- undoing (the DevStack plugin puts back what it changed) -----------
+
+    def delete(self, section, key):
+        """Remove every line of the option; return True when changed."""
+        return self.set_multi(section, key, []) if self.entries(
+            section, key) else False
+
+    def insert_after(self, section, anchor, key, values):
+        """Add an option that is not set, right after option ``anchor``
+        (its last occurrence), else where ``set_multi`` adds it."""
+        if self.entries(section, key):
+            raise ValueError(f'[{section}] {key} is already set')
+        found = self.entries(section, anchor) if anchor else []
+        if not found:
+            return self.set_multi(section, key, values)
+        separator = _spelling_of(found[-1])
+        self._insert(found[-1].last + 1,
+                     [key + separator + format_value(v) for v in values])
+        return True
+
+    def remove_section_if_empty(self, section, blank_before=True):
+        """Remove a ``[section]`` block that holds no option, with the blank
+        lines after it (comments keep it); return True when removed.
+
+        As the file's last block, the blank line before it goes too unless
+        ``blank_before`` is False (the file ended with it before the
+        section was appended).
+        """
+        blocks = self._blocks_of(section)
+        if len(blocks) != 1 or blocks[0].entries:
+            return False
+        block = blocks[0]
+        body = self.lines[block.header + 1:block.stop]
+        if any(line.text.strip() for line in body):
+            return False
+        start = block.header
+        if blank_before and block.stop == len(self.lines) and start > 0 \
+                and not self.lines[start - 1].text.strip():
+            # The last section: the blank line that led into it goes too.
+            start -= 1
+        del self.lines[start:block.stop]
+        self.blocks = parse(self.lines)
+        return True

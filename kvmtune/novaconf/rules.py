@@ -100,3 +100,48 @@ def _check_cpu_sets_disjoint(compute):
                       f'CPUs {sorted(both)} are also in cpu_shared_set; '
                       'Nova refuses to start with overlapping sets',
                       'give each host CPU to one of the two sets')
+
+
+# Nova's guest CPU rule (nova/conf/libvirt.py, the help of cpu_mode and
+# cpu_models; enforced at nova-compute start by
+# LibvirtDriver._check_cpu_compatibility in nova/virt/libvirt/driver.py):
+# [libvirt] cpu_models (deprecated name cpu_model) is refused unless
+# cpu_mode is custom, and required when it is. cpu_model_extra_flags is
+# valid with every mode, so it stays.
+CPU_MODE = ('libvirt', 'cpu_mode')
+CPU_MODELS = ('cpu_models', 'cpu_model')
+
+
+def follow_ups(changes, current):
+    """What Nova requires to go with ``changes`` in a file that has
+    ``current(section, option)`` (its value or None).
+
+    Returns ({section: {option: None}} of options to delete, [notices]);
+    raises Problem when no edit can satisfy Nova.
+    """
+    libvirt = changes.get(CPU_MODE[0], {})
+    mode = libvirt.get(CPU_MODE[1])
+    if mode is None:
+        return {}, []
+    models = [o for o in CPU_MODELS if libvirt.get(o)]
+    if mode == 'custom':
+        if not models and not any(current(CPU_MODE[0], o)
+                                  for o in CPU_MODELS):
+            raise Problem(CPU_MODE[0], 'cpu_models',
+                          'cpu_mode = custom needs cpu_models: nova-compute '
+                          'refuses to start without it',
+                          'name the CPU models in the profile, or use '
+                          'cpu_mode host-model or host-passthrough')
+        return {}, []
+    if models:
+        raise Problem(CPU_MODE[0], models[0],
+                      f'set with cpu_mode = {mode}: nova-compute refuses to '
+                      'start with cpu_models unless cpu_mode is custom',
+                      'drop cpu_models from the profile, or use cpu_mode '
+                      'custom')
+    gone = {o: None for o in CPU_MODELS
+            if current(CPU_MODE[0], o) is not None and o not in libvirt}
+    notices = [f'[libvirt] {o} = {current(CPU_MODE[0], o)} removed: '
+               f'nova-compute refuses it with cpu_mode = {mode}'
+               for o in gone]
+    return ({CPU_MODE[0]: gone} if gone else {}), notices

@@ -117,11 +117,44 @@ def resolve_changes(ini, changes):
     return resolved
 
 
+def add_follow_ups(path, ini, changes):
+    """``changes`` plus the deletions Nova then requires (see
+    kvmtune.novaconf.rules.follow_ups: a cpu_mode other than custom takes
+    cpu_models away); returns (changes, notices). A deletion is None."""
+    try:
+        gone, notices = rules.follow_ups(changes, ini.get)
+    except rules.Problem as problem:
+        raise InputError(problem.reason, source=path,
+                         key=f'[{problem.section}] {problem.option}',
+                         fix=problem.fix) from None
+    merged = {section: dict(options) for section, options in changes.items()}
+    for section, options in gone.items():
+        merged.setdefault(section, {}).update(options)
+    return merged, notices
+
+
+def planned_changes(path, changes):
+    """What ``apply`` would set (and delete: None) in nova.conf at
+    ``path``, given what the file has now; nothing is written."""
+    old = parse_config(path, read_config(path))
+    changes = resolve_changes(old, changes)
+    check_rules(path, changes)
+    return add_follow_ups(path, old, changes)[0]
+
+
+def _set_only(changes):
+    return {section: {o: v for o, v in options.items() if v is not None}
+            for section, options in changes.items()}
+
+
 def edit(ini, changes):
     """Apply {section: {option: value | [values]}} to ``ini`` in place."""
     for section, options in changes.items():
         for option, value in options.items():
-            if isinstance(value, list):
+            if value is None:
+                # An option Nova requires gone (rules.follow_ups).
+                ini.set_multi(section, option, [])
+            elif isinstance(value, list):
                 ini.set_multi(section, option, value)
             else:
                 ini.set(section, option, value)
@@ -224,6 +257,7 @@ def apply(path, changes, dry_run=False, nova_python=None):
     old = parse_config(path, old_text)
     changes = resolve_changes(old, changes)
     check_rules(path, changes)
+    changes, follow_notices = add_follow_ups(path, old, changes)
     new = parse_config(path, old_text)
     edit(new, changes)
     new_text = new.text
@@ -231,7 +265,9 @@ def apply(path, changes, dry_run=False, nova_python=None):
                          written=False, diff='', notices=[])
     if not result.changed:
         return result
-    result.nova, result.notices = check_nova(path, changes, nova_python)
+    result.nova, result.notices = check_nova(path, _set_only(changes),
+                                             nova_python)
+    result.notices = follow_notices + list(result.notices)
     result.diff = ini_diff.unified_diff(old, new, path, path)
     if not dry_run:
         result.backup = write_config(path, old_text, new_text)

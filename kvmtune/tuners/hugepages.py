@@ -107,6 +107,24 @@ class Hugepages(base.Tuner):
         page_mb = PAGE_KB[self.pool_size()] // 1024
         return max(0, usable_mb * percent // 100 // page_mb)
 
+    def hugepage_pools(self):
+        """[{'node', 'size_kb', 'count'}]: the pool per NUMA node (the
+        plan's ``hugepages`` key, set by kvmtune.pages.apply). A pool that
+        has pages keeps its nodes' counts unless memory_percent is given;
+        a new one is pool_pages() spread evenly over the nodes."""
+        size_kb = PAGE_KB[self.pool_size()]
+        now = self._pool_pages()
+        if self.params['memory_percent'] is None and sum(now.values()):
+            counts = now
+        else:
+            nodes = [node['id'] for node in self.numa_nodes()]
+            total = self.pool_pages()
+            share, extra = divmod(total, len(nodes))
+            counts = {node: share + (1 if index < extra else 0)
+                      for index, node in enumerate(nodes)}
+        return [{'node': node, 'size_kb': size_kb, 'count': count}
+                for node, count in sorted(counts.items())]
+
     def pool_args(self):
         size = self.pool_size()
         return [f'default_hugepagesz={size}', f'hugepagesz={size}',

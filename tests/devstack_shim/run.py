@@ -34,17 +34,24 @@ def venv_over(path, python=sys.executable):
 
 
 class Stack:
-    """``stack('stack', 'extra')`` runs that phase; returns its stdout."""
+    """``stack('stack', 'extra')`` runs that phase; returns its stdout.
+
+    With stack.sh's shell options (errexit, no nounset); PYTHON only for
+    the stack phases, as only stack.sh exports it.
+    """
 
     def __init__(self, env):
         self.env = env
 
     def __call__(self, *mode, timeout=900):
-        script = (f'set -eu\nsource {SHIM}\n'
+        script = (f'set -o errexit\nsource {SHIM}\n'
                   f'source {REPO}/devstack/settings\n'
                   f'source {REPO}/devstack/plugin.sh {" ".join(mode)}\n')
+        env = dict(self.env)
+        if mode[0] != 'stack':
+            env.pop('PYTHON', None)
         done = subprocess.run(['bash', '-c', script], capture_output=True,
-                              text=True, env=self.env, timeout=timeout)
+                              text=True, env=env, timeout=timeout)
         print(f'--- plugin.sh {" ".join(mode)}\n{done.stdout}{done.stderr}')
         if done.returncode != 0:
             raise AssertionError(f'plugin.sh {" ".join(mode)} failed: '

@@ -1,11 +1,11 @@
-"""devstack/settings, devstack/plugin.sh and kvmtune.devstack's logic.
+"""devstack/settings and devstack/plugin.sh, on tests/devstack_shim.
 
-The phases against a real cloud are in
+The phases under the real DevStack scripts are in
+tests/functional/test_devstack_real.py, against the test cloud in
 tests/functional/test_devstack_plugin.py; here: the settings contract,
-shell lint, and undo logic on real files in a temporary directory.
+shell lint, and how the plugin finds its Python.
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -13,11 +13,6 @@ import sys
 
 import pytest
 
-from kvmtune.devstack import changes as changes_mod
-from kvmtune.devstack import host
-from kvmtune.devstack import inifile
-from kvmtune.devstack import tempest
-from kvmtune.errors import InputError
 from tests import paths
 
 ROOT = paths.REPO
@@ -29,8 +24,9 @@ PLUGIN = os.path.join(ROOT, 'devstack', 'plugin.sh')
 def bash(script, env=None):
     full_env = {'PATH': os.environ['PATH'], 'SHIM_PYTHON': sys.executable,
                 **(env or {})}
+    # stack.sh's options: errexit, and nounset only with NOUNSET set.
     result = subprocess.run(
-        ['bash', '-c', f'set -eu\nsource {SHIM}\n{script}'],
+        ['bash', '-c', f'set -o errexit\nsource {SHIM}\n{script}'],
         capture_output=True, text=True, env=full_env)
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -55,7 +51,8 @@ def test_settings_defaults():
     got = settings({'DEST': '/opt/stack', 'ENABLED_SERVICES': 'n-cpu'},
                    'KVMTUNE_DIR', 'KVMTUNE_PROFILES', 'KVMTUNE_BASE_FLAVOR',
                    'KVMTUNE_ENABLE_NESTED', 'KVMTUNE_ALLOCATE_HUGEPAGES',
-                   'KVMTUNE_TAG_HOST', 'KVMTUNE_BUILD_IMAGE',
+                   'KVMTUNE_HUGEPAGES', 'KVMTUNE_TAG_HOST',
+                   'KVMTUNE_BUILD_IMAGE',
                    'KVMTUNE_STATE_DIR', 'ENABLED_SERVICES',
                    'TEMPEST_PLUGINS')
     assert got == {
@@ -64,7 +61,9 @@ def test_settings_defaults():
         'KVMTUNE_BASE_FLAVOR': 'm1.small',
         'KVMTUNE_ENABLE_NESTED': 'False',
         'KVMTUNE_ALLOCATE_HUGEPAGES': 'False',
-        'KVMTUNE_TAG_HOST': 'True',
+        'KVMTUNE_HUGEPAGES': 'plan',
+        # no n-api here: a compute-only node tags itself only if asked
+        'KVMTUNE_TAG_HOST': 'False',
         'KVMTUNE_BUILD_IMAGE': 'False',
         'KVMTUNE_STATE_DIR': '/opt/stack/data/kvmtune',
         'ENABLED_SERVICES': 'n-cpu,kvmtune',
@@ -78,18 +77,71 @@ def test_settings_keep_local_conf_values():
     got = settings({'KVMTUNE_PROFILES': 'cpu-pinning nested-host',
                     'KVMTUNE_ENABLE_NESTED': 'yes',
                     'KVMTUNE_TAG_HOST': 'no',
-                    'KVMTUNE_HUGEPAGES_2M': '64',
+                    'KVMTUNE_HUGEPAGES': '0:2M:64',
                     'DATA_DIR': '/srv/data',
                     'TEMPEST_PLUGINS': '/opt/stack/other'},
                    'KVMTUNE_PROFILES', 'KVMTUNE_ENABLE_NESTED',
-                   'KVMTUNE_TAG_HOST', 'KVMTUNE_HUGEPAGES_2M',
+                   'KVMTUNE_TAG_HOST', 'KVMTUNE_HUGEPAGES',
                    'KVMTUNE_STATE_DIR', 'TEMPEST_PLUGINS')
     assert got == {'KVMTUNE_PROFILES': 'cpu-pinning nested-host',
                    'KVMTUNE_ENABLE_NESTED': 'True',
                    'KVMTUNE_TAG_HOST': 'False',
-                   'KVMTUNE_HUGEPAGES_2M': '64',
+                   'KVMTUNE_HUGEPAGES': '0:2M:64',
                    'KVMTUNE_STATE_DIR': '/srv/data/kvmtune',
                    'TEMPEST_PLUGINS': '/opt/stack/other /opt/stack/kvmtune'}
+
+
+def test_settings_tag_the_host_by_default_on_the_controller():
+    got = settings({'ENABLED_SERVICES': 'n-api,n-sch,n-cpu'},
+                   'KVMTUNE_TAG_HOST')
+    assert got == {'KVMTUNE_TAG_HOST': 'True'}
+
+
+def test_settings_define_the_plugin():
+    out = bash('function define_plugin { echo "define_plugin $*"; }\n'
+               f'source {SETTINGS}')
+    assert out.splitlines() == ['define_plugin kvmtune']
+
+
+def python_of_plugin(env):
+    """What plugin.sh's _kvmtune_python says in that environment."""
+    return bash(f'source {SETTINGS}; source {PLUGIN} none; '
+                '_kvmtune_python', env=env).strip()
+
+
+# DevStack inc/python: setup_devstack_virtualenv exports
+# PYTHON=$DEVSTACK_VENV/bin/python3 (GLOBAL_VENV=True, stackrc's default),
+# install_python PYTHON=python$PYTHON3_VERSION; only stack.sh runs them.
+def test_python_is_stack_sh_s_when_it_set_one():
+    assert python_of_plugin({'PYTHON': '/x/bin/python3',
+                             'DEVSTACK_VENV': '/y'}) == '/x/bin/python3'
+
+
+def test_python_without_PYTHON_is_the_global_venv_s(tmp_path):
+    (tmp_path / 'bin').mkdir()
+    os.symlink(sys.executable, tmp_path / 'bin' / 'python3')
+    assert python_of_plugin({'DEVSTACK_VENV': str(tmp_path),
+                             'GLOBAL_VENV': 'True'}) == \
+        f'{tmp_path}/bin/python3'
+    assert python_of_plugin({'DEVSTACK_VENV': str(tmp_path),
+                             'GLOBAL_VENV': 'False',
+                             'PYTHON3_VERSION': '3.11'}) == 'python3.11'
+    assert python_of_plugin({'DEVSTACK_VENV': str(tmp_path / 'none'),
+                             'PYTHON3_VERSION': '3.12'}) == 'python3.12'
+
+
+def test_unstack_and_clean_run_without_PYTHON(tmp_path):
+    # unstack.sh and clean.sh do not have $PYTHON: the plugin must still
+    # run (here with nothing recorded, so nothing to undo).
+    (tmp_path / 'bin').mkdir()
+    os.symlink(sys.executable, tmp_path / 'bin' / 'python3')
+    env = {'DEVSTACK_VENV': str(tmp_path), 'GLOBAL_VENV': 'True',
+           'KVMTUNE_STATE_DIR': str(tmp_path / 'state'),
+           'NOVA_CPU_CONF': str(tmp_path / 'nova-cpu.conf')}
+    out = bash(f'source {SETTINGS}; source {PLUGIN} unstack; '
+               f'source {PLUGIN} clean', env=env)
+    assert 'no flavor, trait or image of the plugin to remove' in out
+    assert not (tmp_path / 'state').exists()
 
 
 def test_settings_sourced_twice_add_the_tempest_plugin_once():
@@ -116,168 +168,6 @@ def test_test_config_needs_tempest_enabled(tmp_path):
                     'TEMPEST_CONFIG': str(tmp_path / 'tempest.conf')})
     assert out == ''
     assert not (tmp_path / 'tempest.conf').exists()
-
-
-NOVA_CONF = """\
-[DEFAULT]
-# reserved_huge_pages = node:0,size:2048,count:1
-debug = True
-
-[compute]
-cpu_shared_set = 0
-"""
-
-
-def test_inifile_get_put_keep_everything_else(tmp_path):
-    path = str(tmp_path / 'nova.conf')
-    with open(path, 'w') as handle:
-        handle.write(NOVA_CONF)
-    assert inifile.get(path, 'compute', 'cpu_shared_set') == ['0']
-    assert inifile.get(path, 'DEFAULT', 'reserved_huge_pages') is None
-    inifile.put(path, 'DEFAULT', 'reserved_huge_pages',
-                ['node:0,size:2048,count:1', 'node:1,size:2048,count:1'])
-    inifile.put(path, 'workarounds', 'disable_fallback_pcpu_query',
-                ['true'])
-    assert inifile.get(path, 'DEFAULT', 'reserved_huge_pages') == [
-        'node:0,size:2048,count:1', 'node:1,size:2048,count:1']
-    inifile.put(path, 'DEFAULT', 'reserved_huge_pages', None)
-    inifile.put(path, 'workarounds', 'disable_fallback_pcpu_query', None)
-    with open(path) as handle:
-        text = handle.read()
-    assert text == NOVA_CONF + '\n[workarounds]\n'
-
-
-def test_nova_options_refuses_conflicting_profiles():
-    plans = [{'profile': 'a', 'nova_conf': {'compute': {
-                 'cpu_dedicated_set': '1'}}},
-             {'profile': 'b', 'nova_conf': {'compute': {
-                 'cpu_dedicated_set': '1-3'}}}]
-    with pytest.raises(InputError) as err:
-        host.nova_options(plans)
-    assert 'profiles a and b' in err.value.line()
-    assert '[compute] cpu_dedicated_set' in err.value.line()
-
-
-def test_nova_options_merges_agreeing_profiles():
-    plans = [{'profile': 'a', 'nova_conf': {
-                 'compute': {'cpu_dedicated_set': '1'},
-                 'DEFAULT': {'reserved_huge_pages': ['node:0,size:2MB,'
-                                                     'count:1']}}},
-             {'profile': 'b', 'nova_conf': {'compute': {
-                 'cpu_dedicated_set': '1'}}}]
-    assert host.nova_options(plans) == {
-        ('compute', 'cpu_dedicated_set'): ['1'],
-        ('DEFAULT', 'reserved_huge_pages'): ['node:0,size:2MB,count:1']}
-
-
-def test_clean_undoes_files_and_sysctl_exactly(tmp_path):
-    changes = changes_mod.Changes(str(tmp_path / 'state'))
-    modprobe = tmp_path / 'modprobe.d'
-    modprobe.mkdir()
-    (modprobe / 'kvm.conf').write_text('options kvm ignore_msrs=1\n')
-    proc = tmp_path / 'vm'
-    proc.mkdir()
-    (proc / 'nr_hugepages').write_text('0\n')
-    host._write_file(changes, str(modprobe / 'kvm_intel.conf'),
-                     'options kvm_intel nested=1\n')
-    host._write_file(changes, str(modprobe / 'kvm.conf'),
-                     'options kvm ignore_msrs=0\n')
-    host._allocate_hugepages(changes, 8, str(tmp_path / 'sysctl.d'),
-                             str(proc))
-    assert (proc / 'nr_hugepages').read_text() == '8\n'
-    assert 'vm.nr_hugepages = 8' in (
-        tmp_path / 'sysctl.d' / host.HUGEPAGES_SYSCTL_FILE).read_text()
-    recorded = json.loads((tmp_path / 'state' / 'changes.json').read_text())
-    assert [f['before'] for f in recorded['files']] == [
-        None, 'options kvm ignore_msrs=1\n', None]
-
-    host.clean(changes)
-    assert sorted(os.listdir(modprobe)) == ['kvm.conf']
-    assert (modprobe / 'kvm.conf').read_text() == \
-        'options kvm ignore_msrs=1\n'
-    assert os.listdir(tmp_path / 'sysctl.d') == []
-    assert (proc / 'nr_hugepages').read_text() == '0\n'
-    assert not (tmp_path / 'state' / 'changes.json').exists()
-
-
-def test_clean_leaves_an_option_changed_since(tmp_path, capsys):
-    path = str(tmp_path / 'nova.conf')
-    with open(path, 'w') as handle:
-        handle.write(NOVA_CONF)
-    changes = changes_mod.Changes(str(tmp_path / 'state'))
-    changes.entries('nova_conf').extend([
-        {'path': path, 'section': 'compute', 'option': 'cpu_shared_set',
-         'before': None, 'after': ['1']},
-        {'path': path, 'section': 'DEFAULT', 'option': 'debug',
-         'before': ['False'], 'after': ['True']}])
-    host.clean(changes)
-    assert inifile.get(path, 'compute', 'cpu_shared_set') == ['0']
-    assert inifile.get(path, 'DEFAULT', 'debug') == ['False']
-    out = capsys.readouterr().out
-    assert 'cpu_shared_set was changed after kvmtune set it' in out
-
-
-def test_changes_file_with_wrong_schema_is_one_line_error(tmp_path):
-    (tmp_path / 'changes.json').write_text('{"schema": 7}')
-    with pytest.raises(InputError) as err:
-        changes_mod.Changes(str(tmp_path))
-    assert "schema 7 is not 1" in err.value.line()
-
-
-def test_tempest_options_lines():
-    lines = tempest.options({
-        'flavors': {'nested-host': 'm1.small.nested-host',
-                    'cpu-pinning': 'm1.small.cpu-pinning'},
-        'traits_tagged': True, 'host_traits': ['CUSTOM_KVMTUNE_NESTED'],
-        'benchmark_image': None})
-    assert lines == [
-        ('flavors', 'cpu-pinning:m1.small.cpu-pinning,'
-                    'nested-host:m1.small.nested-host'),
-        ('traits_tagged', 'True'),
-        ('host_traits', 'CUSTOM_KVMTUNE_NESTED')]
-
-
-def test_tempest_options_are_the_tempest_plugins_options():
-    from kvmtune.tempest_plugin import config
-
-    lines = tempest.options({
-        'flavors': {'cpu-pinning': 'm1.small.cpu-pinning'},
-        'traits_tagged': False, 'host_traits': [],
-        'benchmark_image': 'kvmtune-bench'})
-    opts = {opt.name: opt for opt in config.KvmtuneGroup}
-    # Every line is one of the plugin's options, in that option's format.
-    parsed = {name: opts[name].type(value) for name, value in lines}
-    assert parsed == {'flavors': {'cpu-pinning': 'm1.small.cpu-pinning'},
-                      'traits_tagged': False, 'host_traits': [],
-                      'benchmark_image': 'kvmtune-bench'}
-
-
-def test_drop_section_if_empty_restores_the_file(tmp_path):
-    path = str(tmp_path / 'nova.conf')
-    with open(path, 'w') as handle:
-        handle.write(NOVA_CONF)
-    ended_blank = inifile.ends_blank(path)
-    inifile.put(path, 'libvirt', 'cpu_mode', ['host-passthrough'])
-    inifile.put(path, 'workarounds', 'x', ['1'])
-    assert not inifile.drop_section_if_empty(path, 'libvirt', ended_blank)
-    inifile.put(path, 'libvirt', 'cpu_mode', None)
-    inifile.put(path, 'workarounds', 'x', None)
-    assert inifile.drop_section_if_empty(path, 'libvirt', ended_blank)
-    assert inifile.drop_section_if_empty(path, 'workarounds', ended_blank)
-    with open(path) as handle:
-        assert handle.read() == NOVA_CONF
-    assert not inifile.drop_section_if_empty(path, 'compute', ended_blank)
-
-
-def test_drop_section_keeps_a_blank_last_line_that_was_there(tmp_path):
-    path = str(tmp_path / 'nova.conf')
-    with open(path, 'w') as handle:
-        handle.write(NOVA_CONF + '\n')
-    inifile.put(path, 'libvirt', 'cpu_mode', ['host-passthrough'])
-    inifile.put(path, 'libvirt', 'cpu_mode', None)
-    assert inifile.drop_section_if_empty(path, 'libvirt', ended_blank=True)
-    with open(path) as handle:
-        assert handle.read() == NOVA_CONF + '\n'
 
 
 def test_tempest_plugin_entry_point_finds_tests_and_options():
