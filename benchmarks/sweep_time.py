@@ -4,13 +4,19 @@
 A sweep's cost grows with the VM count: the guests boot together (under
 QEMU TCG they share two cores) and every guest must report before the
 step ends. This prints, per flavor and step, the iteration's wall time
-(duration plus the scenario's idle waits) and where it went: creating
-servers, waiting for ACTIVE, waiting for the guests' results (mostly the
-common start_at margin plus the workload's runtime), deleting them.
+(duration plus the scenario's idle waits) and its budget from the
+scenario's atomic actions (kvmtune.report.rally_results.BUDGET): boot (API
+calls to ACTIVE), ready (ACTIVE to every guest ready), workload (start
+signal to every verdict; with start_mode "at" the whole wait for
+start_at), collect, delete. With the signal start (issue 15) it also
+prints the slowest guest's API-to-ready time and checks the step against
+the target: wall <= slowest ready + runtime + 20 s.
 
-  python benchmarks/sweep_time.py TASK_RESULTS.json
+  python benchmarks/sweep_time.py TASK_RESULTS.json [--against OLD.json]
 
 TASK_RESULTS.json: `rally task report --json` or `rally task results`.
+--against: a run of the same sweep in the old start_at mode; its table
+follows and the ratio of the two totals closes the output.
 """
 
 import argparse
@@ -20,69 +26,96 @@ from kvmtune.errors import KvmtuneError
 from kvmtune.report import rally_results
 from kvmtune.report import vmtable
 
-PHASES = (('kvmtune.create_servers', 'create'),
-          ('kvmtune.wait_active', 'active'),
-          ('kvmtune.wait_results', 'results'),
-          ('kvmtune.delete_servers', 'delete'))
-
-
-def phase_seconds(atomic_actions):
-    """Seconds per atomic action name, in either Rally format."""
-    if isinstance(atomic_actions, dict):    # old: {name: duration}
-        return {k: v or 0.0 for k, v in atomic_actions.items()}
-    out = {}
-    for action in atomic_actions:
-        if action.get('finished_at') is not None:
-            out[action['name']] = out.get(action['name'], 0.0) + (
-                action['finished_at'] - action['started_at'])
-    return out
+PHASES = tuple(name for name, _ in rally_results.BUDGET)
+# The target of issue 15: a step ends this long after its slowest guest
+# was ready and the workload ran.
+SLACK = 20.0
 
 
 def steps(doc, source):
-    """(flavor, VM count, wall s, {phase: s}, error) per iteration."""
+    """(flavor, VM count, valid guests, budget, runtime, error) per
+    iteration of every KvmTune scaling workload."""
     for name, args, data, _ in rally_results.workloads(doc, source):
         if name not in rally_results.SCENARIOS:
             continue
         counts = args.get('vm_counts') or []
         flavor = rally_results._name(args.get('flavor'))
+        runtime = float(args.get('runtime') or 10)
         for i, it in enumerate(data):
             rows = vmtable.rows_as_dicts(it.get('output'))
-            vms = (len(vmtable.clients(rows)) if rows is not None
-                   else counts[i % len(counts)] if counts else '?')
-            wall = it['duration'] + it.get('idle_duration', 0.0)
-            yield (flavor, vms, wall, phase_seconds(it['atomic_actions']),
+            if rows is not None:
+                vms = len(vmtable.clients(rows))
+                valid = sum(r['status'] == vmtable.OK
+                            for r in vmtable.clients(rows))
+            else:
+                vms = counts[i % len(counts)] if counts else '?'
+                valid = 0
+            yield (flavor, vms, valid, rally_results.budget(it), runtime,
                    ': '.join(it['error'][:1]) if it.get('error') else '')
+
+
+def _fmt(value):
+    return '-' if value is None else f'{value:.1f}'
+
+
+def table(rows):
+    """The printed lines for ``rows`` (from steps) and their total."""
+    head = (['flavor', 'VMs', 'valid', 'wall s'] + list(PHASES) +
+            ['slowest ready', 'target', 'within', 'error'])
+    out = []
+    for flavor, vms, valid, b, runtime, error in rows:
+        target = (b['slowest_ready'] + runtime + SLACK
+                  if b['slowest_ready'] is not None else None)
+        within = ('-' if target is None else
+                  'yes' if b['wall'] <= target else 'NO')
+        out.append([flavor, str(vms), f'{valid}/{vms}', _fmt(b['wall'])] +
+                   [_fmt(b[p]) for p in PHASES] +
+                   [_fmt(b['slowest_ready']), _fmt(target), within, error])
+    widths = [max(len(r[i]) for r in out + [head])
+              for i in range(len(head))]
+    lines = ['  '.join(c.ljust(w) if i in (0, len(head) - 1) else
+                       c.rjust(w) for i, (c, w) in
+                       enumerate(zip(r, widths))).rstrip()
+             for r in [head] + out]
+    total = sum(r[3]['wall'] for r in rows)
+    lines.append(f'total: {total:.1f} s over {len(rows)} steps')
+    return lines, total
+
+
+def _load(path):
+    rows = list(steps(rally_results.read(path), path))
+    if not rows:
+        raise KvmtuneError('no KvmTune scaling workload', source=path,
+                           fix='pass the JSON of a disk or network sweep')
+    return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('results', metavar='TASK_RESULTS.json')
+    parser.add_argument('--against', metavar='OLD.json',
+                        help='the same sweep run in the old start_at mode')
     args = parser.parse_args(argv)
     try:
-        doc = rally_results.read(args.results)
-        rows = list(steps(doc, args.results))
+        runs = [(args.results, _load(args.results))]
+        if args.against:
+            runs.append((args.against, _load(args.against)))
     except KvmtuneError as exc:
         print(f'sweep_time: error: {exc.line()}', file=sys.stderr)
         return 2
-    except (KeyError, TypeError) as exc:
-        print(f'sweep_time: error: {args.results}: malformed Rally result '
-              f'({exc!r})', file=sys.stderr)
+    except (KeyError, TypeError, ValueError) as exc:
+        print(f'sweep_time: error: malformed Rally result ({exc!r})',
+              file=sys.stderr)
         return 2
-    if not rows:
-        print(f'sweep_time: error: {args.results}: no KvmTune scaling '
-              'workload', file=sys.stderr)
-        return 2
-    head = ['flavor', 'VMs', 'wall s'] + [p for _, p in PHASES] + ['error']
-    table = [[f, str(n), f'{w:.1f}']
-             + [f'{ph.get(k, 0.0):.1f}' for k, _ in PHASES] + [e]
-             for f, n, w, ph, e in rows]
-    widths = [max(len(r[i]) for r in table + [head])
-              for i in range(len(head))]
-    for r in [head] + table:
-        print('  '.join(c.ljust(w) if i in (0, len(head) - 1) else
-                        c.rjust(w) for i, (c, w) in
-                        enumerate(zip(r, widths))).rstrip())
-    print(f'total: {sum(r[2] for r in rows):.1f} s over {len(rows)} steps')
+    totals = []
+    for path, rows in runs:
+        lines, total = table(rows)
+        print(f'{path}:')
+        print('\n'.join(lines))
+        totals.append(total)
+    if len(totals) == 2 and totals[0] > 0:
+        print(f'speed-up: {totals[1]:.1f} s / {totals[0]:.1f} s = '
+              f'{totals[1] / totals[0]:.2f}x')
     return 0
 
 

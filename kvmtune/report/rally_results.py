@@ -14,6 +14,47 @@ from kvmtune.report import vmtable
 
 SCENARIOS = ('KvmTune.disk_scaling', 'KvmTune.network_scaling')
 
+# A step's time budget (issue 15): the scenarios' atomic actions summed per
+# phase. boot: API calls to ACTIVE; ready: ACTIVE to every guest ready;
+# workload: the start signal (or start_at's wait) to every verdict;
+# collect: verifying and parsing; delete: servers and group gone.
+BUDGET = (('boot', ('kvmtune.create_servers', 'kvmtune.wait_active',
+                    'nova.create_server_group')),
+          ('ready', ('kvmtune.wait_ready',)),
+          ('workload', ('kvmtune.start', 'kvmtune.wait_results')),
+          ('collect', ('kvmtune.collect',)),
+          ('delete', ('kvmtune.delete_servers',)))
+
+
+def action_seconds(atomic_actions):
+    """Seconds per atomic action name, in either Rally format."""
+    if isinstance(atomic_actions, dict):    # old: {name: duration}
+        return {k: v or 0.0 for k, v in atomic_actions.items()}
+    out = {}
+    for action in atomic_actions or ():
+        if action.get('finished_at') is not None:
+            out[action['name']] = out.get(action['name'], 0.0) + (
+                action['finished_at'] - action['started_at'])
+    return out
+
+
+def budget(iteration):
+    """{"wall", "boot", "ready", "workload", "collect", "delete",
+    "slowest_ready"} seconds of one iteration: its wall time (duration plus
+    idle waits), the phases, and the API-to-ready time of its slowest
+    guest as the scenario saw it (host clock; None when the step did not
+    wait for ready lines, start_mode "at")."""
+    seconds = action_seconds(iteration.get('atomic_actions'))
+    out = {'wall': (iteration.get('duration') or 0.0) +
+           (iteration.get('idle_duration') or 0.0)}
+    for phase, names in BUDGET:
+        out[phase] = sum(seconds.get(n, 0.0) for n in names)
+    rows = vmtable.rows_as_dicts(iteration.get('output')) or []
+    seen = [r['seen_ready_s'] for r in vmtable.clients(rows)
+            if r.get('seen_ready_s') is not None]
+    out['slowest_ready'] = max(seen) if seen else None
+    return out
+
 
 @dataclasses.dataclass
 class Sweep:
@@ -28,6 +69,8 @@ class Sweep:
     # one line per iteration that failed before leaving a table
     iteration_errors: list = dataclasses.field(default_factory=list)
     sla: list = dataclasses.field(default_factory=list)
+    # (VM count, budget(iteration)) per iteration that left a table
+    budgets: list = dataclasses.field(default_factory=list)
 
     @property
     def emulated(self):
@@ -99,6 +142,7 @@ def sweeps_from(doc, source='<input>'):
                     continue
                 cl = vmtable.clients(rows)
                 sweep.points[len(cl)].append(cl)
+                sweep.budgets.append((len(cl), budget(it)))
             sweeps.append(sweep)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f'malformed Rally task result ({exc!r})',

@@ -66,6 +66,23 @@ def failure_lines(sweep):
     return lines
 
 
+def budget_lines(sweep):
+    """The steps' time budget (seconds, host clock), one line per step."""
+    if not sweep.budgets:
+        return []
+    lines = ['step time budget, s (wall = boot + ready + workload + '
+             'collect + delete + Rally\'s own; slowest ready = API to the '
+             'last guest ready):']
+    for vms, b in sweep.budgets:
+        lines.append(
+            f'  {vms} VMs: wall {b["wall"]:.1f}: boot {b["boot"]:.1f}, '
+            f'ready {b["ready"]:.1f}, workload {b["workload"]:.1f}, '
+            f'collect {b["collect"]:.1f}, delete {b["delete"]:.1f}; '
+            'slowest ready ' + (f'{b["slowest_ready"]:.1f}'
+                                if b['slowest_ready'] is not None else '-'))
+    return lines
+
+
 def text(analysed):
     """The report as text; ``analysed`` is a list of (sweep, scaling)."""
     out = []
@@ -85,6 +102,7 @@ def text(analysed):
         if bad:
             out.append('guests without a valid result (not averaged):')
             out.extend(bad)
+        out.extend(budget_lines(sweep))
         out.append('')
     return '\n'.join(out)
 

@@ -4,6 +4,7 @@ import time
 
 from rally.common import validation
 from rally import exceptions
+from rally.task import atomic
 from rally.task import types
 
 from rally_openstack.common import consts
@@ -20,6 +21,8 @@ from rally_scenarios.scenarios.kvmtune import utils
 @validation.add("image_valid_on_flavor", flavor_param="flavor",
                 image_param="image", fail_on_404_image=False)
 @validation.add("number", param_name="runtime", minval=1, integer_only=True)
+@validation.add("enum", param_name="start_mode", values=utils.START_MODES,
+                missed=True)
 @validation.add("required_services", services=[consts.Service.NOVA,
                                                consts.Service.NEUTRON])
 @validation.add("required_platform", platform="openstack", users=True)
@@ -43,7 +46,7 @@ class NetworkScaling(utils.KvmTuneScenario):
     def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
             runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
             result_timeout=180, host=None, nics=None, emulated=False,
-            server_flavor=None):
+            server_flavor=None, start_mode="at", ready_timeout=600):
         """Boot a server guest, then N clients that load it at once.
 
         The server guest (role server, hold) serves until it is deleted;
@@ -60,10 +63,18 @@ class NetworkScaling(utils.KvmTuneScenario):
         :param workload: workload name from kvmtune/data/workloads
         :param runtime: seconds each client runs
         :param params: workload parameters passed to the guests unchanged
-        :param start_margin: seconds from now to start_at for one client
-        :param start_margin_per_vm: extra seconds per client booted at once
-        :param result_timeout: seconds after start_at + runtime to wait for
-            every client's status line on its console
+        :param start_margin: start_mode "at": seconds from now to
+            start_at for one client
+        :param start_margin_per_vm: start_mode "at": extra seconds per
+            client booted at once
+        :param result_timeout: seconds after the start + runtime to wait
+            for every client's status line on its console
+        :param start_mode: "at" (default here: the signal start has not
+            been run on a cloud with the network sweep yet) or "signal":
+            the clients start on an NMI once the server serves and every
+            client said ready (design.md 6)
+        :param ready_timeout: start_mode "signal": seconds from the
+            clients' create calls for every client to say ready
         :param host: admin only: boot on this compute host
         :param nics: NICs for novaclient; default: the context's network
         :param emulated: the cloud runs guests under QEMU without KVM
@@ -91,19 +102,34 @@ class NetworkScaling(utils.KvmTuneScenario):
                                 placement, nics, created)
             server, = self._wait_active(created)
             peer = self._address(server)
-            start = guests.start_at(time.time(), vms, start_margin,
-                                    start_margin_per_vm)
+            signal = start_mode == "signal"
+            created_at = time.time()
+            start = None if signal else guests.start_at(
+                created_at, vms, start_margin, start_margin_per_vm)
             # hold: Nova serves no console log of a stopped guest
             jobs = [self._job(workload, start, runtime, peer=peer,
-                              hold=True, params=dict(params or {}, port=p))
+                              hold=True, params=dict(params or {}, port=p),
+                              start="nmi" if signal else None)
                     for p in ports]
             self._create_guests(image, flavor, jobs, placement, nics,
                                 created)
             clients = self._wait_active(created[1:])
-            logs = self._wait_results(clients,
-                                      start + runtime + result_timeout)
-            rows = [guests.row(logs.get(s.id), s.id, "client", workload,
-                               emulated)
-                    for s in clients]
-            self._add_charts(rows)
+            active_at = time.time()
+            if signal:
+                logs, ready_at, sent = self._run_signalled(
+                    [server] + clients, clients, runtime,
+                    ready_timeout - (active_at - created_at), result_timeout)
+            else:
+                logs = self._wait_results(clients,
+                                          start + runtime + result_timeout)
+                ready_at, sent = {}, {}
+            with atomic.ActionTimer(self, "kvmtune.collect"):
+                seen = {i: t - created_at for i, t in ready_at.items()}
+                rows = [guests.row(logs.get(s.id), s.id, "client",
+                                   workload, emulated, seen.get(s.id))
+                        for s in clients]
+                self._add_charts(rows)
+                self._add_budget(vms, created_at, active_at,
+                                 {i: t for i, t in ready_at.items()
+                                  if i != server.id}, sent, rows)
         self._fail_on_bad_guests(rows)

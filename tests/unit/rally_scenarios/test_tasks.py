@@ -107,3 +107,34 @@ def test_network_sweep_makes_no_router_and_may_name_a_server_flavor():
     # unset, the server guest takes each subtask's flavor
     for args in scenario_args(render('network-scaling.yaml')):
         assert 'server_flavor' not in args
+
+
+@pytest.mark.parametrize('name,default', [('disk-scaling.yaml', 'signal'),
+                                          ('network-scaling.yaml', 'at')])
+def test_start_mode_default_and_override(name, default):
+    config = render(name)
+    assert {a['start_mode'] for a in scenario_args(config)} == {default}
+    other = 'at' if default == 'signal' else 'signal'
+    config = render(name, start_mode=other, ready_timeout=120)
+    validate_syntax(config)
+    assert {(a['start_mode'], a['ready_timeout'])
+            for a in scenario_args(config)} == {(other, 120)}
+
+
+def test_an_unknown_start_mode_fails_the_scenarios_validators():
+    from rally.common import validation
+    from rally_scenarios.scenarios.kvmtune import disk
+
+    def check(mode):
+        config = {'args': dict(scenario_args(
+            render('disk-scaling.yaml', start_mode=mode))[0])}
+        for validator_cls, args, kwargs in disk.DiskScaling._meta_get(
+                'validators'):
+            if validator_cls == 'enum':
+                validation.Validator.get(validator_cls)(
+                    *args, **kwargs).validate({}, config, None, None)
+
+    check('signal')
+    check('at')
+    with pytest.raises(validation.ValidationError, match='whenever'):
+        check('whenever')

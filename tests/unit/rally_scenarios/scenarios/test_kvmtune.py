@@ -398,3 +398,20 @@ def test_fio_latency_chart_takes_the_worst_p99():
                               max(r['lat_p99_us'] for r in rows)]
     assert lat['data'][0][1] == pytest.approx(
         sum(r['lat_mean_us'] for r in rows) / 2)
+
+
+def test_network_signal_mode_starts_the_clients_once_the_server_serves():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova, iteration=2,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
+             start_mode='signal')
+    server, *clients = nova.servers.created
+    assert 'start' not in server.job and server.nmis == 0
+    assert all(c.job['start'] == 'nmi' and c.nmis == 1 for c in clients)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok', 'ok']
+    assert all(r['gbit_s'] > 0 and r['ready_s'] == 9.5 for r in rows)
+    figures = budget(scen)
+    assert (figures['guests'], figures['guests ready'],
+            figures['guests started']) == (2, 2, 2)
