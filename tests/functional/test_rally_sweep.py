@@ -1,7 +1,7 @@
 """The Rally disk and network sweeps against the test cloud, real guests.
 
-Needs: the test cloud up with libvirt compute (tests/functional/cloud/cloud
-up --compute libvirt) and the benchmark image built (kvmtune image build);
+Needs: the test cloud up with libvirt compute (kvmtune cloud up --compute
+libvirt) and the benchmark image built (kvmtune image build);
 the image is uploaded as kvmtune-bench and the flavor m1.bench.baseline
 made the way tools/main-job does it, when they are missing (a fresh cloud).
 The network sweep also needs the cloud's real Neutron (its default in
