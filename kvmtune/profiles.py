@@ -3,14 +3,15 @@
 A profile (design.md section 3) has a ``description``, a ``source`` citing
 the experiment it reproduces, and ``tuners``: a list of tuner names or
 ``{name, params}`` mappings. Profiles are found in the packaged directory
-(package data: ``kvmtune/data/profiles``), then in ``[DEFAULT] profile_dirs``; a later directory wins on
-equal names.
+(package data: ``kvmtune/data/profiles``), then in ``[DEFAULT]
+profile_dirs``; a later directory wins on equal names.
 """
 
 import dataclasses
 import os
 import pathlib
 
+from kvmtune import inputs
 from kvmtune.errors import InputError
 
 SUFFIXES = ('.yaml', '.yml')
@@ -44,8 +45,11 @@ def available(dirs):
                                  'kvmtune.conf') from None
         for entry in entries:
             stem, suffix = os.path.splitext(entry)
-            if suffix in SUFFIXES:
-                found[stem] = os.path.join(directory, entry)
+            path = os.path.join(directory, entry)
+            # A directory, FIFO or device named *.yaml is not a profile
+            # (reading a FIFO would hang): only regular files count.
+            if suffix in SUFFIXES and os.path.isfile(path):
+                found[stem] = path
     return found
 
 
@@ -80,22 +84,20 @@ class Profile:
         }
 
 
-def _read_yaml(path):
-    import yaml
+MAX_BYTES = 1 << 20     # a profile is a few hundred bytes
 
-    try:
-        with open(path, encoding='utf-8') as f:
-            return yaml.safe_load(f)
-    except OSError as exc:
-        raise InputError(f'cannot read the profile: {exc.strerror}',
-                         source=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, 'problem_mark', None)
-        where = (f' at line {mark.line + 1}, column {mark.column + 1}'
-                 if mark else '')
-        problem = getattr(exc, 'problem', None) or str(exc)
-        raise InputError(f'malformed YAML{where}: {problem}', source=path,
-                         fix='correct the YAML syntax') from None
+
+def _read_yaml(path):
+    # Duplicate keys, non-string keys, nesting, non-UTF-8: kvmtune.inputs.
+    return inputs.load_yaml(path, max_bytes=MAX_BYTES)
+
+
+def _kind(value):
+    if value is None:
+        return 'missing or empty'
+    if isinstance(value, dict):
+        return 'a mapping'
+    return f'a {type(value).__name__}'
 
 
 def _text(data, key, path):
@@ -128,7 +130,13 @@ def _tuner_ref(item, index, path, seen):
                          key=key, fix='merge its params into one entry')
     seen.add(name)
     tuner_class = tuners.get(name, source=path, key=key)
-    params = item.get('params') or {}
+    params = item.get('params', {})
+    if not isinstance(params, dict) or ('params' in item and not params):
+        raise InputError('params is empty or not a mapping of parameter '
+                         'names to values', source=path,
+                         key=f'{key}.params', fix='give the parameters as '
+                         'name: value lines, or leave params out for the '
+                         "tuner's defaults")
     tuner_class.parse_params(params, source=path)
     return TunerRef(name, params, tuner_class)
 
@@ -149,9 +157,12 @@ def load_file(path):
         raise InputError(f'name {name!r} differs from the file name',
                          source=path, key='name',
                          fix=f'name it {stem!r} or rename the file')
-    tuner_items = data.get('tuners') or []
+    tuner_items = data.get('tuners')
     if not isinstance(tuner_items, list):
-        raise InputError('tuners must be a list', source=path, key='tuners')
+        raise InputError('tuners must be a list of tuners (it is '
+                         f'{_kind(tuner_items)})', source=path, key='tuners',
+                         fix="list the tuners; write 'tuners: []' for a "
+                         'profile that tunes nothing (as baseline does)')
     seen = set()
     refs = [_tuner_ref(item, index, path, seen)
             for index, item in enumerate(tuner_items)]

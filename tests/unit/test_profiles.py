@@ -90,7 +90,7 @@ def test_malformed_yaml_names_line_and_column(tmp_path):
            params: {}
         """)
     line = error_line(path)
-    assert line.startswith(f'{path}: malformed YAML at line 5, column 4')
+    assert line.startswith(f'{path}: line 5, column 4: malformed YAML')
 
 
 @pytest.mark.parametrize('body,expected', [
@@ -208,3 +208,98 @@ def test_config_sample_is_current(tmp_path):
                            'kvmtune.conf.sample')) as f:
         assert f.read() == out.read_text()
     assert '#profile_dirs =' in out.read_text()
+
+
+# -- hostile profiles (issue 11) ---------------------------------------------
+
+def test_a_second_tuners_key_is_an_error_not_a_silent_override(tmp_path):
+    path = write(tmp_path, 'twice.yaml', """\
+        description: x
+        source: y
+        tuners:
+          - cpu_pinning
+        tuners:
+          - ept
+        """)
+    line = error_line(path)
+    assert "duplicate key 'tuners'" in line and 'line 5' in line
+
+
+@pytest.mark.parametrize('tuners, words', [
+    ('{}', 'a mapping'),
+    ('', 'missing or empty'),
+    ('{cpu_pinning: {}}', 'a mapping'),
+    ('ept', 'a str'),
+])
+def test_tuners_that_are_not_a_list(tmp_path, tuners, words):
+    path = write(tmp_path, 'p.yaml', f"""\
+        description: x
+        source: y
+        tuners: {tuners}
+        """)
+    line = error_line(path)
+    assert 'tuners must be a list' in line and words in line
+
+
+def test_missing_tuners_key(tmp_path):
+    path = write(tmp_path, 'p.yaml', 'description: x\nsource: y\n')
+    assert "tuners: []" in error_line(path)
+
+
+@pytest.mark.parametrize('params', ['[]', '', '{}', 'null', '[a, b]'])
+def test_empty_or_list_params(tmp_path, params):
+    path = write(tmp_path, 'p.yaml', f"""\
+        description: x
+        source: y
+        tuners:
+          - name: cpu_pinning
+            params: {params}
+        """)
+    line = error_line(path)
+    assert 'tuners[0].params' in line
+
+
+def test_empty_tuner_map(tmp_path):
+    path = write(tmp_path, 'p.yaml', """\
+        description: x
+        source: y
+        tuners:
+          - {}
+        """)
+    assert 'missing tuner name' in error_line(path)
+
+
+@pytest.mark.parametrize('text, words', [
+    (b'description: caf\xe9\nsource: y\ntuners: []\n', 'not UTF-8'),
+    (b'description: x\nsource: y\ntuners: ' + b'[' * 5000 + b'\n',
+     'nested'),
+    (b'description: x\nsource: y\ntuners: []\n1: x\n', 'not a string'),
+    (b'description: x\nsource: y\ntuners: []\n? [a]\n: x\n',
+     'not a string'),
+    (b'description: x\nsource: y\ntuners: []\nyes: x\n', 'not a string'),
+])
+def test_yaml_that_used_to_be_an_internal_error(tmp_path, text, words):
+    path = tmp_path / 'p.yaml'
+    path.write_bytes(text)
+    assert words in error_line(str(path))
+
+
+def test_profile_dir_entry_that_is_a_directory_or_fifo(tmp_path):
+    (tmp_path / 'dir.yaml').mkdir()
+    os.mkfifo(tmp_path / 'fifo.yaml')
+    write(tmp_path, 'mine.yaml', GOOD)
+    found = profiles.available([str(tmp_path)])
+    assert sorted(found) == ['mine']
+    with pytest.raises(InputError, match='directory'):
+        profiles.load_file(str(tmp_path / 'dir.yaml'))
+    with pytest.raises(InputError, match='FIFO'):
+        profiles.load_file(str(tmp_path / 'fifo.yaml'))
+
+
+def test_profile_list_with_hostile_dir_entries(tmp_path, capsys):
+    (tmp_path / 'dir.yaml').mkdir()
+    os.mkfifo(tmp_path / 'fifo.yaml')
+    conf = tmp_path / 'kvmtune.conf'
+    conf.write_text(f'[DEFAULT]\nprofile_dirs = {tmp_path}\n')
+    assert cli.main(['--config-file', str(conf), 'profile', 'list']) == 0
+    assert 'baseline' in capsys.readouterr().out
