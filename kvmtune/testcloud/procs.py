@@ -155,11 +155,11 @@ def save_state(layout, state):
 
 
 def write_file(path, text, mode=0o644):
-    """Atomic write (temp file + rename) with ``mode``."""
+    """Write ``text`` with kvmtune's one writer (kvmtune.fileio: atomic,
+    fsync'ed), creating the directories; the file ends with ``mode``
+    (the cloud's secrets and configuration files are 0600)."""
+    from kvmtune import fileio
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = '%s.tmp.%d' % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, 'w') as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    fileio.write_atomic(path, text, mode=mode)
+    os.chmod(path, mode)

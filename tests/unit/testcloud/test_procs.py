@@ -1,0 +1,72 @@
+"""How the test cloud starts, finds and stops its processes, on real
+processes of this machine (no cloud): a session leader in the ledger, its
+child in the same session, and a daemon found by the owner marker."""
+
+import os
+import stat
+import sys
+import time
+
+import pytest
+
+from kvmtune.testcloud import config
+from kvmtune.testcloud import procs
+
+# a child that starts its own child and sleeps: a gunicorn master/worker
+PARENT = ('import subprocess, sys, time; '
+          'subprocess.Popen([sys.executable, "-c", "import time; '
+          'time.sleep(60)"]); time.sleep(60)')
+
+
+@pytest.fixture
+def lay(tmp_path):
+    lay = config.Layout(str(tmp_path / 'cloud'))
+    for path in (lay.log, lay.run):
+        os.makedirs(path)
+    return lay
+
+
+def test_write_file_creates_directories_and_sets_the_mode(tmp_path):
+    path = tmp_path / 'a' / 'b' / 'secrets.json'
+    procs.write_file(str(path), '{"db": "x"}', 0o600)
+    assert path.read_text() == '{"db": "x"}'
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    procs.write_file(str(path), '{}', 0o600)
+    assert path.read_text() == '{}'
+    assert os.listdir(path.parent) == ['secrets.json']
+
+
+def test_state_round_trip(lay):
+    assert procs.load_state(lay) == {}
+    procs.save_state(lay, {'mode': 'fake', 'services': {'x': 1}})
+    assert procs.load_state(lay) == {'mode': 'fake', 'services': {'x': 1}}
+
+
+def test_started_service_and_its_child_are_owned_then_stopped(lay):
+    pid = procs.start(lay, 'svc', [sys.executable, '-c', PARENT])
+    procs.wait_until(lambda: len(procs.owned_pids(lay)) == 2, 30,
+                     'the child')
+    owned = procs.owned_pids(lay)
+    assert pid in owned
+    rss, pss = procs.memory_kb(pid)
+    assert rss > 0 and pss > 0
+    assert procs.cmdline(pid).startswith(sys.executable)
+    with open(lay.log_file('svc')) as f:
+        assert f.read() == ''
+    assert procs.terminate(owned, 10) == []
+    procs.wait_until(lambda: not procs.owned_pids(lay), 10, 'stopped')
+    assert not procs.alive(pid)
+
+
+def test_wait_until_names_what_did_not_come():
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match='the moon not ready after 0 s'):
+        procs.wait_until(lambda: False, 0.3, 'the moon', interval=0.1)
+    assert time.monotonic() - start < 5
+
+
+def test_run_failure_names_the_log(lay):
+    with pytest.raises(RuntimeError) as exc:
+        procs.run(lay, 'step', [sys.executable, '-c', 'raise SystemExit(3)'])
+    assert 'exit 3' in str(exc.value)
+    assert lay.log_file('step') in str(exc.value)
