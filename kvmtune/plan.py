@@ -10,6 +10,7 @@ import dataclasses
 
 from kvmtune import extra_specs as specs
 from kvmtune.errors import InputError
+from kvmtune.novaconf import services
 
 MODPROBE_PATH = '/etc/modprobe.d/{module}.conf'
 
@@ -23,9 +24,6 @@ class Plan:
     modprobe: dict = dataclasses.field(default_factory=dict)
     extra_specs: dict = dataclasses.field(default_factory=dict)
     owned_extra_specs: list = dataclasses.field(default_factory=list)
-    # [{'node', 'size_kb', 'count'}]: huge page pools per NUMA node and
-    # page size, set by kvmtune.pages.apply.
-    hugepages: list = dataclasses.field(default_factory=list)
     checks: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
 
@@ -35,11 +33,17 @@ class Plan:
             'facts_source': self.facts_source,
             'nova_conf': {section: dict(options) for section, options
                           in self.nova_conf.items()},
+            # {section: {option: [service, ...]}}: who reads each option
+            # (kvmtune.novaconf.services, from Nova's source).
+            'nova_conf_services': {
+                section: {option: list(readers)
+                          for option, readers in options.items()}
+                for section, options
+                in services.tag(self.nova_conf).items()},
             'kernel_args': list(self.kernel_args),
             'modprobe': dict(self.modprobe),
             'extra_specs': dict(self.extra_specs),
             'owned_extra_specs': list(self.owned_extra_specs),
-            'hugepages': [dict(pool) for pool in self.hugepages],
             'checks': [check.to_dict() for check in self.checks],
             'notes': list(self.notes),
         }
@@ -81,7 +85,6 @@ def build_plan(profile, facts):
     kernel = _Merge('kernel arguments', source)
     module_options = _Merge('module options', source)
     extra = _Merge('extra spec values', source)
-    pools = _Merge('huge page counts', source)
     owned, checks, notes = set(), [], []
 
     for tuner in profile.tuners(facts):
@@ -98,10 +101,6 @@ def build_plan(profile, facts):
             specs.validate(name, value, source=source,
                            key=f'{tuner.name}: {name}')
             extra.add(name, value, tuner.name)
-        for pool in getattr(tuner, 'hugepage_pools', list)():
-            pools.add((pool['node'], pool['size_kb']), pool['count'],
-                      tuner.name,
-                      label=f'node {pool["node"]} {pool["size_kb"]} kB')
         owned.update(tuner.OWNED_EXTRA_SPECS)
         checks.extend(tuner.checks())
         notes.extend({'tuner': tuner.name, 'note': note}
@@ -120,9 +119,6 @@ def build_plan(profile, facts):
                      f'options {module} {" ".join(options)}\n'
                      for module, options in modules.items()}
     plan.extra_specs = dict(extra.values)
-    plan.hugepages = [{'node': node, 'size_kb': size_kb, 'count': count}
-                      for (node, size_kb), count
-                      in sorted(pools.values.items())]
     plan.owned_extra_specs = sorted(owned | set(extra.values))
     plan.checks = checks
     plan.notes = notes

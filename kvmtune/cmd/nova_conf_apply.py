@@ -21,6 +21,15 @@ kvmtune's own Python or /usr/bin/python3 when they have Nova; with none, a
 notice says so and kvmtune's own rules apply. A value Nova would reject
 stops the run with nothing written. Restart nova-compute afterwards for
 Nova to read the new options.
+
+Each Nova service reads its own options (kvmtune.novaconf.services, from
+Nova's source): ``--service compute`` writes only what nova-compute reads,
+``--service scheduler`` what nova-scheduler and nova-conductor read
+(``[filter_scheduler] enabled_filters``, ``[workarounds]
+disable_fallback_pcpu_query``), ``--service all`` everything (one file for
+all services, as on a single-node DevStack). The default is what this host
+runs (nova-compute and nova-scheduler: all), else compute. An option left
+out is named on stderr, never dropped silently.
 """
 
 import sys
@@ -37,6 +46,10 @@ def add_arguments(parser):
     parser.add_argument('--nova-python', metavar='PYTHON',
                         help='a Python that can import nova, to check the '
                              'values with (default: see above)')
+    parser.add_argument('--service', choices=('compute', 'scheduler', 'all'),
+                        help='write only the options this Nova service '
+                             'reads (default: what this host runs, '
+                             'nova-compute when no Nova service runs here)')
     cmd.add_dry_run(parser)
 
 
@@ -46,6 +59,7 @@ def run(args):
     from kvmtune import novaconf
     from kvmtune import plan as plans
     from kvmtune import profiles
+    from kvmtune.novaconf import services as novaservices
     from kvmtune.novaconf import validate
 
     loaded = conf.load(args.config_file)
@@ -54,9 +68,24 @@ def run(args):
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
     path = args.config or loaded.nova.config_file
+    service, why = ((args.service, None) if args.service
+                    else novaservices.default_service())
+    if why:
+        print(f'kvmtune: notice: --service {service}: {why}',
+              file=sys.stderr)
+    changes, left = novaservices.split(plan.nova_conf, service)
+    for section, options in left.items():
+        for option in options:
+            names = novaservices.readers(section, option)
+            readers = ', '.join(f'nova-{name}' for name in names)
+            other = 'compute' if 'compute' in names else 'scheduler'
+            print(f'kvmtune: notice: not written: [{section}] {option} is '
+                  f'read by {readers}, not nova-{service}: apply it with '
+                  f'--service {other} on the hosts that run it (or see '
+                  f'"kvmtune export")', file=sys.stderr)
     python = validate.configured_python(args.nova_python,
                                         loaded.nova.python_executable)
-    result = novaconf.apply(path, plan.nova_conf, dry_run=args.dry_run,
+    result = novaconf.apply(path, changes, dry_run=args.dry_run,
                             nova_python=python)
     for notice in result.notices:
         print(f'kvmtune: notice: {notice}', file=sys.stderr)

@@ -51,15 +51,19 @@ STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}
 
 def format_text(plan):
     """The plan as an operator reads it, section by section."""
+    from kvmtune.novaconf import services
     lines = [f'Profile {plan.profile} on {plan.facts_source}', '']
     lines.append('nova.conf:')
     if not plan.nova_conf:
         lines.append('  (no change)')
+    readers = services.tag(plan.nova_conf)
     for section, options in plan.nova_conf.items():
         lines.append(f'  [{section}]')
         for option, value in options.items():
             values = value if isinstance(value, list) else [value]
             lines.extend(f'  {option} = {item}' for item in values)
+            lines.append('      read by: ' + ', '.join(
+                f'nova-{name}' for name in readers[section][option]))
     lines += ['', 'kernel arguments:',
               '  ' + (' '.join(plan.kernel_args) or '(no change)')]
     lines += ['', 'modprobe.d:']

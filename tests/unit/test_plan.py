@@ -20,7 +20,7 @@ AMD = os.path.join(HOSTS, 'amd-epyc-npt')
 PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')
 PLAN_KEYS = {'profile', 'facts_source', 'nova_conf', 'kernel_args',
              'modprobe', 'extra_specs', 'owned_extra_specs', 'checks',
-             'notes', 'hugepages'}
+             'notes', 'nova_conf_services'}
 
 
 def profile(name):
@@ -73,6 +73,14 @@ def test_intel_two_sockets_with_smt():
         'trait:CUSTOM_KVMTUNE_EPT': 'required'}
     assert data['owned_extra_specs'] == sorted(data['owned_extra_specs'])
     assert set(data['extra_specs']) <= set(data['owned_extra_specs'])
+    # Who reads what (kvmtune.novaconf.services, checked against Nova).
+    assert data['nova_conf_services'] == {
+        'DEFAULT': {'reserved_host_memory_mb': ['compute'],
+                    'reserved_huge_pages': ['compute']},
+        'compute': {'cpu_shared_set': ['compute'],
+                    'cpu_dedicated_set': ['compute']},
+        'filter_scheduler': {'enabled_filters': ['scheduler', 'conductor']},
+        'workarounds': {'disable_fallback_pcpu_query': ['scheduler']}}
     assert all(c['status'] == 'pass' for c in data['checks']), data['checks']
     assert json.loads(json.dumps(data)) == data
 
@@ -198,6 +206,23 @@ def test_plan_text_lists_multi_valued_options_line_by_line(capsys):
     assert ('  reserved_huge_pages = node:0,size:1GB,count:1\n'
             '  reserved_huge_pages = node:1,size:1GB,count:1\n') in out
     assert 'removed if present' not in out
+
+
+def test_plan_text_names_the_service_that_reads_each_option(capsys):
+    assert cli.main(['plan', '--profile', 'pinned-hugepages', '--root',
+                     INTEL]) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    def read_by(option):
+        last = max(i for i, line in enumerate(lines)
+                   if line.startswith(f'  {option} = '))
+        return lines[last + 1]
+
+    assert read_by('reserved_huge_pages') == '      read by: nova-compute'
+    assert read_by('enabled_filters') == (
+        '      read by: nova-scheduler, nova-conductor')
+    assert read_by('disable_fallback_pcpu_query') == (
+        '      read by: nova-scheduler')
 
 
 @pytest.mark.parametrize('argv,expected', [

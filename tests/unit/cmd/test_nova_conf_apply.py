@@ -30,9 +30,11 @@ def kvmtune(*args):
                           timeout=120)
 
 
-def apply_args(path, *extra, profile=PROFILE, root=HOST):
+def apply_args(path, *extra, profile=PROFILE, service='all', root=HOST):
+    # --service given: the default depends on the Nova services running
+    # on the machine that runs the tests.
     return ('nova-conf', 'apply', '--profile', profile, '--config',
-            str(path), '--root', root, *extra)
+            str(path), '--root', root, '--service', service, *extra)
 
 
 @pytest.fixture
@@ -82,6 +84,38 @@ def test_apply_then_apply_again(nova_conf):
     assert snapshot(nova_conf) == before
 
 
+def test_service_compute_leaves_scheduler_options_out(tmp_path):
+    path = tmp_path / 'nova.conf'
+    path.write_text('[DEFAULT]\ndebug = true\n')
+    done = kvmtune(*apply_args(path, service='compute'))
+    assert done.returncode == 0, done.stderr
+    written = path.read_text()
+    assert 'cpu_dedicated_set = ' in written
+    assert 'reserved_huge_pages = ' in written
+    assert 'enabled_filters' not in written
+    assert 'disable_fallback_pcpu_query' not in written
+    assert ('kvmtune: notice: not written: [filter_scheduler] '
+            'enabled_filters is read by nova-scheduler, nova-conductor, '
+            'not nova-compute') in done.stderr
+    assert ('not written: [workarounds] disable_fallback_pcpu_query is '
+            'read by nova-scheduler') in done.stderr
+
+
+def test_service_scheduler_writes_only_scheduler_options(tmp_path):
+    path = tmp_path / 'nova.conf'
+    path.write_text('[DEFAULT]\ndebug = true\n')
+    done = kvmtune(*apply_args(path, service='scheduler'))
+    assert done.returncode == 0, done.stderr
+    written = path.read_text()
+    assert 'enabled_filters = ' in written
+    assert 'disable_fallback_pcpu_query = true' in written
+    assert 'cpu_dedicated_set' not in written
+    assert 'reserved_host_memory_mb' not in written
+    assert ('not written: [compute] cpu_dedicated_set is read by '
+            'nova-compute, not nova-scheduler: apply it with --service '
+            'compute') in done.stderr
+
+
 def test_dry_run_writes_nothing(nova_conf):
     before = snapshot(nova_conf)
     done = kvmtune(*apply_args(nova_conf, '--dry-run'))
@@ -114,13 +148,14 @@ def test_kvmtune_conf_names_nova_conf_and_nova_python(nova_conf, tmp_path):
     kvmtune_conf.write_text(f'[nova]\nconfig_file = {nova_conf}\n')
     done = kvmtune('--config-file', str(kvmtune_conf), 'nova-conf',
                    'apply', '--profile', PROFILE, '--root', HOST,
-                   '--dry-run')
+                   '--service', 'all', '--dry-run')
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(f'dry run: {nova_conf} not written\n')
     kvmtune_conf.write_text(f'[nova]\nconfig_file = {nova_conf}\n'
                             'python_executable = /bin/false\n')
     done = kvmtune('--config-file', str(kvmtune_conf), 'nova-conf',
-                   'apply', '--profile', PROFILE, '--root', HOST)
+                   'apply', '--profile', PROFILE, '--root', HOST,
+                   '--service', 'all')
     assert_one_line_error(done, '/bin/false: the Nova option check failed')
     assert nova_conf.read_bytes() == (
         pathlib.Path(FIXTURES) / 'novaconf' / 'devstack.conf').read_bytes()
