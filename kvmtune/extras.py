@@ -16,7 +16,7 @@ from kvmtune.errors import KvmtuneError
 # the distributions: rally-openstack brings rally and rally_openstack).
 MODULES = {
     'bench': ('rally', 'rally_openstack', 'numpy', 'matplotlib'),
-    'cloud': (),
+    'cloud': ('openstack',),
 }
 
 
