@@ -30,7 +30,9 @@ from kvmtune.workloads import parsers
 SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
 # Seconds from launch to start_at: boot (kernel reaches /init in ~5 s
 # under TCG, ~17 s to a result) plus the cost of booting guests at once.
-BOOT_ALLOWANCE = {'tcg': (30, 15), 'kvm': (10, 2)}
+# A 2-core host busy with other work booted one TCG guest in up to 45 s
+# (guests then reported `late`): the allowance leaves room for that.
+BOOT_ALLOWANCE = {'tcg': (60, 20), 'kvm': (10, 2)}
 FINISH_MARGIN = 30
 
 

@@ -314,6 +314,9 @@ def run_compare(args, workload, params, runtime):
         rows, total = done[k]
         out.append({'label': label, 'settings': settings, 'rows': rows,
                     'aggregate': total})
+    if not done:
+        print('nothing ran: every column was skipped (see above)')
+        return 1
     bare, no_bare = _baseline_doc(args, workload, params)
     record = _record('bench-compare', workload, accel, why, base, params,
                      runtime)

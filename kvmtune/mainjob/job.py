@@ -61,6 +61,25 @@ def _baseline_step(workload, runtime, state_dir):
     return path
 
 
+def _sweep_records(profiles_by_flavor, facts, emulated, workload, runtime,
+                   config_files):
+    """{flavor: result record} for the Rally task (issue 13): the
+    profile, its nova.conf options and extra specs on the compute's facts,
+    which `kvmtune report` reads back; a record never stops the job."""
+    from kvmtune import profiles
+    from kvmtune.report import records
+
+    try:
+        dirs = profiles.configured_dirs(config_files)
+        return {flavor: records.for_sweep(
+                    profile, facts, 'tcg' if emulated else 'kvm', workload,
+                    runtime, dirs=dirs)
+                for flavor, profile in profiles_by_flavor.items()}
+    except KvmtuneError as exc:
+        steps.detail(f'no result records: {exc.line()}')
+        return None
+
+
 def _prepare_local(this_facts, max_vms, tuned_profile, config_files):
     """The embedded cloud up, its compute (this host) decided."""
     ram_mb = mainjob.BASE_FLAVOR['ram']
@@ -229,8 +248,12 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
                '(not shown)')
     out_json = os.path.join(state_dir, 'disk-scaling.json')
     out_html = os.path.join(state_dir, 'disk-scaling.html')
+    records = _sweep_records(
+        dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
+        setup.facts if os_cloud else this_facts, emulated, workload,
+        runtime, config_files)
     args = rally.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
-                           baseline, emulated, runtime, counts)
+                           baseline, emulated, runtime, counts, records)
     counts_by_flavor = rally.vm_counts(max_vms, flavors, counts)
     progress = rally.Progress(flavors, counts_by_flavor)
     with steps.step('rally sweep') as s:

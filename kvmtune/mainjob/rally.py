@@ -62,9 +62,11 @@ def rally_spec(cloud):
 
 
 def task_args(max_vms, workload, flavors, image, baseline=None,
-              emulated=False, runtime=None, flavor_max_vms=None):
+              emulated=False, runtime=None, flavor_max_vms=None,
+              records=None):
     """The disk scaling task's arguments; flavor_max_vms: {flavor: its
-    largest VM count} for flavors of which fewer than max_vms fit."""
+    largest VM count} for flavors of which fewer than max_vms fit;
+    records: {flavor: its result record} (kvmtune.report.records)."""
     args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
             'image_name': image, 'emulated': emulated}
     if runtime:
@@ -73,6 +75,8 @@ def task_args(max_vms, workload, flavors, image, baseline=None,
         args['flavor_max_vms'] = dict(flavor_max_vms)
     if baseline:
         args['baseline'] = os.path.abspath(baseline)
+    if records:
+        args['records'] = dict(records)
     return args
 
 

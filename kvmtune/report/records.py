@@ -119,6 +119,37 @@ def make(kind, workload, facts, accel, params=None, runtime=None,
     }
 
 
+def for_sweep(profile, facts, accel, workload, runtime=None, params=None,
+              dirs=None):
+    """The record a Rally task passes for one flavor's sweep (the main
+    job does): the profile's plan on the compute's facts gives the
+    nova.conf options and flavor extra specs; facts None (an operator's
+    cloud without --compute-facts) leaves the host and plan unknown.
+
+    :param profile: the profile name the flavor was made from
+    :param workload: the workload name
+    :param dirs: the profile search path (profiles.configured_dirs)
+    """
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+
+    nova_conf = extra_specs = None
+    if facts is not None:
+        made = plans.build_plan(profiles.load(
+            profile, dirs or profiles.search_dirs()), facts).to_dict()
+        nova_conf, extra_specs = made['nova_conf'], made['extra_specs']
+    return {
+        'kvmtune_version': version(), 'time': now(), 'kind': 'rally-sweep',
+        'host': host(facts, accel if accel in ('kvm', 'tcg') else None),
+        'facts_digest': facts_digest(facts), 'accel': accel,
+        'emulated': accel == 'tcg', 'profile': profile, 'settings': {},
+        'nova_conf': nova_conf, 'extra_specs': extra_specs,
+        'workload': {'name': workload, 'tool': None,
+                     'params': dict(params or {}), 'runtime': runtime,
+                     'command': None},
+    }
+
+
 def from_rally(args, started=None):
     """A record for a Rally sweep made from the scenario's arguments.
 

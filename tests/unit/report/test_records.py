@@ -109,3 +109,29 @@ def test_rally_record_from_task_arguments():
     assert rec['host'] == {'digest': 'x'}
     assert rec['workload']['name'] == 'sysbench-cpu'
     assert rec['time'] == '2026-11-22T20:00:00'
+
+
+def test_sweep_record_holds_the_profiles_plan(hosts):
+    f = _facts('intel-2s-smt-ept-1g')
+    rec = records.for_sweep('pinned-hugepages', f, 'kvm', 'fio-randread-4k',
+                            runtime=10)
+    assert rec['kind'] == 'rally-sweep' and rec['profile'] == \
+        'pinned-hugepages'
+    from kvmtune import plan
+    from kvmtune import profiles
+    made = plan.build_plan(profiles.load('pinned-hugepages',
+                                         profiles.search_dirs()), f)
+    assert rec['extra_specs'] == made.to_dict()['extra_specs']
+    assert rec['nova_conf'] == made.to_dict()['nova_conf']
+    assert rec['extra_specs']['hw:cpu_policy'] == 'dedicated'
+    assert 'cpu_dedicated_set' in rec['nova_conf']['compute']
+    assert rec['host']['digest'] == records.host(f)['digest']
+    assert not rec['emulated']
+    # what report makes of a sweep whose task passed it
+    back = records.from_rally({'flavor': {'name': 'm1.tuned'},
+                               'workload': 'fio-randread-4k',
+                               'record': rec})
+    assert back['extra_specs'] == rec['extra_specs']
+    assert back['host'] == rec['host']
+    unknown = records.for_sweep('baseline', None, 'tcg', 'fio-randread-4k')
+    assert unknown['host'] is None and unknown['extra_specs'] is None
