@@ -26,6 +26,9 @@ class Plan:
     owned_extra_specs: list = dataclasses.field(default_factory=list)
     checks: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
+    # [{'tuner', 'reason'}]: host values a tuner left out because the facts
+    # cannot support them safely; ``plan`` and ``nova-conf apply`` exit 2.
+    withheld: list = dataclasses.field(default_factory=list)
 
     def to_dict(self):
         return {
@@ -46,6 +49,7 @@ class Plan:
             'owned_extra_specs': list(self.owned_extra_specs),
             'checks': [check.to_dict() for check in self.checks],
             'notes': list(self.notes),
+            'withheld': [dict(item) for item in self.withheld],
         }
 
     def count(self, status):
@@ -85,7 +89,7 @@ def build_plan(profile, facts):
     kernel = _Merge('kernel arguments', source)
     module_options = _Merge('module options', source)
     extra = _Merge('extra spec values', source)
-    owned, checks, notes = set(), [], []
+    owned, checks, notes, withheld = set(), [], [], []
 
     for tuner in profile.tuners(facts):
         for (section, option), value in tuner.nova_conf().items():
@@ -105,6 +109,8 @@ def build_plan(profile, facts):
         checks.extend(tuner.checks())
         notes.extend({'tuner': tuner.name, 'note': note}
                      for note in tuner.notes())
+        withheld.extend({'tuner': tuner.name, 'reason': reason}
+                        for reason in getattr(tuner, 'withheld', list)())
 
     plan = Plan(profile=profile.name, facts_source=facts.get('source'))
     for (section, option), value in sorted(
@@ -122,4 +128,17 @@ def build_plan(profile, facts):
     plan.owned_extra_specs = sorted(owned | set(extra.values))
     plan.checks = checks
     plan.notes = notes
+    plan.withheld = withheld
     return plan
+
+
+def refuse_withheld(plan):
+    """Raise the one-line InputError when the plan withheld values."""
+    if plan.withheld:
+        item = plan.withheld[0]
+        raise InputError(f'{item["tuner"]}: {item["reason"]}',
+                         source=plan.facts_source,
+                         fix='the plan is incomplete for this host; see '
+                             'its failed checks (kvmtune plan), and send '
+                             'a kvmtune host capture of it (README, "Host '
+                             'facts")')

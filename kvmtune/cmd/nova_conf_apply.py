@@ -67,6 +67,7 @@ def run(args):
                             profiles.search_dirs(loaded.profile_dirs))
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
+    plans.refuse_withheld(plan)     # before anything is written
     path = args.config or loaded.nova.config_file
     service, why = ((args.service, None) if args.service
                     else novaservices.default_service())

@@ -43,6 +43,8 @@ def run(args):
         sys.stdout.write('\n')
     else:
         sys.stdout.write(format_text(plan))
+    # Values withheld for safety: the plan above says why; exit 2.
+    plans.refuse_withheld(plan)
     return 0
 
 

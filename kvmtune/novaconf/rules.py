@@ -9,9 +9,10 @@ definitions, when Nova is importable, are checked after these
 
 import re
 
+from kvmtune.facts.cpulist import parse_cpu_spec
+
 _SECTION = re.compile(r'^[A-Za-z0-9_.\-]+$')
 _OPTION = re.compile(r'^[A-Za-z0-9_\-]+$')
-_CPU_ITEM = re.compile(r'^\^?\d+(-\d+)?$')
 _PAGE_SIZE = re.compile(r'^\d+([KMGT]i?B?)?$', re.IGNORECASE)
 CPU_SET_OPTIONS = {('compute', 'cpu_shared_set'),
                    ('compute', 'cpu_dedicated_set'),
@@ -27,23 +28,6 @@ class Problem(ValueError):
         self.section, self.option = section, option
         self.reason, self.fix = reason, fix
         super().__init__(reason)
-
-
-def parse_cpu_set(text):
-    """CPUs of Nova's CPU set syntax, e.g. ``0-7,^3,12``."""
-    cpus = set()
-    for item in (i.strip() for i in text.split(',') if i.strip()):
-        if not _CPU_ITEM.match(item):
-            raise ValueError(f'{item!r} is not N, N-M, ^N or ^N-M')
-        first, _, last = item.lstrip('^').partition('-')
-        span = set(range(int(first), int(last or first) + 1))
-        if not span:
-            raise ValueError(f'{item!r} is an empty range')
-        if item.startswith('^'):
-            cpus -= span
-        else:
-            cpus |= span
-    return cpus
 
 
 def _check_huge_pages(item):
@@ -65,7 +49,7 @@ def _check_value(section, option, value):
                       'remove line breaks from the value')
     try:
         if (section, option) in CPU_SET_OPTIONS:
-            parse_cpu_set(value)
+            parse_cpu_spec(value)
         elif (section, option) == RESERVED_HUGE_PAGES:
             _check_huge_pages(value)
     except ValueError as exc:
@@ -94,7 +78,7 @@ def _check_cpu_sets_disjoint(compute):
     dedicated = compute.get('cpu_dedicated_set')
     if not shared or not dedicated:
         return
-    both = parse_cpu_set(shared) & parse_cpu_set(dedicated)
+    both = parse_cpu_spec(shared) & parse_cpu_spec(dedicated)
     if both:
         raise Problem('compute', 'cpu_dedicated_set',
                       f'CPUs {sorted(both)} are also in cpu_shared_set; '

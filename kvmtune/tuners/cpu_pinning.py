@@ -76,28 +76,113 @@ class CpuPinning(base.Tuner):
     def _online(self):
         return set(self.fact('cpu.online', []))
 
-    def host_cpus(self):
-        """Per NUMA node, the first online core's thread siblings."""
+    def split(self):
+        """(host CPUs, guest CPUs, None), or (None, None, reason) when the
+        facts cannot support a split that leaves the host its CPUs.
+
+        Per NUMA node with CPUs, the first online core's thread siblings
+        stay with the host. The result is checked against the invariants
+        (doc/facts.md, "Plan safety") before any value is derived from it.
+        """
+        if not hasattr(self, '_split'):
+            self._split = self._make_split()
+        return self._split
+
+    def _make_split(self):
         online = self._online()
-        siblings = self.fact('cpu.thread_siblings', [])
+        reason = self._missing_facts(online)
+        if reason:
+            return None, None, reason
+        siblings = self.fact('cpu.thread_siblings')
         kept = set()
         for node in self.numa_nodes():
-            cpus = sorted(set(node.get('cpus', [])) & online)
+            cpus = sorted(set(node['cpus']) & online)
             if not cpus:
-                continue
-            first = cpus[0]
-            group = next((g for g in siblings if first in g), [first])
+                continue        # a memory-only node
+            group = next(g for g in siblings if cpus[0] in g)
             kept.update(set(group) & set(cpus))
-        return kept
+        guest = online - kept
+        reason = self.unsafe(online, kept, guest,
+                             guest if self.params['isolcpus'] else set())
+        if reason:
+            return None, None, reason
+        return kept, guest, None
+
+    def _missing_facts(self, online):
+        """Why the facts cannot place the host's CPUs, or None."""
+        if not online:
+            return 'the facts list no online CPU'
+        nodes = self.numa_nodes()
+        unknown = [str(n['id']) for n in nodes if n.get('cpus') is None]
+        if unknown:
+            return (f'the CPUs of NUMA node(s) {", ".join(unknown)} are '
+                    'unknown (no cpulist, cpumap or cpuN links)')
+        placed = set()
+        for node in nodes:
+            placed.update(node['cpus'])
+        if online - placed:
+            return (f'online CPU(s) {format_cpulist(online - placed)} are '
+                    'in no NUMA node, so the CPUs the host keeps per node '
+                    'cannot be chosen')
+        siblings = self.fact('cpu.thread_siblings')
+        if siblings is None:
+            return ('the thread siblings are unknown (the kernel lists '
+                    'none), so a host core cannot be kept whole')
+        grouped = set()
+        for group in siblings:
+            grouped.update(group)
+        if online - grouped:
+            return (f'online CPU(s) {format_cpulist(online - grouped)} '
+                    'are in no thread sibling group')
+        return None
+
+    def unsafe(self, online, host, guest, isolated):
+        """Why a split is unsafe, or None: the invariants every plan keeps.
+
+        The host keeps at least one CPU, and one in every NUMA node that
+        has CPUs; no CPU is both kept and dedicated; no CPU is isolated
+        unless dedicated; nothing outside the online CPUs is used."""
+        if not host:
+            return 'the split leaves the host no CPU'
+        if host & guest:
+            return (f'CPU(s) {format_cpulist(host & guest)} would be both '
+                    'kept by the host and dedicated')
+        if isolated - guest:
+            return (f'CPU(s) {format_cpulist(isolated - guest)} would be '
+                    'isolated without being dedicated')
+        if (host | guest) - online:
+            return (f'CPU(s) {format_cpulist((host | guest) - online)} '
+                    'are not online')
+        for node in self.numa_nodes():
+            cpus = set(node.get('cpus') or []) & online
+            if cpus and not cpus & host:
+                return (f'every online CPU of NUMA node {node["id"]} '
+                        f'({format_cpulist(cpus)}) would be dedicated')
+        return None
+
+    def host_cpus(self):
+        """The CPUs the host keeps, or None when withheld."""
+        return self.split()[0]
 
     def guest_cpus(self):
-        return self._online() - self.host_cpus()
+        """The CPUs dedicated to guests, or None when withheld."""
+        return self.split()[1]
+
+    def withheld(self):
+        """Reasons the values this tuner derives from the host are left
+        out of the plan (kvmtune.plan: ``plan`` and ``nova-conf apply``
+        exit 2 on them)."""
+        reason = self.split()[2]
+        if reason is None:
+            return []
+        return [f'cpu_shared_set, cpu_dedicated_set and isolcpus withheld: '
+                f'{reason}']
 
     def shared_set(self):
-        return format_cpulist(self.host_cpus()) or None
+        return format_cpulist(self.host_cpus() or ()) or None
 
     def dedicated_set(self):
-        return format_cpulist(self.guest_cpus()) or None
+        return format_cpulist(self.guest_cpus() or ()) or None
 
     def isolcpus_arg(self):
         if not self.params['isolcpus'] or not self.guest_cpus():
@@ -118,7 +203,13 @@ class CpuPinning(base.Tuner):
 
     @base.check('dedicated-cpus')
     def _dedicated_cpus(self):
-        host, guest = self.host_cpus(), self.guest_cpus()
+        host, guest, reason = self.split()
+        if reason:
+            return (base.FAIL, f'no CPU split: {reason}; cpu_shared_set, '
+                    'cpu_dedicated_set and isolcpus are withheld',
+                    'capture the host with kvmtune host capture and send '
+                    'the tree in (README, "Host facts"); do not pin CPUs '
+                    'on it by hand from this plan')
         if guest:
             return (base.PASS, f'{len(guest)} CPU(s) for pinned guests '
                     f'({format_cpulist(guest)}), {len(host)} kept by the '
@@ -144,7 +235,11 @@ class CpuPinning(base.Tuner):
 
     @base.check('smt-thread-policy')
     def _thread_policy(self):
-        threads = self.fact('cpu.threads_per_core', 1)
+        threads = self.fact('cpu.threads_per_core')
+        if threads is None:
+            return (base.WARN, 'threads per core unknown: '
+                    f'hw:cpu_thread_policy={self.params["thread_policy"]} '
+                    'cannot be checked against SMT', None)
         policy = self.params['thread_policy']
         if policy == 'require' and threads < 2:
             return (base.FAIL, 'hw:cpu_thread_policy=require needs SMT; '

@@ -82,10 +82,38 @@ class Hugepages(base.Tuner):
             return wanted
         return '1G' if self.fact('cpu.pdpe1gb') else '2M'
 
-    def _pool_pages(self):
-        """{node id: pages of the pool size} as the host has them now."""
+    def numa_nodes(self):
+        """The nodes guest memory can come from: those with CPUs.
+
+        Nova fits each guest NUMA cell, vCPUs and memory together, into
+        one host cell (nova/virt/hardware.py, numa_fit_instance_to_host),
+        so pages on a memory-only node (GPU or CXL memory) never reach a
+        guest: the plan reserves none there (doc/facts.md)."""
+        nodes = super().numa_nodes()
+        with_cpus = [node for node in nodes if node.get('cpus') != []]
+        return with_cpus or nodes
+
+    def _unknown_pools(self):
+        """Ids of nodes whose pool of the plan's size has no known size."""
         size_kb = PAGE_KB[self.pool_size()]
-        return {node['id']: sum(pool.get('total', 0)
+        return [node['id'] for node in self.numa_nodes()
+                if any(pool.get('size_kb') == size_kb
+                       and pool.get('total') is None
+                       for pool in node.get('hugepages', []))]
+
+    def withheld(self):
+        unknown = self._unknown_pools()
+        if not unknown:
+            return []
+        return [f'the huge page pool is withheld: nr_hugepages of the '
+                f'{self.pool_size()} pool is unknown on node(s) '
+                f'{", ".join(map(str, unknown))}']
+
+    def _pool_pages(self):
+        """{node id: pages of the pool size} as the host has them now
+        (a pool of unknown size counts 0; withheld() says so)."""
+        size_kb = PAGE_KB[self.pool_size()]
+        return {node['id']: sum(pool.get('total') or 0
                                 for pool in node.get('hugepages', [])
                                 if pool.get('size_kb') == size_kb)
                 for node in self.numa_nodes()}
@@ -126,9 +154,21 @@ class Hugepages(base.Tuner):
                 for node, count in sorted(counts.items())]
 
     def pool_args(self):
+        if self._unknown_pools():
+            return None
         size = self.pool_size()
+        count = str(self.pool_pages())
+        if len(self.numa_nodes()) < len(super().numa_nodes()):
+            # Memory-only nodes: a plain count would spread pages onto
+            # them too; the kernel's per-node form (Documentation/
+            # admin-guide/kernel-parameters.txt, hugepages=) names the
+            # nodes with CPUs only.
+            nodes = [node['id'] for node in self.numa_nodes()]
+            share, extra = divmod(self.pool_pages(), len(nodes))
+            count = ','.join(f'{node}:{share + (index < extra)}'
+                             for index, node in enumerate(nodes))
         return [f'default_hugepagesz={size}', f'hugepagesz={size}',
-                f'hugepages={self.pool_pages()}']
+                f'hugepages={count}']
 
     def reserved_pages(self):
         count = self.params['host_reserved_pages']
@@ -168,6 +208,10 @@ class Hugepages(base.Tuner):
     @base.check('hugepage-pool')
     def _pool(self):
         size = self.pool_size()
+        if self._unknown_pools():
+            return (base.FAIL, self.withheld()[0],
+                    'capture the host again with kvmtune host capture '
+                    '(nr_hugepages must be readable)')
         pages = self._pool_pages()
         if sum(pages.values()):
             spread = ', '.join(f'node {node}: {count}'

@@ -81,3 +81,13 @@ def test_bare_words_and_empty():
                                       (None, None)])
 def test_size_kb(text, kb):
     assert kernel.size_kb(text) == kb
+
+
+@pytest.mark.parametrize('arg', ['isolcpus=2-4294967295',
+                                 'nohz_full=0-99999999',
+                                 'isolcpus=domain,0-'])
+def test_cpu_lists_beyond_nr_cpus_are_invalid_not_built(arg):
+    """isolcpus=2-4294967295 once built a set of 4 billion CPUs."""
+    args = kernel.parse_args(f'ro {arg} quiet')
+    assert args['invalid'] == [arg]
+    assert args['isolcpus'] == [] and args['nohz_full'] == []
