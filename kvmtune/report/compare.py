@@ -357,10 +357,22 @@ def title(cmp):
     return f'{text} ({EMULATED})' if cmp.emulated else text
 
 
+def reference(cmp, vms=None):
+    """(label, point) of the first run with a valid figure (at ``vms``
+    VMs): the change column is against it."""
+    for run in cmp.runs:
+        if run.bare:
+            continue
+        for p in cmp.points[run.label]:
+            if (vms is None or p.vms == vms) and p.per_vm is not None:
+                return run.label, p
+    return None, None
+
+
 def step_rows(cmp):
     """Header and rows of the step table: metrics down, runs across."""
     guests = [r for r in cmp.runs if not r.bare]
-    ref = cmp.points[guests[0].label][0] if guests else None
+    ref_label, ref = reference(cmp)
     unit, tail = cmp.unit or 'throughput', cmp.tail or 'p99'
     header = ['', *[r.label for r in guests]] + (
         ['bare host'] if cmp.bare else [])
@@ -370,7 +382,7 @@ def step_rows(cmp):
         [f'per-VM {unit}', *[_num(p.per_vm) for p in pts + bare]],
         [f'aggregate {unit}', *[_num(p.aggregate) for p in pts],
          *(['-'] if bare else [])],
-        [f'change vs {guests[0].label}' if guests else 'change',
+        [f'change vs {ref_label}' if ref_label else 'change',
          *[_pct(_change(p, ref)) for p in pts],
          *([_pct(_change(cmp.bare, ref))] if bare else [])],
         ['share of bare host', *[_share(_ratio(p, cmp.bare)) for p in pts],
@@ -388,14 +400,13 @@ def vm_rows(cmp):
     guests = [r for r in cmp.runs if not r.bare]
     unit, tail = cmp.unit or 'throughput', cmp.tail or 'p99'
     header = ['VMs', 'run', f'per-VM {unit}', f'aggregate {unit}',
-              f'change vs {guests[0].label}' if guests else 'change',
+              'change vs first valid run',
               'share of bare host', 'lat mean us', f'lat {tail} us',
               'valid']
     counts = sorted({p.vms for r in guests for p in cmp.points[r.label]})
     rows = []
     for n in counts:
-        ref = next((p for p in cmp.points[guests[0].label] if p.vms == n),
-                   None)
+        _, ref = reference(cmp, n)
         for run in guests:
             p = next((p for p in cmp.points[run.label] if p.vms == n), None)
             if p is None:
@@ -438,10 +449,15 @@ def fit_lines(cmp):
 def text(cmp):
     out = [title(cmp)]
     out.extend(cmp.warnings)
+    settings = [_settings(r.record) for r in cmp.runs if not r.bare]
+    common = set.intersection(*map(set, settings)) if settings else set()
+    if common:
+        out.append(f'  every run: {" ".join(sorted(common))}')
     for run in cmp.runs:
+        own = [s for s in _settings(run.record) if s not in common]
         out.append(f'  {run.label}: {run.source}'
-                   + (f' [{_settings(run.record)}]'
-                      if _settings(run.record) else ''))
+                   + (f' [{" ".join(own)}]' if own and not run.bare
+                      else ''))
     if cmp.metric is None:
         out.append('no valid result in any run: nothing to compare')
     elif cmp.step_table:
@@ -463,7 +479,7 @@ def _settings(record):
     parts = [f'{k}={v}' for k, v in sorted(settings.items())]
     if profile:
         parts.insert(0, f'profile={profile}')
-    return ' '.join(parts)
+    return parts
 
 
 # ---- plot ------------------------------------------------------------------
@@ -490,14 +506,15 @@ def png_bytes(cmp):
         xs = range(len(pts))
         bars = ax.bar(xs, [p.per_vm or 0 for p in pts], color='tab:blue')
         if cmp.bare:
+            bars[-1].set_facecolor('lightgrey')
             bars[-1].set_hatch('//')
-            bars[-1].set_color('tab:grey')
-        ref = pts[0]
+        _, ref = reference(cmp)
         for x, p in zip(xs, pts):
             change = _change(p, ref)
-            if p.per_vm is not None and change is not None and x:
-                ax.annotate(_pct(change), (x, p.per_vm), ha='center',
-                            va='bottom', fontsize=8)
+            note = ('no valid result' if p.per_vm is None else
+                    _pct(change) if change is not None else '')
+            ax.annotate(note, (x, p.per_vm or 0), ha='center',
+                        va='bottom', fontsize=8)
         ax.set_xticks(list(xs), labels, rotation=30, ha='right',
                       fontsize=8)
         lat.bar([x - 0.2 for x in xs], [p.lat_mean_us or 0 for p in pts],
