@@ -54,7 +54,7 @@ def add_arguments(parser):
                         help='Scratch data disk per guest (default 256M).')
     parser.add_argument('--cache', choices=CHOICES['cache'],
                         default='none', help='QEMU cache mode of the data '
-                        'disk (seeds/003: none for raw/LVM).')
+                        'disk (doc/sources.md [S3]: none for raw/LVM).')
     parser.add_argument('--format', choices=CHOICES['format'],
                         default='raw', help='Data disk format.')
     parser.add_argument('--bus', choices=CHOICES['bus'],

@@ -162,7 +162,8 @@ if [ -e /sys/class/net/eth0 ]; then
         "mtu=$(cat /sys/class/net/eth0/mtu)"
 fi
 
-# Never benchmark the disk the image booted from (FIELD-NOTES).
+# Never benchmark the disk the image booted from: writes would destroy
+# it, reads may never reach the device (doc/design.md section 6).
 case "$TARGET" in
     "${TOOLS_DEV%%[0-9]*}"*) fail "refusing $TARGET: it holds this image" ;;
 esac

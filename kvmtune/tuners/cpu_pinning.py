@@ -49,7 +49,8 @@ class CpuPinning(base.Tuner):
         ('compute', 'cpu_shared_set'): base.FromHost('shared_set'),
         ('compute', 'cpu_dedicated_set'): base.FromHost('dedicated_set'),
         # Else Placement falls back from PCPU to VCPU and pinned flavors
-        # land unpinned (FIELD-NOTES).
+        # land unpinned (Nova's [workarounds] disable_fallback_pcpu_query,
+        # https://docs.openstack.org/nova/latest/configuration/config.html).
         ('workarounds', 'disable_fallback_pcpu_query'): 'true',
         ('filter_scheduler', 'enabled_filters'): base.NUMA_FILTERS,
     }

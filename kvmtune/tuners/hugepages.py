@@ -7,7 +7,8 @@ gives a guest huge pages with ``hw:mem_page_size`` and counts them per host
 NUMA node, so the host needs a pool made at boot (1G pages only with the
 CPU's ``pdpe1gb`` flag) and NUMATopologyFilter.
 
-Sizing (TripleO's derived NFV rule, in FIELD-NOTES): the host keeps
+Sizing (TripleO's derived NFV parameters: openstack/tripleo-ansible,
+roles/tripleo_derived_parameters, host_mem_default): the host keeps
 ``reserved_host_memory_mb`` of small pages, 4096 MB as TripleO does, scaled
 down to an eighth of RAM on hosts under 32 GB and never below Nova's 512
 MB default; ``memory_percent`` of the rest becomes the pool. A pool already

@@ -33,7 +33,7 @@ def error_line(path):
 
 GOOD = """\
     description: test profile
-    source: seeds/004
+    source: doc/sources.md [S4]
     tuners:
       - name: cpu_pinning
         params: {thread_policy: isolate}
@@ -48,7 +48,7 @@ def test_shipped_profiles_load_and_cite_a_seed():
         profile = profiles.load_file(path)
         assert profile.name == name
         assert profile.description
-        assert 'seeds/' in profile.source
+        assert 'doc/sources.md [S' in profile.source
     baseline = profiles.load_file(found['baseline'])
     assert baseline.tuner_refs == []
     pinned = profiles.load_file(found['pinned-hugepages-ept'])
@@ -74,7 +74,8 @@ def test_good_profile_and_to_dict(tmp_path):
     path = write(tmp_path, 'mine.yaml', GOOD)
     profile = profiles.load_file(path)
     assert profile.to_dict() == {
-        'name': 'mine', 'description': 'test profile', 'source': 'seeds/004',
+        'name': 'mine', 'description': 'test profile',
+        'source': 'doc/sources.md [S4]',
         'tuners': [{'name': 'cpu_pinning',
                     'params': {'thread_policy': 'isolate'}},
                    {'name': 'ept'}]}
