@@ -344,6 +344,30 @@ def _needs_in_place(real, old, attrs):
     return None
 
 
+def check_writable(path, source=None, fix=None):
+    """Refuse, before anything is written, what write_atomic() would
+    refuse: a command writing several files (``report --png --html``)
+    checks them all first so that it never writes one and fails on the
+    next. Returns the real path."""
+    source = source or path
+    real, old = resolve(path, source, fix)
+    fix = fix or 'give a path in a directory you may write'
+    directory = os.path.dirname(real)
+    if old is not None:
+        try:
+            _refuse_if_immutable(real)
+        except InputError as exc:
+            raise InputError(exc.problem, source=source, fix=exc.fix) \
+                from None
+        if not os.access(real, os.W_OK):
+            raise _error('is not writable; nothing was written', source,
+                         fix)
+    elif not os.access(directory, os.W_OK | os.X_OK):
+        raise _error(f'its directory {directory} is not writable; nothing '
+                     'was written', source, fix)
+    return real
+
+
 def write_atomic(path, data, *, backup=None, mode=None, source=None,
                  fix=None):
     """Make the regular file ``path`` hold ``data`` (bytes or str, UTF-8).

@@ -15,6 +15,7 @@ File shape (JSON, schema 1)::
 import contextlib
 import datetime
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -135,8 +136,11 @@ def save(doc, path):
 
 
 def _number_or_none(value):
+    """None, or a finite figure that is not negative (a NaN, inf or
+    negative baseline made every share of bare metal meaningless)."""
     return value is None or (isinstance(value, (int, float)) and
-                             not isinstance(value, bool))
+                             not isinstance(value, bool) and
+                             math.isfinite(value) and value >= 0)
 
 
 def validate(doc, source):
@@ -164,7 +168,7 @@ def validate(doc, source):
             bad(f'result.{key}', 'missing')
     for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps', 'cpu_pct'):
         if not _number_or_none(result[key]):
-            bad(f'result.{key}', 'not a number')
+            bad(f'result.{key}', 'not a finite, non-negative number')
     if not isinstance(result['lat_ns'], dict) or not all(
             _number_or_none(result['lat_ns'].get(k)) for k in LAT_KEYS):
         bad('result.lat_ns', 'not an object of numbers (mean p50 p95 p99)')

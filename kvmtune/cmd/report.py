@@ -43,10 +43,35 @@ def add_arguments(parser):
                         help='Write a self-contained HTML report here.')
 
 
+def _check_outputs(args):
+    """Every output writable and none of them an input, before the first
+    is written (a PNG written, then the HTML refused, was half a run)."""
+    import os
+
+    from kvmtune import fileio
+    from kvmtune.errors import InputError
+
+    results = args.results if isinstance(args.results, list) \
+        else [args.results]
+    inputs = {os.path.realpath(p) for p in results + [args.baseline] if p}
+    outputs = [p for p in (args.png, args.html) if p]
+    for path in outputs:
+        real = fileio.check_writable(path)
+        if real in inputs:
+            raise InputError('is one of the input files; it would be '
+                             'overwritten', source=path,
+                             fix='write the plot or page to another path')
+    if len(outputs) == 2 and os.path.realpath(args.png) == \
+            os.path.realpath(args.html):
+        raise InputError('--png and --html name the same file',
+                         source=args.png, fix='give two paths')
+
+
 def _compare(args):
     from kvmtune import report
     from kvmtune.report import compare
 
+    _check_outputs(args)
     paths = list(args.results) + ([args.baseline] if args.baseline else [])
     cmp = compare.load_all(paths)
     print(compare.text(cmp), end='')
@@ -73,6 +98,7 @@ def run(args):
     if len(args.results) > 1 or not _is_rally(args.results[0]):
         return _compare(args)
     args.results = args.results[0]
+    _check_outputs(args)
     analysed = report.analyse(args.results, args.baseline)
     print(report.render.text(analysed), end='')
     png = report.render.png_bytes(analysed) if (args.png or args.html) \

@@ -6,9 +6,6 @@ from a Rally result file and turns them into figures per flavor and
 workload.
 """
 
-import os
-import tempfile
-
 from kvmtune.errors import InputError
 from kvmtune.report import rally_results
 from kvmtune.report import render
@@ -40,9 +37,19 @@ def bare_metal_figure(baseline, workload, metric, source):
     if metric is None:
         return None
     key, scale = _BASELINE_KEYS[metric]
+    from kvmtune import inputs
+
     for result in _results_of(baseline):
         if result.get('workload') == workload and result.get(key) is not None:
-            return float(result[key]) * scale
+            figure = inputs.number(result[key], source=source, key=key,
+                                   fix='record it again with `kvmtune '
+                                   'baseline`')
+            if figure == 0:
+                raise InputError(f'the bare-metal {key} is 0: no share of '
+                                 'it can be given', source=source, key=key,
+                                 fix='record it again with `kvmtune '
+                                 'baseline`')
+            return figure * scale
     raise InputError(f'no {key} figure for workload {workload}',
                      source=source,
                      fix=f'record one with `kvmtune baseline` for {workload}')
@@ -70,26 +77,19 @@ def analyse(results_path, baseline_path=None):
 
 
 def write_atomic(path, data):
-    """Write bytes to ``path`` via a temp file; False when unchanged."""
-    try:
-        with open(path, 'rb') as f:
-            if f.read() == data:
+    """Write bytes to ``path`` with kvmtune.fileio (a device, FIFO or
+    directory is refused); False when it already holds them."""
+    from kvmtune import fileio
+    from kvmtune import inputs
+
+    _, old = fileio.resolve(path)
+    if old is not None:
+        try:
+            if inputs.read_bytes(path, max_bytes=len(data)) == data:
                 return False
-    except OSError:
-        pass
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.kvmtune-')
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), source=path) from None
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        except InputError:
+            pass            # unreadable or bigger: it differs
+    fileio.write_atomic(path, data)
     return True
 
 

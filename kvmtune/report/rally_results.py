@@ -7,8 +7,8 @@ Two formats are accepted: ``rally task report --json`` (a dict with
 
 import collections
 import dataclasses
-import json
 
+from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.report import vmtable
 
@@ -140,13 +140,16 @@ def sweeps_from(doc, source='<input>'):
                 if rows is None:
                     sweep.iteration_errors.append(_error_line(it['error']))
                     continue
-                cl = vmtable.clients(rows)
+                cl = vmtable.clients(_checked(rows, source))
                 sweep.points[len(cl)].append(cl)
                 sweep.budgets.append((len(cl), budget(it)))
             sweeps.append(sweep)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f'malformed Rally task result ({exc!r})',
-                         source=source) from None
+    except (KeyError, TypeError, ValueError, AttributeError,
+            IndexError) as exc:
+        raise InputError(f'malformed Rally task result ({exc!r})'[:200],
+                         source=source,
+                         fix='pass the JSON file Rally wrote for the task') \
+            from None
     if not sweeps:
         raise InputError('holds no KvmTune scaling workload',
                          source=source,
@@ -154,15 +157,34 @@ def sweeps_from(doc, source='<input>'):
     return sweeps
 
 
+# Figures of a row: finite and not negative (a NaN once gave "R² 1.000").
+_FIGURES = tuple(key for key, _ in vmtable.THROUGHPUT) + (
+    'lat_mean_us', 'lat_p99_us', 'lat_max_us')
+
+
+def _checked(rows, source):
+    """``rows`` when every row is a mapping with a status and every figure
+    is a finite, non-negative number or null; InputError otherwise."""
+    for index, row in enumerate(rows):
+        where = f'row {index + 1}'
+        if not isinstance(row, dict) or not isinstance(row.get('status'),
+                                                       str):
+            raise InputError(f'a per-VM row without a status ({where})',
+                             source=source,
+                             fix='pass the JSON file Rally wrote for the '
+                             'task, unedited')
+        for key in _FIGURES:
+            if row.get(key) is not None:
+                inputs.number(row[key], source=source, key=f'{where}.{key}',
+                              fix='pass the JSON file Rally wrote for the '
+                              'task, unedited')
+    return rows
+
+
 def read(path):
-    """The parsed JSON of a Rally result file."""
-    try:
-        with open(path, encoding='utf-8') as f:
-            return json.load(f)
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), source=path) from None
-    except ValueError as exc:
-        raise InputError(f'not JSON ({exc})', source=path) from None
+    """The parsed JSON of a Rally result file (kvmtune.inputs: regular
+    file, bounded nesting, no NaN or Infinity)."""
+    return inputs.load_json(path, max_bytes=1 << 30)
 
 
 def load(path):

@@ -8,10 +8,10 @@ A figure the tool did not measure is None; output that cannot be read
 raises KvmtuneError rather than yield a number.
 """
 
-import json
 import math
 import re
 
+from kvmtune import inputs
 from kvmtune.errors import KvmtuneError
 
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
@@ -29,11 +29,14 @@ def _shape(tool, workload, emulated, **values):
 
 
 def _json(tool, raw):
+    # NaN, Infinity and 1e400 are refused here, nesting is bounded.
     try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise KvmtuneError(f'{tool} output is not JSON ({exc})',
-                           fix='the tool failed or the output was cut')
+        doc = inputs.parse_json(raw, f'{tool} output')
+    except KvmtuneError as exc:
+        raise KvmtuneError(f'{tool} output is not JSON kvmtune accepts '
+                           f'({exc.problem})',
+                           fix='the tool failed or the output was cut') \
+            from None
     if not isinstance(doc, dict):
         raise KvmtuneError(f'{tool} output is not a JSON object')
     return doc
@@ -46,6 +49,13 @@ def _need(mapping, *keys, tool):
             raise KvmtuneError(f'{tool} output lacks {".".join(keys)}')
         value = value[key]
     return value
+
+
+def _num(mapping, *keys, tool, minimum=0.0):
+    """A finite number (>= minimum) at ``keys``; never NaN or inf."""
+    return inputs.number(_need(mapping, *keys, tool=tool),
+                         source=f'{tool} output', key='.'.join(keys),
+                         minimum=minimum)
 
 
 def parse_fio(raw, workload=None, emulated=None):
@@ -65,22 +75,25 @@ def parse_fio(raw, workload=None, emulated=None):
                                f'error {job["error"]}')
         for direction in ('read', 'write', 'trim'):
             stats = _need(job, direction, tool='fio')
-            iops += float(stats['iops'])
-            bw += float(stats['bw_bytes'])
-            if stats['total_ios']:
-                ios.append((stats['total_ios'], stats['clat_ns']))
-        usr += float(job['usr_cpu'])
-        sys_ += float(job['sys_cpu'])
+            iops += _num(stats, 'iops', tool='fio')
+            bw += _num(stats, 'bw_bytes', tool='fio')
+            count = _num(stats, 'total_ios', tool='fio')
+            if count:
+                clat = _need(stats, 'clat_ns', tool='fio')
+                ios.append((count, clat, _num(clat, 'mean', tool='fio')))
+        usr += _num(job, 'usr_cpu', tool='fio')
+        sys_ += _num(job, 'sys_cpu', tool='fio')
     if not ios:
         raise KvmtuneError('fio completed no I/O')
-    total = sum(n for n, _ in ios)
-    lat = {'mean': sum(n * c['mean'] for n, c in ios) / total,
+    total = sum(n for n, _, _ in ios)
+    lat = {'mean': sum(n * mean for n, _, mean in ios) / total,
            'p50': None, 'p95': None, 'p99': None}
     if len(ios) == 1:  # percentiles of one direction only: never mixed
         pct = ios[0][1].get('percentile', {})
         for key, point in (('p50', '50.000000'), ('p95', '95.000000'),
                            ('p99', '99.000000')):
-            lat[key] = float(pct[point]) if point in pct else None
+            lat[key] = (_num(pct, point, tool='fio')
+                        if isinstance(pct, dict) and point in pct else None)
     return _shape('fio', workload or jobs[0].get('jobname'), emulated,
                   iops=iops, bw_bytes_s=bw, lat_ns=lat,
                   cpu_pct=(usr + sys_) / len(jobs))
@@ -95,49 +108,66 @@ def parse_iperf3(raw, workload=None, emulated=None):
     udp = _need(doc, 'start', 'test_start', 'protocol',
                 tool='iperf3') == 'UDP'
     received = end.get('sum_received') or _need(end, 'sum', tool='iperf3')
-    bps = float(_need(received, 'bits_per_second', tool='iperf3'))
-    rtts = [s['sender']['mean_rtt'] for s in end.get('streams', [])
+    bps = _num(received, 'bits_per_second', tool='iperf3')
+    rtts = [_num(s, 'sender', 'mean_rtt', tool='iperf3')
+            for s in end.get('streams', [])
             if 'mean_rtt' in s.get('sender', {})]
     extra = {}
     if udp:
         summary = _need(end, 'sum', tool='iperf3')
-        extra = {'lost_pct': summary.get('lost_percent'),
-                 'jitter_ms': summary.get('jitter_ms')}
+        extra = {name: (_num(summary, key, tool='iperf3')
+                        if summary.get(key) is not None else None)
+                 for name, key in (('lost_pct', 'lost_percent'),
+                                   ('jitter_ms', 'jitter_ms'))}
     return _shape(
         'iperf3', workload, emulated, bw_bytes_s=bps / 8,
         gbit_s=bps / 1e9,
         lat_ns={'mean': 1000.0 * sum(rtts) / len(rtts) if rtts else None,
                 'p50': None, 'p95': None, 'p99': None},
-        cpu_pct=_need(end, 'cpu_utilization_percent', 'host_total',
-                      tool='iperf3'), **extra)
+        cpu_pct=_num(end, 'cpu_utilization_percent', 'host_total',
+                     tool='iperf3'), **extra)
 
 
+# Each figure is the whole rest of its line (then checked to be a finite
+# number): a line cut inside a number ("419.56" -> "41") must not match.
 _SOCKPERF = {
-    'valid': re.compile(r'\[Valid Duration\] RunTime=([0-9.]+) sec; '
-                        r'SentMessages=(\d+); ReceivedMessages=(\d+)'),
-    'rtt': re.compile(r'Summary: Round trip is ([0-9.]+) usec'),
-    'pct': re.compile(r'---> percentile ([0-9.]+) =\s*([0-9.]+)'),
+    'valid': re.compile(r'\[Valid Duration\] RunTime=(\S+) sec; '
+                        r'SentMessages=(\d+); ReceivedMessages=(\d+)\s*$',
+                        re.M),
+    'rtt': re.compile(r'Summary: Round trip is (\S+) usec\s*$', re.M),
+    'pct': re.compile(r'---> percentile (\S+) =\s*(\S+)\s*$', re.M),
+    # The last line sockperf prints: without it the output was cut.
+    'end': re.compile(r'---> <MIN> observation =\s*(\S+)[ \t]*\r?\n', re.M),
 }
 
 
 def parse_sockperf(raw, workload=None, emulated=None):
     """sockperf ping-pong --full-rtt: one message in flight, so
     transactions/s = received replies / valid run time (netperf RR)."""
-    text = _ANSI.sub('', raw)
+    text = _ANSI.sub('', raw).replace('\r\n', '\n')
     valid = _SOCKPERF['valid'].search(text)
     rtt = _SOCKPERF['rtt'].search(text)
     if not valid or not rtt:
         missing = 'Valid Duration' if not valid else 'Round trip summary'
         raise KvmtuneError(f'sockperf output lacks its {missing} line',
                            fix='run ping-pong with --full-rtt to the end')
-    seconds, replies = float(valid.group(1)), int(valid.group(3))
+    if not _SOCKPERF['end'].search(text):
+        raise KvmtuneError('sockperf output is cut: its last line (<MIN> '
+                           'observation) is missing or incomplete',
+                           fix='the output was truncated; run it again')
+    source = 'sockperf output'
+    seconds = inputs.number(valid.group(1), source=source,
+                            key='Valid Duration RunTime')
+    replies = int(valid.group(3))
     if seconds <= 0 or replies == 0:
         raise KvmtuneError('sockperf measured no round trip')
-    pct = {float(p): float(v) * 1000 for p, v in
-           _SOCKPERF['pct'].findall(text)}
+    pct = {inputs.number(p, source=source, key='percentile'):
+           inputs.number(v, source=source, key=f'percentile {p}') * 1000
+           for p, v in _SOCKPERF['pct'].findall(text)}
+    mean = inputs.number(rtt.group(1), source=source, key='Round trip')
     return _shape(
         'sockperf', workload, emulated, tps=replies / seconds,
-        lat_ns={'mean': float(rtt.group(1)) * 1000, 'p50': pct.get(50.0),
+        lat_ns={'mean': mean * 1000, 'p50': pct.get(50.0),
                 'p95': pct.get(95.0), 'p99': pct.get(99.0)},
         p90_ns=pct.get(90.0))
 
@@ -222,7 +252,33 @@ PARSERS = {'fio': parse_fio, 'iperf3': parse_iperf3,
 
 
 def parse(tool, raw, workload=None, emulated=None):
+    """The result of ``tool``'s output ``raw``; KvmtuneError (never
+    KeyError, TypeError, ...: in Rally that would kill the iteration instead
+    of recording an invalid guest) for anything that is not a result."""
     if tool not in PARSERS:
         raise KvmtuneError(f'no parser for tool {tool!r}',
                            fix=f'one of {", ".join(sorted(PARSERS))}')
-    return PARSERS[tool](raw, workload=workload, emulated=emulated)
+    if not isinstance(raw, str):
+        raise KvmtuneError(f'{tool} output is {type(raw).__name__}, not '
+                           'text')
+    try:
+        result = PARSERS[tool](raw, workload=workload, emulated=emulated)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError,
+            ZeroDivisionError, OverflowError, RecursionError) as exc:
+        raise KvmtuneError(f'{tool} output has an unexpected shape '
+                           f'({type(exc).__name__}: {exc})'[:200],
+                           fix='the tool failed or its output was cut') \
+            from None
+    _check_figures(tool, result)
+    return result
+
+
+def _check_figures(tool, result, key=''):
+    """Every figure of a result finite and not negative (or None)."""
+    for name, value in result.items():
+        where = f'{key}{name}'
+        if isinstance(value, dict):
+            _check_figures(tool, value, where + '.')
+        elif isinstance(value, (int, float)) and not isinstance(value,
+                                                                bool):
+            inputs.number(value, source=f'{tool} result', key=where)

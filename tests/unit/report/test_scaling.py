@@ -194,4 +194,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content):
 
 def test_missing_file_is_one_line(capsys):
     assert cli.main(['report', '/nonexistent/r.json']) == 2
-    assert 'No such file' in capsys.readouterr().err
+    assert 'no such file' in capsys.readouterr().err.lower()

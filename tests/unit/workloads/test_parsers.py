@@ -210,3 +210,79 @@ def test_sysbench_cpu_and_memory_lines_together_are_refused():
         'sysbench-1.0.20-memory-read.txt')
     with pytest.raises(KvmtuneError):
         parsers.parse('sysbench', raw)
+
+
+# -- figures that are not figures (issue 11) ---------------------------------
+
+def _fio_with(first_iops):
+    raw = fixture('fio-3.33-randread-4k.json')
+    return re.sub(r'"iops" : [0-9.e+]+', f'"iops" : {first_iops}', raw,
+                  count=1)
+
+
+@pytest.mark.parametrize('value', ['NaN', 'Infinity', '-Infinity', '1e400',
+                                   '"inf"', '"nan"', '"1e400"', '-5',
+                                   'null', 'true', '[1]', '{}'])
+def test_fio_iops_that_is_not_a_figure(value):
+    with pytest.raises(KvmtuneError) as info:
+        parsers.parse('fio', _fio_with(value))
+    assert '\n' not in str(info.value)
+
+
+@pytest.mark.parametrize('value', ['NaN', 'Infinity', '1e400', '"inf"',
+                                   '-1'])
+def test_iperf3_rate_that_is_not_a_figure(value):
+    doc = json.loads(fixture('iperf3-3.12-tcp.json'))
+    raw = json.dumps(doc).replace(
+        f'"bits_per_second": {doc["end"]["sum_received"]["bits_per_second"]}',
+        f'"bits_per_second": {value}')
+    assert raw != json.dumps(doc)
+    with pytest.raises(KvmtuneError):
+        parsers.parse('iperf3', raw)
+
+
+def test_iperf3_cpu_nan_is_not_a_figure():
+    doc = json.loads(fixture('iperf3-3.12-tcp.json'))
+    doc['end']['cpu_utilization_percent']['host_total'] = 'nan'
+    with pytest.raises(KvmtuneError, match='host_total'):
+        parsers.parse('iperf3', json.dumps(doc))
+
+
+@pytest.mark.parametrize('tool, raw', [
+    ('fio', '{"jobs": {"a": 1}}'),
+    ('fio', '{"jobs": ["x"]}'),
+    ('fio', '{"jobs": [{"read": [], "write": 1, "trim": null}]}'),
+    ('fio', '[' * 10000),
+    ('iperf3', '{"end": [], "start": {}}'),
+    ('iperf3', '{"start": {"test_start": {"protocol": "TCP"}}, '
+               '"end": {"sum_received": {"bits_per_second": 1}, '
+               '"streams": [1, 2], "cpu_utilization_percent": 3}}'),
+    ('sockperf', ''),
+    ('fio', None),
+])
+def test_wrong_shapes_are_the_projects_error_not_a_crash(tool, raw):
+    """In Rally a KeyError/TypeError kills the iteration; KvmtuneError
+    records an invalid guest with its reason."""
+    with pytest.raises(KvmtuneError):
+        parsers.parse(tool, raw)
+
+
+def test_sockperf_cut_inside_the_p99_number_is_detected():
+    raw = fixture('sockperf-3.7-tcp-pingpong.txt')
+    cut = raw[:raw.index('419.560') + 2]            # "... =  41"
+    with pytest.raises(KvmtuneError, match='cut'):
+        parsers.parse('sockperf', cut)
+    whole = parsers.parse('sockperf', raw)
+    assert whole['lat_ns']['p99'] == pytest.approx(419560)
+
+
+@pytest.mark.parametrize('old, new', [
+    ('Round trip is 45.932 usec', 'Round trip is nan usec'),
+    ('percentile 99.000 =  419.560', 'percentile 99.000 =  inf'),
+    ('RunTime=1.550 sec; Sent', 'RunTime=1e400 sec; Sent'),
+])
+def test_sockperf_figures_that_are_not_figures(old, new):
+    raw = fixture('sockperf-3.7-tcp-pingpong.txt')
+    assert old in raw
+    with pytest.raises(KvmtuneError):
+        parsers.parse('sockperf', raw.replace(old, new))
