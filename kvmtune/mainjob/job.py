@@ -6,8 +6,10 @@ compute, the Rally sweep, the report and the summary.
 run() with plain arguments; so do tools/main-job and `python -m
 kvmtune.mainjob`, through the same command.
 """
+import json
 import os
 
+from kvmtune import fileio
 from kvmtune import mainjob
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
@@ -254,6 +256,8 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
         runtime, config_files)
     args = rally.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
                            baseline, emulated, runtime, counts, records)
+    args_file = os.path.join(state_dir, 'disk-scaling-args.json')
+    fileio.write_atomic(args_file, json.dumps(args, indent=2) + '\n')
     counts_by_flavor = rally.vm_counts(max_vms, flavors, counts)
     progress = rally.Progress(flavors, counts_by_flavor)
     with steps.step('rally sweep') as s:
@@ -270,6 +274,12 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
         steps.say('  ' + line)
     steps.say(f'report: {paths["html"]} (plot {paths["png"]}); Rally: '
               f'{out_json}, {out_html}')
+    # the job's Rally keeps its database and current environment in its
+    # own directory: README's `rally task start` needs them (issue 13)
+    steps.say(f're-run the sweep by hand: HOME={runner.dir} rally '
+              f'--config-file {runner.conf} task start '
+              f'"$(kvmtune rally task-path disk-scaling)" --task-args-file '
+              f'{args_file}')
     if sla_ok:
         steps.say('SLA: met')
     else:

@@ -324,6 +324,7 @@ class FakeConn:
 class FakeRally:
     def __init__(self, state_dir):
         self.dir = state_dir
+        self.conf = f'{state_dir}/rally.conf'
         self.sla_failures = []
 
     def use_cloud(self, name, spec):
@@ -376,6 +377,19 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
     assert FakeRally.task == rally.task_path('disk-scaling')
     assert FakeRally.args['runtime'] == 5
     assert FakeRally.args['emulated'] is False
+    # issue 13: each flavor's result record rides in the task arguments;
+    # the bare host is not the cloud's compute: no baseline, said so
+    assert sorted(FakeRally.args['records']) == sorted(
+        f'm1.bench.{p}' for p in ('baseline', profile))
+    assert FakeRally.args['records']['m1.bench.baseline']['profile'] == \
+        'baseline'
+    assert 'baseline' not in FakeRally.args
     out = capsys.readouterr().out
     assert 'main-job: on each compute host of cloud op' in out
+    assert 'bare-host baseline: not measured' in out
+    saved = json.loads((tmp_path / 'disk-scaling-args.json').read_text())
+    assert saved == json.loads(json.dumps(FakeRally.args))
+    assert (f'rally --config-file {tmp_path}/rally.conf task start '
+            '"$(kvmtune rally task-path disk-scaling)" --task-args-file '
+            f'{tmp_path}/disk-scaling-args.json') in out
     assert out.splitlines()[-1] == 'main-job: SLA: met'
