@@ -68,7 +68,8 @@ def run(args):
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
     plans.refuse_withheld(plan)     # before anything is written
-    path = args.config or loaded.nova.config_file
+    # --config '' is a mistake (an unset variable), not "the default".
+    path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service
                     else novaservices.default_service())
     if why:

@@ -137,8 +137,10 @@ def parse(lines):
             continue
         parts = _split_assignment(text)
         if parts is None:
-            raise ParseError(lineno, f'no "=" in {text[:40]!r}: not an '
-                             'option, a comment or a section header')
+            # The line itself is not echoed: it may be anything (a
+            # password, a hash) when the wrong file was given.
+            raise ParseError(lineno, 'no "=" or ":": not an option, a '
+                             'comment or a section header')
         key, spelling, raw = parts
         if not key:
             raise ParseError(lineno, 'an option line with an empty name')

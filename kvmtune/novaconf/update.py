@@ -2,22 +2,26 @@
 
 Read, edit with kvmtune.novaconf.inifile, check the values (kvmtune's rules,
 then Nova's own option definitions when Nova can be found), show a diff with
-secrets masked, and only when something changed: write a backup of the
-previous content to ``<file>.kvmtune.bak`` and replace the file atomically
-(a temporary file in the same directory, with the file's mode and owner,
-fsync, rename). A file that already has the options is not rewritten; its
-mtime stays.
+secrets masked, and only when something changed: replace the file with
+kvmtune.fileio.write_atomic (owner, mode, xattrs and ACLs kept; in place
+for hard links and bind-mounted files), then keep the previous content in
+``<file>.kvmtune.bak``. A file that already has the options is not
+rewritten; its mtime stays.
+
+The whole read-check-write holds kvmtune.fileio's lock, so two applies run
+one after the other and the second one edits what the first one wrote.
+Anything but a regular file (a device, a FIFO, a directory) is refused
+before it is opened.
 
 A symbolic link is followed: the file it points to is edited and backed up
 next to itself, and the link stays a link.
 """
 
-import contextlib
 import dataclasses
 import os
-import stat
-import tempfile
 
+from kvmtune import fileio
+from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.novaconf import diff as ini_diff
 from kvmtune.novaconf import inifile
@@ -60,16 +64,7 @@ class ApplyResult:
 def read_config(path):
     """The text of nova.conf, or InputError saying why it cannot be read."""
     fix = 'give the path of a readable nova.conf with --config'
-    if os.path.isdir(path):
-        raise InputError('is a directory, not a file', source=path, fix=fix)
-    try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise InputError('no such file', source=path, fix=fix) from None
-    except OSError as exc:
-        raise InputError(f'cannot read it: {exc.strerror}', source=path,
-                         fix=fix) from None
+    data = inputs.read_bytes(path, source=path or "''", fix=fix)
     if b'\0' in data:
         raise InputError('has NUL bytes: not a text file', source=path,
                          fix='restore nova.conf from a backup')
@@ -160,8 +155,8 @@ def edit(ini, changes):
                 ini.set(section, option, value)
 
 
-def _mask(option, value, text):
-    if not ini_diff.is_secret(option):
+def _mask(option, value, text, section=None, secrets=None):
+    if not ini_diff.is_secret(option, section, secrets):
         return text
     for item in value if isinstance(value, list) else [value]:
         if item:
@@ -182,63 +177,40 @@ def check_rules(path, changes):
 
 
 def check_nova(path, changes, nova_python=None):
-    """Nova's option definitions; return (Nova version, notices)."""
+    """Nova's option definitions; return (Nova version, notices, secrets).
+
+    ``secrets`` is {(group, option)} Nova defines with secret=True (empty
+    without Nova)."""
     answer = validate.check_with_nova(changes, python=nova_python)
+    secrets = {(group, option)
+               for group, option in answer.get('secrets') or ()}
     if answer['problems']:  # the first one; fixing it shows the next
         problem = answer['problems'][0]
         section, option = problem['section'], problem['option']
-        value = changes[section][option]
-        raise InputError(_mask(option, value, problem['reason']),
+        value = changes.get(section, {}).get(option, '')
+        raise InputError(_mask(option, value, problem['reason'], section,
+                               secrets),
                          source=path, key=f'[{section}] {option}',
                          fix=problem['fix'])
-    return answer['nova'], answer['notices']
-
-
-def _write_atomically(path, data, like):
-    """Replace ``path`` by ``data`` with the owner and mode of ``like``."""
-    directory = os.path.dirname(path) or '.'
-    handle, temp = tempfile.mkstemp(
-        dir=directory, prefix=f'.{os.path.basename(path)}.', suffix='.tmp')
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(data)
-            out.flush()
-            # chown first: it may clear set-id bits that chmod then restores.
-            if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
-                os.fchown(out.fileno(), like.st_uid, like.st_gid)
-            os.fchmod(out.fileno(), stat.S_IMODE(like.st_mode))
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    directory_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(directory_fd)
-    finally:
-        os.close(directory_fd)
+    return answer['nova'], answer['notices'], secrets
 
 
 def write_config(path, old_text, new_text):
-    """Back up the old content, then replace the file; return the backup."""
+    """Replace the file, then back up the old content; return the backup.
+
+    Call it holding fileio.lock(path)."""
     target = os.path.realpath(path)
     backup = target + BACKUP_SUFFIX
-    try:
-        # The Nova check takes seconds: someone may have edited meanwhile.
-        with open(target, 'rb') as handle:
-            if handle.read() != old_text.encode('utf-8'):
-                raise InputError('changed while kvmtune was checking it; '
-                                 'nothing written', source=path,
-                                 fix='run kvmtune nova-conf apply again')
-            like = os.fstat(handle.fileno())
-        _write_atomically(backup, old_text.encode('utf-8'), like)
-        _write_atomically(target, new_text.encode('utf-8'), like)
-    except OSError as exc:
-        raise InputError(f'cannot write {exc.filename or target}: '
-                         f'{exc.strerror}', source=path,
-                         fix='run as root or as the owner of nova.conf and '
-                         'its directory') from None
+    # The Nova check takes seconds: someone (not kvmtune: it holds the
+    # lock) may have edited meanwhile.
+    current = inputs.read_bytes(path, source=path)
+    if current != old_text.encode('utf-8'):
+        raise InputError('changed while kvmtune was checking it; '
+                         'nothing written', source=path,
+                         fix='run kvmtune nova-conf apply again')
+    fileio.write_atomic(path, new_text, backup=backup, source=path,
+                        fix='run as root or as the owner of nova.conf and '
+                        'its directory')
     return backup
 
 
@@ -253,6 +225,14 @@ def apply(path, changes, dry_run=False, nova_python=None):
     :raises InputError: unreadable or unparsable file, a value kvmtune or
         Nova rejects, or a failed write; the file is then untouched.
     """
+    if dry_run:
+        return _apply(path, changes, True, nova_python)
+    read_config(path)   # a device, FIFO or unreadable file: before the lock
+    with fileio.lock(path, source=path or "''"):
+        return _apply(path, changes, False, nova_python)
+
+
+def _apply(path, changes, dry_run, nova_python):
     old_text = read_config(path)
     old = parse_config(path, old_text)
     changes = resolve_changes(old, changes)
@@ -265,10 +245,11 @@ def apply(path, changes, dry_run=False, nova_python=None):
                          written=False, diff='', notices=[])
     if not result.changed:
         return result
-    result.nova, result.notices = check_nova(path, _set_only(changes),
-                                             nova_python)
+    result.nova, result.notices, secrets = check_nova(
+        path, _set_only(changes), nova_python)
     result.notices = follow_notices + list(result.notices)
-    result.diff = ini_diff.unified_diff(old, new, path, path)
+    result.diff = ini_diff.unified_diff(old, new, path, path,
+                                        secrets=secrets)
     if not dry_run:
         result.backup = write_config(path, old_text, new_text)
         result.written = True

@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -277,3 +278,36 @@ def test_unreadable_file(nova_conf, tmp_path, public_copies):
                    'Permission denied (fix: give the path of a readable '
                    'nova.conf with --config)\n')
     assert snapshot(nova_conf) == before
+
+
+# -- hostile targets (issue 11) ----------------------------------------------
+
+def test_dev_null_exits_2_and_stays_a_device():
+    before = os.lstat('/dev/null')
+    done = kvmtune(*apply_args('/dev/null'))
+    assert_one_line_error(done, '/dev/null', 'character device')
+    after = os.lstat('/dev/null')
+    assert stat.S_ISCHR(after.st_mode)
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert not os.path.exists('/dev/null.kvmtune.bak')
+
+
+def test_fifo_exits_2_without_hanging(tmp_path):
+    fifo = tmp_path / 'nova.conf'
+    os.mkfifo(fifo)
+    done = kvmtune(*apply_args(fifo))       # timeout=120 in kvmtune()
+    assert_one_line_error(done, str(fifo), 'FIFO')
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
+def test_empty_config_is_an_error_not_the_default(tmp_path):
+    conf = tmp_path / 'kvmtune.conf'
+    target = tmp_path / 'default-nova.conf'
+    shutil.copyfile(os.path.join(FIXTURES, 'novaconf', 'devstack.conf'),
+                    target)
+    conf.write_text(f'[nova]\nconfig_file = {target}\n')
+    before = target.read_bytes()
+    done = kvmtune('--config-file', str(conf), *apply_args(''))
+    assert_one_line_error(done, 'empty path')
+    assert target.read_bytes() == before

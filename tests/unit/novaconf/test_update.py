@@ -1,6 +1,7 @@
 """kvmtune.novaconf.apply on real files: diff, backup, atomic write."""
 
 import os
+import stat
 import shutil
 
 import pytest
@@ -134,32 +135,78 @@ def test_symlink_stays_a_link(tmp_path):
     assert real.read_bytes() == expected('devstack.after.conf')
 
 
-@pytest.mark.parametrize('failing', ['replace', 'fsync', 'fchmod'])
-def test_failure_while_writing_leaves_the_original(tmp_path, monkeypatch,
-                                                   failing):
-    path = copy_fixture(tmp_path, 'devstack.conf')
-    before = snapshot(path)
-
-    def fail(*args, **kwargs):
-        raise OSError(28, 'No space left on device', str(path))
-
-    # The last write (nova.conf itself) fails; the backup may be written.
-    real = getattr(os, failing)
+def _fail_nth(monkeypatch, name, nth):
+    real = getattr(os, name)
     calls = []
 
-    def fail_second_write(*args, **kwargs):
+    def failing(*args, **kwargs):
         calls.append(args)
-        if len(calls) > 1:
-            fail()
+        if len(calls) == nth:
+            raise OSError(28, 'No space left on device')
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(update.os, failing, fail_second_write)
+    monkeypatch.setattr(os, name, failing)
+    return calls
+
+
+@pytest.mark.parametrize('failing, nth', [
+    ('write', 1), ('write', 2), ('fsync', 1), ('fsync', 2), ('replace', 1),
+])
+def test_failure_while_writing_leaves_the_original_and_no_backup(
+        tmp_path, monkeypatch, failing, nth):
+    """The backup is written to a temporary file first, the file second, the
+    backup renamed last: a full disk at any step before leaves nova.conf,
+    and any earlier backup, as they were (and no temporary file)."""
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    backup = tmp_path / 'nova.conf.kvmtune.bak'
+    backup.write_bytes(b'an earlier backup\n')
+    before = snapshot(path)
+    calls = _fail_nth(monkeypatch, failing, nth)
     with pytest.raises(InputError) as info:
         update.apply(str(path), CHANGES)
+    assert len(calls) >= nth
     assert 'No space left on device' in str(info.value)
     assert snapshot(path) == before
+    assert backup.read_bytes() == b'an earlier backup\n'
     assert sorted(os.listdir(tmp_path)) == ['nova.conf',
                                             'nova.conf.kvmtune.bak']
+
+
+def test_metadata_that_cannot_be_copied_means_in_place(tmp_path,
+                                                       monkeypatch):
+    """An extended attribute the new file may not get (an SELinux label
+    without relabel rights) would be lost by a replace: nova.conf is
+    rewritten in place instead (same inode, label and mode kept)."""
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    os.chmod(path, 0o640)
+    os.setxattr(path, 'user.label', b'nova_etc_t')
+    inode = os.stat(path).st_ino
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(1, 'Operation not permitted')
+
+    monkeypatch.setattr(os, 'setxattr', refuse)
+    update.apply(str(path), CHANGES)
+    assert path.read_bytes() == expected('devstack.after.conf')
+    assert os.stat(path).st_ino == inode
+    assert os.getxattr(path, 'user.label') == b'nova_etc_t'
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    assert (tmp_path / 'nova.conf.kvmtune.bak').read_bytes() == \
+        expected('devstack.conf')
+
+
+def test_failure_renaming_the_backup_says_where_the_old_content_is(
+        tmp_path, monkeypatch):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    old = path.read_bytes()
+    _fail_nth(monkeypatch, 'replace', 2)
+    with pytest.raises(InputError) as info:
+        update.apply(str(path), CHANGES)
+    line = str(info.value)
+    assert 'the new content was written' in line
+    kept = line.split('the previous content is in ')[1].split(';')[0]
+    assert open(kept, 'rb').read() == old
+    assert path.read_bytes() == expected('devstack.after.conf')
 
 
 def test_file_edited_during_the_check_is_not_overwritten(
@@ -274,3 +321,162 @@ def test_operator_filter_list_is_extended_not_replaced(tmp_path):
 ])
 def test_extend_list(current, planned, result):
     assert update.extend_list(current, planned, ('A',)) == result
+
+
+# -- hostile input (issue 11) -------------------------------------------------
+
+def _char_device(path):
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip('mknod needs CAP_MKNOD')
+
+
+@pytest.mark.parametrize('dry_run', [False, True])
+def test_a_character_device_stays_a_device(tmp_path, dry_run):
+    node = tmp_path / 'nova.conf'
+    _char_device(str(node))
+    with pytest.raises(InputError) as info:
+        update.apply(str(node), CHANGES, dry_run=dry_run)
+    assert 'character device' in str(info.value)
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
+def test_a_symlink_to_dev_null_is_refused(tmp_path):
+    link = tmp_path / 'nova.conf'
+    link.symlink_to('/dev/null')
+    with pytest.raises(InputError, match='character device'):
+        update.apply(str(link), CHANGES)
+    assert stat.S_ISCHR(os.stat('/dev/null').st_mode)
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
+def test_a_fifo_is_refused_without_hanging(tmp_path):
+    fifo = tmp_path / 'nova.conf'
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match='FIFO'):
+        update.apply(str(fifo), CHANGES)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_an_empty_path_is_not_the_default_nova_conf():
+    with pytest.raises(InputError, match='empty path'):
+        update.apply('', CHANGES)
+
+
+@pytest.mark.skipif(not shutil.which('chattr'), reason='needs chattr')
+def test_immutable_nova_conf_leaves_the_earlier_backup(tmp_path):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    backup = tmp_path / 'nova.conf.kvmtune.bak'
+    backup.write_bytes(b'the pristine file\n')
+    if os.system(f'chattr +i {path} 2>/dev/null'):
+        pytest.skip('cannot chattr +i here')
+    try:
+        with pytest.raises(InputError, match='immutable'):
+            update.apply(str(path), CHANGES)
+    finally:
+        os.system(f'chattr -i {path}')
+    assert path.read_bytes() == expected('devstack.conf')
+    assert backup.read_bytes() == b'the pristine file\n'
+
+
+def test_shadow_style_file_never_echoes_a_hash(tmp_path):
+    """--config /etc/shadow by mistake: the error names the line, not its
+    content; and a hash that parses as an option is masked in the diff."""
+    path = tmp_path / 'shadow'
+    shadow = ('root:$6$Zx9salt$QmYhashHASHhashHASHhash0123456789:'
+              '19000:0:99999:7:::\n'
+              'nova:$y$j9T$pw1abc$OtherHash/abc.def:19000::::::\n')
+    secrets = ('Zx9salt', 'QmYhash', 'pw1abc', 'OtherHash')
+    path.write_text(shadow)
+    with pytest.raises(InputError) as info:
+        update.apply(str(path), CHANGES)
+    line = str(info.value)
+    assert '\n' not in line and 'line 1' in line
+    assert not [s for s in secrets if s in line], line
+    path.write_text('[DEFAULT]\n' + shadow)
+    result = update.apply(str(path), CHANGES, dry_run=True)
+    assert 'root:' in result.diff
+    assert not [s for s in secrets if s in result.diff], result.diff
+
+
+def test_redis_password_never_in_the_diff(tmp_path):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    with open(path, 'a') as handle:
+        handle.write('[cache]\nenabled = true\n'
+                     'backend = dogpile.cache.redis\n'
+                     'backend_argument = url:redis://:R3dis-Pw@10.0.0.9:6379\n'
+                     'backend_argument = password:R3dis-Pw2\n')
+    result = update.apply(str(path), CHANGES, dry_run=True)
+    assert result.diff
+    assert 'R3dis-Pw' not in result.diff
+
+
+def _apply_in_child(path, changes):
+    update.apply(path, changes)
+
+
+def test_two_concurrent_applies_lose_no_option(tmp_path, monkeypatch):
+    """Each apply reads, checks with Nova (seconds) and writes; without a
+    lock the second one's write dropped the first one's options."""
+    import multiprocessing
+
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    slow = update.check_nova
+
+    def slow_check(*args, **kwargs):
+        import time
+        time.sleep(0.3)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(update, 'check_nova', slow_check)
+    first = {'compute': {'cpu_shared_set': '0-1'}}
+    second = {'DEFAULT': {'reserved_host_memory_mb': '2048'}}
+    context = multiprocessing.get_context('fork')
+    workers = [context.Process(target=_apply_in_child,
+                               args=(str(path), changes))
+               for changes in (first, second)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    from kvmtune.novaconf import inifile
+    ini = inifile.IniFile(path.read_text())
+    assert ini.get('compute', 'cpu_shared_set') == '0-1'
+    assert ini.get('DEFAULT', 'reserved_host_memory_mb') == '2048'
+
+
+@pytest.mark.skipif(not shutil.which('setfacl'),
+                    reason='needs the acl package (tools/bootstrap)')
+def test_acl_and_user_xattr_survive_an_apply(tmp_path):
+    import subprocess
+
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    os.chmod(path, 0o640)
+    subprocess.run(['setfacl', '-m', 'u:nobody:r', str(path)], check=True)
+    os.setxattr(path, 'user.origin', b'puppet')
+    acl = os.getxattr(path, 'system.posix_acl_access')
+    update.apply(str(path), CHANGES)
+    assert path.read_bytes() == expected('devstack.after.conf')
+    assert os.getxattr(path, 'system.posix_acl_access') == acl
+    assert os.getxattr(path, 'user.origin') == b'puppet'
+
+
+def test_hard_linked_nova_conf_stays_linked(tmp_path):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    twin = tmp_path / 'nova-compute.conf'
+    os.link(path, twin)
+    update.apply(str(path), CHANGES)
+    assert twin.read_bytes() == expected('devstack.after.conf')
+    assert os.stat(twin).st_ino == os.stat(path).st_ino
+
+
+def test_stale_temp_of_a_killed_apply_is_removed(tmp_path):
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    stale = tmp_path / '.nova.conf.kvmtune-k9x2.tmp'
+    stale.write_text('[DEFAULT]\nhalf')
+    update.apply(str(path), CHANGES)
+    assert sorted(os.listdir(tmp_path)) == ['nova.conf',
+                                            'nova.conf.kvmtune.bak']
