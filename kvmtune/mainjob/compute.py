@@ -78,6 +78,7 @@ def apply_nova_conf(profile_name, facts, path, nova_python=None,
     profile = profiles.load(profile_name,
                             profiles.search_dirs(loaded.profile_dirs))
     plan = plans.build_plan(profile, facts)
+    plans.refuse_withheld(plan)     # before anything is written
     python = validate.configured_python(nova_python,
                                         loaded.nova.python_executable)
     result = novaconf.apply(path, plan.nova_conf, nova_python=python)

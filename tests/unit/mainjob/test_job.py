@@ -1,0 +1,117 @@
+"""The main job's exit status and summary: 0 when the experiment ran
+whatever the SLA said (the verdict printed), 1 with --strict when an SLA
+failed, 2 when a step could not run; quiet stdout that ends with how to
+stop the embedded cloud. The cloud, Rally and the report are stand-ins;
+what is decided (profile, counts that fit, lines shown) is the job's."""
+
+import pytest
+
+from kvmtune.errors import CloudError
+from kvmtune.mainjob import cloud
+from kvmtune.mainjob import compute
+from kvmtune.mainjob import job
+from kvmtune.mainjob import rally
+from kvmtune.mainjob import steps
+
+STOP = 'the embedded cloud keeps running for the next run; stop it with: ' \
+    'kvmtune cloud down'
+
+
+class FakeRally:
+    sla_ok = True
+
+    def __init__(self, state_dir):
+        self.dir = f'{state_dir}/rally'
+        self.conf = f'{self.dir}/rally.conf'
+        self.sla_failures = [] if FakeRally.sla_ok else [
+            'm1.bench.baseline: kvmtune_scaling: per-VM share 0.31 < 0.5']
+
+    def use_cloud(self, name, spec):
+        pass
+
+    def sweep(self, task, args, out_json, out_html, progress=None):
+        FakeRally.args = args
+        return 'task-1', FakeRally.sla_ok
+
+
+@pytest.fixture
+def local_job(monkeypatch, tmp_path):
+    """The local path with this host's facts and a 1-PCPU compute."""
+    from kvmtune.cloud import flavors
+    from kvmtune.image import build
+
+    monkeypatch.setattr(build, 'build', lambda *a, **k: {
+        'sizes': {'kvmtune-bench.qcow2': 11e6}, 'changed': False})
+    monkeypatch.setattr(job, '_baseline_step', lambda *a: None,
+                        raising=False)
+    monkeypatch.setattr(cloud, 'local_cloud',
+                        lambda: ('kvmtune-admin', 'up in 50 s'))
+    monkeypatch.setattr(cloud, 'nova_conf', lambda: '/x/nova-compute.conf')
+    monkeypatch.setattr(cloud, 'nova_python', lambda: None)
+    monkeypatch.setattr(cloud, 'local_cloud_emulated', lambda: True)
+    monkeypatch.setattr(cloud, 'stop_hint', lambda: STOP)
+    monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
+    monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
+    monkeypatch.setattr(flavors, 'apply_profile',
+                        lambda name, profile, base, **k: f'{base}.{profile}')
+
+    def tune(conn, setup, cloud_name):
+        setup.pcpu, setup.summary = 1, '1 PCPU'
+        return 1
+    monkeypatch.setattr(compute, 'tune_local_compute', tune)
+    monkeypatch.setattr(rally, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(rally, 'Rally', FakeRally)
+    monkeypatch.setattr(job, '_report_step', lambda *a: (
+        'disk sweep fio-randread-4k, flavor m1.bench.baseline\n 1 ...\n',
+        {'png': 'p.png', 'html': 'r.html'}))
+    import openstack
+    monkeypatch.setattr(openstack, 'connect', lambda cloud: type(
+        'Conn', (), {'config': None})())
+    yield str(tmp_path)
+    steps.OUT.close()
+
+
+@pytest.mark.parametrize('sla_ok, strict, rc', [
+    (True, False, 0), (False, False, 0), (False, True, 1), (True, True, 0)])
+def test_exit_status_and_verdict(local_job, capsys, sla_ok, strict, rc):
+    FakeRally.sla_ok = sla_ok
+    assert job.run(max_vms=3, state_dir=local_job, strict=strict) == rc
+    lines = capsys.readouterr().out.splitlines()
+    assert all(line.startswith('main-job: ') for line in lines)
+    assert lines[-1] == 'main-job: ' + STOP
+    assert len(lines) < 80
+    if sla_ok:
+        assert 'main-job: SLA: met' in lines
+    else:
+        verdict = [line for line in lines if 'SLA: FAILED' in line]
+        assert len(verdict) == 1
+        assert ('exit 1' if strict else '--strict makes it 1') in verdict[0]
+        after = lines[lines.index(verdict[0]) + 1]
+        assert 'per-VM share 0.31 < 0.5' in after
+
+
+def test_tuned_sweep_only_what_fits(local_job, capsys):
+    FakeRally.sla_ok = True
+    assert job.run(max_vms=3, state_dir=local_job) == 0
+    tuned = 'm1.bench.pinned-hugepages'
+    assert FakeRally.args['flavor_max_vms'] == {tuned: 1}
+    assert FakeRally.args['emulated'] is True
+    out = capsys.readouterr().out
+    assert f'main-job: {tuned}: 1 of 3 VMs fit this host (1 PCPU' in out
+    assert 'rally sweep: task task-1, m1.bench.baseline 1..3 VMs; ' \
+        f'{tuned} 1..1 VMs' in out
+
+
+def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
+    def broken():
+        raise CloudError('port 5000 is taken', source='keystone',
+                         fix='kvmtune cloud status')
+    monkeypatch.setattr(cloud, 'local_cloud', broken)
+    assert job.run(state_dir=local_job) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-4].startswith('main-job: test cloud: FAILED (')
+    assert lines[-3] == ('main-job: error: keystone: port 5000 is taken '
+                         '(fix: kvmtune cloud status)')
+    assert lines[-2] == ('main-job: stopped; the log has the details: '
+                         f'{local_job}/main-job.log')
+    assert lines[-1] == 'main-job: ' + STOP
