@@ -124,3 +124,13 @@ def test_hugepage_count_that_is_not_a_number(tree):
     pool.write_text('many\n')
     with pytest.raises(InputError, match="nr_hugepages: hugepages: 'many'"):
         gather(tree)
+
+
+def test_siblings_none_of_them_online_is_unknown_not_a_crash(tree):
+    """cpu5 lists only CPU 21 as its sibling, and 21 is offline."""
+    (tree / 'sys/devices/system/cpu/online').write_text('0-15\n')
+    for name in ('core_cpus_list', 'thread_siblings_list'):
+        (tree / TOPO.format(5, name)).write_text('21\n')
+    cpu = gather(tree)['cpu']
+    assert cpu['online'] == list(range(16))
+    assert cpu['thread_siblings'] is None and cpu['sockets'] == 2
