@@ -5,7 +5,10 @@ relative path (/dev nodes and other files whose existence is all that counts
 become empty marker files), with ``kvmtune-capture.json`` recording the live
 /dev/kvm probe, the time and the kvmtune version. ``kvmtune host inspect
 --root DIR`` (and ``kvmtune plan --root DIR``) then give the same facts as on
-this host, anywhere.
+this host, anywhere. Every CPU's topology and online files and each node's
+cpulist, cpumap and cpuN entries are copied too, read or not, so that a
+tree sent with a bug report (README, "Send us a capture") answers questions
+kvmtune does not ask yet; it has the shape of tests/fixtures/hosts/real/.
 
   kvmtune host capture /tmp/compute-1
   tar czf compute-1.tgz -C /tmp compute-1
