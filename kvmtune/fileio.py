@@ -103,15 +103,15 @@ def resolve(path, source=None, fix=None):
     if target is not None:
         what = kind(target.st_mode)
         if what:
-            raise _error(f'is {what}; kvmtune writes only regular files '
-                         '(nothing was written)', source, fix)
+            raise _error(f'cannot write {what}: kvmtune writes only '
+                         'regular files (nothing was written)', source, fix)
     directory = os.path.dirname(real)
     try:
         dstat = os.stat(directory)
     except OSError as exc:
-        raise _error(f'its directory {directory} cannot be used: '
-                     f'{exc.strerror}', source, 'create the directory or '
-                     'give another path') from None
+        raise _error(f'cannot write into {directory}: {exc.strerror}',
+                     source, 'create the directory or give another '
+                     'path') from None
     if not stat.S_ISDIR(dstat.st_mode):
         raise _error(f'{directory} is not a directory', source, fix)
     return real, target
@@ -174,8 +174,9 @@ def _acquire(real, source):
                 what = kind(now.st_mode)
                 if what:
                     os.close(fd)
-                    raise _error(f'is {what}; kvmtune writes only regular '
-                                 'files (nothing was written)', source,
+                    raise _error(f'cannot write {what}: kvmtune writes '
+                                 'only regular files (nothing was '
+                                 'written)', source,
                                  'give the path of a regular file')
                 return fd
         os.close(fd)                        # replaced while we waited

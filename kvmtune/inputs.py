@@ -312,14 +312,14 @@ def parse_json(text, source, *, key=None, max_depth=MAX_DEPTH):
         raise InputError(exc.problem, source=source, key=key,
                          fix=exc.fix) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f'not valid JSON: {exc.msg} at line {exc.lineno}, '
-                         f'column {exc.colno}', source=source, key=key,
+        raise InputError(f'not JSON ({exc.msg} at line {exc.lineno}, '
+                         f'column {exc.colno})', source=source, key=key,
                          fix='give the complete, unedited JSON') from None
     except (RecursionError, MemoryError):
         raise InputError('JSON nested too deeply', source=source, key=key,
                          fix='give the file kvmtune wrote') from None
     except ValueError as exc:
-        raise InputError(f'not valid JSON: {exc}', source=source, key=key,
+        raise InputError(f'not JSON ({exc})', source=source, key=key,
                          fix='give the complete, unedited JSON') from None
     if not _depth_ok(value, max_depth):
         raise InputError(f'JSON nested deeper than {max_depth} levels',

@@ -30,8 +30,13 @@ def add_arguments(parser):
 def run(args):
     from kvmtune.facts import capture
     target = args.directory
-    if os.path.exists(target) and (not os.path.isdir(target)
-                                   or os.listdir(target)):
+    try:
+        taken = os.path.lexists(target) and (not os.path.isdir(target)
+                                             or os.listdir(target))
+    except OSError as exc:
+        raise InputError(f'cannot look into it: {exc.strerror}',
+                         source=target, fix='give a new directory') from None
+    if taken:
         raise InputError('exists and is not an empty directory',
                          source=target, fix='give a new directory')
     record = capture.capture('/', target)

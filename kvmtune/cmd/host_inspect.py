@@ -14,7 +14,6 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 """
 
 import json
-import os
 import sys
 
 from kvmtune.errors import InputError
@@ -77,33 +76,22 @@ def to_json(facts):
 
 
 def write_atomic(path, text):
-    """Replace path with text in one rename; leave it alone if equal."""
-    import tempfile     # pulls in shutil and random: only when writing
-    try:
-        with open(path, encoding='utf-8') as f:
-            if f.read() == text:
+    """Write path with kvmtune.fileio (a device, FIFO or directory is
+    refused, the file replaced in one rename); leave it alone if equal."""
+    from kvmtune import fileio
+    from kvmtune import inputs
+
+    _, old = fileio.resolve(path, fix='give the path of a regular file '
+                            'for -o')
+    if old is not None:
+        try:
+            if inputs.read_bytes(path, max_bytes=len(text.encode()) + 1) \
+                    == text.encode('utf-8'):
                 print(f'{path}: unchanged', file=sys.stderr)
                 return
-    except (OSError, UnicodeDecodeError):
-        pass
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.kvmtune-')
-    except OSError as exc:
-        raise InputError(f'cannot write: {exc.strerror}', source=path,
-                         fix='choose a writable directory') from None
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise InputError(f'cannot write: {exc.strerror}', source=path,
-                         fix='give a file path you can write') from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        except InputError:
+            pass            # unreadable or bigger: it differs
+    fileio.write_atomic(path, text, fix='give a file path you can write')
     print(f'{path}: written', file=sys.stderr)
 
 

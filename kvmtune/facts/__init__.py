@@ -7,7 +7,6 @@ one of the three for commands that take ``--root`` / ``--facts``. The keys
 are documented in doc/facts.md and fixed by doc/design.md section 1.
 """
 
-import json
 import os
 
 from kvmtune.errors import InputError
@@ -35,11 +34,16 @@ def is_live(root):
 
 def _recorded_probe(root):
     """The KVM probe ``host capture`` recorded, or None."""
-    try:
-        with open(os.path.join(root, CAPTURE_FILE)) as f:
-            probe = json.load(f).get('kvm_probe')
-    except (OSError, ValueError, AttributeError):
+    from kvmtune import inputs
+
+    path = os.path.join(root, CAPTURE_FILE)
+    if not os.path.exists(path):
         return None
+    try:    # a FIFO there is refused, never read (it would hang)
+        doc = inputs.load_json(path, max_bytes=16 << 20)
+    except InputError:
+        return None         # a broken record: the probe is unknown
+    probe = doc.get('kvm_probe') if isinstance(doc, dict) else None
     if not isinstance(probe, dict) or 'usable' not in probe:
         return None
     return probe
@@ -95,15 +99,18 @@ def gather(root='/', probe_kvm=None):
 
 def load(path):
     """Read and check a facts JSON file; InputError names what is wrong."""
+    from kvmtune import inputs
+
+    # Regular file, bounded size and nesting, finite numbers: kvmtune.inputs.
     try:
-        with open(path, encoding='utf-8') as f:
-            facts = json.load(f)
-    except OSError as exc:
-        raise InputError(f'cannot read facts: {exc.strerror}',
-                         source=path) from None
-    except ValueError as exc:
-        raise InputError(f'not JSON ({exc})', source=path,
-                         fix=REGENERATE) from None
+        facts = inputs.read_bytes(path, max_bytes=16 << 20)
+    except InputError as exc:
+        raise InputError(f'cannot read facts: {exc.problem}', source=path,
+                         fix=exc.fix) from None
+    try:
+        facts = inputs.parse_json(facts, path)
+    except InputError as exc:
+        raise InputError(exc.problem, source=path, fix=REGENERATE) from None
     for key, problem in schema.problems(facts):
         raise InputError(problem, source=path, key=key or None,
                          fix=REGENERATE)

@@ -7,6 +7,8 @@ import shutil
 import tempfile
 
 from kvmtune import facts as host_facts
+from kvmtune import fileio
+from kvmtune.errors import InputError
 from kvmtune.facts import cpu
 from kvmtune.facts import hostfs
 from kvmtune.facts import memory
@@ -59,8 +61,14 @@ def capture(root, target):
     cpu.read_for_capture(files)
     memory.read_for_capture(files)
     parent = os.path.dirname(os.path.abspath(target))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=parent, prefix='.kvmtune-capture-')
+    try:
+        os.makedirs(parent, exist_ok=True)
+        staging = tempfile.mkdtemp(dir=parent, prefix='.kvmtune-capture-')
+    except OSError as exc:
+        raise InputError(f'cannot create it in {parent}: {exc.strerror}; '
+                         'nothing was written', source=target,
+                         fix='give a directory in a place you may '
+                         'write') from None
     try:
         written = write_tree(files, staging)
         record = {
@@ -71,12 +79,17 @@ def capture(root, target):
             'kvm_probe': probe,
             'files': written,
         }
-        with open(os.path.join(staging, host_facts.CAPTURE_FILE), 'w') as f:
-            json.dump(record, f, indent=2)
-            f.write('\n')
+        fileio.write_atomic(os.path.join(staging, host_facts.CAPTURE_FILE),
+                            json.dumps(record, indent=2) + '\n')
         if os.path.isdir(target):
             os.rmdir(target)        # empty, checked by the caller
         os.rename(staging, target)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(f'cannot write {exc.filename or target}: '
+                         f'{exc.strerror}; nothing was kept', source=target,
+                         fix='give a new directory in a place you may '
+                         'write, with free space') from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

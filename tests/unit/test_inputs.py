@@ -173,7 +173,7 @@ def test_json_duplicate_key():
 def test_json_truncated_and_bytes():
     with pytest.raises(InputError) as caught:
         inputs.parse_json('{"jobs": [{"read": {"iops": 12', 'fio')
-    _one_line(caught, 'not valid JSON', 'fio')
+    _one_line(caught, 'not JSON', 'fio')
     with pytest.raises(InputError, match='not UTF-8'):
         inputs.parse_json(b'{"a": "\xff"}', 'r.json')
     assert inputs.parse_json(b'{"a": 1.5}', 'r.json') == {'a': 1.5}

@@ -53,7 +53,7 @@ def test_load_names_the_broken_key(tmp_path, change, key):
 def test_load_of_non_json(tmp_path):
     path = tmp_path / 'b.json'
     path.write_text('{"schema": 1,')
-    with pytest.raises(InputError, match='not valid JSON'):
+    with pytest.raises(InputError, match='not JSON'):
         baseline.load(str(path))
 
 

@@ -1,0 +1,82 @@
+"""``kvmtune host inspect`` under hostile input (issue 11)."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from kvmtune import cli
+from kvmtune import facts as host_facts
+from tests import paths
+
+INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
+
+
+def _one_line_exit_2(capsys, argv, *words):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+def test_output_to_dev_null_leaves_the_device(capsys):
+    before = os.lstat('/dev/null')
+    _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
+                              '-o', '/dev/null'], 'character device')
+    after = os.lstat('/dev/null')
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+
+
+def test_output_to_a_fifo_is_refused(tmp_path, capsys):
+    fifo = tmp_path / 'facts.json'
+    os.mkfifo(fifo)
+    _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
+                              '-o', str(fifo)], 'FIFO')
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def _facts_file(tmp_path, text):
+    path = tmp_path / 'facts.json'
+    path.write_text(text)
+    return str(path)
+
+
+def _good_facts():
+    return host_facts.gather(INTEL)
+
+
+@pytest.mark.parametrize('mutate, words', [
+    (lambda text: '[' * 100000 + ']' * 100000, 'nested'),
+    (lambda text: '{"a":' * 200 + '1' + '}' * 200, 'nested'),
+    (lambda text: text.replace('"schema": 1', '"schema": NaN', 1), 'NaN'),
+    (lambda text: text.replace('"schema": 1', '"schema": 1e400', 1),
+     '1e400'),
+    (lambda text: text[:-1] + ', "schema": 1}', 'duplicate'),
+])
+def test_hostile_facts_file(tmp_path, capsys, mutate, words):
+    text = json.dumps(_good_facts())
+    assert '"schema": 1' in text
+    path = _facts_file(tmp_path, mutate(text))
+    _one_line_exit_2(capsys, ['host', 'inspect', '--facts', path], path,
+                     words)
+
+
+def test_facts_file_that_is_a_fifo(tmp_path, capsys):
+    fifo = tmp_path / 'facts.json'
+    os.mkfifo(fifo)
+    _one_line_exit_2(capsys, ['plan', '--profile', 'baseline', '--facts',
+                              str(fifo)], 'FIFO')
+
+
+def test_capture_record_that_is_a_fifo_does_not_hang(tmp_path, capsys):
+    import shutil
+    tree = tmp_path / 'host'
+    shutil.copytree(INTEL, tree, symlinks=True)
+    record = tree / host_facts.CAPTURE_FILE
+    if record.exists():
+        record.unlink()
+    os.mkfifo(record)
+    assert cli.main(['host', 'inspect', '--root', str(tree)]) == 0
