@@ -1,0 +1,312 @@
+"""What every export target shares: the context, the host files, the writer.
+
+A target module has ``build(ctx) -> [OutFile]``; the files are relative to
+the output directory and mirror where the tool (or the operator) puts them,
+e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``.
+
+Writing is all or nothing: every file is checked first (the output directory
+can be written, an existing file holds the same content or is refused with
+the key it sets differently), then each changed file is written atomically
+through kvmtune.fileio. A file that already has the content is not touched,
+so a second export with unchanged facts changes no byte (and no mtime).
+"""
+
+import dataclasses
+import os
+import re
+
+import yaml
+
+from kvmtune import fileio
+from kvmtune import inputs
+from kvmtune import traits as kvmtune_traits
+from kvmtune.errors import InputError
+from kvmtune.novaconf import inifile
+from kvmtune.novaconf import services
+
+# Drop-in name: RHOSO/EDPM reserve numbers below 25 for themselves, SUSE
+# gives 100-499 to config management; 50 sorts after a tool's own files.
+DROPIN_NAME = '50-kvmtune.conf'
+# One modprobe.d file for every kvm module, the name OpenStack-Ansible's
+# os_nova role writes (tasks/drivers/kvm/nova_compute_kvm.yml): two files
+# setting options of one module would fight.
+MODPROBE_FILE = 'etc/modprobe.d/kvm.conf'
+# Debian/Ubuntu's update-grub sources /etc/default/grub.d/*.cfg.
+GRUB_FILE = 'etc/default/grub.d/50-kvmtune.cfg'
+PROVIDER_FILE = 'kvmtune.yaml'
+_HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
+
+
+@dataclasses.dataclass
+class OutFile:
+    path: str       # relative to the output directory
+    text: str
+    fmt: str        # 'ini', 'yaml' or 'text': how conflicts are explained
+
+
+@dataclasses.dataclass
+class Context:
+    """Everything a target needs, as plain values."""
+
+    plan: object            # kvmtune.plan.Plan
+    facts: dict
+    host: str = None        # inventory / node name; None: the whole group
+    base: dict = None       # {section: {option: [values]}} of nova.conf
+    base_path: str = None
+
+    @property
+    def header(self):
+        return (f'Written by "kvmtune export" from profile '
+                f'{self.plan.profile} and the facts of '
+                f'{self.plan.facts_source}; an export with other facts or '
+                f'another profile replaces it.')
+
+    def by_service(self):
+        """{service: {section: {option: value}}} of the plan's nova.conf:
+        an option goes to every service that reads it."""
+        found = {}
+        for section, options in self.plan.nova_conf.items():
+            for option, value in options.items():
+                for service in services.readers(section, option):
+                    found.setdefault(service, {}).setdefault(
+                        section, {})[option] = value
+        return found
+
+    def traits(self):
+        return sorted(kvmtune_traits.from_facts(self.facts))
+
+
+def check_host(name, facts):
+    """The host name an export is for, or InputError: a name a tool would
+    not take, or facts of a host that is not a KVM compute node."""
+    source = facts.get('source') or 'the facts'
+    if name is not None and not _HOST_NAME.match(name):
+        raise InputError(f'not a host name: {name!r}', key='--host',
+                         fix='give the inventory name of the compute host')
+    virt = facts.get('virt') or {}
+    if not virt.get('kvm_device') and not virt.get('mechanism'):
+        raise InputError('not a KVM compute node: no /dev/kvm and no '
+                         'VT-x/AMD-V in its facts', source=source,
+                         fix='export for a compute host, from facts made '
+                             'on it ("kvmtune host inspect --format json")')
+    made_on = facts.get('hostname')
+    if name and made_on and name.split('.')[0] != made_on.split('.')[0]:
+        raise InputError(f'the facts were made on {made_on}, not on {name}: '
+                         f'{name} is not the compute node they describe',
+                         source=source, key='--host',
+                         fix=f'run "kvmtune host inspect --format json" on '
+                             f'{name} and give it with --facts')
+    return name
+
+
+def read_base(path):
+    """nova.conf at ``path`` as {section: {option: [values]}}."""
+    from kvmtune.novaconf import update
+
+    text = update.read_config(path)
+    ini = update.parse_config(path, text)
+    return _ini_items(ini)
+
+
+def _ini_items(ini):
+    items = {}
+    for block in ini.blocks:
+        if block.section is None:
+            continue
+        section = inifile.normalize_section(block.section)
+        for entry in block.entries:
+            items.setdefault(section, {}).setdefault(entry.key, []).append(
+                entry.value)
+    return items
+
+
+def render_ini(conf, header):
+    """oslo.config INI: a list value is a multi-valued option, one line per
+    value (oslo.config's MultiOpt)."""
+    lines = [f'# {line}' for line in _wrap(header)]
+    for section, options in conf.items():
+        lines += ['', f'[{section}]']
+        for option, value in options.items():
+            values = value if isinstance(value, list) else [value]
+            lines.extend(f'{option} = {item}' for item in values)
+    return '\n'.join(lines) + '\n'
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper, value):
+    style = "'" if value in ('', 'yes', 'no', 'on', 'off', 'true',
+                             'false', 'null', '~') else None
+    return dumper.represent_scalar('tag:yaml.org,2002:str', value,
+                                   style=style)
+
+
+def _set(dumper, value):
+    # Sorted: a set's own order changes from run to run (hash seeds).
+    return dumper.represent_mapping('tag:yaml.org,2002:set',
+                                    {item: None for item in sorted(value)})
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(set, _set)
+
+
+def render_yaml(data, header):
+    body = yaml.dump(data, Dumper=_Dumper, default_flow_style=False,
+                     sort_keys=False, width=1000)
+    lines = [f'# {line}' for line in _wrap(header)]
+    return '---\n' + '\n'.join(lines) + '\n' + body
+
+
+def _wrap(text, width=76):
+    words, lines, line = text.split(), [], ''
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f'{line} {word}' if line else word
+    return lines + ([line] if line else [])
+
+
+def provider_config(traits):
+    """Nova's provider config (doc/source/admin/managing-resource-
+    providers.rst): kvmtune's traits on this compute node's provider."""
+    return {'meta': {'schema_version': '1.0'},
+            'providers': [{'identification': {'uuid': '$COMPUTE_NODE'},
+                           'traits': {'additional': list(traits)}}]}
+
+
+def modprobe_text(plan):
+    """One file for all kvm modules' options, or None."""
+    lines = []
+    for path in sorted(plan.modprobe):
+        lines.extend(line for line in plan.modprobe[path].splitlines()
+                     if line.strip())
+    return '\n'.join(lines) + '\n' if lines else None
+
+
+def host_files(ctx, prefix=''):
+    """The kernel arguments and modprobe lines, as files for the host
+    (``prefix`` puts them under hosts/<host>/ for a tool that does not
+    manage them)."""
+    files = []
+    text = modprobe_text(ctx.plan)
+    if text:
+        files.append(OutFile(
+            os.path.join(prefix, MODPROBE_FILE),
+            ''.join(f'# {line}\n' for line in _wrap(ctx.header)) + text,
+            'text'))
+    if ctx.plan.kernel_args:
+        args = ' '.join(ctx.plan.kernel_args)
+        files.append(OutFile(os.path.join(prefix, GRUB_FILE), ''.join(
+            f'# {line}\n' for line in _wrap(
+                ctx.header + ' Kernel arguments: run update-grub and '
+                'reboot for them to take effect.'))
+            + f'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {args}"\n', 'text'))
+    return files
+
+
+# -- writing ---------------------------------------------------------------
+
+def _flatten(data, prefix=''):
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f'{prefix}{key}.'))
+        return out
+    return {prefix.rstrip('.'): data}
+
+
+def _differing_key(path, old, new, fmt):
+    """A phrase naming what ``old`` sets differently from ``new``."""
+    try:
+        if fmt == 'ini':
+            olds = _ini_items(inifile.IniFile(old))
+            news = _ini_items(inifile.IniFile(new))
+            for section, options in news.items():
+                for option, values in options.items():
+                    have = olds.get(section, {}).get(option)
+                    if have is not None and have != values:
+                        return (f'[{section}] {option} is '
+                                f'{", ".join(have)} there, the plan '
+                                f'wants {", ".join(values)}')
+        elif fmt == 'yaml':
+            olds = _flatten(inputs.parse_yaml(old, path) or {})
+            news = _flatten(inputs.parse_yaml(new, path) or {})
+            for key, value in news.items():
+                if key in olds and olds[key] != value:
+                    return (f'{key} is {olds[key]!r} there, the plan wants '
+                            f'{value!r}')
+    except (InputError, inifile.ParseError):
+        pass
+    for number, (a, b) in enumerate(zip(old.splitlines(),
+                                        new.splitlines()), start=1):
+        if a != b:
+            return f'line {number} differs: {a.strip()!r}'
+    return 'its content differs from what kvmtune writes'
+
+
+def _check_output(output):
+    fix = 'give --output a directory you can write'
+    probe = output
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe.rstrip('/')) or '.'
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        raise InputError('not a directory', source=probe, key='--output',
+                         fix=fix)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError('cannot write there: permission denied; nothing '
+                         'written', source=probe, key='--output', fix=fix)
+
+
+def plan_writes(output, files):
+    """[(OutFile, target path, 'unchanged'|'created'|'replaced')], or
+    InputError for the first file that may not be written."""
+    _check_output(output)
+    planned = []
+    for item in files:
+        target = os.path.join(output, item.path)
+        if os.path.isdir(os.path.dirname(target)):
+            fileio.resolve(target, fix='remove what is in its place')
+        if os.path.lexists(target):
+            old = inputs.read_text(target)
+            if old == item.text:
+                planned.append((item, target, 'unchanged'))
+                continue
+            reason = _differing_key(target, old, item.text, item.fmt)
+            raise InputError(
+                f'exists and {reason}; nothing written', source=target,
+                fix='kvmtune never overwrites an override file: move it '
+                    'away (or merge it by hand) and export again')
+        parent = os.path.dirname(target)
+        probe = parent
+        while not os.path.exists(probe):
+            probe = os.path.dirname(probe)
+        if not os.path.isdir(probe):
+            raise InputError(f'cannot create it: {probe} is not a '
+                             'directory; nothing written', source=target,
+                             fix=f'remove {probe} or give another --output')
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError('cannot create it: its directory is not '
+                             'writable; nothing written', source=target,
+                             fix='give --output a directory you can write')
+        planned.append((item, target, 'created'))
+    return planned
+
+
+def write(output, files):
+    """Write ``files`` under ``output``; return [(path, status)]."""
+    planned = plan_writes(output, files)
+    done = []
+    for item, target, status in planned:
+        if status == 'created':
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fileio.write_atomic(target, item.text, mode=0o644)
+        done.append((target, status))
+    return done

@@ -1,0 +1,139 @@
+"""``kvmtune export``: idempotent, and every bad input is one line, exit 2,
+nothing written."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from kvmtune import cli
+from kvmtune.export import TARGETS
+from tests.unit.export import consumers
+
+
+def export(output, *extra, target='kolla', host=consumers.HOST,
+           profile=consumers.PROFILE):
+    argv = ['export', '--profile', profile, '--target', target, '--root',
+            consumers.HOST_DIR, '--output', str(output)]
+    if host:
+        argv += ['--host', host]
+    return cli.main(argv + list(extra))
+
+
+def tree(root):
+    """{path: (bytes, mtime_ns, inode)} of every file under root."""
+    found = {}
+    for directory, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(directory, name)
+            info = os.stat(path)
+            with open(path, 'rb') as handle:
+                found[path] = (handle.read(), info.st_mtime_ns, info.st_ino)
+    return found
+
+
+def one_line_error(capsys, *words):
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith('kvmtune: error: '), err
+    assert 'Traceback' not in err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize('target', sorted(TARGETS))
+def test_second_run_changes_no_byte(tmp_path, capsys, target):
+    out = tmp_path / 'out'
+    assert export(out, target=target) == 0
+    first = tree(out)
+    assert first
+    capsys.readouterr()
+    assert export(out, target=target) == 0
+    assert tree(out) == first
+    text = capsys.readouterr()
+    assert 'created' not in text.out
+    assert text.err == (f'{target}: 0 file(s) written, {len(first)} '
+                        'unchanged\n')
+
+
+def test_unknown_target(tmp_path, capsys):
+    assert export(tmp_path / 'out', target='tripleo') == 2
+    one_line_error(capsys, "unknown target 'tripleo'", 'oslo-dropin')
+    assert not (tmp_path / 'out').exists()
+
+
+def test_host_that_is_not_the_compute_of_the_facts(tmp_path, capsys):
+    assert export(tmp_path / 'out', host='controller-1') == 2
+    one_line_error(capsys, 'made on compute-intel-1, not on controller-1')
+    assert not (tmp_path / 'out').exists()
+
+
+def test_host_without_kvm_is_not_a_compute(tmp_path, capsys):
+    facts = consumers.plan()[1]
+    facts['virt'].update(kvm_device=False, mechanism=None)
+    facts_file = tmp_path / 'controller.json'
+    facts_file.write_text(json.dumps(facts))
+    assert cli.main(['export', '--profile', 'cpu-pinning', '--target',
+                     'kolla', '--facts', str(facts_file), '--output',
+                     str(tmp_path / 'out')]) == 2
+    one_line_error(capsys, 'not a KVM compute node')
+    assert not (tmp_path / 'out').exists()
+
+
+def test_bad_host_name(tmp_path, capsys):
+    assert export(tmp_path / 'out', host='../etc') == 2
+    one_line_error(capsys, "not a host name: '../etc'")
+
+
+def test_existing_file_with_another_value_is_refused(tmp_path, capsys):
+    out = tmp_path / 'out'
+    target = (out / 'etc/kolla/config/nova' / consumers.HOST /
+              'nova-compute.conf')
+    target.parent.mkdir(parents=True)
+    target.write_text('[compute]\ncpu_dedicated_set = 2-7\n')
+    assert export(out) == 2
+    one_line_error(capsys, str(target),
+                   '[compute] cpu_dedicated_set is 2-7 there, the plan '
+                   'wants 1-19,21-39,41-59,61-79', 'nothing written')
+    assert target.read_text() == '[compute]\ncpu_dedicated_set = 2-7\n'
+    assert [p.name for p in out.rglob('*') if p.is_file()] == [
+        'nova-compute.conf']
+
+
+def test_existing_yaml_with_another_value_is_refused(tmp_path, capsys):
+    out = tmp_path / 'out'
+    assert export(out, target='openstack-ansible') == 0
+    host_vars = (out / 'etc/openstack_deploy/host_vars' /
+                 f'{consumers.HOST}.yml')
+    host_vars.write_text(host_vars.read_text().replace(
+        "reserved_host_memory_mb: '4096'", "reserved_host_memory_mb: '512'"))
+    before = tree(out)
+    capsys.readouterr()
+    assert export(out, target='openstack-ansible') == 2
+    one_line_error(capsys, 'nova_nova_conf_overrides.DEFAULT.'
+                   "reserved_host_memory_mb is '512' there")
+    assert tree(out) == before
+
+
+def test_unwritable_output(tmp_path, capsys):
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    os.chmod(locked, stat.S_IRUSR | stat.S_IXUSR)
+    if os.access(locked, os.W_OK):      # root: use a file in the way
+        os.chmod(locked, 0o755)
+        (locked / 'out').write_text('a file, not a directory\n')
+        assert export(locked / 'out') == 2
+        one_line_error(capsys, 'not a directory')
+    else:
+        assert export(locked / 'out') == 2
+        one_line_error(capsys, 'permission denied', 'nothing written')
+    assert os.listdir(locked) in ([], ['out'])
+
+
+def test_read_only_tree_in_the_way(tmp_path, capsys):
+    out = tmp_path / 'out'
+    (out / 'etc').mkdir(parents=True)
+    (out / 'etc' / 'kolla').write_text('not a directory\n')
+    assert export(out) == 2
+    one_line_error(capsys, 'is not a directory', 'nothing written')
+    assert sorted(p.name for p in out.rglob('*')) == ['etc', 'kolla']
