@@ -164,3 +164,33 @@ def test_a_booting_guest_is_not_ready():
     booting = text[:text.index('KVMTUNE-STATUS')]
     assert not guests.ready(booting, NMI_START_ID)
     assert not guests.ready(None, NMI_START_ID)
+
+
+# Issue 11: a frame whose byte count and sha256 match (the guest sent it
+# whole) but whose figures are not figures is an invalid guest, not ok.
+
+def _reframed(text, old, new):
+    import hashlib
+    import re
+    begin = re.search(r'KVMTUNE-RESULT-BEGIN (\S+) (\S+) (\S+) (\d+) '
+                      r'([0-9a-f]{64})\n', text)
+    end = text.index('\nKVMTUNE-RESULT-END', begin.end())
+    payload = text[begin.end():end]
+    assert old in payload
+    payload = payload.replace(old, new, 1)
+    data = payload.encode('utf-8', 'surrogateescape')
+    header = (f'KVMTUNE-RESULT-BEGIN {begin.group(1)} {begin.group(2)} '
+              f'{begin.group(3)} {len(data)} '
+              f'{hashlib.sha256(data).hexdigest()}\n')
+    return text[:begin.start()] + header + payload + text[end:]
+
+
+@pytest.mark.parametrize('value', ['NaN', 'Infinity', '-Infinity', '1e400',
+                                   '"inf"', '-3104.666667'])
+def test_a_verified_frame_carrying_nan_is_invalid(value):
+    text = _reframed(console_log().replace('\r\n', '\n'),
+                     '"iops" : 3104.666667', f'"iops" : {value}')
+    row = guests.row(text, GUEST, 'client', 'fio-randread-4k', True)
+    assert row['status'] == 'invalid', row
+    assert row['iops'] is None
+    assert row['reason']
