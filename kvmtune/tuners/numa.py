@@ -25,12 +25,18 @@ class Numa(base.Tuner):
 
     @base.check('host-numa-nodes')
     def _host_nodes(self):
+        # A guest node needs host CPUs and memory from one host node:
+        # memory-only nodes (GPU, CXL) do not count (doc/facts.md).
         wanted = self.params['nodes']
-        have = len(self.fact('numa.nodes', []))
+        nodes = self.fact('numa.nodes', [])
+        have = sum(1 for node in nodes if node.get('cpus') != [])
+        memory_only = len(nodes) - have
+        also = (f' (and {memory_only} memory-only node(s), which cannot '
+                'hold a guest node)' if memory_only else '')
         if wanted <= have:
             return (base.PASS, f'{wanted} guest node(s) fit on {have} host '
-                    'node(s)', None)
+                    f'node(s) with CPUs{also}', None)
         return (base.FAIL, f'hw:numa_nodes={wanted} needs {wanted} host '
-                f'NUMA nodes, this host has {have}',
+                f'NUMA nodes with CPUs, this host has {have}{also}',
                 f'set nodes: {max(have, 1)} in the profile, or schedule '
                 'these flavors onto larger hosts')
