@@ -194,8 +194,14 @@ def _one_run(args, workload, accel, settings, params, log=print):
 
 
 def _record(kind, workload, accel, why, settings, params, runtime):
+    from kvmtune.bench import compare
     from kvmtune import facts as host_facts
     from kvmtune.report import records
+
+    # only what the workload exercises: no disk settings for sysbench
+    settings = {k: v for k, v in settings.items()
+                if not (k in compare.DISK_ONLY and workload.target != 'disk')
+                and not (k in compare.NET_ONLY and workload.target != 'peer')}
 
     return records.make(kind, workload, host_facts.gather(), accel,
                         params=params, runtime=runtime, settings=settings,
