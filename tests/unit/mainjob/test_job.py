@@ -115,3 +115,22 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
     assert lines[-2] == ('main-job: stopped; the log has the details: '
                          f'{local_job}/main-job.log')
     assert lines[-1] == 'main-job: ' + STOP
+
+
+def test_baseline_step_measures_the_bare_host(tmp_path, capsys):
+    """Issue 13: the bare host measured with the sweep's workload (real
+    sysbench, 1 s), into a baseline file the report and the SLA read."""
+    from kvmtune.bench import baseline
+
+    path = job._baseline_step('sysbench-cpu-1t', 1, str(tmp_path))
+    assert path == f'{tmp_path}/baseline-sysbench-cpu-1t.json'
+    doc = baseline.load(path)
+    assert doc['workload'] == 'sysbench-cpu-1t' and doc['runtime'] == 1
+    assert doc['result']['events_s'] > 0 and doc['emulated'] is False
+    assert doc['record']['kind'] == 'baseline'
+    assert doc['record']['accel'] == 'bare'
+    line, = [x for x in capsys.readouterr().out.splitlines()
+             if x.startswith('main-job: bare-host baseline: ')]
+    assert line.startswith('main-job: bare-host baseline: sysbench-cpu-1t '
+                           'on this host: ')
+    assert 'events_s' in line and path in line
