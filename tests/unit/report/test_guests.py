@@ -48,7 +48,8 @@ def test_status_is_the_guests_own_last_line():
     assert guests.status('KVMTUNE-STATUS vm-1 serving', 'vm-1') is None
 
 
-CONSOLE = os.path.join(paths.FIXTURES, 'outputs', 'console-tcg-fio-randread-4k.log')
+CONSOLE = os.path.join(paths.FIXTURES, 'outputs',
+                       'console-tcg-fio-randread-4k.log')
 GUEST = '11111111-2222-3333-4444-555555555555'
 
 

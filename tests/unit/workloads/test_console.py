@@ -12,7 +12,8 @@ from kvmtune.workloads import console
 from kvmtune.workloads import parsers
 from tests import paths
 
-FIXTURE = os.path.join(paths.FIXTURES, 'outputs', 'console-tcg-fio-randread-4k.log')
+FIXTURE = os.path.join(paths.FIXTURES, 'outputs',
+                       'console-tcg-fio-randread-4k.log')
 ID = '11111111-2222-3333-4444-555555555555'
 
 

@@ -9,7 +9,6 @@ from kvmtune.report import vmtable
 
 from tests.unit.report.test_scaling import baseline_file
 from tests.unit.report.test_scaling import iteration
-from tests import paths
 
 
 @pytest.fixture(scope='module', autouse=True)
