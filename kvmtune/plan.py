@@ -12,7 +12,10 @@ from kvmtune import extra_specs as specs
 from kvmtune.errors import InputError
 from kvmtune.novaconf import services
 
-MODPROBE_PATH = '/etc/modprobe.d/{module}.conf'
+# One file for every kvm module, the name OpenStack-Ansible's os_nova role
+# writes (tasks/drivers/kvm/nova_compute_kvm.yml) and kvmtune export uses:
+# two files setting options of one module would fight.
+MODPROBE_PATH = '/etc/modprobe.d/kvm.conf'
 
 
 @dataclasses.dataclass
@@ -121,9 +124,10 @@ def build_plan(profile, facts):
     modules = {}
     for (module, option), value in module_options.values.items():
         modules.setdefault(module, []).append(f'{option}={value}')
-    plan.modprobe = {MODPROBE_PATH.format(module=module):
-                     f'options {module} {" ".join(options)}\n'
-                     for module, options in modules.items()}
+    if modules:
+        plan.modprobe = {MODPROBE_PATH: ''.join(
+            f'options {module} {" ".join(options)}\n'
+            for module, options in modules.items())}
     plan.extra_specs = dict(extra.values)
     plan.owned_extra_specs = sorted(owned | set(extra.values))
     plan.checks = checks

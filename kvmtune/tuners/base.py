@@ -143,8 +143,8 @@ def check(name):
 
 def module_reload_fix(module, option):
     """One line that sets a kvm module option and reloads the module."""
-    return (f'echo "options {module} {option}" > '
-            f'/etc/modprobe.d/{module}.conf && modprobe -r {module} && '
+    return (f'echo "options {module} {option}" >> '
+            f'/etc/modprobe.d/kvm.conf && modprobe -r {module} && '
             f'modprobe {module}')
 
 

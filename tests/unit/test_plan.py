@@ -66,7 +66,7 @@ def test_intel_two_sockets_with_smt():
     assert data['kernel_args'][1:3] == ['default_hugepagesz=1G',
                                         'hugepagesz=1G']
     assert data['modprobe'] == {
-        '/etc/modprobe.d/kvm_intel.conf': 'options kvm_intel ept=1\n'}
+        '/etc/modprobe.d/kvm.conf': 'options kvm_intel ept=1\n'}
     assert data['extra_specs'] == {
         'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'prefer',
         'hw:emulator_threads_policy': 'share', 'hw:mem_page_size': 'large',
@@ -88,7 +88,7 @@ def test_intel_two_sockets_with_smt():
 def test_amd_uses_npt():
     plan = plan_for('pinned-hugepages-ept', AMD)
     assert plan.modprobe == {
-        '/etc/modprobe.d/kvm_amd.conf': 'options kvm_amd npt=1\n'}
+        '/etc/modprobe.d/kvm.conf': 'options kvm_amd npt=1\n'}
     check = checks_by_name(plan)['ept-enabled']
     assert (check.status, check.message) == ('pass', 'kvm_amd npt=Y')
 
@@ -122,7 +122,7 @@ def test_module_options_merge_into_one_file():
     merged = profiles.Profile('x', 'x', 'x', 'x.yaml', refs)
     plan = plans.build_plan(merged, facts)
     assert plan.modprobe == {
-        '/etc/modprobe.d/kvm_intel.conf': 'options kvm_intel nested=1 ept=1\n'}
+        '/etc/modprobe.d/kvm.conf': 'options kvm_intel nested=1 ept=1\n'}
 
 
 def test_baseline_changes_nothing():

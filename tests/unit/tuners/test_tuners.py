@@ -263,8 +263,8 @@ def test_ept_off_fails_with_modprobe_fix():
     assert tuner.extra_specs() == {'trait:CUSTOM_KVMTUNE_EPT': 'required'}
     (check,) = tuner.checks()
     assert check.status == base.FAIL
-    assert check.fix == ('echo "options kvm_intel ept=1" > '
-                         '/etc/modprobe.d/kvm_intel.conf && modprobe -r '
+    assert check.fix == ('echo "options kvm_intel ept=1" >> '
+                         '/etc/modprobe.d/kvm.conf && modprobe -r '
                          'kvm_intel && modprobe kvm_intel')
     assert ept.Ept({'require_trait': False}, host).extra_specs() == {}
 
@@ -275,8 +275,8 @@ def test_nested_off_on_intel_gives_the_reload_line():
     assert tuner.nova_conf() == {('libvirt', 'cpu_mode'): 'host-passthrough'}
     (check,) = tuner.checks()
     assert check.status == base.FAIL
-    assert check.fix == ('echo "options kvm_intel nested=1" > '
-                         '/etc/modprobe.d/kvm_intel.conf && modprobe -r '
+    assert check.fix == ('echo "options kvm_intel nested=1" >> '
+                         '/etc/modprobe.d/kvm.conf && modprobe -r '
                          'kvm_intel && modprobe kvm_intel')
 
 
