@@ -15,6 +15,7 @@ import uuid
 import pytest
 
 from kvmtune import workloads
+from kvmtune.report import guests
 from kvmtune.workloads import console
 from kvmtune.workloads import job
 from kvmtune.workloads import parsers
@@ -112,10 +113,12 @@ def _wait_port_active(conn, port_id, timeout=120):
 
 
 def _wait_status(conn, server, timeout):
+    """The console once the guest gave its verdict (ok, late, error; not
+    its earlier ready/serving line), or at the timeout."""
     deadline = time.monotonic() + timeout
     while True:
         text = conn.compute.get_server_console_output(server)['output']
-        if console.status(text, server.id) or \
+        if guests.status(text, server.id) or \
                 time.monotonic() > deadline:
             return text
         time.sleep(5)
