@@ -34,6 +34,8 @@ THROUGHPUT = (('iops', 'IOPS'), ('events_s', 'events/s'),
               ('gbit_s', 'Gbit/s'), ('tps', 'transactions/s'),
               ('bw_MiB_s', 'MiB/s'))
 TAILS = (('lat_p99_us', 'p99'), ('lat_max_us', 'max'))
+FIGURES = tuple(k for k, _ in THROUGHPUT) + ('lat_mean_us',) + tuple(
+    k for k, _ in TAILS)
 
 
 @dataclasses.dataclass
@@ -61,14 +63,22 @@ class Run:
 
 def figures(result):
     """Guest figures (vmtable units) from a parse shape (design.md 6)."""
-    lat = result.get('lat_ns') or {}
-    bw = result.get('bw_bytes_s')
+    def num(value):
+        """A figure as it was written: a number or None (a bool, a
+        string: TypeError, which load() reports as a malformed file)."""
+        if value is not None and (isinstance(value, bool) or
+                                  not isinstance(value, (int, float))):
+            raise TypeError(f'{value!r} is not a number')
+        return value
 
     def us(value):
-        return value / 1000.0 if value is not None else None
-    return {'status': vmtable.OK, 'iops': result.get('iops'),
-            'events_s': result.get('events_s'),
-            'gbit_s': result.get('gbit_s'), 'tps': result.get('tps'),
+        return num(value) / 1000.0 if value is not None else None
+    lat = result.get('lat_ns') or {}
+    bw = num(result.get('bw_bytes_s'))
+    return {'status': vmtable.OK, 'iops': num(result.get('iops')),
+            'events_s': num(result.get('events_s')),
+            'gbit_s': num(result.get('gbit_s')),
+            'tps': num(result.get('tps')),
             'bw_MiB_s': bw / 1048576.0 if bw is not None else None,
             'lat_mean_us': us(lat.get('mean')),
             'lat_p99_us': us(lat.get('p99')),
@@ -136,8 +146,40 @@ def _from_rally(doc, path, many):
     return found
 
 
+def _number(value, where, path):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            value < 0:
+        raise InputError(f'not a non-negative number: {value!r}',
+                         source=path, key=where,
+                         fix='give the file kvmtune wrote, unedited')
+    return value
+
+
+def _checked(run, path):
+    """``run`` with every guest figure a non-negative number or None."""
+    for n, its in run.iterations.items():
+        for rows in its:
+            for row in rows:
+                for key in FIGURES:
+                    _number(row.get(key), f'{run.label}: {n} VMs: {key}',
+                            path)
+    return run
+
+
 def load(path, many=True):
     """The runs held by one result file; InputError for anything else."""
+    try:
+        return [_checked(run, path) for run in _load(path, many)]
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise InputError(f'malformed result file ({type(exc).__name__}: '
+                         f'{exc})', source=path,
+                         fix='give the file kvmtune or Rally wrote, '
+                             'unedited') from None
+
+
+def _load(path, many):
     from kvmtune import inputs
 
     doc = inputs.load_json(path)

@@ -204,3 +204,24 @@ def test_a_cpu_baseline_gives_the_bare_metal_events_figure(tmp_path):
     bare = report.load_baseline(path)
     assert report.bare_metal_figure(bare, 'sysbench-cpu', 'events_s',
                                     path) == 1500.0
+
+
+@pytest.mark.parametrize('change,match', [
+    (lambda d: d.update(rows='x'), 'malformed result file'),
+    (lambda d: d.update(rows=[1, 2]), 'malformed result file'),
+    (lambda d: d['rows'][0]['result'].update(iops=-5.0),
+     'iops: not a non-negative number: -5.0'),
+    (lambda d: d['rows'][0]['result'].update(iops='fast'),
+     "'fast' is not a number"),
+    (lambda d: d['rows'][0]['result']['lat_ns'].update(mean=True),
+     'True is not a number'),
+])
+def test_a_broken_result_file_is_one_line(tmp_path, capsys, change, match):
+    doc = bench_doc([result(1000.0)])
+    change(doc)
+    bad = write(tmp_path, 'bad.json', doc)
+    good = write(tmp_path, 'good.json', bench_doc([result(900.0)]))
+    assert cli.main(['report', good, bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f'kvmtune: error: {bad}: ') and match in err
+    assert len(err.splitlines()) == 1
