@@ -51,6 +51,8 @@ COMMANDS = [
      'Show the nova.conf, kernel, modprobe and flavor changes for a profile.'),
     (('nova-conf', 'apply'), 'nova_conf_apply',
      'Write a profile\'s options into nova.conf, in place.'),
+    (('pages', 'apply'), 'pages_apply',
+     'Set huge page pools per NUMA node and page size, now.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

@@ -1,0 +1,52 @@
+"""Set huge page pools per NUMA node and page size, now.
+
+  kvmtune pages apply 0:2M:512 1:2M:512
+  kvmtune pages apply --profile pinned-hugepages     # the plan's pools
+
+Each NODE:SIZE:COUNT makes node NODE's pool of SIZE pages (2M, 1G, or
+KiB) hold exactly COUNT pages, through
+/sys/devices/system/node/node<N>/hugepages/hugepages-<kB>kB/nr_hugepages
+(sudo -n when not root). A pool this kernel lacks, or more pages than the
+node has free memory for, is refused before anything is written; when
+the kernel gives fewer pages than asked (free memory is fragmented; 1 GB
+pages rarely exist after boot) every pool is put back and the command
+fails with the kernel arguments that reserve them at boot instead.
+"""
+
+from kvmtune.errors import InputError
+
+
+def add_arguments(parser):
+    parser.add_argument('pools', nargs='*', metavar='NODE:SIZE:COUNT',
+                        help='a pool and its page count, e.g. 0:2M:512')
+    parser.add_argument('--profile', metavar='NAME|FILE',
+                        help='set the pools of this profile\'s plan for '
+                             'this host (its "hugepages" key)')
+
+
+def run(args):
+    from kvmtune import pages
+
+    if bool(args.pools) == bool(args.profile):
+        raise InputError('give NODE:SIZE:COUNT pools or --profile, one of '
+                         'them', key='kvmtune pages apply',
+                         fix='e.g. kvmtune pages apply 0:2M:512')
+    if args.profile:
+        from kvmtune import facts as host_facts
+        from kvmtune import plan as plans
+        from kvmtune import profiles
+
+        profile = profiles.load(args.profile,
+                                profiles.configured_dirs(args.config_file))
+        pools = plans.build_plan(profile, host_facts.resolve()).hugepages
+        if not pools:
+            print(f'profile {profile.name} plans no huge page pool')
+            return 0
+    else:
+        try:
+            pools = [pages.parse_pool(item) for item in args.pools]
+        except ValueError as exc:
+            raise InputError(str(exc), key='NODE:SIZE:COUNT',
+                             fix='e.g. 0:2M:512 or 1:1G:4') from None
+    pages.apply(pools, say=print)
+    return 0
