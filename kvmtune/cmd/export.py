@@ -67,6 +67,7 @@ def run(args):
     profile = profiles.load(args.profile, dirs)
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
+    plans.refuse_withheld(plan)     # values withheld for safety: exit 2
     result = export.export(args.target, plan, facts, args.output,
                            host=args.host, base_path=args.nova_conf)
     for path, status in result.files:

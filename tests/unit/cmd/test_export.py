@@ -137,3 +137,18 @@ def test_read_only_tree_in_the_way(tmp_path, capsys):
     assert export(out) == 2
     one_line_error(capsys, 'is not a directory', 'nothing written')
     assert sorted(p.name for p in out.rglob('*')) == ['etc', 'kolla']
+
+
+def test_plan_with_withheld_values_is_refused(tmp_path, capsys):
+    # Facts that cannot support a CPU split (no thread sibling groups): the
+    # plan withholds the CPU sets and isolcpus, and no tool gets a file.
+    facts = consumers.plan()[1]
+    facts['cpu']['thread_siblings'] = []
+    facts_file = tmp_path / 'doubtful.json'
+    facts_file.write_text(json.dumps(facts))
+    out = tmp_path / 'out'
+    assert cli.main(['export', '--profile', 'cpu-pinning', '--target',
+                     'kolla', '--facts', str(facts_file), '--output',
+                     str(out)]) == 2
+    one_line_error(capsys, 'withheld', 'no thread sibling group')
+    assert not out.exists()
