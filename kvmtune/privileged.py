@@ -11,7 +11,6 @@ when sudo is missing or says no, the caller gets one line saying so.
 import os
 import shutil
 import subprocess
-import tempfile
 
 from kvmtune.errors import KvmtuneError
 
@@ -58,23 +57,16 @@ def write_knob(path, text):
 
 
 def write_file(path, text, mode=0o644):
-    """Replace a root-owned file atomically (temporary file + rename)."""
+    """Replace a file atomically: with kvmtune.fileio (the one writer) when
+    this process may, else a temporary file and a rename through sudo.
+    ``mode`` is for a file that does not exist yet."""
     directory = os.path.dirname(os.path.abspath(path))
     if os.geteuid() == 0 or (os.path.isdir(directory) and
                              os.access(directory, os.W_OK | os.X_OK)):
+        from kvmtune import fileio
+
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.kvmtune-')
-        try:
-            with os.fdopen(fd, 'w') as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        fileio.write_atomic(path, text, mode=mode)
         return
     tmp = os.path.join(directory, f'.kvmtune-{os.getpid()}.tmp')
     sudo(['mkdir', '-p', directory], path)
