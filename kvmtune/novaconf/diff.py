@@ -50,17 +50,32 @@ def _mask_comment(text):
     return text
 
 
+class _Shown:
+    """The file's lines as the diff shows them, secrets masked; a line is
+    masked by shape only when it is shown (a hunk shows a few)."""
+
+    def __init__(self, ini, secrets=None):
+        self.ini = ini
+        self.masked = {}
+        for block in ini.blocks:
+            for entry in block.entries:
+                if not is_secret(entry.key, block.section, secrets):
+                    continue
+                self.masked[entry.first] = entry.spelling + MASK
+                for index in range(entry.first + 1, entry.last + 1):
+                    self.masked[index] = '    ' + MASK
+
+    def __getitem__(self, index):
+        if index not in self.masked:
+            self.masked[index] = mask_secrets(
+                _mask_comment(self.ini.lines[index].text))
+        return self.masked[index]
+
+
 def shown_lines(ini, secrets=None):
     """The file's lines as the diff shows them, secrets masked."""
-    shown = [mask_secrets(_mask_comment(line.text)) for line in ini.lines]
-    for block in ini.blocks:
-        for entry in block.entries:
-            if not is_secret(entry.key, block.section, secrets):
-                continue
-            shown[entry.first] = entry.spelling + MASK
-            for index in range(entry.first + 1, entry.last + 1):
-                shown[index] = '    ' + MASK
-    return shown
+    shown = _Shown(ini, secrets)
+    return [shown[index] for index in range(len(ini.lines))]
 
 
 def _matched_pairs(a, b):
@@ -174,8 +189,8 @@ def unified_diff(old, new, fromfile, tofile, context=3, secrets=None):
     ``secrets`` as for is_secret()."""
     old_keys = [line.text + line.end for line in old.lines]
     new_keys = [line.text + line.end for line in new.lines]
-    old_shown = shown_lines(old, secrets)
-    new_shown = shown_lines(new, secrets)
+    old_shown = _Shown(old, secrets)
+    new_shown = _Shown(new, secrets)
     out = []
     for group in _Matcher(old_keys, new_keys).get_grouped_opcodes(context):
         if not out:

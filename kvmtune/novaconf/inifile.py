@@ -232,10 +232,9 @@ class IniFile:
         if not found:
             return self._add(section, key, [value])
         stale = [e for e in found if e.value != value]
-        # Bottom up, so that earlier line indexes stay valid.
-        for entry in reversed(stale):
-            self._replace(entry.first, entry.last,
-                          [self._spelling_for(entry) + format_value(value)])
+        self._replace_all([(e.first, e.last, [self._spelling_for(e) +
+                                              format_value(value)])
+                           for e in stale])
         return bool(stale)
 
     def set_multi(self, section, key, values):
@@ -247,24 +246,37 @@ class IniFile:
         if not found:
             return self._add(section, key, values)
         spelling = self._spelling_for(found[0])
-        for entry in reversed(found[1:]):
-            self._replace(entry.first, entry.last, [])
-        self._replace(found[0].first, found[0].last,
-                      [spelling + format_value(v) for v in values])
+        self._replace_all(
+            [(found[0].first, found[0].last,
+              [spelling + format_value(v) for v in values])]
+            + [(e.first, e.last, []) for e in found[1:]])
         return True
 
     def _replace(self, first, last, texts):
         """Lines first..last (inclusive) become ``texts``; keep endings."""
-        old = self.lines[first:last + 1]
-        final_end = old[-1].end
+        self._replace_all([(first, last, texts)])
+
+    def _replace_all(self, edits):
+        """Several non-overlapping _replace()s in one pass and one parse:
+        linear in the file's size however many duplicates an option has
+        (one parse per duplicate made 4,000 duplicates take minutes)."""
+        if not edits:
+            return
         newline = self.newline()
-        new = [Line(t, newline) for t in texts]
-        if new:
-            new[-1].end = final_end
-        elif not final_end and first > 0:
-            # Removed the last line of a file without a final newline.
-            self.lines[first - 1].end = ''
-        self.lines[first:last + 1] = new
+        out, pos = [], 0
+        for first, last, texts in sorted(edits, key=lambda e: e[0]):
+            out.extend(self.lines[pos:first])
+            final_end = self.lines[last].end
+            new = [Line(t, newline) for t in texts]
+            if new:
+                new[-1].end = final_end
+            elif not final_end and out:
+                # Removed the last line of a file without a final newline.
+                out[-1].end = ''
+            out.extend(new)
+            pos = last + 1
+        out.extend(self.lines[pos:])
+        self.lines = out
         self.blocks = parse(self.lines)
 
     def _add(self, section, key, values):
