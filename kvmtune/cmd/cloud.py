@@ -122,9 +122,9 @@ def _status(args, api, layout):
         '%s %d%s' % (service, port, '' if listening else ' (not listening)')
         for service, (port, listening) in found['ports'].items()))
     for proc in found['processes']:
-        print('  %7d %-18s rss %6.0f MiB pss %6.0f MiB  %s' % (
+        print('  %7d %-25s rss %5.0f MiB pss %5.0f MiB  %s' % (
             proc['pid'], proc['name'], proc['rss_kb'] / 1024,
-            proc['pss_kb'] / 1024, proc['cmdline'][:60]))
+            proc['pss_kb'] / 1024, proc['cmdline'][:50]))
     print('total: %d processes, rss %.0f MiB, pss %.0f MiB%s' % (
         len(found['processes']), found['rss_kb'] / 1024,
         found['pss_kb'] / 1024, '; NOT RUNNING: %s' % ', '.join(
