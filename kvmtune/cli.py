@@ -33,9 +33,11 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
              main-job            all of it on the embedded cloud [bench]
 """
 
-# (command words, module under kvmtune.cmd, one-line help[, extra]): a
-# command that needs an optional part of kvmtune (setup.cfg [extras],
-# kvmtune.extras) names it, and says which pip install to run without it.
+# (command words, module under kvmtune.cmd, one-line help[, extra[,
+# modules]]): a command that needs an optional part of kvmtune (setup.cfg
+# [extras], kvmtune.extras) names it, and the modules of it it imports
+# (default: all of the extra's), and says which pip install to run when
+# they are missing.
 COMMANDS = [
     (('host', 'inspect'), 'host_inspect',
      'Read this host\'s (or a captured tree\'s) KVM, NUMA, hugepage facts.'),
@@ -72,7 +74,8 @@ COMMANDS = [
     (('rally', 'task-path'), 'rally_task_path',
      'Print where an installed Rally task file is (disk-scaling, ...).'),
     (('report',), 'report',
-     'Tabulate and plot a Rally scaling run against the baseline.', 'bench'),
+     'Tabulate and plot a Rally scaling run against the baseline.', 'bench',
+     ('numpy', 'matplotlib')),
     (('main-job',), 'main_job',
      'Image, cloud, default and tuned flavors, Rally sweep, report.',
      'bench'),
@@ -85,8 +88,9 @@ class CommandImportError(Exception):
 
 
 def _load_commands():
-    """Yield (words, module, help, extra) of every registered command."""
-    for words, module, help_, *extra in COMMANDS:
+    """Yield (words, module, help, (extra, modules) or None) of every
+    registered command."""
+    for words, module, help_, *needs in COMMANDS:
         name = 'kvmtune.cmd.' + module
         try:
             mod = importlib.import_module(name)
@@ -94,7 +98,9 @@ def _load_commands():
             raise CommandImportError(
                 f'command "{" ".join(words)}": {name} does not import: '
                 f'{type(exc).__name__}: {exc}') from exc
-        yield words, mod, help_, (extra[0] if extra else None)
+        extra = (needs[0], needs[1] if len(needs) > 1 else None) \
+            if needs else None
+        yield words, mod, help_, extra
 
 
 def build_parser():
@@ -141,7 +147,7 @@ def main(argv=None):
         return 2
     try:
         if args._extra:
-            extras.require(args._extra, args._name)
+            extras.require(*args._extra, what=args._name)
         return args._run(args) or 0
     except ModuleNotFoundError as exc:
         extra = extras.extra_of(exc.name)

@@ -33,22 +33,24 @@ def _installed(module):
         return False
 
 
-def missing(extra):
-    """The extra's modules this Python cannot import (none: installed)."""
-    return [m for m in MODULES[extra] if not _installed(m)]
+def missing(extra, modules=None):
+    """The extra's modules (or those of them given) this Python cannot
+    import; none: installed."""
+    return [m for m in (modules or MODULES[extra]) if not _installed(m)]
 
 
 def install_hint(extra):
     return f"pip install 'kvmtune[{extra}]'"
 
 
-def require(extra, what):
+def require(extra, modules=None, what='kvmtune'):
     """Raise MissingExtra naming the pip install when extra is missing.
 
     :param extra: a key of MODULES
+    :param modules: the modules of it needed (default: all of them)
     :param what: who needs it, e.g. "kvmtune report"
     """
-    absent = missing(extra)
+    absent = missing(extra, modules)
     if absent:
         raise MissingExtra(f'{what} needs the {extra} extra (missing: '
                            f'{", ".join(absent)})', fix=install_hint(extra))

@@ -145,6 +145,10 @@ def test_unwritable_html_writes_no_png_either(request):
     locked = os.path.join(top, 'locked')
     os.mkdir(locked, 0o555)
     png = os.path.join(top, 'plot.png')
+    # nobody may not reach this clone's virtualenv (root's 0700 home):
+    # import what the command needs before dropping to nobody
+    import matplotlib.pyplot  # noqa: F401
+    import numpy  # noqa: F401
     context = multiprocessing.get_context('fork')
     answers = context.Queue()
     child = context.Process(target=_report_as_nobody, args=(
