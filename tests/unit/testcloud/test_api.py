@@ -103,3 +103,18 @@ def test_restart_compute_without_a_cloud_says_so(tmp_path):
     with pytest.raises(CloudError) as exc:
         api.restart_compute(lay)
     assert 'kvmtune cloud up' in exc.value.line()
+
+
+def test_up_refuses_a_port_something_listens_on(tmp_path):
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(('127.0.0.1', 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'),
+                            {'glance': port})
+        with pytest.raises(CloudError) as exc:
+            api.up(layout=lay)
+    assert f'port in use on 127.0.0.1: glance {port}' in exc.value.line()
+    assert not os.path.exists(lay.root)
