@@ -202,3 +202,40 @@ def test_console_safe_output_passes_nova_unchanged_and_parses(run, name):
     tool = name.split('-')[0]
     assert (parsers.parse(tool, safe + '\n', workload='w') ==
             parsers.parse(tool, raw, workload='w'))
+
+
+# Issue 15: the start signal. /proc/interrupts and /proc/uptime as a
+# 2-vCPU TCG guest of the benchmark image printed them after its NMI
+# (QEMU monitor `nmi`; its job ran `cat /proc/interrupts /proc/uptime`).
+GUEST_PROC = os.path.join(paths.FIXTURES, 'outputs',
+                          'proc-interrupts-uptime-tcg-after-nmi.txt')
+
+
+def _guest_proc(tmp_path):
+    with open(GUEST_PROC) as f:
+        text = f.read()
+    interrupts, uptime = text.rstrip('\n').rsplit('\n', 1)
+    (tmp_path / 'interrupts').write_text(interrupts + '\n')
+    (tmp_path / 'uptime').write_text(uptime + '\n')
+    return interrupts, uptime
+
+
+def test_nmi_count_sums_the_nmi_row_over_cpus(run, tmp_path):
+    interrupts, _ = _guest_proc(tmp_path)
+    row, = [line.split() for line in interrupts.splitlines()
+            if line.split()[:1] == ['NMI:']]
+    cpus = len(interrupts.splitlines()[0].split())
+    expected = sum(int(n) for n in row[1:1 + cpus])
+    assert expected >= 1          # the guest took its NMI
+    assert run(f'nmi_count {tmp_path}/interrupts') == str(expected)
+
+
+def test_nmi_count_of_a_kernel_without_the_row_is_zero(run, tmp_path):
+    (tmp_path / 'interrupts').write_text('           CPU0\n  0:  5  IO-APIC\n')
+    assert run(f'nmi_count {tmp_path}/interrupts') == '0'
+
+
+def test_uptime_s_is_the_first_field(run, tmp_path):
+    _, uptime = _guest_proc(tmp_path)
+    assert run(f'uptime_s {tmp_path}/uptime') == uptime.split()[0]
+    assert float(uptime.split()[0]) > 0
