@@ -4,6 +4,7 @@ one line when neither may (run as an unprivileged user through sudo)."""
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -37,10 +38,24 @@ def test_a_user_without_sudo_rights_gets_one_line(tmp_path):
               f'    privileged.write_file({str(target)!r}, "x")\n'
               'except privileged.NotAllowed as exc:\n'
               '    print(exc.line())\n')
-    done = subprocess.run(
-        ['sudo', '-u', NOBODY, 'env', f'PYTHONPATH={paths.REPO}',
-         '/usr/bin/python3', '-c', script],
-        capture_output=True, text=True, timeout=60)
+    # nobody imports a copy of the package from a directory anyone can
+    # read: the clone may be where nobody cannot (root's 0700 home), and
+    # so is pytest's tmp_path base
+    public = tempfile.mkdtemp(prefix='kvmtune-test-')
+    try:
+        shutil.copytree(os.path.join(paths.REPO, 'kvmtune'),
+                        os.path.join(public, 'kvmtune'),
+                        ignore=shutil.ignore_patterns('__pycache__'))
+        for root, dirs, files in os.walk(public):
+            os.chmod(root, 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        done = subprocess.run(
+            ['sudo', '-u', NOBODY, 'env', f'PYTHONPATH={public}',
+             '/usr/bin/python3', '-c', script],
+            capture_output=True, text=True, timeout=60, cwd='/')
+    finally:
+        shutil.rmtree(public)
     assert done.returncode == 0, done.stderr
     line = done.stdout.strip()
     assert line.startswith(f'{tmp_path}/root-only.conf: not root, and '
