@@ -37,7 +37,9 @@ _KERNEL_LINE = re.compile(r'\[\s*\d+\.\d+\] [^\n]*\n')
 def _begin_re(instance_id):
     return re.compile(
         re.escape(BEGIN) + r' ' + re.escape(instance_id) +
-        r' (\S+) (\S+) (\d+) ([0-9a-f]{64})[ \t]*\n')
+        # At most 12 digits of byte count: a longer one (a garbled or
+        # hostile line) is no frame, never a ValueError from int().
+        r' (\S+) (\S+) (\d{1,12}) ([0-9a-f]{64})[ \t]*\n')
 
 
 def _verified(payload, size, digest):

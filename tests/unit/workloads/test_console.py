@@ -275,3 +275,15 @@ def test_timing_drops_what_is_not_a_plain_number(words):
 
 def test_old_image_states_no_times(log):
     assert console.timing(log, ID) == {}
+
+
+def test_a_byte_count_of_thousands_of_digits_is_no_frame_not_a_crash():
+    """int() of a 5,000-digit count raised ValueError, which Rally's
+    scenario does not catch (issue 11)."""
+    from kvmtune.errors import KvmtuneError
+    from kvmtune.workloads import console
+    text = ('KVMTUNE-RESULT-BEGIN vm-1 fio-randread-4k fio ' + '9' * 5000
+            + ' ' + 'a' * 64 + '\n{}\nKVMTUNE-RESULT-END vm-1\n'
+            'KVMTUNE-STATUS vm-1 ok\n')
+    with pytest.raises(KvmtuneError, match='no KVMTUNE-RESULT-BEGIN'):
+        console.extract(text, 'vm-1')
