@@ -74,16 +74,19 @@ def test_redis_password_in_backend_argument_is_masked_by_shape():
 
 
 def test_nova_secret_options_are_masked_whatever_their_value():
-    old = ('[vault]\napprole_role_id = plainword\n'
+    """An option only Nova's secret=True flags (no secret word in its name,
+    no credential shape in its value) is masked when Nova names it."""
+    old = ('[vault]\nplain_option = plainword\n'
            '[compute]\ncpu_shared_set = 0-1\n')
-    text = _diff(old, old.replace('0-1', '0-3'),
-                 secrets={('vault', 'approle_role_id')})
+    new = old.replace('0-1', '0-3')
+    assert 'plainword' in _diff(old, new)           # nothing says secret
+    text = _diff(old, new, secrets={('vault', 'plain_option')})
     assert 'plainword' not in text
-    assert 'approle_role_id = ***' in text
+    assert 'plain_option = ***' in text
     # Section names fold as oslo.config folds them.
     text = _diff(old.replace('[vault]', '[VAULT]'),
-                 old.replace('[vault]', '[VAULT]').replace('0-1', '0-3'),
-                 secrets={('vault', 'approle_role_id')})
+                 new.replace('[vault]', '[VAULT]'),
+                 secrets={('vault', 'plain_option')})
     assert 'plainword' not in text
 
 

@@ -480,3 +480,26 @@ def test_stale_temp_of_a_killed_apply_is_removed(tmp_path):
     update.apply(str(path), CHANGES)
     assert sorted(os.listdir(tmp_path)) == ['nova.conf',
                                             'nova.conf.kvmtune.bak']
+
+
+NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+
+
+@pytest.mark.skipif(not os.access(NOVA_PYTHON, os.X_OK),
+                    reason='the test cloud venv (tools/bootstrap) has Nova')
+def test_nova_secret_flags_mask_the_diff_without_any_name_list(
+        tmp_path, monkeypatch):
+    """With kvmtune's list of secret-looking names emptied, Nova's own
+    secret=True still masks [cache] backend_argument's plain value."""
+    import re
+    from kvmtune.novaconf import diff as ini_diff
+
+    monkeypatch.setattr(ini_diff, '_SECRET_NAME', re.compile(r'(?!x)x'))
+    path = copy_fixture(tmp_path, 'devstack.conf')
+    with open(path, 'a') as handle:
+        handle.write('[cache]\nbackend_argument = plainRedisWord\n')
+    result = update.apply(str(path), {'cache': {'enabled': 'true'}},
+                          dry_run=True, nova_python=NOVA_PYTHON)
+    assert result.nova
+    assert 'backend_argument = ***' in result.diff
+    assert 'plainRedisWord' not in result.diff
