@@ -7,6 +7,7 @@ import pytest
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
+from tests import devices
 
 
 def _one_line(excinfo, *needles):
@@ -29,10 +30,11 @@ def test_fifo_is_refused_without_blocking(tmp_path):
     _one_line(caught, 'FIFO', str(fifo))
 
 
-def test_character_device_is_refused():
+def test_character_device_is_refused(tmp_path):
+    zero = devices.char_device(tmp_path, 'zero', devices.ZERO)
     with pytest.raises(InputError) as caught:
-        inputs.read_text('/dev/zero')      # would never end if read
-    _one_line(caught, 'character device', '/dev/zero')
+        inputs.read_text(zero)      # would never end if read
+    _one_line(caught, 'character device', zero)
 
 
 def test_directory_and_empty_path(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from kvmtune import cli
 from kvmtune import facts as host_facts
+from tests import devices
 from tests import paths
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
@@ -22,11 +23,12 @@ def _one_line_exit_2(capsys, argv, *words):
     return err
 
 
-def test_output_to_dev_null_leaves_the_device(capsys):
-    before = os.lstat('/dev/null')
+def test_output_to_a_null_device_leaves_the_device(tmp_path, capsys):
+    node = devices.char_device(tmp_path)
+    before = os.lstat(node)
     _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
-                              '-o', '/dev/null'], 'character device')
-    after = os.lstat('/dev/null')
+                              '-o', node], 'character device')
+    after = os.lstat(node)
     assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
 
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from kvmtune import cli
+from tests import devices
 from tests.unit.report.test_scaling import baseline_file
 from tests.unit.report.test_scaling import new_format
 from tests.unit.report.test_scaling import write
@@ -84,11 +85,12 @@ def test_baseline_that_is_not_a_figure(tmp_path, capsys, value):
                               '--baseline', base], base)
 
 
-def test_png_to_dev_null_leaves_the_device(tmp_path, capsys):
+def test_png_to_a_null_device_leaves_the_device(tmp_path, capsys):
+    node = devices.char_device(tmp_path)
     path = write(tmp_path, new_format())
-    _one_line_exit_2(capsys, ['report', path, '--png', '/dev/null'],
+    _one_line_exit_2(capsys, ['report', path, '--png', node],
                      'character device')
-    assert stat.S_ISCHR(os.lstat('/dev/null').st_mode)
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
 
 
 def _report_into_fifo(path, fifo, answers):
