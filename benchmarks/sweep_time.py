@@ -12,11 +12,14 @@ start_at), collect, delete. With the signal start (issue 15) it also
 prints the slowest guest's API-to-ready time and checks the step against
 the target: wall <= slowest ready + runtime + 20 s.
 
-  python benchmarks/sweep_time.py TASK_RESULTS.json [--against OLD.json]
+  python benchmarks/sweep_time.py TASK_RESULTS.json... [--against OLD.json...]
 
-TASK_RESULTS.json: `rally task report --json` or `rally task results`.
---against: a run of the same sweep in the old start_at mode; its table
-follows and the ratio of the two totals closes the output.
+TASK_RESULTS.json: `rally task report --json` or `rally task results`;
+several files are one run (e.g. a step rerun on its own). --against: a run
+of the same sweep in the old start_at mode; its table follows and the
+ratio of the two totals closes the output. Totals count the steps in which
+every guest was valid (a step that failed is listed, not counted), and a
+ratio is given only when both runs have the same VM counts.
 """
 
 import argparse
@@ -77,29 +80,36 @@ def table(rows):
                        c.rjust(w) for i, (c, w) in
                        enumerate(zip(r, widths))).rstrip()
              for r in [head] + out]
-    total = sum(r[3]['wall'] for r in rows)
-    lines.append(f'total: {total:.1f} s over {len(rows)} steps')
-    return lines, total
+    good = [r for r in rows if r[1] == r[2] and not r[5]]
+    total = sum(r[3]['wall'] for r in good)
+    lines.append(f'total: {total:.1f} s over {len(good)} steps with every '
+                 f'guest valid ({len(rows) - len(good)} other steps not '
+                 'counted)')
+    return lines, total, sorted((r[0], r[1]) for r in good)
 
 
-def _load(path):
-    rows = list(steps(rally_results.read(path), path))
-    if not rows:
-        raise KvmtuneError('no KvmTune scaling workload', source=path,
-                           fix='pass the JSON of a disk or network sweep')
+def _load(paths):
+    rows = []
+    for path in paths:
+        found = list(steps(rally_results.read(path), path))
+        if not found:
+            raise KvmtuneError('no KvmTune scaling workload', source=path,
+                               fix='pass the JSON of a disk or network '
+                                   'sweep')
+        rows += found
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('results', metavar='TASK_RESULTS.json')
-    parser.add_argument('--against', metavar='OLD.json',
+    parser.add_argument('results', metavar='TASK_RESULTS.json', nargs='+')
+    parser.add_argument('--against', metavar='OLD.json', nargs='+',
                         help='the same sweep run in the old start_at mode')
     args = parser.parse_args(argv)
     try:
-        runs = [(args.results, _load(args.results))]
+        runs = [(' + '.join(args.results), _load(args.results))]
         if args.against:
-            runs.append((args.against, _load(args.against)))
+            runs.append((' + '.join(args.against), _load(args.against)))
     except KvmtuneError as exc:
         print(f'sweep_time: error: {exc.line()}', file=sys.stderr)
         return 2
@@ -107,15 +117,20 @@ def main(argv=None):
         print(f'sweep_time: error: malformed Rally result ({exc!r})',
               file=sys.stderr)
         return 2
-    totals = []
+    totals, covered = [], []
     for path, rows in runs:
-        lines, total = table(rows)
+        lines, total, steps_counted = table(rows)
         print(f'{path}:')
         print('\n'.join(lines))
         totals.append(total)
+        covered.append(steps_counted)
     if len(totals) == 2 and totals[0] > 0:
-        print(f'speed-up: {totals[1]:.1f} s / {totals[0]:.1f} s = '
-              f'{totals[1] / totals[0]:.2f}x')
+        if covered[0] != covered[1]:
+            print('no speed-up: the runs counted different steps '
+                  f'({covered[0]} vs {covered[1]})')
+        else:
+            print(f'speed-up: {totals[1]:.1f} s / {totals[0]:.1f} s = '
+                  f'{totals[1] / totals[0]:.2f}x')
     return 0
 
 
