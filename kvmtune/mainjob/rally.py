@@ -113,8 +113,8 @@ class Rally:
                  capture=True)
         finally:
             os.unlink(path)
-        steps.say(f'rally env {name}: created from cloud credentials '
-                  '(not shown)')
+        steps.detail(f'rally env {name}: created from cloud credentials '
+                     '(not shown)')
         self('env', 'check')
 
     def start_task(self, task, args, progress=None):
