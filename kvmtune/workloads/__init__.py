@@ -85,7 +85,7 @@ def _from_dict(data, source):
 
 def load_all(dirs=None):
     """{name: Workload} from every ``*.yaml`` in ``dirs``."""
-    import yaml
+    from kvmtune import inputs
 
     found = {}
     for d in (dirs if dirs is not None else workload_dirs()):
@@ -93,11 +93,8 @@ def load_all(dirs=None):
             if not name.endswith('.yaml'):
                 continue
             path = os.path.join(d, name)
-            try:
-                with open(path) as f:
-                    data = yaml.safe_load(f)
-            except yaml.YAMLError as exc:
-                raise InputError(f'not valid YAML: {exc}', source=path)
+            # Duplicate or non-string keys, nesting, non-UTF-8: one line.
+            data = inputs.load_yaml(path, max_bytes=1 << 20)
             workload = _from_dict(data, path)
             if workload.name != name[:-5]:
                 raise InputError(f'name {workload.name!r} differs from the '

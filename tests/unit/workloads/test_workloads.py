@@ -234,3 +234,17 @@ def test_job_starts_by_signal_or_at_a_time_not_both(defs):
                   start_at=1790000000)
     with pytest.raises(InputError, match="unknown start 'ssh'"):
         job.build(defs['fio-randread-4k'], target='/dev/vdb', start='ssh')
+
+
+@pytest.mark.parametrize('text, words', [
+    ('name: x\ntool: fio\ntarget: disk\ntool: iperf3\n', "duplicate key"),
+    ('name: x\ntool: fio\ntarget: disk\nyes: 1\n', 'not a string'),
+    ('name: x\ntool: fio\ntarget: disk\noptions: ' + '[' * 3000 + '\n',
+     'nested'),
+])
+def test_hostile_definition_is_one_line(tmp_path, text, words):
+    """A second ``tool:`` silently replaced the first (issue 11)."""
+    (tmp_path / 'x.yaml').write_text(text)
+    with pytest.raises(InputError, match=words) as info:
+        workloads.load_all([str(tmp_path)])
+    assert '\n' not in str(info.value)
