@@ -589,6 +589,7 @@ def png_bytes(cmp):
         lat.set_xlabel('VMs on the host')
         ax.set_ylabel(f'per-VM {unit}')
         ax.xaxis.get_major_locator().set_params(integer=True)
+        lat.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=8)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
