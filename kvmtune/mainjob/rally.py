@@ -159,28 +159,32 @@ class Rally:
                               stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)
         steps.OUT.detail(proc.stdout)
-        self.sla_failures = sla_failures(proc.stdout,
-                                         args.get('flavors') or [])
+        self.sla_failures = sla_failures(out_json)
         return uuid, proc.returncode == 0
 
 
-def sla_failures(text, flavors=()):
-    """The failed criteria of `rally task sla-check --json`, one short
-    line each: "<flavor>: <criterion>: <detail>" (the subtask's position
-    names the flavor, as the task file orders them)."""
-    try:
-        results = json.loads(text[text.index('['):])
-    except ValueError:
-        return ['rally task sla-check gave no results']
+DETAIL_WIDTH = 150
+
+
+def sla_failures(report_json):
+    """The failed SLA criteria in a task's `rally task report --json`
+    file, one short line each: "<subtask title>: <criterion>: <detail>"
+    (the disk task's titles name the flavor)."""
+    from kvmtune import inputs
+
     failed = []
-    for sla in results:
-        if sla.get('status') != 'FAIL':
-            continue
-        pos = sla.get('pos')
-        where = (flavors[pos] if isinstance(pos, int) and pos < len(flavors)
-                 else sla.get('benchmark'))
-        failed.append(f'{where}: {sla.get("criterion")}: '
-                      f'{sla.get("detail")}')
+    for task in inputs.load_json(report_json).get('tasks', []):
+        for subtask in task.get('subtasks', []):
+            for workload in subtask.get('workloads', []):
+                for sla in workload.get('sla_results', {}).get('sla', []):
+                    if sla.get('success'):
+                        continue
+                    detail = str(sla.get('detail', ''))
+                    detail = detail.removesuffix(' - Failed')
+                    if len(detail) > DETAIL_WIDTH:
+                        detail = detail[:DETAIL_WIDTH - 3] + '...'
+                    failed.append(f'{subtask.get("title")}: '
+                                  f'{sla.get("criterion")}: {detail}')
     return failed
 
 

@@ -133,18 +133,42 @@ def test_progress_one_line_per_vm_count():
     assert all(s.endswith(' s)') for s in shown)
 
 
-SLA_CHECK = """[{"criterion": "failure_rate", "detail": "Failure rate \
-criteria 0.00% <= 0.00% <= 0.00% - Passed", "status": "PASS", \
-"benchmark": "KvmTune.disk_scaling", "pos": 0}, {"criterion": \
-"kvmtune_scaling", "detail": "per-VM share at 2 VMs 0.31 < 0.5", \
-"status": "FAIL", "benchmark": "KvmTune.disk_scaling", "pos": 0}]"""
+def report_json(tmp_path, slas):
+    """A `rally task report --json` file with one subtask per flavor."""
+    import json
+
+    doc = {'info': {}, 'tasks': [{'subtasks': [
+        {'title': f'disk scaling fio-randread-4k on {flavor}',
+         'workloads': [{'sla_results': {'sla': sla}}]}
+        for flavor, sla in slas]}]}
+    path = tmp_path / 'report.json'
+    path.write_text(json.dumps(doc))
+    return str(path)
 
 
-def test_sla_failures_name_the_flavor():
-    assert rally.sla_failures(SLA_CHECK, ['m1.bench.baseline']) == [
-        'm1.bench.baseline: kvmtune_scaling: per-VM share at 2 VMs 0.31 '
-        '< 0.5']
-    assert rally.sla_failures('Rally 5.0 prints this first\n' + SLA_CHECK,
-                              [])[0].startswith('KvmTune.disk_scaling: ')
-    assert rally.sla_failures('no json', []) == [
-        'rally task sla-check gave no results']
+PASSED = {'criterion': 'failure_rate', 'success': True,
+          'detail': 'Failure rate criteria 0.00% <= 0.00% <= 0.00% - Passed'}
+
+
+def test_sla_failures_name_each_flavors_subtask(tmp_path):
+    """Both subtasks' workloads are at position 0 (sla-check's "pos"):
+    the subtask, not the position, names the flavor."""
+    long = ' | '.join(f'per-VM IOPS at {n} VMs is 1% of bare metal (< 50%)'
+                      for n in (1, 2, 3, 4))
+    path = report_json(tmp_path, [
+        ('m1.bench.baseline', [PASSED, {'criterion': 'kvmtune_scaling',
+                                        'success': False,
+                                        'detail': long + ' - Failed'}]),
+        ('m1.bench.pinned-hugepages', [PASSED, {
+            'criterion': 'kvmtune_scaling', 'success': False,
+            'detail': 'per-VM IOPS at 1 VMs is 3% of bare metal (< 50%) '
+                      '- Failed'}])])
+    lines = rally.sla_failures(path)
+    assert lines[1] == ('disk scaling fio-randread-4k on '
+                        'm1.bench.pinned-hugepages: kvmtune_scaling: per-VM '
+                        'IOPS at 1 VMs is 3% of bare metal (< 50%)')
+    assert lines[0].startswith('disk scaling fio-randread-4k on '
+                               'm1.bench.baseline: kvmtune_scaling: per-VM')
+    assert lines[0].endswith('...') and len(lines[0]) < 220
+    assert rally.sla_failures(report_json(tmp_path, [('f', [PASSED])])) \
+        == []
