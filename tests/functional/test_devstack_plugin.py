@@ -77,7 +77,9 @@ def stack(tmp_path, test_cloud, base_flavor):
         # how unstack.sh and clean.sh find it (no PYTHON there)
         'GLOBAL_VENV': 'True', 'DEVSTACK_VENV': str(venv),
         'DEST': str(tmp_path), 'KVMTUNE_DIR': str(REPO),
-        'ENABLED_SERVICES': 'n-cpu,tempest',
+        # a single node: n-api makes it the controller (flavors, image,
+        # tempest.conf are made there)
+        'ENABLED_SERVICES': 'n-api,n-cpu,tempest',
         'NOVA_CONF': str(nova_conf), 'TEMPEST_CONFIG': str(tempest_conf),
         'KVMTUNE_PROFILES': ' '.join(PROFILES),
         'KVMTUNE_BASE_FLAVOR': base_flavor.name,

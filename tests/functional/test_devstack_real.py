@@ -13,7 +13,7 @@ What runs, from the tree (a copy in a temporary workspace):
 * stack: a driver that does what stack.sh does, in stack.sh's order and
   with its shell options (xtrace, errexit and its ERR trap, umask 022;
   nounset off as NOUNSET is unset): source functions and lib/stack,
-  extract local.conf, source stackrc, the lib/ files, ``run_phase
+  extract local.conf, source stackrc, async_init, the lib/ files, ``run_phase
   override_defaults`` and ``source`` (load_plugin_settings),
   setup_devstack_virtualenv, save_stackenv, ``run_phase stack
   pre-install`` and ``install`` (the plugin's real setup_develop, through
@@ -126,6 +126,7 @@ rm -f "$TOP_DIR/.localrc.auto"
 extract_localrc_section "$TOP_DIR/local.conf" "$TOP_DIR/localrc" \
     "$TOP_DIR/.localrc.auto"
 source "$TOP_DIR/stackrc"
+async_init
 function err_trap {
     local r=$?
     set +o xtrace
