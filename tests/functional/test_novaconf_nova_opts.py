@@ -76,7 +76,10 @@ def run_nova(python, code, *args, stdin=''):
 
 def all_plans():
     dirs = profiles.search_dirs()
-    for host in sorted(p for p in HOSTS.iterdir() if p.is_dir()):
+    # The constructed shapes and every real machine capture (hosts/real).
+    trees = [p for p in HOSTS.iterdir() if (p / 'proc').is_dir()]
+    trees += [p for p in (HOSTS / 'real').iterdir() if (p / 'proc').is_dir()]
+    for host in sorted(trees):
         facts = host_facts.resolve(root=str(host))
         for name in sorted(profiles.available(dirs)):
             profile = profiles.load(name, dirs)
@@ -175,7 +178,7 @@ def test_cli_checks_with_nova_and_nova_reads_what_was_written(nova_python,
     done = subprocess.run(
         [sys.executable, '-m', 'kvmtune.cli', 'nova-conf', 'apply',
          '--profile', 'pinned-hugepages-ept', '--config', str(path),
-         '--root', str(host)],
+         '--root', str(host), '--service', 'all'],
         capture_output=True, text=True, env=env, timeout=NOVA_TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert done.stderr == 'checked against Nova 34.0.0\n'
