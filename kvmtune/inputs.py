@@ -18,28 +18,13 @@ a MemoryError or a RecursionError:
 import json
 import math
 import os
-import stat
 
 from kvmtune.errors import InputError
+from kvmtune.fileio import kind as _kind
 
 MAX_BYTES = 64 << 20        # 64 MiB: far above any nova.conf, profile, facts
 MAX_DEPTH = 64              # facts and reports nest about 6 levels
 MAX_NODES = 1_000_000       # YAML nodes after alias expansion
-
-_KINDS = (
-    (stat.S_ISCHR, 'a character device'),
-    (stat.S_ISBLK, 'a block device'),
-    (stat.S_ISFIFO, 'a FIFO (named pipe)'),
-    (stat.S_ISSOCK, 'a socket'),
-    (stat.S_ISDIR, 'a directory'),
-)
-
-
-def _kind(mode):
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return None if stat.S_ISREG(mode) else 'not a regular file'
 
 
 def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
