@@ -8,7 +8,6 @@ no ephemeral disk.
 import time
 
 from rally.common import validation
-from rally.task import atomic
 from rally.task import types
 
 from rally_openstack.common import consts
@@ -96,21 +95,7 @@ class DiskScaling(utils.KvmTuneScenario):
             self._create_guests(image, flavor, [job] * vms, placement,
                                 self._nics(nics), created)
             active = self._wait_active(created)
-            active_at = time.time()
-            if signal:
-                logs, ready_at, sent = self._run_signalled(
-                    active, active, runtime,
-                    ready_timeout - (active_at - created_at), result_timeout)
-            else:
-                logs = self._wait_results(active,
-                                          start + runtime + result_timeout)
-                ready_at, sent = {}, {}
-            with atomic.ActionTimer(self, "kvmtune.collect"):
-                seen = {i: t - created_at for i, t in ready_at.items()}
-                rows = [guests.row(logs.get(s.id), s.id, "client",
-                                   workload, emulated, seen.get(s.id))
-                        for s in active]
-                self._add_charts(rows)
-                self._add_budget(vms, created_at, active_at, ready_at, sent,
-                                 rows)
+            rows = self._run_step(vms, active, active, start, runtime,
+                                  workload, emulated, created_at,
+                                  time.time(), ready_timeout, result_timeout)
         self._fail_on_bad_guests(rows)

@@ -4,7 +4,6 @@ import time
 
 from rally.common import validation
 from rally import exceptions
-from rally.task import atomic
 from rally.task import types
 
 from rally_openstack.common import consts
@@ -114,22 +113,7 @@ class NetworkScaling(utils.KvmTuneScenario):
             self._create_guests(image, flavor, jobs, placement, nics,
                                 created)
             clients = self._wait_active(created[1:])
-            active_at = time.time()
-            if signal:
-                logs, ready_at, sent = self._run_signalled(
-                    [server] + clients, clients, runtime,
-                    ready_timeout - (active_at - created_at), result_timeout)
-            else:
-                logs = self._wait_results(clients,
-                                          start + runtime + result_timeout)
-                ready_at, sent = {}, {}
-            with atomic.ActionTimer(self, "kvmtune.collect"):
-                seen = {i: t - created_at for i, t in ready_at.items()}
-                rows = [guests.row(logs.get(s.id), s.id, "client",
-                                   workload, emulated, seen.get(s.id))
-                        for s in clients]
-                self._add_charts(rows)
-                self._add_budget(vms, created_at, active_at,
-                                 {i: t for i, t in ready_at.items()
-                                  if i != server.id}, sent, rows)
+            rows = self._run_step(vms, [server] + clients, clients, start,
+                                  runtime, workload, emulated, created_at,
+                                  time.time(), ready_timeout, result_timeout)
         self._fail_on_bad_guests(rows)

@@ -231,6 +231,34 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 poll=SIGNAL_POLL_INTERVAL, first_wait=runtime))
         return logs, ready_at, sent
 
+    def _run_step(self, vms, watched, clients, start, runtime, workload,
+                  emulated, created_at, active_at, ready_timeout,
+                  result_timeout):
+        """One step's guests from ACTIVE to their rows: signal mode
+        (``start`` is None: wait for every ``watched`` guest to be ready,
+        start the ``clients`` together) or start-at mode (wait for the
+        verdicts after ``start``); the clients' rows, charted with the
+        step's time budget."""
+        if start is None:
+            logs, ready_at, sent = self._run_signalled(
+                watched, clients, runtime,
+                ready_timeout - (active_at - created_at), result_timeout)
+        else:
+            logs = self._wait_results(clients,
+                                      start + runtime + result_timeout)
+            ready_at, sent = {}, {}
+        ids = {s.id for s in clients}
+        ready_at = {i: t for i, t in ready_at.items() if i in ids}
+        with atomic.ActionTimer(self, "kvmtune.collect"):
+            seen = {i: t - created_at for i, t in ready_at.items()}
+            rows = [guests.row(logs.get(s.id), s.id, "client", workload,
+                               emulated, seen.get(s.id))
+                    for s in clients]
+            self._add_charts(rows)
+            self._add_budget(vms, created_at, active_at, ready_at, sent,
+                             rows)
+        return rows
+
     def _add_budget(self, vms, created_at, active_at, ready_at, sent, rows):
         """This step's readiness in Rally's output: guest and host views
         of boot-to-ready, the start spread (the atomic actions hold the
