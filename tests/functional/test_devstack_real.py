@@ -271,6 +271,10 @@ LIBVIRT_TYPE=qemu
 # names no guest of this machine has (cleanup_nova destroys matching ones)
 INSTANCE_NAME_PREFIX=kvmtune-devstack-test-
 OVS_PHYSICAL_BRIDGE=
+# async jobs (80-tempest.sh's install_tempest) run in line: in parallel
+# the stubbed job's subshell never opened its fifo and stack hung in
+# async_wait (single-node run, 21:03)
+DEVSTACK_PARALLEL=False
 disable_all_services
 enable_service {services}
 '''
