@@ -27,6 +27,9 @@ class Plan:
     modprobe: dict = dataclasses.field(default_factory=dict)
     extra_specs: dict = dataclasses.field(default_factory=dict)
     owned_extra_specs: list = dataclasses.field(default_factory=list)
+    # [{'node', 'size_kb', 'count'}]: huge page pools per NUMA node and
+    # page size, set by kvmtune.pages.apply.
+    hugepages: list = dataclasses.field(default_factory=list)
     checks: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
     # [{'tuner', 'reason'}]: host values a tuner left out because the facts
@@ -50,6 +53,7 @@ class Plan:
             'modprobe': dict(self.modprobe),
             'extra_specs': dict(self.extra_specs),
             'owned_extra_specs': list(self.owned_extra_specs),
+            'hugepages': [dict(pool) for pool in self.hugepages],
             'checks': [check.to_dict() for check in self.checks],
             'notes': list(self.notes),
             'withheld': [dict(item) for item in self.withheld],
@@ -92,6 +96,7 @@ def build_plan(profile, facts):
     kernel = _Merge('kernel arguments', source)
     module_options = _Merge('module options', source)
     extra = _Merge('extra spec values', source)
+    pools = _Merge('huge page counts', source)
     owned, checks, notes, withheld = set(), [], [], []
 
     for tuner in profile.tuners(facts):
@@ -108,6 +113,10 @@ def build_plan(profile, facts):
             specs.validate(name, value, source=source,
                            key=f'{tuner.name}: {name}')
             extra.add(name, value, tuner.name)
+        for pool in getattr(tuner, 'hugepage_pools', list)():
+            pools.add((pool['node'], pool['size_kb']), pool['count'],
+                      tuner.name,
+                      label=f'node {pool["node"]} {pool["size_kb"]} kB')
         owned.update(tuner.OWNED_EXTRA_SPECS)
         checks.extend(tuner.checks())
         notes.extend({'tuner': tuner.name, 'note': note}
@@ -129,6 +138,9 @@ def build_plan(profile, facts):
             f'options {module} {" ".join(options)}\n'
             for module, options in modules.items())}
     plan.extra_specs = dict(extra.values)
+    plan.hugepages = [{'node': node, 'size_kb': size_kb, 'count': count}
+                      for (node, size_kb), count
+                      in sorted(pools.values.items())]
     plan.owned_extra_specs = sorted(owned | set(extra.values))
     plan.checks = checks
     plan.notes = notes

@@ -20,7 +20,7 @@ AMD = os.path.join(HOSTS, 'amd-epyc-npt')
 PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')
 PLAN_KEYS = {'profile', 'facts_source', 'nova_conf', 'kernel_args',
              'modprobe', 'extra_specs', 'owned_extra_specs', 'checks',
-             'notes', 'nova_conf_services', 'withheld'}
+             'notes', 'hugepages', 'nova_conf_services', 'withheld'}
 
 
 def profile(name):
