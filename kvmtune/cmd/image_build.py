@@ -19,8 +19,10 @@ root mounts. A second build with the same packages changes nothing.
 
 By default fio is compiled static from Debian's fio source package (gcc,
 make, dpkg-dev needed; the binary is cached): the image compresses to
-~11 MB xz, ~14 MB with --with-net. --no-static-fio ships Debian's fio
-binary with the ~60 libraries it links instead (~33 MB xz).
+~17 MB xz, ~18 MB with --with-net (measured 2026-11-22; Debian's
+sysbench and the libraries it links are ~6 MB of that). --no-static-fio
+ships Debian's fio binary with the ~60 libraries it links instead (~22 MB
+more).
 """
 
 import argparse
@@ -37,8 +39,8 @@ def add_arguments(parser):
                         default=True,
                         help='Compile fio static from Debian\'s fio source '
                              'package (default) rather than ship Debian\'s '
-                             'fio with its ~60 libraries: image ~11 MB '
-                             'instead of ~33 MB compressed. Needs gcc, make, '
+                             'fio with its ~60 libraries: ~22 MB less '
+                             'compressed. Needs gcc, make, '
                              'dpkg-dev.')
 
 
