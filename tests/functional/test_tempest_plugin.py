@@ -183,7 +183,9 @@ def devstack(tmp_path, test_cloud, base_flavor):
         'OS_CLIENT_CONFIG_FILE': os.environ['OS_CLIENT_CONFIG_FILE'],
         'SHIM_PYTHON': sys.executable, 'PYTHON': sys.executable,
         'DEST': str(tmp_path), 'KVMTUNE_DIR': str(REPO),
-        'ENABLED_SERVICES': 'n-cpu,tempest',
+        # a single node: n-api makes it the controller (flavors, traits,
+        # Tempest options), as in test_devstack_plugin
+        'ENABLED_SERVICES': 'n-api,n-cpu,tempest',
         'TEMPEST_CONFIG': str(workspace / 'etc' / 'tempest.conf'),
         'KVMTUNE_PROFILES': ' '.join(PROFILES),
         'KVMTUNE_BASE_FLAVOR': base_flavor.name,
