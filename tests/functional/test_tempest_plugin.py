@@ -182,6 +182,9 @@ def devstack(tmp_path, test_cloud, base_flavor):
         'HOME': os.environ.get('HOME', '/root'),
         'OS_CLIENT_CONFIG_FILE': os.environ['OS_CLIENT_CONFIG_FILE'],
         'SHIM_PYTHON': sys.executable, 'PYTHON': sys.executable,
+        # how unstack.sh and clean.sh find it (no PYTHON there)
+        'GLOBAL_VENV': 'True',
+        'DEVSTACK_VENV': str(pathlib.Path(sys.executable).parent.parent),
         'DEST': str(tmp_path), 'KVMTUNE_DIR': str(REPO),
         # a single node: n-api makes it the controller (flavors, traits,
         # Tempest options), as in test_devstack_plugin
