@@ -8,6 +8,7 @@ import pytest
 from kvmtune.errors import InputError
 from kvmtune.report import guests
 from tests import paths
+from tests.unit.workloads import test_console
 
 DESIGN_KEYS = ('workload', 'target', 'peer', 'role', 'start_at', 'runtime',
                'hold', 'params')
@@ -108,14 +109,12 @@ def test_a_held_guests_error_is_its_row():
     assert row['reason'] == 'refusing /dev/vda: it holds this image'
 
 
-# Issue 15: guests started by a signal (real TCG consoles, see
-# tests/unit/workloads/test_console.py for what they hold).
-NMI_START = os.path.join(paths.FIXTURES, 'outputs',
-                         'console-tcg-fio-randread-4k-nmi-start.log')
-NMI_START_ID = '55dd03cd-baf5-4240-9f4b-8b3332eb21d9'
-NMI_LATE = os.path.join(paths.FIXTURES, 'outputs',
-                        'console-tcg-nmi-no-signal-late.log')
-NMI_LATE_ID = 'abb60676-54d3-48d3-aebf-28a36b154186'
+# Issue 15: guests started by a signal: the real TCG consoles that
+# tests/unit/workloads/test_console.py describes.
+NMI_START = test_console.NMI_START
+NMI_START_ID = test_console.NMI_START_ID
+NMI_LATE = test_console.NMI_LATE
+NMI_LATE_ID = test_console.NMI_LATE_ID
 
 
 def _text(path):
