@@ -44,6 +44,22 @@ stack driver sources it too), each for a network or a running service:
 * clean_iptables (lib/nova) and neutron_ovs_base_cleanup: they flush the
   host's live firewall rules and delete the running Open vSwitch's
   bridges, which the test cloud on this machine uses.
+* write_uwsgi_config (lib/apache), which lib/nova's create_nova_conf
+  calls on a controller for nova-api: it registers the API with apache2
+  (``sudo a2ensite``), which stack.sh's install_apache_uwsgi installs
+  from the distro's package mirror, and its postinst would start a web
+  server on this host; no test here starts nova-api. unstack.sh's
+  remove_uwsgi_config runs unchanged (``sudo a2dissite nova-api ||
+  true``, as on any host).
+* The controller enables mysql and rabbit, as a single-node DevStack
+  does (lib/database then picks the backend nova.conf's connection URLs
+  name), but this host's MariaDB and RabbitMQ are the ones the test
+  cloud runs on, so: rpc_backend_add_vhost (``sudo rabbitmqctl
+  add_vhost`` on the running broker), cleanup_database and
+  cleanup_rpc_backend (clean.sh's: they purge the database and broker
+  packages and /var/lib/mysql), and stop_service for mysql and
+  rabbitmq-server (``unstack.sh --all``, run by clean.sh; every other
+  service name goes to DevStack's own stop_service).
 
 ``sudo systemctl`` in unstack.sh and clean.sh runs for real and finds no
 systemd unit, as on a host where the services are down.
@@ -111,6 +127,27 @@ function clean_iptables {
 }
 function neutron_ovs_base_cleanup {
     :
+}
+function write_uwsgi_config {
+    echo "stub write_uwsgi_config: $1 for $5"
+}
+function rpc_backend_add_vhost {
+    echo "stub rpc_backend_add_vhost: $1"
+}
+function cleanup_database {
+    echo "stub cleanup_database: $DATABASE_TYPE"
+}
+function cleanup_rpc_backend {
+    echo "stub cleanup_rpc_backend"
+}
+if ! declare -F _devstack_stop_service >/dev/null; then
+    eval "$(declare -f stop_service | sed '1s/^stop_service/_devstack_stop_service/')"
+fi
+function stop_service {
+    case "$1" in
+        mysql|mariadb|rabbitmq-server) echo "stub stop_service: $1";;
+        *) _devstack_stop_service "$@";;
+    esac
 }
 '''
 
@@ -430,7 +467,7 @@ def test_single_node(workspace, test_cloud, admin, base_flavor):
         'kvmtune-admin': clouds['clouds']['kvmtune-admin']}}))
     run(['chown', '-R', f'{STACK_USER}:{STACK_USER}', str(home / '.config')])
     target.chmod(0o600)
-    services = 'n-api,n-sch,n-cond,n-cpu,placement-api,tempest'
+    services = 'mysql,rabbit,n-api,n-sch,n-cond,n-cpu,placement-api,tempest'
     extra = ('KVMTUNE_OS_CLOUD=kvmtune-admin\n'
              f'KVMTUNE_BASE_FLAVOR={base_flavor.name}\n')
     pool = local_conf(workspace, services, extra)
