@@ -24,12 +24,13 @@ import pytest
 
 from kvmtune import pages
 from kvmtune.novaconf import inifile
+from tests import paths
 from tests.devstack_shim.run import Stack, venv_over
 from tests.functional.conftest import ADMIN, REPO, find_flavor
 
 PROFILES = ['pinned-hugepages-ept', 'nested-host']
 HUGEPAGES = 16  # more 2 MB pages on node 0 than it had
-NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
+NOVA_PYTHON = paths.NOVA_PYTHON
 
 
 def plan(profile):

@@ -89,7 +89,7 @@ PINNED = '493835a61a996731a7031861f80c7629acd5d6f2'
 DEVSTACK = os.environ.get('KVMTUNE_DEVSTACK_DIR')
 REPO = pathlib.Path(paths.REPO)
 STACK_USER = 'stack'
-NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python3'
+NOVA_PYTHON = paths.NOVA_PYTHON
 PROFILES = 'pinned-hugepages-ept nested-host'
 EXTRA_PAGES = 8     # 2 MB pages added to node 0's pool, then taken back
 # DevStack's conf dirs that clean.sh removes with sudo rm -rf.
@@ -141,7 +141,8 @@ function cleanup_rpc_backend {
     echo "stub cleanup_rpc_backend"
 }
 if ! declare -F _devstack_stop_service >/dev/null; then
-    eval "$(declare -f stop_service | sed '1s/^stop_service/_devstack_stop_service/')"
+    eval "$(declare -f stop_service |
+        sed '1s/^stop_service/_devstack_stop_service/')"
 fi
 function stop_service {
     case "$1" in

@@ -1,7 +1,7 @@
 """nova.conf values checked by a real Nova (nova 34.0.0 in a virtualenv).
 
 Nova is the Python in ``$KVMTUNE_NOVA_PYTHON``, else the test cloud's
-``/opt/kvmtune-cloud/venv/bin/python``. Without either the tests skip,
+Python (``tests.paths.NOVA_PYTHON``). Without either the tests skip,
 except in CI (``KVMTUNE_FUNCTIONAL=1``), where that is a failure.
 """
 
@@ -21,11 +21,12 @@ from kvmtune.errors import InputError
 from kvmtune.novaconf import nova_check
 from kvmtune.novaconf import update
 from kvmtune.novaconf import validate
+from tests import paths
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-HOSTS = REPO / 'tests' / 'fixtures' / 'hosts'
-DEVSTACK_CONF = REPO / 'tests' / 'fixtures' / 'novaconf' / 'devstack.conf'
-CLOUD_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+REPO = pathlib.Path(paths.REPO)
+HOSTS = pathlib.Path(paths.HOSTS)
+DEVSTACK_CONF = pathlib.Path(paths.FIXTURES, 'novaconf', 'devstack.conf')
+CLOUD_PYTHON = paths.NOVA_PYTHON
 NOVA_TIMEOUT = 300
 # Check many change sets with one Nova start (importing Nova takes seconds).
 CHECK_MANY = ('import json, runpy, sys; '

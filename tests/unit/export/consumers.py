@@ -21,14 +21,14 @@ import subprocess
 import pytest
 
 from kvmtune import cli
+from tests import paths
 from tests.paths import HOSTS
 
 HOST_DIR = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
 HOST = 'compute-intel-1'       # the fixture's /proc/sys/kernel/hostname
 PROFILE = 'pinned-hugepages-ept'
 
-NOVA_PYTHON = os.environ.get(
-    'KVMTUNE_NOVA_PYTHON', '/opt/kvmtune-cloud/venv/bin/python')
+NOVA_PYTHON = paths.NOVA_PYTHON
 CONSUMERS = os.environ.get('KVMTUNE_CONSUMERS_VENV',
                            '/opt/kvmtune-consumers/venv')
 OSA_VENV = os.environ.get('KVMTUNE_OSA_VENV',

@@ -19,13 +19,15 @@ from kvmtune.plan import build_plan
 from kvmtune import profiles
 from kvmtune import tuners
 from kvmtune.facts import resolve
+from tests import paths
 from tests.paths import HOSTS
 
 
 def _nova_source():
     given = os.environ.get('KVMTUNE_NOVA_SOURCE')
     found = [given] if given else sorted(glob.glob(
-        '/opt/kvmtune-cloud/venv/lib/python3*/site-packages/nova'))
+        os.path.join(os.path.dirname(os.path.dirname(paths.NOVA_PYTHON)),
+                     'lib', 'python3*', 'site-packages', 'nova')))
     return found[0] if found and os.path.isdir(found[0]) else None
 
 

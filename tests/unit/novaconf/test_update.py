@@ -482,7 +482,7 @@ def test_stale_temp_of_a_killed_apply_is_removed(tmp_path):
                                             'nova.conf.kvmtune.bak']
 
 
-NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+NOVA_PYTHON = paths.NOVA_PYTHON
 
 
 @pytest.mark.skipif(not os.access(NOVA_PYTHON, os.X_OK),

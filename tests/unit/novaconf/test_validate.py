@@ -7,6 +7,7 @@ import pytest
 
 from kvmtune.errors import InputError
 from kvmtune.novaconf import validate
+from tests import paths
 
 
 def test_precedence_of_the_nova_python(monkeypatch):
@@ -67,7 +68,7 @@ def test_nothing_found_is_one_notice(monkeypatch):
         'via': None}
 
 
-NOVA_PYTHON = '/opt/kvmtune-cloud/venv/bin/python'
+NOVA_PYTHON = paths.NOVA_PYTHON
 
 
 @pytest.mark.skipif(not os.access(NOVA_PYTHON, os.X_OK),
