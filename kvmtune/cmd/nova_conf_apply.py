@@ -72,24 +72,25 @@ def run(args):
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service
                     else novaservices.default_service())
-    if why:
-        print(f'kvmtune: notice: --service {service}: {why}',
-              file=sys.stderr)
+    notices = [f'--service {service}: {why}'] if why else []
     changes, left = novaservices.split(plan.nova_conf, service)
     for section, options in left.items():
         for option in options:
             names = novaservices.readers(section, option)
             readers = ', '.join(f'nova-{name}' for name in names)
             other = 'compute' if 'compute' in names else 'scheduler'
-            print(f'kvmtune: notice: not written: [{section}] {option} is '
-                  f'read by {readers}, not nova-{service}: apply it with '
-                  f'--service {other} on the hosts that run it (or see '
-                  f'"kvmtune export")', file=sys.stderr)
+            notices.append(
+                f'not written: [{section}] {option} is read by {readers}, '
+                f'not nova-{service}: apply it with --service {other} on '
+                f'the hosts that run it (or see "kvmtune export")')
     python = validate.configured_python(args.nova_python,
                                         loaded.nova.python_executable)
+    # A file that cannot be applied gets its one-line error alone: the
+    # notices about what would be written come after it is read.
     result = novaconf.apply(path, changes, dry_run=args.dry_run,
                             nova_python=python)
-    for notice in result.notices:
+    notices += result.notices
+    for notice in notices:
         print(f'kvmtune: notice: {notice}', file=sys.stderr)
     if result.nova:
         print(f'checked against Nova {result.nova}', file=sys.stderr)

@@ -187,6 +187,21 @@ def test_unparsable_file(tmp_path, content, words):
     assert os.listdir(tmp_path) == ['nova.conf']
 
 
+@pytest.mark.parametrize('service', [None, 'compute'])
+def test_bad_file_gets_its_error_alone(tmp_path, service):
+    # The notices about which service reads what (the default --service
+    # and the options a compute file leaves out) come only with a file
+    # that can be applied: a bad one is one line, as every bad input.
+    path = tmp_path / 'nova.conf'
+    path.write_text('garbage without a section\n')
+    argv = list(apply_args(path, service=service or 'all'))
+    if service is None:
+        del argv[argv.index('--service'):argv.index('--service') + 2]
+    done = kvmtune(*argv)
+    assert_one_line_error(done, f'{path}: line 1: ')
+    assert os.listdir(tmp_path) == ['nova.conf']
+
+
 def test_missing_file_and_directory(tmp_path):
     missing = kvmtune(*apply_args(tmp_path / 'nova.conf'))
     assert_one_line_error(missing, 'nova.conf: no such file', '--config')
