@@ -142,6 +142,23 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     assert leftover_servers(conn) == []
 
 
+def test_cpu_sweep_gives_events_per_second(rally, conn, tmp_path):
+    # The CPU workload through the same scenario (target none: the guest
+    # needs no data disk), started by the signal as the disk sweep is.
+    doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=2,
+                           workload='sysbench-cpu', runtime=5)
+    sweep_, = rally_results.sweeps_from(doc)
+    assert sorted(sweep_.points) == [1, 2]
+    rows = [r for its in sweep_.points.values() for rows in its
+            for r in rows]
+    assert len(rows) == 3
+    for r in rows:
+        assert r['status'] == vmtable.OK, r
+        assert r['tool'] == 'sysbench' and r['events_s'] > 0, r
+        assert r['emulated'] and r['seen_ready_s'] is not None, r
+    assert leftover_servers(conn) == []
+
+
 def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
     # the guest refuses a target that is no block device and says why
     doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=1, target='/dev/vdz')
@@ -160,12 +177,13 @@ def leftover_networks(conn):
     return [n.name for n in conn.network.networks()]
 
 
-@pytest.mark.parametrize('workload,max_vms,metric', [
-    ('iperf3-tcp-stream', 2, 'gbit_s'),     # stream: Gbit/s
-    ('sockperf-tcp-rr', 1, 'tps'),          # request/response
+@pytest.mark.parametrize('workload,max_vms,metric,start_mode', [
+    ('iperf3-tcp-stream', 2, 'gbit_s', 'signal'),   # stream: Gbit/s
+    ('sockperf-tcp-rr', 1, 'tps', 'at'),            # request/response
 ])
 def test_network_sweep_clients_load_a_server_guest(
-        rally, conn, net_image, tmp_path, workload, max_vms, metric):
+        rally, conn, net_image, tmp_path, workload, max_vms, metric,
+        start_mode):
     if cloud_network() != 'neutron':
         pytest.fail('the network sweep needs the test cloud with real '
                     'Neutron (cloud up --compute libvirt --network neutron)')
@@ -178,7 +196,8 @@ def test_network_sweep_clients_load_a_server_guest(
     # half of 1 (47-51 % seen), right at the task's default min_share 0.5.
     # 0.25 still fails a sweep that collapses.
     uuid, sla_ok = rally.sweep(NETWORK_TASK,
-                               dict(args, runtime=5, min_share=0.25), out,
+                               dict(args, runtime=5, min_share=0.25,
+                                    start_mode=start_mode), out,
                                str(tmp_path / 'rally.html'))
     with open(out) as f:
         doc = json.load(f)
@@ -191,6 +210,8 @@ def test_network_sweep_clients_load_a_server_guest(
     for r in rows:
         assert r['status'] == vmtable.OK, r
         assert r[metric] > 0 and r['emulated'], r
+        # signal: the host saw each client's ready line, then started them
+        assert (r['seen_ready_s'] is not None) == (start_mode == 'signal'), r
     assert sla_ok
     html = (tmp_path / 'rally.html').read_text()
     assert vmtable.TITLE in html

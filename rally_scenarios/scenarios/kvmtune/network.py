@@ -45,7 +45,7 @@ class NetworkScaling(utils.KvmTuneScenario):
     def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
             runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
             result_timeout=180, host=None, nics=None, emulated=False,
-            server_flavor=None, start_mode="at", ready_timeout=600):
+            server_flavor=None, start_mode="signal", ready_timeout=600):
         """Boot a server guest, then N clients that load it at once.
 
         The server guest (role server, hold) serves until it is deleted;
@@ -68,10 +68,10 @@ class NetworkScaling(utils.KvmTuneScenario):
             client booted at once
         :param result_timeout: seconds after the start + runtime to wait
             for every client's status line on its console
-        :param start_mode: "at" (default here: the signal start has not
-            been run on a cloud with the network sweep yet) or "signal":
-            the clients start on an NMI once the server serves and every
-            client said ready (design.md 6)
+        :param start_mode: "signal" (default): the clients start on an
+            NMI once the server serves and every client said ready
+            (design.md 6); "at": the old common start_at, guessed from the
+            margins
         :param ready_timeout: start_mode "signal": seconds from the
             clients' create calls for every client to say ready
         :param host: admin only: boot on this compute host

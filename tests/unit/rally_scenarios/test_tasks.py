@@ -110,7 +110,7 @@ def test_network_sweep_makes_no_router_and_may_name_a_server_flavor():
 
 
 @pytest.mark.parametrize('name,default', [('disk-scaling.yaml', 'signal'),
-                                          ('network-scaling.yaml', 'at')])
+                                          ('network-scaling.yaml', 'signal')])
 def test_start_mode_default_and_override(name, default):
     config = render(name)
     assert {a['start_mode'] for a in scenario_args(config)} == {default}

@@ -281,6 +281,24 @@ def test_network_server_guest_may_have_its_own_flavor():
     assert [s.flavor for s in nova.servers.created] == ['plain', 'tuned']
 
 
+def test_network_default_is_the_signal_start_and_at_stays():
+    for mode, nmis in ((None, [1]), ('at', [0])):
+        nova = Nova()
+        scen = scenario(network.NetworkScaling, nova,
+                        networks=[{'id': 'net-1'}])
+        mode_arg = {'start_mode': mode} if mode else {}
+        scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5,
+                 **mode_arg)
+        server, client = nova.servers.created
+        assert [client.nmis] == nmis, mode
+        if mode == 'at':
+            assert isinstance(client.job['start_at'], int)
+            assert 'start' not in client.job
+        else:
+            assert client.job['start'] == 'nmi'
+        assert [r['status'] for r in table(scen)] == ['ok']
+
+
 def test_network_needs_a_network():
     with pytest.raises(exceptions.InvalidArgumentsException,
                        match='needs a network'):
