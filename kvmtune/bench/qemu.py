@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -18,6 +19,9 @@ DATA_DISK = '/dev/vdb'   # the boot disk is vda; the guest refuses it
 # on IDE is sr0).
 DATA_DISKS = {'virtio-blk': DATA_DISK, 'virtio-scsi': '/dev/sda'}
 BUSES = tuple(DATA_DISKS)
+# Each guest's QMP socket in its workdir (the start signal: inject-nmi).
+QMP_SOCKET = 'qmp.sock'
+QMP_TIMEOUT = 10
 
 
 def choose_accel(requested, virt=None):
@@ -113,14 +117,121 @@ def data_disk(path, size, fmt):
                            key='--disk-size')
 
 
+class Qmp:
+    """A QMP session on a QEMU's unix socket: the greeting is read and
+    capabilities negotiated on connect, then ``command`` runs commands.
+
+    Every reply is read and checked; anything but a ``return`` for the
+    command sent (an ``error``, a closed socket, a timeout, text that is not
+    a JSON object) raises KvmtuneError naming the socket.
+    """
+
+    def __init__(self, path, timeout=QMP_TIMEOUT):
+        self.path = path
+        self._buffer = b''
+        self._ids = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except OSError as exc:
+            self._sock.close()
+            raise self._error(f'cannot connect: {exc.strerror or exc}',
+                              'is the guest\'s QEMU still running?')
+        try:
+            greeting = self._read()
+            if 'QMP' not in greeting:
+                raise self._error(f'no QMP greeting: {_short(greeting)}')
+            self.command('qmp_capabilities')
+        except BaseException:
+            self.close()
+            raise
+
+    def _error(self, problem, fix=None):
+        return KvmtuneError(f'QMP: {problem}', source=self.path, fix=fix)
+
+    def _read(self):
+        """The next message QEMU sent (one JSON object a line)."""
+        while b'\n' not in self._buffer:
+            try:
+                chunk = self._sock.recv(4096)
+            except socket.timeout:
+                raise self._error('no reply in time') from None
+            except OSError as exc:
+                raise self._error(f'read failed: {exc}') from None
+            if not chunk:
+                raise self._error('QEMU closed the socket')
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b'\n', 1)
+        try:
+            message = json.loads(line.decode('utf-8', 'replace'))
+        except ValueError:
+            raise self._error(f'not JSON: {_short(line)}') from None
+        if not isinstance(message, dict):
+            raise self._error(f'not a JSON object: {_short(message)}')
+        return message
+
+    def command(self, name, arguments=None):
+        """Run ``name``; its ``return`` value (QMP events are skipped)."""
+        self._ids += 1
+        request = {'execute': name, 'id': self._ids}
+        if arguments:
+            request['arguments'] = arguments
+        try:
+            self._sock.sendall(json.dumps(request).encode() + b'\n')
+        except OSError as exc:
+            raise self._error(f'{name}: send failed: {exc}') from None
+        while True:
+            reply = self._read()
+            if 'event' in reply:
+                continue
+            # QEMU echoes the id (not on a reply to a line it could not
+            # parse, which is an error anyway)
+            if reply.get('id', self._ids) != self._ids:
+                raise self._error(f'{name}: reply to another command: '
+                                  f'{_short(reply)}')
+            if 'error' in reply:
+                error = reply['error'] if isinstance(reply['error'],
+                                                     dict) else {}
+                raise self._error(f'{name} failed: '
+                                  f'{error.get("class", "error")}: '
+                                  f'{error.get("desc", _short(reply))}')
+            if 'return' not in reply:
+                raise self._error(f'{name}: unexpected reply '
+                                  f'{_short(reply)}')
+            return reply['return']
+
+    def close(self):
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _short(value, limit=120):
+    """A reply or line for an error message, cut to ``limit``."""
+    if isinstance(value, bytes):
+        text = value.decode('utf-8', 'replace')
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + '...'
+
+
 class Guest:
-    """One QEMU process; its serial console goes to a file."""
+    """One QEMU process; its serial console goes to a file, its QMP
+    monitor to a unix socket (``qmp_path``) for the start signal."""
 
     def __init__(self, index, instance_id, workdir):
         self.index = index
         self.instance_id = instance_id
         self.workdir = workdir
         self.console = os.path.join(workdir, 'console.log')
+        self.qmp_path = os.path.join(workdir, QMP_SOCKET)
         self.proc = None
         self.started = self.ended = None
 
@@ -156,6 +267,7 @@ class Guest:
                 '-nodefaults', '-display', 'none', '-no-reboot',
                 '-smbios', f'type=1,uuid={self.instance_id}',
                 '-serial', f'file:{self.console}', '-monitor', 'none',
+                '-qmp', f'unix:{self.qmp_path},server=on,wait=off',
                 *(['-object', 'iothread,id=io0'] if iothread else []),
                 # vda: the image, read-only, shared by all guests; fixed
                 # PCI slots keep it vda and first in the BIOS boot order.
@@ -203,6 +315,20 @@ class Guest:
         if self.proc and self.proc.poll() is not None and not self.ended:
             self.ended = time.monotonic()
         return self.proc.returncode if self.proc else None
+
+    def qmp(self, timeout=QMP_TIMEOUT):
+        """A negotiated QMP session with this guest's QEMU (close it)."""
+        return Qmp(self.qmp_path, timeout)
+
+    def inject_nmi(self, session=None):
+        """The start signal (design.md 6): an NMI into the guest's vCPUs,
+        as libvirt does for Nova's trigger_crash_dump. ``session``: an
+        open ``qmp()`` to reuse, else one is opened and closed."""
+        if session is not None:
+            session.command('inject-nmi')
+            return
+        with self.qmp() as own:
+            own.command('inject-nmi')
 
     def qemu_error(self):
         try:
