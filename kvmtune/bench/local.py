@@ -3,12 +3,18 @@
 Disk workloads: every guest gets its own preallocated scratch data disk
 (vdb). Network workloads: guests pair up as server and client with static
 addresses on a QEMU socket (multicast) network private to the run. Jobs go
-on a config drive (or the kernel command line), all with one common
-``start_at``; the addresses go in the config drive's network_data.json as
-Nova writes it for a subnet without DHCP (or in the job, on the command
-line). Results come back on the serial consoles, are verified (byte count,
-sha256) and parsed. A guest that fails or times out is reported as such and
-kept out of the aggregate.
+on a config drive (or the kernel command line); the addresses go in the
+config drive's network_data.json as Nova writes it for a subnet without
+DHCP (or in the job, on the command line).
+
+The clients start together (design.md 6). ``signal`` (the default): each
+client says ``ready`` on its console (a server starts at once and says
+``serving``), and once every guest has, each client gets an NMI through
+its QEMU's QMP socket, back to back, as the Rally scenarios do through
+Nova's trigger_crash_dump. ``at``: the old common ``start_at``, launch +
+a boot allowance. Results come back on the serial consoles, are verified
+(byte count, sha256) and parsed. A guest that fails, is not ready in time
+or times out is reported as such and kept out of the aggregate.
 """
 
 import contextlib
@@ -34,10 +40,26 @@ SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
 # (guests then reported `late`): the allowance leaves room for that.
 BOOT_ALLOWANCE = {'tcg': (60, 20), 'kvm': (10, 2)}
 FINISH_MARGIN = 30
+# How clients start: on an NMI once all are ready, or at start_at.
+START_MODES = ('signal', 'at')
+# signal: seconds from launch for every guest to say ready, a ceiling
+# only (the run goes on when the last one is ready); twice and more the
+# allowance start_at needs, since waiting longer costs nothing when all
+# boot in time.
+READY_TIMEOUT = {'tcg': (180, 40), 'kvm': (60, 5)}
+READY_POLL = 0.2
+# A ready client reports late by itself this long after the ready timeout
+# (it was never signalled: this run died or left it out).
+START_TIMEOUT_MARGIN = 60
 
 
 def start_delay(accel, vms):
     base, per_vm = BOOT_ALLOWANCE[accel]
+    return base + per_vm * (vms - 1)
+
+
+def ready_timeout(accel, vms):
+    base, per_vm = READY_TIMEOUT[accel]
     return base + per_vm * (vms - 1)
 
 
@@ -71,28 +93,67 @@ def _check_image(image_dir):
                            fix='apt-get install qemu-system-x86')
 
 
+def _console_end(text):
+    last = [line for line in text.replace('\r', '').splitlines()
+            if line.strip()][-1:]
+    return f'; console ends: {last[0][-120:]}' if last else ''
+
+
+def _times(guest, text):
+    """The guest's own times (uptime at ready and at its start) and the
+    host's (seconds from its launch to its ready line seen, to its start
+    signal sent); None where there is none."""
+    said = console.timing(text, guest.instance_id)
+
+    def since_launch(when):
+        return (round(when - guest.started, 2)
+                if when is not None and guest.started is not None else None)
+    return {'ready_s': said.get('ready'), 'start_s': said.get('start'),
+            'seen_ready_s': since_launch(getattr(guest, 'ready_seen', None)),
+            'signal_s': since_launch(getattr(guest, 'signalled', None))}
+
+
 def _verdict(guest, workload, accel):
-    """Per-VM row: status, reason, result (only when verified and parsed)."""
+    """Per-VM row: status, reason, result (only when verified and parsed),
+    and the ready and start times (``_times``)."""
     text = guest.console_text()
-    row = {'vm': guest.index, 'role': getattr(guest, 'role', 'client'),
+    role = getattr(guest, 'role', 'client')
+    row = {'vm': guest.index, 'role': role,
            'instance_id': guest.instance_id,
            'accel': qemu.accel_label(accel), 'result': None,
            'seconds': (round(guest.ended - guest.started, 1)
-                       if guest.ended else None)}
+                       if guest.ended else None),
+           **_times(guest, text)}
     # The guest's own word (accel=tcg) labels its figures emulated too.
     emulated = console.emulated(text, guest.instance_id, accel == 'tcg')
     reported = console.status(text, guest.instance_id)
-    if reported is None:
-        why = ('timed out' if guest.ended is None else
-               f'QEMU exited {guest.proc.returncode} without a status'
-               + (f': {guest.qemu_error()}' if guest.qemu_error() else ''))
-        last = [line for line in text.replace('\r', '').splitlines()
-                if line.strip()][-1:]
-        if last:
-            why += f'; console ends: {last[0][-120:]}'
-        return dict(row, status='no-result', reason=why)
+    missed = getattr(guest, 'missed', None)
+    if missed is not None:
+        # signal mode: not ready (a server: not serving) within the ready
+        # timeout; a client then never got its start signal
+        said = 'serving' if role == 'server' else 'ready'
+        return dict(row, status='late', reason=(
+            f'not {said} within {missed} s of launch'
+            + ('' if role == 'server' else ': no start signal, not measured')
+            + _console_end(text)))
+    if getattr(guest, 'signal_error', None):
+        return dict(row, status='error',
+                    reason=f'no start signal: {guest.signal_error}')
+    if reported is None or (role == 'client' and
+                            reported[0] in ('ready', 'serving')):
+        if guest.ended is None:
+            why = 'timed out'
+            if getattr(guest, 'signalled', None):
+                why += ' after its start signal'
+            if reported:
+                why += ' (it said ready)'
+        else:
+            why = (f'QEMU exited {guest.proc.returncode} without a status'
+                   + (f': {guest.qemu_error()}' if guest.qemu_error()
+                      else ''))
+        return dict(row, status='no-result', reason=why + _console_end(text))
     state, why = reported
-    if row['role'] == 'server' and state in ('serving', 'ok'):
+    if role == 'server' and state in ('serving', 'ok'):
         return dict(row, status='server', reason='')
     if state != 'ok':
         return dict(row, status=state, reason=why)
@@ -109,11 +170,89 @@ def _verdict(guest, workload, accel):
                 sha256=mine[-1]['sha256'])
 
 
+def _said(guest):
+    """The state of the guest's last status line, or None."""
+    reported = console.status(guest.console_text(), guest.instance_id)
+    return reported[0] if reported else None
+
+
 def _done(guest):
     if guest.poll() is not None:
         return True
-    reported = console.status(guest.console_text(), guest.instance_id)
-    return reported is not None and reported[0] in ('ok', 'late', 'error')
+    return _said(guest) in ('ok', 'late', 'error')
+
+
+def _wait_ready(guests, deadline, clock=time.monotonic, sleep=time.sleep):
+    """Wait until every guest said ready (a server: serving), gave its
+    verdict or exited, or until ``deadline`` (``clock`` time). Sets each
+    one's ``ready_seen`` (``clock`` time); returns those never ready."""
+    pending = list(guests)
+    while pending:
+        for guest in list(pending):
+            if guest.poll() is not None or _said(guest) is not None:
+                guest.ready_seen = clock()
+                pending.remove(guest)
+        if not pending or clock() >= deadline:
+            break
+        sleep(READY_POLL)
+    return pending
+
+
+def _signal(clients, clock=time.monotonic):
+    """The start signal: an NMI into each client through QMP. All sessions
+    are opened first, then the NMIs go back to back. Sets ``signalled``
+    (``clock`` time) or ``signal_error``; returns the clients signalled."""
+    sessions = []
+    try:
+        for guest in clients:
+            try:
+                sessions.append((guest, guest.qmp()))
+            except KvmtuneError as exc:
+                guest.signal_error = exc.line()
+        for guest, session in sessions:
+            try:
+                guest.inject_nmi(session)
+                guest.signalled = clock()
+            except KvmtuneError as exc:
+                guest.signal_error = exc.line()
+    finally:
+        for _, session in sessions:
+            session.close()
+    return [g for g in clients if getattr(g, 'signalled', None)]
+
+
+def _wait_done(clients, deadline, clock=time.monotonic, sleep=time.sleep,
+               poll=0.5):
+    """Until every client exited or printed its verdict (a held guest
+    stays up after it; servers serve until stopped), or ``deadline``."""
+    while clock() < deadline:
+        if all(_done(g) for g in clients):
+            break
+        sleep(poll)
+
+
+def _start_on_signal(guests, vms, runtime, ready_wait, log):
+    """Signal mode after launch: all ready, the ready clients signalled,
+    their verdicts waited for (from the last signal: runtime + margin)."""
+    launched = min(g.started for g in guests)
+    missing = _wait_ready(guests, launched + ready_wait)
+    for guest in missing:
+        guest.missed = ready_wait
+    go = [g for g in guests if g.role == 'client' and g not in missing
+          and g.poll() is None and _said(g) == 'ready']
+    sent = _signal(go)
+    if missing:
+        log(f'{len(missing)} guest(s) not ready within {ready_wait} s: '
+            'left out')
+    if not sent:
+        log('no client got the start signal (see the rows)')
+        return
+    signals = [g.signalled for g in sent]
+    last_ready = max(g.ready_seen for g in guests if g not in missing)
+    log(f'ready {last_ready - launched:.1f} s after launch; start signal '
+        f'(NMI) to {len(sent)} client(s) within '
+        f'{(max(signals) - min(signals)) * 1000:.0f} ms')
+    _wait_done(sent, max(signals) + runtime + FINISH_MARGIN + 10 * vms)
 
 
 def aggregate(rows):
@@ -181,11 +320,27 @@ def pinned_cpus(index, vcpus, host_cpus):
     return host_cpus[first:first + vcpus]
 
 
+def _job(workload, role, target, peer, address, runtime, params, start_at,
+         ready_wait):
+    """One guest's job: a client starts on an NMI when ``ready_wait`` is
+    set (signal mode; it gives up by itself ``START_TIMEOUT_MARGIN`` s
+    after that), else at ``start_at``; a server starts at once in either
+    mode, as in the Rally network scenario."""
+    on_signal = ready_wait is not None and role == 'client'
+    return jobs.build(
+        workload, role=role, target=target, peer=peer,
+        start_at=None if on_signal else start_at, runtime=runtime,
+        params=params, address=address,
+        start='nmi' if on_signal else None,
+        start_timeout=(ready_wait + START_TIMEOUT_MARGIN if on_signal
+                       else None))
+
+
 def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
         cache='none', fmt='raw', accel='tcg', job_via='config-drive',
         runtime=None, params=None, image_dir=None, delay=None,
         boot='kernel', log=print, bus='virtio-blk', iothread=True,
-        hugepages=None, pin=False):
+        hugepages=None, pin=False, start='signal', ready_wait=None):
     """Boot ``vms`` guests at once, wait, and return the per-VM rows.
 
     :param bus: the data disk's bus (``qemu.BUSES``)
@@ -193,7 +348,18 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
     :param hugepages: a hugetlbfs mount to back guest RAM, or None
     :param pin: pin each guest to its own host CPUs (InputError when the
         host has fewer than ``vms * vcpus``)
+    :param start: ``signal``: the clients start on an NMI once every
+        guest is ready (within ``ready_wait`` s of launch, default
+        ``ready_timeout``); ``at``: at launch + ``delay`` s (default
+        ``start_delay``)
     """
+    if start not in START_MODES:
+        raise InputError(f'unknown start mode {start!r}', key='--start',
+                         fix=f'one of {", ".join(START_MODES)}')
+    if start == 'signal' and delay is not None:
+        raise InputError('a start delay is for --start at only',
+                         key='--start-delay',
+                         fix='add --start at, or drop --start-delay')
     image_dir = image.image_dir(image_dir)
     _check_image(image_dir)
     plan = _plan(workload, vms)
@@ -206,7 +372,12 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                          f'{len(host_cpus)}', key='pinning',
                          fix='fewer guests or vCPUs, or pinning off')
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
-    delay = start_delay(accel, vms) if delay is None else delay
+    signalled = start == 'signal'
+    if signalled:
+        ready_wait = (ready_timeout(accel, vms) if ready_wait is None
+                      else int(ready_wait))
+    else:
+        delay = start_delay(accel, vms) if delay is None else delay
     workdir = tempfile.mkdtemp(prefix='kvmtune-bench-', dir=SCRATCH_DIR)
     # One multicast group per run: guests of other runs never meet.
     group = f'230.0.{os.getpid() % 250}.{int(time.time()) % 250}:' \
@@ -214,7 +385,7 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
     guests = []
     try:
         with _unwind_on_sigterm_or_sigint():
-            start_at = int(time.time()) + delay
+            start_at = None if signalled else int(time.time()) + delay
             for index, (role, address, peer) in enumerate(plan):
                 guest = qemu.Guest(index, str(uuid.uuid4()),
                                    os.path.join(workdir, f'vm{index}'))
@@ -227,11 +398,10 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                 elif workload.target == 'peer':
                     nic = (group, f'52:54:00:6b:00:{index:02x}')
                 on_cmdline = job_via == 'cmdline'
-                the_job = jobs.build(
-                    workload, role=role,
-                    target=qemu.DATA_DISKS[bus] if data else None, peer=peer,
-                    start_at=start_at, runtime=runtime, params=params,
-                    address=address if on_cmdline else None)
+                the_job = _job(
+                    workload, role, qemu.DATA_DISKS[bus] if data else None,
+                    peer, address if on_cmdline else None, runtime, params,
+                    start_at, ready_wait if signalled else None)
                 cdrom = cmdline = None
                 if on_cmdline:
                     boot = 'kernel'
@@ -253,18 +423,19 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                 guests.append(guest)
             for guest in guests:
                 guest.start(guest.argv_used)
-            log(f'{vms} guest(s) booting ({qemu.accel_label(accel)}), '
-                f'common start in {start_at - int(time.time())} s, '
-                f'runtime {runtime} s')
+            label = qemu.accel_label(accel)
             clients = [g for g in guests if g.role == 'client']
-            deadline = start_at + runtime + FINISH_MARGIN + 10 * vms
-            while time.time() < deadline:
-                # Servers (sockperf) serve until stopped: wait for clients,
-                # until they exit or print their verdict (a held guest
-                # stays up after it).
-                if all(_done(g) for g in clients):
-                    break
-                time.sleep(0.5)
+            if signalled:
+                log(f'{vms} guest(s) booting ({label}), start: signal '
+                    f'(NMI) once all are ready (at most {ready_wait} s), '
+                    f'runtime {runtime} s')
+                _start_on_signal(guests, vms, runtime, ready_wait, log)
+            else:
+                log(f'{vms} guest(s) booting ({label}), start: at a '
+                    f'common time in {start_at - int(time.time())} s, '
+                    f'runtime {runtime} s')
+                _wait_done(clients, start_at + runtime + FINISH_MARGIN
+                           + 10 * vms, clock=time.time)
             for guest in guests:
                 guest.poll()
             return [_verdict(g, workload, accel) for g in guests]

@@ -4,11 +4,18 @@ All guests start at once from the image of `kvmtune image build`, each
 with its own preallocated scratch data disk (virtio-blk, /dev/vdb) for
 disk workloads, or paired as server and client on a private QEMU socket
 network for network ones (image built with --with-net), and a job (config
-drive by default, or the kernel command line). They wait for a
-common start time, run the workload, and print the result on their serial
+drive by default, or the kernel command line). The clients start
+together, run the workload, and print the result on their serial
 console; each is checked (byte count, sha256), parsed and shown per VM
-and summed over the guests that succeeded. A guest that fails or times
-out is listed with its reason, never averaged in.
+and summed over the guests that succeeded. A guest that fails, is not
+ready in time or times out is listed with its reason, never averaged in.
+
+--start signal (default): each client says ready on its console and
+waits; once every guest is ready (a server serving), each client gets an
+NMI through its QEMU's QMP socket, back to back, and the run waits for
+the verdicts. A guest not ready within --ready-timeout is reported late.
+--start at: the old fixed start, launch + a boot allowance per
+accelerator and guest count (--start-delay), idle once all have booted.
 
 --accel auto uses KVM only when it works with vmx/svm; on hosts whose
 KVM is provided by kvm_pvm (software nested virtualization) it picks TCG.
@@ -94,10 +101,18 @@ def add_arguments(parser):
     parser.add_argument('--param', action='append', default=[],
                         metavar='KEY=VALUE',
                         help='Override a workload option (repeatable).')
+    parser.add_argument('--start', choices=('signal', 'at'),
+                        default='signal',
+                        help='Start the clients on a signal (NMI) once all '
+                        'guests are ready (default), or at a fixed time.')
+    parser.add_argument('--ready-timeout', type=int, metavar='SECONDS',
+                        help='--start signal: seconds from launch for every '
+                        'guest to be ready (default: per accelerator and '
+                        'guest count); later ones are left out.')
     parser.add_argument('--start-delay', type=int, metavar='SECONDS',
-                        help='Seconds from launch to the common start '
-                        '(default: a boot allowance per accelerator and '
-                        'guest count).')
+                        help='--start at: seconds from launch to the common '
+                        'start (default: a boot allowance per accelerator '
+                        'and guest count).')
     parser.add_argument('--image-dir', metavar='DIR',
                         help='Default $KVMTUNE_IMAGE_DIR or '
                              '/var/lib/kvmtune/images.')
@@ -160,6 +175,16 @@ def _check(args):
                          key='--vms/--vcpus/--ram')
     if args.runtime is not None and args.runtime <= 0:
         raise InputError('must be positive', key='--runtime')
+    if args.start == 'signal' and args.start_delay is not None:
+        raise InputError('a start delay is for --start at only',
+                         key='--start-delay',
+                         fix='add --start at, or drop --start-delay')
+    if args.start == 'at' and args.ready_timeout is not None:
+        raise InputError('a ready timeout is for --start signal only',
+                         key='--ready-timeout',
+                         fix='drop --start at, or drop --ready-timeout')
+    if args.ready_timeout is not None and args.ready_timeout <= 0:
+        raise InputError('must be positive', key='--ready-timeout')
 
 
 def _one_run(args, workload, accel, settings, params, log=print):
@@ -189,7 +214,8 @@ def _one_run(args, workload, accel, settings, params, log=print):
                      image_dir=args.image_dir, delay=args.start_delay,
                      boot=args.boot, log=log, bus=settings['bus'],
                      iothread=settings['iothread'] == 'on',
-                     hugepages=mount, pin=settings['pinning'] == 'on')
+                     hugepages=mount, pin=settings['pinning'] == 'on',
+                     start=args.start, ready_wait=args.ready_timeout)
     return rows, local.aggregate(rows)
 
 

@@ -115,13 +115,82 @@ def test_raw_disk_is_bios_bootable_vfat(built):
 
 
 def test_bench_local_one_guest_verified_and_labelled(built):
+    # the job on the kernel command line, started on the signal (default)
     proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
                    'fio-randread-4k', '--runtime', '2',
                    '--job-via', 'cmdline')
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'start: signal (NMI) once all are ready' in proc.stdout
     rows = [line for line in proc.stdout.splitlines()
             if line.strip().startswith('0 ')]
     assert rows and ' ok ' in rows[0] and 'emulated (TCG)' in rows[0]
+
+
+def test_bench_local_starts_guests_on_the_signal(built, tmp_path):
+    """Two guests say ready, take their NMI through QMP and run: each
+    started when it was signalled (its own uptime from ready to start
+    matches the host's from ready seen to signal sent), and the run took
+    less than the old fixed start's boot allowance alone."""
+    from kvmtune.bench import local
+
+    out = tmp_path / 'run.json'
+    began = time.monotonic()
+    proc = kvmtune('bench', 'local', '--vms', '2', '--workload',
+                   'fio-randread-4k', '--runtime', '3', '--accel', 'tcg',
+                   '--json', str(out))
+    wall = time.monotonic() - began
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'start signal (NMI) to 2 client(s) within' in proc.stdout
+    rows = json.loads(out.read_text())['rows']
+    assert [r['status'] for r in rows] == ['ok', 'ok'], rows
+    for row in rows:
+        # the guest's times (uptime) and the host's (since its launch)
+        assert 0 < row['ready_s'] <= row['start_s'], row
+        assert 0 < row['seen_ready_s'] <= row['signal_s'], row
+        waited_guest = row['start_s'] - row['ready_s']
+        waited_host = row['signal_s'] - row['seen_ready_s']
+        # ready seen within a 0.2 s poll, the NMI seen within the guest's
+        # 0.2 s poll: without the signal it would have waited its
+        # start_timeout (minutes)
+        assert abs(waited_guest - waited_host) < 2.0, row
+        assert row['result']['iops'] > 0 and row['result']['emulated']
+    # the two signals went back to back
+    assert abs(rows[0]['signal_s'] - rows[1]['signal_s']) < 1.0, rows
+    # emulated (TCG): the old mode idled this long before any start
+    assert wall < local.start_delay('tcg', 2), (wall, proc.stdout)
+
+
+def test_bench_local_reports_guests_not_ready_in_time(built, tmp_path):
+    """No guest boots within a 2 s ready timeout: each is late with the
+    reason, none averaged in, no start signal, and the run ends then."""
+    out = tmp_path / 'run.json'
+    began = time.monotonic()
+    proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
+                   'fio-randread-4k', '--runtime', '2', '--accel', 'tcg',
+                   '--ready-timeout', '2', '--json', str(out))
+    wall = time.monotonic() - began
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert '1 guest(s) not ready within 2 s: left out' in proc.stdout
+    (row,) = json.loads(out.read_text())['rows']
+    assert row['status'] == 'late' and row['result'] is None
+    assert row['reason'].startswith('not ready within 2 s of launch: no '
+                                    'start signal, not measured'), row
+    assert row['signal_s'] is None
+    assert json.loads(out.read_text())['aggregate']['vms_ok'] == 0
+    assert wall < 30, wall
+
+
+def test_bench_local_fixed_start_is_kept(built):
+    """--start at: every job carries the common start_at, no signal."""
+    proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
+                   'fio-randread-4k', '--runtime', '2', '--accel', 'tcg',
+                   '--start', 'at')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'start: at a common time in' in proc.stdout
+    assert 'start signal' not in proc.stdout
+    rows = [line for line in proc.stdout.splitlines()
+            if line.strip().startswith('0 ')]
+    assert rows and ' ok ' in rows[0]
 
 
 def _refused_guest(workdir, hold):
