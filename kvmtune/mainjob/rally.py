@@ -192,14 +192,18 @@ class Progress:
     """The sweep's progress line from Rally's log lines: which flavor and
     VM count run, and how many guests reported of how many expected.
 
-    Rally says "Running workload: ... position = N" when subtask N (the
-    N-th flavor) starts, "ITER: i START" for iteration i (the i-th VM
-    count), and the scenarios log "kvmtune: guests ready|reported k/n".
-    On a terminal the line is rewritten in place; otherwise one line per
-    finished iteration goes out.
+    Rally's engine logs "Running workload:" and the workload's config as
+    JSON (rally/task/engine.py ``_run_workload``) when a subtask starts;
+    the flavor is the first ``"name"`` in it that is one of the sweep's
+    flavors (its "position" is the workload's place in its subtask, 0 for
+    every subtask of these tasks). Rally's runner logs "ITER: i START" for
+    iteration i (the i-th VM count), and the scenarios log "kvmtune: guests
+    ready|reported k/n". On a terminal the line is rewritten in place;
+    otherwise one line per finished iteration goes out.
     """
 
-    _WORKLOAD = re.compile(r'position = (\d+)')
+    _WORKLOAD = re.compile(r'Running workload:')
+    _NAME = re.compile(r'^\s*"name": "([^"]*)"')
     _ITER = re.compile(r'ITER: (\d+) (START|END)')
     _GUESTS = re.compile(r'kvmtune: guests (ready|reported) (\d+)/(\d+)')
 
@@ -213,6 +217,7 @@ class Progress:
         self.guests = None
         self.started = None
         self.shown = False
+        self.naming = False     # in a workload's config, before its flavor
 
     def text(self):
         import time
@@ -226,11 +231,17 @@ class Progress:
     def line(self, line):
         import time
 
-        if (m := self._WORKLOAD.search(line)):
-            index = int(m.group(1))
-            if index < len(self.flavors):
-                self.flavor = self.flavors[index]
-        elif (m := self._ITER.search(line)) and self.flavor:
+        if self._WORKLOAD.search(line):
+            self.flavor, self.naming = None, True
+            return
+        if self.naming:
+            m = self._NAME.search(line)
+            if m and m.group(1) in self.flavors:
+                self.flavor, self.naming = m.group(1), False
+            elif line.startswith('}'):      # the config's end: no flavor
+                self.naming = False
+            return
+        if (m := self._ITER.search(line)) and self.flavor:
             i = int(m.group(1))
             counts = self.counts.get(self.flavor) or []
             if m.group(2) == 'START':

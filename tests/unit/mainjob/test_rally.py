@@ -8,6 +8,7 @@ from openstack import config as os_config
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import rally
+from tests import paths
 
 CLOUDS = """\
 clouds:
@@ -98,39 +99,43 @@ def test_flavor_max_vms_limits_only_that_flavors_sweep():
         == [2, 2]
 
 
-# Lines as Rally 5 and the kvmtune scenarios write them (rally/task/
-# engine.py "Running workload", rally/task/runner.py "ITER: n START|END").
-RALLY_LINES = """\
-20:01:02.123 INFO rally.task.engine [-] Running workload: \n
-  position = 0
-20:01:03.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 START
-20:01:40.000 INFO rally_scenarios [-] kvmtune: guests ready 0/1
-20:01:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/1
-20:01:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 END: OK
-20:01:52.000 INFO rally.task.runner [-] Task 8e1c | ITER: 2 START
-20:02:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/2
-20:02:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 2 END: OK
-20:03:02.123 INFO rally.task.engine [-] Running workload: \n
-  position = 1
-20:03:03.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 START
-20:03:50.000 INFO rally_scenarios [-] kvmtune: guests reported 1/1
-20:03:51.000 INFO rally.task.runner [-] Task 8e1c | ITER: 1 END: OK
-"""
+# Rally 5.1.1's own log of a main job sweep (tests/fixtures/rally/SOURCE):
+# both subtasks' workloads are at position 0; the flavor is in the config
+# Rally logs after "Running workload:".
+RALLY_LOG = os.path.join(paths.FIXTURES, 'rally', 'main-job-sweep.log')
 
 
 def test_progress_one_line_per_vm_count():
     shown = []
-    progress = rally.Progress(['base', 'tuned'],
-                              {'base': [1, 2], 'tuned': [1]},
-                              show=shown.append, tty=False)
-    for line in RALLY_LINES.splitlines(keepends=True):
-        progress.line(line)
+    progress = rally.Progress(
+        ['m1.bench.baseline', 'm1.bench.pinned-hugepages'],
+        {'m1.bench.baseline': [1, 2, 3], 'm1.bench.pinned-hugepages': [1]},
+        show=shown.append, tty=False)
+    with open(RALLY_LOG) as handle:
+        for line in handle:
+            progress.line(line)
     progress.finish()
     assert [s.rsplit(' (', 1)[0] for s in shown] == [
-        'sweep: base, 1 VM(s), guests reported 1/1',
-        'sweep: base, 2 VM(s), guests reported 1/2',
-        'sweep: tuned, 1 VM(s), guests reported 1/1']
+        'sweep: m1.bench.baseline, 1 VM(s), guests reported 1/1',
+        'sweep: m1.bench.baseline, 2 VM(s), guests reported 2/2',
+        'sweep: m1.bench.baseline, 3 VM(s), guests reported 3/3',
+        'sweep: m1.bench.pinned-hugepages, 1 VM(s), guests reported 1/1']
     assert all(s.endswith(' s)') for s in shown)
+
+
+def test_progress_without_a_known_flavor_stays_silent():
+    # a workload whose config names none of the sweep's flavors: no line
+    # with a wrong flavor, and the next workload is read again
+    shown = []
+    progress = rally.Progress(['m1.bench.pinned-hugepages'],
+                              {'m1.bench.pinned-hugepages': [1]},
+                              show=shown.append, tty=False)
+    with open(RALLY_LOG) as handle:
+        for line in handle:
+            progress.line(line)
+    progress.finish()
+    assert [s.rsplit(' (', 1)[0] for s in shown] == [
+        'sweep: m1.bench.pinned-hugepages, 1 VM(s), guests reported 1/1']
 
 
 def report_json(tmp_path, slas):
