@@ -7,6 +7,7 @@ Two formats are accepted: ``rally task report --json`` (a dict with
 
 import collections
 import dataclasses
+import re
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
@@ -26,11 +27,22 @@ BUDGET = (('boot', ('kvmtune.create_servers', 'kvmtune.wait_active',
           ('delete', ('kvmtune.delete_servers',)))
 
 
+# Rally's old format keys an action timed again in one iteration as
+# "name (2)", "name (3)" (rally/plugins/task/exporters/old_json_results.py
+# _to_old_atomic_actions_format); the network scenario creates and waits
+# for its server and then its clients.
+_REPEAT = re.compile(r' \((\d+)\)$')
+
+
 def action_seconds(atomic_actions):
-    """Seconds per atomic action name, in either Rally format."""
-    if isinstance(atomic_actions, dict):    # old: {name: duration}
-        return {k: v or 0.0 for k, v in atomic_actions.items()}
+    """Seconds per atomic action name, in either Rally format; an action
+    timed more than once in the iteration is summed."""
     out = {}
+    if isinstance(atomic_actions, dict):    # old: {name: duration}
+        for key, value in atomic_actions.items():
+            name = _REPEAT.sub('', key)
+            out[name] = out.get(name, 0.0) + (value or 0.0)
+        return out
     for action in atomic_actions or ():
         if action.get('finished_at') is not None:
             out[action['name']] = out.get(action['name'], 0.0) + (

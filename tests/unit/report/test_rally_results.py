@@ -63,3 +63,33 @@ def test_report_text_closes_each_sweep_with_its_budget():
         == ['1 VMs', '6 VMs', '10 VMs']
     assert 'slowest ready 98.1' in lines[start + 3]
     assert 'emulated' in out
+
+
+def test_old_format_sums_an_action_timed_twice():
+    # The network scenario creates and waits for its server, then its
+    # clients: Rally's own old-format exporter keys the second ones
+    # "name (2)"; both formats give the same seconds and boot phase.
+    from rally.plugins.task.exporters import old_json_results
+
+    actions = []
+    t = 100.0
+    for name, took in (('nova.create_server_group', 0.5),
+                       ('kvmtune.create_servers', 1.0),
+                       ('kvmtune.wait_active', 3.0),
+                       ('kvmtune.create_servers', 2.0),
+                       ('kvmtune.wait_active', 6.0),
+                       ('kvmtune.wait_results', 10.0)):
+        actions.append({'name': name, 'started_at': t,
+                        'finished_at': t + took, 'children': []})
+        t += took
+    old = old_json_results._to_old_atomic_actions_format(actions)
+    assert 'kvmtune.wait_active (2)' in old
+    new_seconds = rally_results.action_seconds(actions)
+    assert rally_results.action_seconds(dict(old)) == new_seconds
+    assert new_seconds['kvmtune.wait_active'] == 9.0
+    iteration = {'duration': t - 100.0, 'idle_duration': 0.0,
+                 'timestamp': 100.0, 'output': {'additive': [],
+                                                'complete': []}}
+    boot = [rally_results.budget(dict(iteration, atomic_actions=a))['boot']
+            for a in (actions, dict(old))]
+    assert boot == [12.5, 12.5]
