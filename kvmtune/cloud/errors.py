@@ -76,14 +76,16 @@ def from_exception(exc, cloud, secrets=()):
     if isinstance(exc, CloudError):
         return exc
     if isinstance(exc, sdk_exc.HttpException):
+        detail, request_id = _api_errors(exc)
         return http_error(cloud, exc.method, exc.url, exc.status_code,
-                          exc.details or exc.message, exc.request_id,
-                          secrets)
+                          detail or exc.details or exc.message,
+                          exc.request_id or request_id, secrets)
     if isinstance(exc, ks_exc.HttpError):
         # keystoneauth appends " (HTTP 401) (Request-ID: ...)" itself.
-        message = _KS_SUFFIX.sub('', exc.message)
+        detail, request_id = _api_errors(exc)
+        message = detail or _KS_SUFFIX.sub('', exc.message)
         return http_error(cloud, exc.method, exc.url, exc.http_status,
-                          message, exc.request_id, secrets)
+                          message, exc.request_id or request_id, secrets)
     if isinstance(exc, sdk_exc.ConfigException):
         return CloudError(redact(exc, secrets), source='clouds.yaml',
                           key=cloud,
@@ -98,6 +100,27 @@ def from_exception(exc, cloud, secrets=()):
                           source=f'cloud {cloud}',
                           fix='check the cloud\'s entry in clouds.yaml')
     return exc
+
+
+def _api_errors(exc):
+    """(detail, request id) of an API-WG error body, ``{"errors": [{"status",
+    "title", "detail", "request_id", ...}]}``, as Placement answers
+    (placement/util.py json_error_formatter; openstacksdk finds no
+    "message" in it and keeps only the HTTP reason), else (None, None)."""
+    response = getattr(exc, 'response', None)
+    try:
+        body = response.json() if response is not None else None
+    except ValueError:
+        return None, None
+    found = body.get('errors') if isinstance(body, dict) else None
+    if not isinstance(found, list):
+        return None, None
+    details = [' '.join(str(e.get('detail') or e.get('title') or '').split())
+               for e in found if isinstance(e, dict)]
+    ids = [e.get('request_id') for e in found
+           if isinstance(e, dict) and e.get('request_id')]
+    return '; '.join(d for d in details if d) or None, (
+        str(ids[0]) if ids else None)
 
 
 def _unreachable(exc):

@@ -1,5 +1,7 @@
 """Every cloud failure becomes one CloudError line without secrets."""
 
+import os
+
 import requests
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
@@ -7,6 +9,7 @@ from openstack import exceptions as sdk_exc
 from kvmtune.cloud import errors
 from kvmtune.cloud.connection import Cloud
 from kvmtune.errors import CloudError
+from tests import paths
 
 PASSWORD = 's3cret-Pa55'
 TOKEN = 'gAAAAABtoken0123456789'
@@ -40,6 +43,32 @@ def test_nova_rejection_names_request_and_message():
         'cloud kvmtune-admin: POST /v2.1/flavors/f-1/os-extra_specs: '
         'HTTP 400: Validation failed; hw:mem_page_size is not valid '
         '(request req-1) (fix: correct the value the cloud names)')
+
+
+def test_placement_error_body_gives_its_detail():
+    # The body Placement itself answered (the test cloud, 2026-11-22): PUT
+    # traits with a stale generation. openstacksdk keeps only "Conflict".
+    with open(os.path.join(paths.FIXTURES, 'outputs',
+                           'placement-1.6-409-generation-conflict.json')) as f:
+        body = f.read()
+    response = _response(
+        'PUT', 'http://127.0.0.1:8778/placement/resource_providers/u-1/'
+        'traits', 409, body)
+    del response.headers['x-openstack-request-id']
+    response.reason = 'Conflict'    # as the real response said
+    try:
+        sdk_exc.raise_from_response(response)
+    except sdk_exc.HttpException as exc:
+        assert exc.details == 'Conflict'
+        error = errors.from_exception(exc, 'kvmtune-admin')
+    assert error.http_status == 409
+    assert error.line() == (
+        'cloud kvmtune-admin: PUT /placement/resource_providers/u-1/traits: '
+        'HTTP 409: There was a conflict when trying to complete your '
+        "request. Resource provider's generation already changed. Please "
+        'update the generation and try again. (request '
+        'req-454fb57f-99a5-4ae9-af82-081aee3b2596) (fix: the resource '
+        'changed or is in use; re-run the command)')
 
 
 def test_query_string_and_secrets_never_reach_the_line():
