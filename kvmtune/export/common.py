@@ -226,26 +226,40 @@ def _differing_key(path, old, new, fmt):
         if fmt == 'ini':
             olds = _ini_items(inifile.IniFile(old))
             news = _ini_items(inifile.IniFile(new))
-            for section, options in news.items():
-                for option, values in options.items():
-                    have = olds.get(section, {}).get(option)
-                    if have is not None and have != values:
-                        return (f'[{section}] {option} is '
-                                f'{", ".join(have)} there, the plan '
-                                f'wants {", ".join(values)}')
+            olds = {(f'[{section}] {option}'): ', '.join(values)
+                    for section, options in olds.items()
+                    for option, values in options.items()}
+            news = {(f'[{section}] {option}'): ', '.join(values)
+                    for section, options in news.items()
+                    for option, values in options.items()}
+            spell = str
         elif fmt == 'yaml':
             olds = _flatten(inputs.parse_yaml(old, path) or {})
             news = _flatten(inputs.parse_yaml(new, path) or {})
+            spell = repr
+        else:
+            olds = news = None
+        if olds is not None:
             for key, value in news.items():
                 if key in olds and olds[key] != value:
-                    return (f'{key} is {olds[key]!r} there, the plan wants '
-                            f'{value!r}')
+                    return (f'{key} is {spell(olds[key])} there, the plan '
+                            f'wants {spell(value)}')
+            for key, value in olds.items():
+                if key not in news:
+                    return (f'{key} is {spell(value)} there, and the plan '
+                            'does not set it')
+            for key, value in news.items():
+                if key not in olds:
+                    return (f'{key} is not there, the plan wants '
+                            f'{spell(value)}')
     except (InputError, inifile.ParseError):
         pass
     for number, (a, b) in enumerate(zip(old.splitlines(),
                                         new.splitlines()), start=1):
         if a != b:
-            return f'line {number} differs: {a.strip()!r}'
+            what = ('its comment' if a.lstrip().startswith('#')
+                    else 'line')
+            return f'{what} on line {number} differs: {a.strip()!r}'
     return 'its content differs from what kvmtune writes'
 
 
@@ -284,8 +298,9 @@ def plan_writes(output, files):
                 f'exists and {reason}; nothing written', source=target,
                 fix='kvmtune never overwrites an override file: move it '
                     'away (or merge it by hand) and export again')
-        parent = os.path.dirname(target)
-        probe = parent
+        # the nearest existing directory up from the file (absolute: a
+        # relative --output such as "out" would end in '', never existing)
+        probe = os.path.dirname(os.path.abspath(target))
         while not os.path.exists(probe):
             probe = os.path.dirname(probe)
         if not os.path.isdir(probe):

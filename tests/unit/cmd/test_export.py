@@ -115,6 +115,37 @@ def test_existing_yaml_with_another_value_is_refused(tmp_path, capsys):
     assert tree(out) == before
 
 
+def test_another_profiles_export_names_a_key_not_the_header(tmp_path,
+                                                           capsys):
+    # cpu-pinning sets no huge pages: the file pinned-hugepages-ept left
+    # differs in a key, which the error names (not its header comment)
+    out = tmp_path / 'out'
+    assert export(out, target='oslo-dropin') == 0
+    before = tree(out)
+    capsys.readouterr()
+    assert export(out, target='oslo-dropin', profile='cpu-pinning') == 2
+    one_line_error(capsys, 'nova-compute.conf.d/50-kvmtune.conf: exists and',
+                   'there, and the plan does not set it', 'nothing written')
+    assert tree(out) == before
+
+
+def test_relative_output_directory(tmp_path, capsys, monkeypatch):
+    # "--output out" from the current directory (it once looped for ever
+    # looking for an existing parent of a relative path)
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run(
+        [sys.executable, '-m', 'kvmtune.cli', 'export', '--profile',
+         consumers.PROFILE, '--target', 'oslo-dropin', '--root',
+         consumers.HOST_DIR, '--host', consumers.HOST, '--output', 'out'],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / 'out/etc/nova/nova-compute.conf.d/50-kvmtune.conf'
+            ).is_file()
+
+
 def test_unwritable_output(tmp_path, capsys):
     locked = tmp_path / 'locked'
     locked.mkdir()
