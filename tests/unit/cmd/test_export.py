@@ -115,8 +115,8 @@ def test_existing_yaml_with_another_value_is_refused(tmp_path, capsys):
     assert tree(out) == before
 
 
-def test_another_profiles_export_names_a_key_not_the_header(tmp_path,
-                                                           capsys):
+def test_another_profiles_export_names_a_key_not_the_header(
+        tmp_path, capsys):
     # cpu-pinning sets no huge pages: the file pinned-hugepages-ept left
     # differs in a key, which the error names (not its header comment)
     out = tmp_path / 'out'
