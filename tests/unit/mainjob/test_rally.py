@@ -105,36 +105,33 @@ def test_flavor_max_vms_limits_only_that_flavors_sweep():
 RALLY_LOG = os.path.join(paths.FIXTURES, 'rally', 'main-job-sweep.log')
 
 
-def test_progress_one_line_per_vm_count():
+def progress_lines(counts):
+    """The progress lines (without their times) for the real log, the
+    sweep being ``counts`` ({flavor: [VM counts]})."""
     shown = []
-    progress = rally.Progress(
-        ['m1.bench.baseline', 'm1.bench.pinned-hugepages'],
-        {'m1.bench.baseline': [1, 2, 3], 'm1.bench.pinned-hugepages': [1]},
-        show=shown.append, tty=False)
+    progress = rally.Progress(list(counts), counts, show=shown.append,
+                              tty=False)
     with open(RALLY_LOG) as handle:
         for line in handle:
             progress.line(line)
     progress.finish()
-    assert [s.rsplit(' (', 1)[0] for s in shown] == [
+    assert all(s.endswith(' s)') for s in shown)
+    return [s.rsplit(' (', 1)[0] for s in shown]
+
+
+def test_progress_one_line_per_vm_count():
+    assert progress_lines({'m1.bench.baseline': [1, 2, 3],
+                           'm1.bench.pinned-hugepages': [1]}) == [
         'sweep: m1.bench.baseline, 1 VM(s), guests reported 1/1',
         'sweep: m1.bench.baseline, 2 VM(s), guests reported 2/2',
         'sweep: m1.bench.baseline, 3 VM(s), guests reported 3/3',
         'sweep: m1.bench.pinned-hugepages, 1 VM(s), guests reported 1/1']
-    assert all(s.endswith(' s)') for s in shown)
 
 
 def test_progress_without_a_known_flavor_stays_silent():
     # a workload whose config names none of the sweep's flavors: no line
     # with a wrong flavor, and the next workload is read again
-    shown = []
-    progress = rally.Progress(['m1.bench.pinned-hugepages'],
-                              {'m1.bench.pinned-hugepages': [1]},
-                              show=shown.append, tty=False)
-    with open(RALLY_LOG) as handle:
-        for line in handle:
-            progress.line(line)
-    progress.finish()
-    assert [s.rsplit(' (', 1)[0] for s in shown] == [
+    assert progress_lines({'m1.bench.pinned-hugepages': [1]}) == [
         'sweep: m1.bench.pinned-hugepages, 1 VM(s), guests reported 1/1']
 
 
