@@ -320,6 +320,24 @@ def pinned_cpus(index, vcpus, host_cpus):
     return host_cpus[first:first + vcpus]
 
 
+def check_start(start, delay=None, ready_wait=None):
+    """InputError for an unknown start mode, or one given the other
+    mode's option (``delay`` is ``at``'s, ``ready_wait`` ``signal``'s)."""
+    if start not in START_MODES:
+        raise InputError(f'unknown start mode {start!r}', key='--start',
+                         fix=f'one of {", ".join(START_MODES)}')
+    if start == 'signal' and delay is not None:
+        raise InputError('a start delay is for --start at only',
+                         key='--start-delay',
+                         fix='add --start at, or drop --start-delay')
+    if start == 'at' and ready_wait is not None:
+        raise InputError('a ready timeout is for --start signal only',
+                         key='--ready-timeout',
+                         fix='drop --start at, or drop --ready-timeout')
+    if ready_wait is not None and ready_wait <= 0:
+        raise InputError('must be positive', key='--ready-timeout')
+
+
 def _job(workload, role, target, peer, address, runtime, params, start_at,
          ready_wait):
     """One guest's job: a client starts on an NMI when ``ready_wait`` is
@@ -353,13 +371,7 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
         ``ready_timeout``); ``at``: at launch + ``delay`` s (default
         ``start_delay``)
     """
-    if start not in START_MODES:
-        raise InputError(f'unknown start mode {start!r}', key='--start',
-                         fix=f'one of {", ".join(START_MODES)}')
-    if start == 'signal' and delay is not None:
-        raise InputError('a start delay is for --start at only',
-                         key='--start-delay',
-                         fix='add --start at, or drop --start-delay')
+    check_start(start, delay, ready_wait)
     image_dir = image.image_dir(image_dir)
     _check_image(image_dir)
     plan = _plan(workload, vms)

@@ -175,16 +175,9 @@ def _check(args):
                          key='--vms/--vcpus/--ram')
     if args.runtime is not None and args.runtime <= 0:
         raise InputError('must be positive', key='--runtime')
-    if args.start == 'signal' and args.start_delay is not None:
-        raise InputError('a start delay is for --start at only',
-                         key='--start-delay',
-                         fix='add --start at, or drop --start-delay')
-    if args.start == 'at' and args.ready_timeout is not None:
-        raise InputError('a ready timeout is for --start signal only',
-                         key='--ready-timeout',
-                         fix='drop --start at, or drop --ready-timeout')
-    if args.ready_timeout is not None and args.ready_timeout <= 0:
-        raise InputError('must be positive', key='--ready-timeout')
+    from kvmtune.bench import local
+
+    local.check_start(args.start, args.start_delay, args.ready_timeout)
 
 
 def _one_run(args, workload, accel, settings, params, log=print):
