@@ -109,15 +109,15 @@ def _times(guest, text):
         return (round(when - guest.started, 2)
                 if when is not None and guest.started is not None else None)
     return {'ready_s': said.get('ready'), 'start_s': said.get('start'),
-            'seen_ready_s': since_launch(getattr(guest, 'ready_seen', None)),
-            'signal_s': since_launch(getattr(guest, 'signalled', None))}
+            'seen_ready_s': since_launch(guest.ready_seen),
+            'signal_s': since_launch(guest.signalled)}
 
 
 def _verdict(guest, workload, accel):
     """Per-VM row: status, reason, result (only when verified and parsed),
     and the ready and start times (``_times``)."""
     text = guest.console_text()
-    role = getattr(guest, 'role', 'client')
+    role = guest.role
     row = {'vm': guest.index, 'role': role,
            'instance_id': guest.instance_id,
            'accel': qemu.accel_label(accel), 'result': None,
@@ -127,7 +127,7 @@ def _verdict(guest, workload, accel):
     # The guest's own word (accel=tcg) labels its figures emulated too.
     emulated = console.emulated(text, guest.instance_id, accel == 'tcg')
     reported = console.status(text, guest.instance_id)
-    missed = getattr(guest, 'missed', None)
+    missed = guest.missed
     if missed is not None:
         # signal mode: not ready (a server: not serving) within the ready
         # timeout; a client then never got its start signal
@@ -136,14 +136,14 @@ def _verdict(guest, workload, accel):
             f'not {said} within {missed} s of launch'
             + ('' if role == 'server' else ': no start signal, not measured')
             + _console_end(text)))
-    if getattr(guest, 'signal_error', None):
+    if guest.signal_error:
         return dict(row, status='error',
                     reason=f'no start signal: {guest.signal_error}')
     if reported is None or (role == 'client' and
                             reported[0] in ('ready', 'serving')):
         if guest.ended is None:
             why = 'timed out'
-            if getattr(guest, 'signalled', None):
+            if guest.signalled:
                 why += ' after its start signal'
             if reported:
                 why += ' (it said ready)'
@@ -218,7 +218,7 @@ def _signal(clients, clock=time.monotonic):
     finally:
         for _, session in sessions:
             session.close()
-    return [g for g in clients if getattr(g, 'signalled', None)]
+    return [g for g in clients if g.signalled]
 
 
 def _wait_done(clients, deadline, clock=time.monotonic, sleep=time.sleep,

@@ -234,6 +234,12 @@ class Guest:
         self.qmp_path = os.path.join(workdir, QMP_SOCKET)
         self.proc = None
         self.started = self.ended = None
+        # What bench local's run sets (kvmtune.bench.local): the job's
+        # role, when the ready line was seen and the start signal sent
+        # (monotonic), why no signal went, the ready timeout it missed.
+        self.role = 'client'
+        self.ready_seen = self.signalled = None
+        self.signal_error = self.missed = None
 
     def argv(self, accel, vcpus, ram_mb, image_dir, data, data_format, cache,
              job_cmdline=None, cdrom=None, boot='kernel', nic=None,

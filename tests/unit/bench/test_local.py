@@ -256,6 +256,7 @@ class _Signalled:
     def __init__(self, name, log, fail=None, where=None):
         self.name, self.log, self.fail, self.where = name, log, fail, where
         self.session = None
+        self.signalled = self.signal_error = None     # as qemu.Guest's
 
     def qmp(self):
         if self.where == 'connect':
@@ -399,8 +400,7 @@ def test_start_on_signal_through_qmp(tmp_path, monkeypatch):
         took = time.monotonic() - began
         # ready timeout 1 s, then the verdicts came at once: not runtime
         assert 1.0 <= took < 10, took
-        assert guests[2].missed == 1 and not hasattr(guests[2],
-                                                     'signalled')
+        assert guests[2].missed == 1 and guests[2].signalled is None
         assert all(g.signalled >= g.ready_seen for g in ready)
         assert all(local._done(g) for g in ready)
         assert lines[0] == '1 guest(s) not ready within 1 s: left out'
