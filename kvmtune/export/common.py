@@ -263,14 +263,21 @@ def _differing_key(path, old, new, fmt):
     return 'its content differs from what kvmtune writes'
 
 
-def _check_output(output):
-    fix = 'give --output a directory you can write'
-    probe = output
+def _existing_ancestor(path):
+    """The nearest existing path from ``path`` up (a relative path ends
+    at '.')."""
+    probe = path
     while not os.path.exists(probe):
         parent = os.path.dirname(probe.rstrip('/')) or '.'
         if parent == probe:
             break
         probe = parent
+    return probe
+
+
+def _check_output(output):
+    fix = 'give --output a directory you can write'
+    probe = _existing_ancestor(output)
     if not os.path.isdir(probe):
         raise InputError('not a directory', source=probe, key='--output',
                          fix=fix)
@@ -298,11 +305,7 @@ def plan_writes(output, files):
                 f'exists and {reason}; nothing written', source=target,
                 fix='kvmtune never overwrites an override file: move it '
                     'away (or merge it by hand) and export again')
-        # the nearest existing directory up from the file (absolute: a
-        # relative --output such as "out" would end in '', never existing)
-        probe = os.path.dirname(os.path.abspath(target))
-        while not os.path.exists(probe):
-            probe = os.path.dirname(probe)
+        probe = _existing_ancestor(os.path.dirname(target))
         if not os.path.isdir(probe):
             raise InputError(f'cannot create it: {probe} is not a '
                              'directory; nothing written', source=target,
