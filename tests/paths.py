@@ -12,12 +12,15 @@ FIXTURES = os.path.join(REPO, 'tests', 'fixtures')
 HOSTS = os.path.join(FIXTURES, 'hosts')
 
 
-def _nova_python():
-    from kvmtune.testcloud import api
-    return os.environ.get('KVMTUNE_NOVA_PYTHON') or api.python()
-
-
-# The Python whose Nova checks nova.conf values and loads what kvmtune
-# writes: $KVMTUNE_NOVA_PYTHON, else the test cloud's (kvmtune cloud install
-# makes it). Tests that need it skip, with that reason, when it is absent.
-NOVA_PYTHON = _nova_python()
+def __getattr__(name):
+    """``NOVA_PYTHON``: the Python whose Nova checks nova.conf values and
+    loads what kvmtune writes: $KVMTUNE_NOVA_PYTHON, else the test cloud's
+    (kvmtune cloud install makes it); tests that need it skip, with that
+    reason, when it is absent. Resolved on first use, so the many tests
+    that import this module for paths do not load kvmtune's config."""
+    if name == 'NOVA_PYTHON':
+        from kvmtune.testcloud import api
+        value = os.environ.get('KVMTUNE_NOVA_PYTHON') or api.python()
+        globals()[name] = value
+        return value
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
