@@ -158,3 +158,93 @@ def refuse_withheld(plan):
                              'its failed checks (kvmtune plan), and send '
                              'a kvmtune host capture of it (README, "Host '
                              'facts")')
+
+
+def for_host(profile_names, *, root=None, facts_file=None, facts=None,
+             config_files=()):
+    """The front door for "profiles on a host" (doc/design.md section 9).
+
+    Loads each named profile (or profile file) once, resolves the facts
+    once (``facts`` given, else ``facts_file``, else the tree at ``root``,
+    else this host), builds one Plan per profile and refuses a plan that
+    withheld values (InputError), so no caller can forget the refusal.
+    Returns the plans in the order the names were given.
+    """
+    from kvmtune import facts as host_facts
+    from kvmtune import profiles
+
+    if isinstance(profile_names, str):
+        profile_names = [profile_names]
+    if not profile_names:
+        raise InputError('no profile given', key='--profile',
+                         fix='name one (kvmtune profile list)')
+    dirs = profiles.configured_dirs(list(config_files))
+    loaded = [profiles.load(name, dirs) for name in profile_names]
+    if facts is None:
+        facts = host_facts.resolve(root=root, facts_file=facts_file)
+    built = [build_plan(profile, facts) for profile in loaded]
+    for plan in built:
+        refuse_withheld(plan)
+    return built
+
+
+_PLAN_KEYS = {'profile': str, 'facts_source': (str, type(None)),
+              'nova_conf': dict, 'kernel_args': list, 'modprobe': dict,
+              'extra_specs': dict, 'owned_extra_specs': list,
+              'hugepages': list, 'checks': list, 'notes': list,
+              'withheld': list}
+
+
+def from_dict(data, source='<plan>'):
+    """A Plan from ``kvmtune plan -f json`` output (``Plan.to_dict()``).
+
+    Shape errors are one InputError naming the key; a plan that withheld
+    values is refused as ``for_host`` refuses it.
+    """
+    from kvmtune.tuners.base import Check
+
+    fix = 'give the JSON "kvmtune plan --profile P -f json" printed'
+    if not isinstance(data, dict):
+        raise InputError('not a plan (expected a JSON object)',
+                         source=source, fix=fix)
+    for key, kind in _PLAN_KEYS.items():
+        if key not in data:
+            raise InputError('missing key', source=source, key=key, fix=fix)
+        if not isinstance(data[key], kind):
+            raise InputError('wrong type', source=source, key=key, fix=fix)
+    plan = Plan(profile=data['profile'], facts_source=data['facts_source'])
+    for section, options in data['nova_conf'].items():
+        if not isinstance(options, dict) or not all(
+                isinstance(v, (str, list)) for v in options.values()):
+            raise InputError('options must map names to strings or lists',
+                             source=source, key=f'nova_conf.{section}',
+                             fix=fix)
+        plan.nova_conf[section] = dict(options)
+    plan.kernel_args = [str(arg) for arg in data['kernel_args']]
+    plan.modprobe = {str(k): str(v) for k, v in data['modprobe'].items()}
+    plan.extra_specs = {str(k): str(v)
+                        for k, v in data['extra_specs'].items()}
+    plan.owned_extra_specs = [str(k) for k in data['owned_extra_specs']]
+    try:
+        plan.hugepages = [{'node': int(p['node']),
+                           'size_kb': int(p['size_kb']),
+                           'count': int(p['count'])}
+                          for p in data['hugepages']]
+        plan.checks = [Check(tuner=str(c['tuner']), name=str(c['name']),
+                             status=str(c['status']),
+                             message=str(c['message']), fix=c.get('fix'))
+                       for c in data['checks']]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f'malformed entry ({type(exc).__name__}: {exc})',
+                         source=source, key='hugepages/checks',
+                         fix=fix) from None
+    plan.notes = list(data['notes'])
+    plan.withheld = list(data['withheld'])
+    refuse_withheld(plan)
+    return plan
+
+
+def load(path):
+    """A Plan from a file ``kvmtune plan -f json`` wrote."""
+    from kvmtune import inputs
+    return from_dict(inputs.load_json(path), source=path)

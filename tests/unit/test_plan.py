@@ -236,3 +236,62 @@ def test_plan_command_bad_input_exits_2(argv, expected, capsys):
     assert cli.main(['plan'] + argv) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and expected in err
+
+
+# The front door (doc/design.md 9.2): for_host, from_dict, load.
+
+OFFLINE = os.path.join(paths.HOSTS, 'real', 'offline-cpu0-node0')
+
+
+def test_for_host_builds_one_plan_per_profile_on_one_facts():
+    built = plans.for_host(['cpu-pinning', 'hugepages'], root=INTEL)
+    assert [plan.profile for plan in built] == ['cpu-pinning', 'hugepages']
+    assert {plan.facts_source for plan in built} == {INTEL}
+    assert built[0].to_dict() == plan_for('cpu-pinning', INTEL).to_dict()
+
+
+def test_for_host_refuses_a_withheld_plan_itself():
+    # The capture whose node 0 is offline cannot be split safely
+    # (tests/unit/tuners/test_cpu_pinning.py): the front door refuses it.
+    assert plan_for('cpu-pinning', OFFLINE).withheld
+    with pytest.raises(InputError, match='cpu_pinning: .*plan is incomplete'):
+        plans.for_host('cpu-pinning', root=OFFLINE)
+
+
+def test_for_host_needs_a_profile():
+    with pytest.raises(InputError, match='no profile given'):
+        plans.for_host([], root=INTEL)
+
+
+def test_plan_json_round_trips(tmp_path):
+    plan = plan_for('pinned-hugepages-ept', INTEL)
+    path = tmp_path / 'plan.json'
+    path.write_text(json.dumps(plan.to_dict()))
+    again = plans.load(str(path))
+    assert again.to_dict() == plan.to_dict()
+
+
+def test_plan_file_with_withheld_values_is_refused():
+    data = plan_for('cpu-pinning', OFFLINE).to_dict()
+    with pytest.raises(InputError, match='plan is incomplete'):
+        plans.from_dict(data, source='p.json')
+
+
+@pytest.mark.parametrize('mutate, match', [
+    (lambda d: d.pop('nova_conf'), 'p.json: nova_conf: missing key'),
+    (lambda d: d.update(kernel_args='x'), 'kernel_args: wrong type'),
+    (lambda d: d['nova_conf'].update(compute=[1]),
+     'nova_conf.compute: options must map'),
+    (lambda d: d['hugepages'].append({'node': 'x'}),
+     'hugepages/checks: malformed entry'),
+])
+def test_plan_file_of_the_wrong_shape_is_one_line(mutate, match):
+    data = plan_for('pinned-hugepages-ept', INTEL).to_dict()
+    mutate(data)
+    with pytest.raises(InputError, match=match):
+        plans.from_dict(data, source='p.json')
+
+
+def test_plan_file_not_an_object():
+    with pytest.raises(InputError, match='not a plan'):
+        plans.from_dict([], source='p.json')

@@ -1,0 +1,109 @@
+"""The output conventions every command shares (python-openstackclient's).
+
+Not a sub-command: kvmtune.cli lists its commands by module name.
+
+Reading commands take ``-f/--format table|json|yaml|value`` and, where they
+print a table, ``-c/--column NAME`` (repeatable), with the meaning
+osc-lib's ``Lister`` gives them: ``table`` aligned columns with a header,
+``json`` and ``yaml`` the rows as a list of mappings (or the command's own
+document), ``value`` the selected columns' values separated by spaces, one
+row a line, no header. Commands that write files take ``-o/--output`` and
+say what happened to each file in one line from ``wrote()``.
+
+doc/design.md section 9 is the contract.
+"""
+
+import json
+import sys
+
+from kvmtune.errors import InputError
+
+FORMATS = ('table', 'json', 'yaml', 'value')
+
+
+def add_format(parser, default='table', columns=True):
+    """-f/--format and, for a table, -c/--column."""
+    parser.add_argument('-f', '--format', choices=FORMATS, default=default,
+                        help=f'output format (default: {default})')
+    if columns:
+        parser.add_argument('-c', '--column', action='append', default=[],
+                            metavar='COLUMN', dest='columns',
+                            help='show only this column (repeatable; '
+                                 'table and value formats)')
+
+
+def add_output(parser, what='file', required=False):
+    """-o/--output PATH for a file (or directory) the command writes."""
+    parser.add_argument('-o', '--output', metavar='PATH', required=required,
+                        help=f'write the {what} to PATH')
+
+
+def _selected(columns, wanted):
+    if not wanted:
+        return list(columns)
+    unknown = [name for name in wanted if name not in columns]
+    if unknown:
+        raise InputError(f'no column {unknown[0]!r}', key='-c/--column',
+                         fix='choose from: ' + ', '.join(columns))
+    return list(wanted)
+
+
+def _cell(value):
+    if value is None:
+        return ''
+    if isinstance(value, float):
+        return f'{value:g}'
+    if isinstance(value, (list, tuple)):
+        return ','.join(_cell(item) for item in value)
+    # One line per cell, whatever a value held.
+    return ' '.join(str(value).split())
+
+
+def table(columns, rows):
+    """Aligned text of ``rows`` (sequences in ``columns`` order)."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [max([len(name)] + [len(row[i]) for row in cells])
+              for i, name in enumerate(columns)]
+
+    def line(values):
+        return '  '.join(value.ljust(width) for value, width
+                         in zip(values, widths)).rstrip()
+
+    out = [line(columns), line(['-' * width for width in widths])]
+    out.extend(line(row) for row in cells)
+    return '\n'.join(out) + '\n'
+
+
+def emit(args, columns, rows, document=None, stream=None):
+    """Print ``rows`` (sequences in ``columns`` order) as ``args.format``.
+
+    ``document``, when given, is what json and yaml print instead of the
+    rows as mappings (a command's stable JSON shape, doc/design.md).
+    """
+    stream = stream or sys.stdout
+    fmt = getattr(args, 'format', 'table')
+    shown = _selected(columns, getattr(args, 'columns', []))
+    index = [columns.index(name) for name in shown]
+    if fmt in ('json', 'yaml'):
+        data = document if document is not None else [
+            {name: row[i] for name, i in zip(shown, index)} for row in rows]
+        if fmt == 'json':
+            json.dump(data, stream, indent=2, sort_keys=False)
+            stream.write('\n')
+        else:
+            import yaml
+            yaml.safe_dump(data, stream, sort_keys=False,
+                           default_flow_style=False)
+        return
+    picked = [[row[i] for i in index] for row in rows]
+    if fmt == 'value':
+        for row in picked:
+            stream.write(' '.join(_cell(value) for value in row) + '\n')
+        return
+    stream.write(table(shown, picked))
+
+
+def wrote(path, changed=True, stream=None):
+    """The one line a command prints for a file it wrote (or left)."""
+    stream = stream or sys.stdout
+    stream.write(f'{"wrote" if changed else "unchanged"} {path}\n')
