@@ -1,0 +1,117 @@
+"""Did the tuning take effect? The plan against what runs, layer by layer.
+
+``run(plans, ctx, layers)`` asks each layer module for its checks and
+returns them in layer order. A layer module (``kvmtune.verify.<layer>``)
+has one function, ``checks(plans, ctx) -> [Check]``; it never raises for
+what it cannot see (no nova-compute process, no libvirt, no credentials, a
+cloud answering 5xx): it returns an UNKNOWN check with the reason, which
+never counts as PASS. It raises KvmtuneError only for bad input (a
+``--config-file`` that is not a file, a plan of the wrong shape).
+
+Layers (doc/design.md section 9.5):
+
+  host         booted kernel command line, huge page pools per node and
+               size, KVM module parameters, vhost_net, tuned
+  novacompute  the running nova-compute's effective options (its
+               /proc/<pid>/cmdline, oslo.config's order), restart needed
+  cloud        this host's resource provider (PCPU/VCPU totals, traits),
+               the profiles' flavors (extra specs), read-only API
+  guests       the libvirt domain XML Nova wrote for this host's instances
+
+The command (``kvmtune verify``) prints the checks as a table, ``-f json``
+or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error.
+"""
+
+import dataclasses
+import importlib
+
+PASS = 'PASS'
+DRIFT = 'DRIFT'
+UNKNOWN = 'UNKNOWN'
+STATUSES = (PASS, DRIFT, UNKNOWN)
+
+# In the order an operator reads them: what the kernel booted with, what
+# the service runs with, what the cloud believes, what guests got.
+LAYERS = ('host', 'novacompute', 'cloud', 'guests')
+
+
+@dataclasses.dataclass
+class Check:
+    """One comparison of a planned value against the live one.
+
+    ``expected`` and ``live`` are strings as an operator would type them
+    (``live`` is None when it could not be read: then ``status`` is
+    UNKNOWN and ``reason`` says why). ``fix`` is one line to run or follow
+    when the status is DRIFT.
+    """
+    layer: str
+    name: str
+    expected: str
+    live: str = None
+    status: str = UNKNOWN
+    fix: str = None
+    reason: str = None
+    host: str = None
+    profile: str = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f'status {self.status!r} not in {STATUSES}')
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def compare(layer, name, expected, live, fix, **where):
+    """A Check that is PASS when ``live == expected``, else DRIFT."""
+    status = PASS if live == expected else DRIFT
+    return Check(layer=layer, name=name, expected=expected, live=live,
+                 status=status, fix=None if status == PASS else fix,
+                 **where)
+
+
+def unknown(layer, name, expected, reason, **where):
+    """A Check that could not be made, and why."""
+    return Check(layer=layer, name=name, expected=expected, live=None,
+                 status=UNKNOWN, reason=reason, **where)
+
+
+@dataclasses.dataclass
+class Context:
+    """What the layers may read; None means "find it on this host".
+
+    root          the filesystem root for /proc and /sys (a capture)
+    config_files  nova-compute's --config-file list, given explicitly
+                  (containers: kolla's files under /etc/kolla/nova-compute)
+    config_dirs   likewise for --config-dir
+    service       'compute' or 'scheduler': whose options to check
+    cloud         a kvmtune.cloud.connection.Cloud, or None (no cloud layer)
+    libvirt_uri   libvirt's URI (default qemu:///system, read-only)
+    host          this compute's name in Nova (default: its hostname)
+    facts         the host facts the plans were built from, when known
+    """
+    root: str = '/'
+    config_files: list = None
+    config_dirs: list = None
+    service: str = 'compute'
+    cloud: object = None
+    libvirt_uri: str = None
+    host: str = None
+    facts: dict = None
+
+
+def run(plans, ctx, layers=LAYERS):
+    """Every layer's checks for ``plans`` (kvmtune.plan.Plan objects)."""
+    found = []
+    for layer in layers:
+        if layer not in LAYERS:
+            raise ValueError(f'unknown layer {layer!r}')
+        module = importlib.import_module(f'kvmtune.verify.{layer}')
+        found.extend(module.checks(plans, ctx))
+    return found
+
+
+def exit_code(checks):
+    """0 in sync, 1 when anything drifted (UNKNOWN alone is not drift,
+    and not a pass either: the table says why)."""
+    return 1 if any(check.status == DRIFT for check in checks) else 0
