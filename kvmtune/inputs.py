@@ -18,6 +18,7 @@ a MemoryError or a RecursionError:
 import json
 import math
 import os
+import re
 
 from kvmtune.errors import InputError
 from kvmtune.fileio import kind as _kind
@@ -25,6 +26,27 @@ from kvmtune.fileio import kind as _kind
 MAX_BYTES = 64 << 20        # 64 MiB: far above any nova.conf, profile, facts
 MAX_DEPTH = 64              # facts and reports nest about 6 levels
 MAX_NODES = 1_000_000       # YAML nodes after alias expansion
+
+
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+
+
+def plain_text(value, *, source, key, fix=None):
+    """``value`` (a string, or a list of them) when it holds no control
+    character; else the one InputError. Every value that reaches a
+    generated file (nova.conf, an override file, a kernel command line, a
+    modprobe line, an extra spec) passes here: a newline in a profile
+    parameter would otherwise write a section or option nobody planned
+    (issue 26), and none of those formats has a use for one. The error
+    names the key and never quotes the value."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if isinstance(item, str) and _CONTROL.search(item):
+            raise InputError(
+                'holds a control character (newline, tab, escape, ...)',
+                source=source, key=key,
+                fix=fix or 'give the value on one line, without control '
+                           'characters')
+    return value
 
 
 def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None):

@@ -9,6 +9,7 @@ mistake in the profile, reported as an InputError; equal values merge.
 import dataclasses
 
 from kvmtune import extra_specs as specs
+from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.novaconf import services
 
@@ -73,6 +74,10 @@ class _Merge:
         self.owners = {}
 
     def add(self, key, value, tuner, label=None):
+        # Whatever a tuner computed (from params or facts) reaches a
+        # generated file only on one line.
+        inputs.plain_text(value, source=self.source,
+                          key=f'{tuner}: {label or key}')
         if key in self.values and self.values[key] != value:
             raise InputError(
                 f'tuners {self.owners[key]} and {tuner} set different '

@@ -15,6 +15,7 @@ import re
 import string
 
 from kvmtune import extra_specs as specs
+from kvmtune import inputs
 from kvmtune.errors import InputError
 
 PASS = 'pass'
@@ -77,6 +78,7 @@ class Param:
                 f'{value!r} is {_type_name(value)}, expected '
                 f'{TYPE_NAMES[self.type]}', source=source, key=key,
                 fix=self.help_line())
+        inputs.plain_text(value, source=source, key=key)
         if self.choices and value not in self.choices:
             raise InputError(
                 f'{value!r} is not valid', source=source, key=key,

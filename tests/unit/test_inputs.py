@@ -209,3 +209,18 @@ def test_number_negative_and_allowed():
     assert inputs.number(-0.5, source='s', key='k', minimum=None) == -0.5
     assert inputs.number('419.56', source='s', key='k') == 419.56
     assert inputs.number(7, source='s', key='k') == 7.0
+
+
+@pytest.mark.parametrize('value', ['a\nb', 'a\rb', 'tab\there', '\x1b[31m',
+                                   'nul\x00', 'del\x7f', ['ok', 'x\ny']])
+def test_plain_text_refuses_control_characters_without_quoting(value):
+    with pytest.raises(InputError,
+                       match=r'^p\.yaml: k: holds a control character') as e:
+        inputs.plain_text(value, source='p.yaml', key='k')
+    assert 'x\ny' not in str(e.value) and 'a\nb' not in str(e.value)
+
+
+@pytest.mark.parametrize('value', ['node:0,size:2048,count:64', 'é ü',
+                                   ['a', 'b'], 3, None])
+def test_plain_text_passes_one_line_values(value):
+    assert inputs.plain_text(value, source='p', key='k') == value

@@ -295,3 +295,12 @@ def test_plan_file_of_the_wrong_shape_is_one_line(mutate, match):
 def test_plan_file_not_an_object():
     with pytest.raises(InputError, match='not a plan'):
         plans.from_dict([], source='p.json')
+
+
+def test_a_computed_value_with_a_newline_is_refused_by_the_plan():
+    # Whatever a tuner computed (facts included) reaches a file on one line.
+    merge = plans._Merge('nova.conf values', 'facts.json')
+    with pytest.raises(InputError, match=r'facts.json: cpu_pinning: '
+                       r'\[compute\] cpu_shared_set: holds a control'):
+        merge.add(('compute', 'cpu_shared_set'), '0\n[DEFAULT]',
+                  'cpu_pinning', label='[compute] cpu_shared_set')

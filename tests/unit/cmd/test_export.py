@@ -183,3 +183,29 @@ def test_plan_with_withheld_values_is_refused(tmp_path, capsys):
                      str(out)]) == 2
     one_line_error(capsys, 'withheld', 'no thread sibling group')
     assert not out.exists()
+
+
+INJECTING_PROFILE = '''\
+name: injecting
+description: a parameter that tries to write a section of its own
+source: issue 26
+tuners:
+  - name: disk_io
+    params:
+      images_type: lvm
+      images_volume_group: "vg0\\n[DEFAULT]\\ntransport_url = rabbit://x"
+'''
+
+
+@pytest.mark.parametrize('target', sorted(TARGETS))
+def test_a_parameter_with_a_newline_never_reaches_a_file(tmp_path, capsys,
+                                                         target):
+    # Before: oslo-dropin and kolla wrote "[DEFAULT] transport_url = ..."
+    # into the override file, a section and option nobody planned.
+    profile = tmp_path / 'injecting.yaml'
+    profile.write_text(INJECTING_PROFILE)
+    out = tmp_path / 'out'
+    assert export(out, target=target, profile=str(profile)) == 2
+    one_line_error(capsys, 'images_volume_group', 'control character')
+    assert 'rabbit' not in capsys.readouterr().err
+    assert not out.exists()
