@@ -102,13 +102,36 @@ class Hugepages(base.Tuner):
                        and pool.get('total') is None
                        for pool in node.get('hugepages', []))]
 
+    def _unsized(self):
+        """Why the pool cannot be sized from this host's memory, or None.
+
+        A pool that has pages keeps its size unless memory_percent is
+        given; otherwise its size comes from MemTotal. Without MemTotal
+        (many public captures lack /proc/meminfo), or with too little
+        memory, that size would be 0: a plan must not put hugepages=0 on a
+        kernel command line nor advise it as the fix (issue 26)."""
+        if self.params['memory_percent'] is None and sum(
+                self._pool_pages().values()):
+            return None
+        total = self.fact('memory.total_mb')
+        if total is None:
+            return (f'the {self.pool_size()} huge page pool is withheld: '
+                    'the host\'s memory size is unknown (no MemTotal in '
+                    '/proc/meminfo), so the pool cannot be sized')
+        if self.pool_pages() == 0:
+            return (f'the {self.pool_size()} huge page pool is withheld: '
+                    f'{total} MB of memory leaves no room for it after '
+                    f'{self.host_memory_mb()} MB kept for the host')
+        return None
+
     def withheld(self):
         unknown = self._unknown_pools()
-        if not unknown:
-            return []
-        return [f'the huge page pool is withheld: nr_hugepages of the '
-                f'{self.pool_size()} pool is unknown on node(s) '
-                f'{", ".join(map(str, unknown))}']
+        if unknown:
+            return [f'the huge page pool is withheld: nr_hugepages of the '
+                    f'{self.pool_size()} pool is unknown on node(s) '
+                    f'{", ".join(map(str, unknown))}']
+        unsized = self._unsized()
+        return [unsized] if unsized else []
 
     def _pool_pages(self):
         """{node id: pages of the pool size} as the host has them now
@@ -141,6 +164,8 @@ class Hugepages(base.Tuner):
         plan's ``hugepages`` key, set by kvmtune.pages.apply). A pool that
         has pages keeps its nodes' counts unless memory_percent is given;
         a new one is pool_pages() spread evenly over the nodes."""
+        if self.withheld():
+            return []
         size_kb = PAGE_KB[self.pool_size()]
         now = self._pool_pages()
         if self.params['memory_percent'] is None and sum(now.values()):
@@ -155,7 +180,7 @@ class Hugepages(base.Tuner):
                 for node, count in sorted(counts.items())]
 
     def pool_args(self):
-        if self._unknown_pools():
+        if self.withheld():
             return None
         size = self.pool_size()
         count = str(self.pool_pages())
@@ -213,6 +238,16 @@ class Hugepages(base.Tuner):
             return (base.FAIL, self.withheld()[0],
                     'capture the host again with kvmtune host capture '
                     '(nr_hugepages must be readable)')
+        unsized = self._unsized()
+        if unsized:
+            return (base.FAIL, unsized,
+                    'capture the host again with kvmtune host capture '
+                    '(MemTotal must be readable), or give host_page_size '
+                    'and reserve the pool by hand: a pool with pages keeps '
+                    'its size'
+                    if self.fact('memory.total_mb') is None else
+                    'lower reserved_host_memory_mb, or use a host with '
+                    'more memory')
         pages = self._pool_pages()
         if sum(pages.values()):
             spread = ', '.join(f'node {node}: {count}'

@@ -69,3 +69,64 @@ def test_memory_only_nodes_get_no_guest_pages():
     parsed = host_facts.kernel.parse_args(count)['hugepages'][0]
     assert sorted(parsed['per_node']) == ['0', '8']
     assert parsed['count'] == sum(parsed['per_node'].values())
+
+
+REAL = os.path.join(paths.HOSTS, 'real')
+
+
+def _has_memtotal(name):
+    path = os.path.join(REAL, name, 'proc', 'meminfo')
+    if not os.path.isfile(path):
+        return False
+    with open(path) as handle:
+        return 'MemTotal:' in handle.read()
+
+
+# The public captures without a MemTotal (their hwloc XML gives none):
+# read from the capture itself, not from kvmtune.
+NO_MEMTOTAL = sorted(name for name in os.listdir(REAL)
+                     if os.path.isdir(os.path.join(REAL, name, 'proc'))
+                     and not _has_memtotal(name))
+
+
+def test_some_real_captures_have_no_memtotal():
+    assert len(NO_MEMTOTAL) >= 5, NO_MEMTOTAL
+
+
+@pytest.mark.parametrize('profile', ['hugepages', 'pinned-hugepages'])
+@pytest.mark.parametrize('name', NO_MEMTOTAL)
+def test_unknown_memory_never_gives_hugepages_0(name, profile):
+    # Before: "hugepages=0" in the kernel arguments and "add ...
+    # hugepages=0" as the fix for "no huge pages" (issue 26).
+    facts = host_facts.gather(os.path.join(REAL, name), probe_kvm=False)
+    assert facts['memory']['total_mb'] is None
+    plan = build(profile, facts)
+    assert not any(arg.startswith('hugepages=') for arg in plan.kernel_args)
+    assert plan.hugepages == []
+    pool = next(c for c in plan.checks if c.name == 'hugepage-pool')
+    assert pool.status == 'fail'
+    assert 'memory size is unknown' in pool.message
+    assert 'hugepages=0' not in (pool.fix or '')
+    assert 'MemTotal must be readable' in pool.fix
+    assert {w['tuner'] for w in plan.withheld} >= {'hugepages'}
+
+
+def test_a_pool_that_has_pages_keeps_its_size_without_memtotal():
+    facts = host_facts.gather(INTEL, probe_kvm=False)
+    facts['memory']['total_mb'] = None
+    plan = build('hugepages', facts)
+    assert not plan.withheld
+    assert all(pool['count'] > 0 for pool in plan.hugepages)
+
+
+def test_too_little_memory_is_withheld_with_its_own_fix():
+    facts = host_facts.gather(INTEL, probe_kvm=False)
+    facts['memory']['total_mb'] = 600
+    for node in facts['numa']['nodes']:
+        node['hugepages'] = [dict(p, total=0, free=0)
+                             for p in node['hugepages']]
+    plan = build('hugepages', facts)
+    pool = next(c for c in plan.checks if c.name == 'hugepage-pool')
+    assert 'leaves no room for it' in pool.message
+    assert pool.fix.startswith('lower reserved_host_memory_mb')
+    assert not any(arg.startswith('hugepages=') for arg in plan.kernel_args)
