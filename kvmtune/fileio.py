@@ -390,7 +390,7 @@ def write_atomic(path, data, *, backup=None, mode=None, source=None,
     fix = fix or ('run as root or as the owner of the file and its '
                   'directory')
     if backup is not None:
-        resolve(backup, backup, 'remove what is in the backup\'s place')
+        _backup_place(backup)
     with lock(path, source):
         real, old = resolve(path, source)       # again, under the lock
         clean_stale(real)
@@ -484,12 +484,34 @@ def _read_all(fd):
         chunks.append(chunk)
 
 
+def _backup_place(backup):
+    """Where the backup goes: its own name, never through a link.
+
+    The target may be a link (nova.conf kept elsewhere is written where it
+    lives), but the backup's name is kvmtune's choice: a link planted
+    there would make kvmtune, as root, overwrite the link's target with
+    the old nova.conf (issue 26). Such a link is refused, untouched."""
+    try:
+        if stat.S_ISLNK(os.lstat(backup).st_mode):
+            raise _error('is a symbolic link: kvmtune writes a backup only '
+                         'under its own name (nothing was written)', backup,
+                         f'remove the link {backup} (rm, not the file it '
+                         'points to), then run again')
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _error(f'cannot look at it: {exc.strerror}', backup,
+                     'remove what is in the backup\'s place') from None
+    real, _ = resolve(backup, backup, 'remove what is in the backup\'s '
+                      'place')
+    return real
+
+
 def _prepare_backup(backup, previous, like):
     """The previous content in a temporary file beside ``backup``: written
     before the target changes (a full disk stops everything), renamed
     into place only after."""
-    real, _ = resolve(backup, backup, 'remove what is in the backup\'s '
-                      'place')
+    real = _backup_place(backup)
     clean_stale(real)
     temp = _prepare(real, previous, like, {}, None)
     if temp is None:
@@ -499,7 +521,9 @@ def _prepare_backup(backup, previous, like):
 
 
 def _commit_backup(temp, backup):
-    real = os.path.realpath(backup)
+    # The rename replaces whatever stands at the name (a link planted
+    # since the check included), never what a link points to.
+    real = os.path.abspath(backup)
     try:
         os.replace(temp, real)
     except OSError as exc:

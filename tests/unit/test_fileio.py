@@ -81,6 +81,37 @@ def test_refuses_a_device_where_the_backup_goes(tmp_path):
     assert stat.S_ISCHR(os.lstat(backup).st_mode)
 
 
+def test_a_link_planted_where_the_backup_goes_is_refused(tmp_path):
+    # Before: the old content was written to the link's target, a
+    # root-owned file anywhere (issue 26).
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    precious = tmp_path / 'shadow'
+    precious.write_text('precious\n')
+    backup = tmp_path / 'nova.conf.bak'
+    backup.symlink_to(precious)
+    with pytest.raises(InputError, match=r'nova.conf.bak: is a symbolic '
+                       r'link.*\(fix: remove the link'):
+        fileio.write_atomic(str(target), 'new\n', backup=str(backup))
+    assert target.read_text() == 'old\n'
+    assert precious.read_text() == 'precious\n'
+    assert os.path.islink(backup)
+
+
+def test_a_link_planted_after_the_check_is_replaced_not_followed(tmp_path):
+    target = tmp_path / 'nova.conf'
+    target.write_text('old\n')
+    precious = tmp_path / 'shadow'
+    precious.write_text('precious\n')
+    backup = tmp_path / 'nova.conf.bak'
+    temp = fileio._prepare_backup(str(backup), b'old\n', None)
+    backup.symlink_to(precious)             # the race: planted now
+    fileio._commit_backup(temp, str(backup))
+    assert precious.read_text() == 'precious\n'
+    assert not os.path.islink(backup)
+    assert backup.read_text() == 'old\n'
+
+
 def test_backup_holds_the_previous_content(tmp_path):
     target = tmp_path / 'nova.conf'
     target.write_text('old\n')
