@@ -19,6 +19,7 @@ accelerators, parameters and runtimes.
 """
 
 import dataclasses
+import math
 import os
 
 from kvmtune.errors import InputError
@@ -158,7 +159,9 @@ def _number(value, where, path):
 
 
 def _checked(run, path):
-    """``run`` with every guest figure a non-negative number or None."""
+    """``run`` with a record of the right shape and every guest figure a
+    non-negative number or None."""
+    records.validate(run.record, path)
     for n, its in run.iterations.items():
         for rows in its:
             for row in rows:
@@ -283,12 +286,14 @@ def compare(runs, sources=None):
     if not runs:
         raise InputError('no run to compare')
     sources = sources or [r.source for r in runs]
-    labels = {}
-    for run in runs:   # unique labels, in order
-        n = labels.get(run.label, 0)
-        labels[run.label] = n + 1
-        if n:
-            run.label = f'{run.label} ({n + 1})'
+    taken = set()
+    for run in runs:   # unique labels, in order ("a (2)" may be a file's)
+        label, n = run.label, 1
+        while label in taken:
+            n += 1
+            label = f'{run.label} ({n})'
+        run.label = label
+        taken.add(label)
     warnings = records.check([r.record for r in runs],
                              [f'{r.source} ({r.label})' for r in runs])
     metric, unit = metric_of(runs)
@@ -299,6 +304,7 @@ def compare(runs, sources=None):
                Point(n, None, None, None, None, 0,
                      sum(len(r) for r in its))
                for n, its in sorted(run.iterations.items())]
+        _finite(run, pts)
         points[run.label] = pts
         if run.bare:
             bare = pts[0] if pts else None
@@ -311,6 +317,21 @@ def compare(runs, sources=None):
     names.discard(None)
     return Comparison(runs, metric, unit, tail_name, points, fits, bare,
                       warnings, ', '.join(sorted(names)) or None)
+
+
+def _finite(run, pts):
+    """Figures that are figures: finite guest figures can still add up
+    beyond a float (1e308 twice), which printed as inf and +nan% and
+    fitted a line of NaN (issue 26)."""
+    for p in pts:
+        for name in ('per_vm', 'aggregate', 'lat_mean_us', 'lat_tail_us'):
+            value = getattr(p, name)
+            if value is not None and not math.isfinite(value):
+                raise InputError(
+                    f'{p.vms} VMs: the {name} figure is not finite (its '
+                    'guests\' figures add up beyond any real measurement)',
+                    source=run.source, key=run.label,
+                    fix='give the file kvmtune or Rally wrote, unedited')
 
 
 def _same_setup(a, b):

@@ -183,6 +183,47 @@ def from_rally(args, started=None):
     }
 
 
+# The shape of a record, checked before any field is read (issue 26: a
+# hand-edited record of the wrong shape was an internal error).
+_SHAPE = {'kind': str, 'accel': str, 'time': str, 'profile': str,
+          'kvmtune_version': str, 'facts_digest': str, 'emulated': bool,
+          'host': dict, 'settings': dict, 'workload': dict,
+          'nova_conf': dict, 'extra_specs': dict}
+_HOST_SHAPE = {'digest': str, 'hostname': str, 'cpu_model': str,
+               'virt': str, 'why': str}
+_WORKLOAD_SHAPE = {'name': str, 'tool': str, 'params': dict,
+                   'runtime': (int, float), 'command': str}
+
+
+def validate(record, source):
+    """``record`` when it is None or of the module docstring's shape;
+    else the one InputError naming the first wrong key."""
+    if record is None:
+        return None
+
+    def wrong(key, want):
+        name = {dict: 'a mapping', str: 'a string',
+                bool: 'true or false'}.get(want, 'a number')
+        raise InputError(f'must be {name} or null', source=source,
+                         key=key, fix='give the file kvmtune or Rally '
+                                      'wrote, unedited')
+
+    if not isinstance(record, dict):
+        wrong('record', dict)
+    for part, shape, prefix in ((record, _SHAPE, 'record.'),
+                                (record.get('host'), _HOST_SHAPE,
+                                 'record.host.'),
+                                (record.get('workload'), _WORKLOAD_SHAPE,
+                                 'record.workload.')):
+        for key, want in shape.items():
+            value = (part or {}).get(key)
+            if value is not None and (
+                    not isinstance(value, want) or
+                    (want != bool and isinstance(value, bool))):
+                wrong(prefix + key, want)
+    return record
+
+
 def _workload_of(record):
     return ((record or {}).get('workload') or {})
 

@@ -225,3 +225,37 @@ def test_a_broken_result_file_is_one_line(tmp_path, capsys, change, match):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f'kvmtune: error: {bad}: ') and match in err
     assert len(err.splitlines()) == 1
+
+
+def test_figures_that_add_up_beyond_a_float_are_refused(tmp_path, capsys):
+    # Before: inf and +nan% in the table, a fit made of NaN (issue 26).
+    huge = dict(result(1.0), iops=1e308, bw_bytes_s=None)
+    path = write(tmp_path, 'huge.json', bench_doc([huge, dict(huge)]))
+    assert cli.main(['report', path]) == 2
+    err = capsys.readouterr().err
+    assert 'per_vm figure is not finite' in err and err.count('\n') == 1
+
+
+def test_a_record_of_the_wrong_shape_is_one_line(tmp_path, capsys):
+    doc = bench_doc([result(1000.0)])
+    doc['record']['host'] = ['x']
+    bad = write(tmp_path, 'bad.json', doc)
+    good = write(tmp_path, 'good.json', bench_doc([result(1000.0)]))
+    assert cli.main(['report', bad, good]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('kvmtune: error: ') and 'record.host' in err
+    assert 'internal error' not in err
+
+
+def test_labels_stay_unique_when_a_file_is_named_like_a_renamed_one(
+        tmp_path):
+    (tmp_path / 'x').mkdir()
+    first = write(tmp_path, 'a.json', bench_doc([result(1000.0)]))
+    second = write(tmp_path, 'x/a.json', bench_doc([result(2000.0)]))
+    third = write(tmp_path, 'a (2).json', bench_doc([result(3000.0)]))
+    cmp = compare.load_all([first, second, third])
+    labels = [run.label for run in cmp.runs]
+    assert len(set(labels)) == 3
+    per_vm = {run.source: cmp.points[run.label][0].per_vm
+              for run in cmp.runs}
+    assert per_vm == {first: 1000.0, second: 2000.0, third: 3000.0}

@@ -135,3 +135,27 @@ def test_sweep_record_holds_the_profiles_plan(hosts):
     assert back['host'] == rec['host']
     unknown = records.for_sweep('baseline', None, 'tcg', 'fio-randread-4k')
     assert unknown['host'] is None and unknown['extra_specs'] is None
+
+
+@pytest.mark.parametrize('record, key', [
+    ('oops', 'record'),
+    ({'host': ['x']}, 'record.host'),
+    ({'workload': {'name': 3}}, 'record.workload.name'),
+    ({'workload': {'params': 'a=b'}}, 'record.workload.params'),
+    ({'workload': {'runtime': True}}, 'record.workload.runtime'),
+    ({'settings': [1]}, 'record.settings'),
+    ({'host': {'digest': {}}}, 'record.host.digest'),
+])
+def test_a_record_of_the_wrong_shape_is_one_line(record, key):
+    # Before: AttributeError, "internal error" (issue 26).
+    with pytest.raises(InputError, match=rf'^r.json: {key}: must be '):
+        records.validate(record, 'r.json')
+
+
+def test_records_kvmtune_writes_are_of_the_shape(tmp_path):
+    assert records.validate(None, 'r') is None
+    good = {'kind': 'bench-local', 'accel': 'tcg', 'emulated': True,
+            'host': {'digest': 'd', 'hostname': 'h', 'cpu_model': 'c'},
+            'settings': {}, 'workload': {'name': 'w', 'params': {},
+                                         'runtime': 10, 'tool': 'fio'}}
+    assert records.validate(good, 'r') is good
