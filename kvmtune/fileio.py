@@ -426,7 +426,9 @@ def _write_locked(real, data, old, backup, mode):
         _refuse_if_immutable(real)
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise InputError(f'is not writable ({exc.strerror}); nothing '
-                             'was written') from None
+                             'was written',
+                             fix='run as root or as the file\'s owner, on '
+                                 'a filesystem mounted read-write') from None
         raise
     backup_temp = None
     try:

@@ -49,8 +49,23 @@ def plain_text(value, *, source, key, fix=None):
     return value
 
 
-def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
-    """The bytes of the regular file ``path`` (symlinks followed)."""
+def _opened_outside(fd, inside):
+    """Whether the file open as ``fd`` lies outside the directory
+    ``inside``: one readlink of /proc/self/fd (os.path.realpath's walk,
+    component by component, doubled host inspect's time on a 4,096-CPU
+    tree)."""
+    try:
+        real = os.readlink(f'/proc/self/fd/{fd}')
+    except OSError:
+        return True
+    return os.path.commonpath([real, inside]) != inside
+
+
+def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None,
+               inside=None):
+    """The bytes of the regular file ``path`` (symlinks followed, but
+    never out of the real directory ``inside`` when it is given: a
+    captured host tree)."""
     source = source or path or "''"
     fix = fix or 'give the path of a readable regular file'
     if not isinstance(path, str) or not path.strip():
@@ -73,6 +88,9 @@ def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
         raise InputError(f'cannot read it: {exc.strerror}', source=source,
                          fix=fix) from None
     try:
+        if inside is not None and _opened_outside(fd, inside):
+            raise InputError('is a link out of the tree', source=source,
+                             fix=f'give files inside {inside}')
         info = os.fstat(fd)         # what was opened, not what was stat'ed
         what = _kind(info.st_mode)
         if what:

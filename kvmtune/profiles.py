@@ -116,7 +116,9 @@ def _tuner_ref(item, index, path, seen):
         item = {'name': item}
     if not isinstance(item, dict):
         raise InputError('a tuner is a name or a mapping with name and '
-                         'params', source=path, key=key)
+                         'params', source=path, key=key,
+                         fix='write "- name: TUNER" (kvmtune profile list '
+                             'shows profiles that work)')
     unknown = sorted(set(item) - set(TUNER_KEYS))
     if unknown:
         raise InputError(f'unknown key {unknown[0]!r}', source=path,
@@ -124,7 +126,9 @@ def _tuner_ref(item, index, path, seen):
                              TUNER_KEYS))
     name = item.get('name')
     if not isinstance(name, str):
-        raise InputError('missing tuner name', source=path, key=key)
+        raise InputError('missing tuner name', source=path, key=key,
+                         fix='add "name: TUNER", one of: ' + ', '.join(
+                             tuners.names()))
     if name in seen:
         raise InputError(f'tuner {name!r} is listed twice', source=path,
                          key=key, fix='merge its params into one entry')
@@ -146,7 +150,9 @@ def load_file(path):
     data = _read_yaml(path)
     if not isinstance(data, dict):
         raise InputError('a profile is a mapping with description, source '
-                         'and tuners', source=path)
+                         'and tuners', source=path,
+                         fix='start from a packaged one: kvmtune profile '
+                             'show pinned-hugepages')
     unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise InputError(f'unknown key {unknown[0]!r}', source=path,

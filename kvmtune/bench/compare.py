@@ -66,11 +66,14 @@ def parse_axis(text):
     picked = [v.strip() for v in values.split(',') if v.strip()]
     if len(picked) < 1 or len(set(picked)) != len(picked):
         raise InputError(f'{name}: give distinct values, comma-separated',
-                         key='--compare')
+                         key='--compare',
+                         fix=f'e.g. --compare {name}=V1,V2 with two '
+                             'different values')
     if name == 'vcpus':
         if not all(v.isdigit() and int(v) >= 1 for v in picked):
             raise InputError(f'vcpus: whole numbers >= 1, not {values!r}',
-                             key='--compare')
+                             key='--compare', fix='e.g. --compare '
+                             'vcpus=1,2')
         return name, [int(v) for v in picked]
     bad = [v for v in picked if v not in CHOICES[name]]
     if bad:

@@ -284,7 +284,8 @@ def _plan(workload, vms):
         return [('client', None, None)] * vms
     if vms < 2 or vms % 2:
         raise InputError('a network workload needs an even number of '
-                         'guests (server, client pairs)', key='--vms')
+                         'guests (server, client pairs)', key='--vms',
+                         fix=f'give --vms {max(2, vms + vms % 2)}')
     plan = []
     for pair in range(vms // 2):
         server = f'10.233.0.{2 * pair + 1}'
@@ -335,7 +336,9 @@ def check_start(start, delay=None, ready_wait=None):
                          key='--ready-timeout',
                          fix='drop --start at, or drop --ready-timeout')
     if ready_wait is not None and ready_wait <= 0:
-        raise InputError('must be positive', key='--ready-timeout')
+        raise InputError('must be positive', key='--ready-timeout',
+                         fix='give the seconds to wait for every guest '
+                             '(leave it out for the default)')
 
 
 def _job(workload, role, target, peer, address, runtime, params, start_at,

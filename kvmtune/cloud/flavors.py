@@ -222,8 +222,9 @@ def apply_profile(cloud_name, profile, base=None, name=None, root=None,
     from kvmtune.cloud.connection import Cloud
 
     if not (name or base):
-        raise InputError('give --from BASE (to create <BASE>.<PROFILE>) or '
-                         '--name of an existing flavor', key='--from')
+        raise InputError('no flavor named', key='--from/--name',
+                         fix='give --from BASE (to create <BASE>.<PROFILE>)'
+                             ' or --name of an existing flavor')
     plan = planning.plan_for(profile, root, facts_file, config_files)
     name = name or tuned_name(base, plan.profile)
 

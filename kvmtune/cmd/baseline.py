@@ -51,7 +51,9 @@ def parse_params(pairs):
     for pair in pairs:
         key, sep, value = pair.partition('=')
         if not sep or not key:
-            raise InputError(f'not KEY=VALUE: {pair!r}', key='--param')
+            raise InputError(f'not KEY=VALUE: {pair!r}', key='--param',
+                             fix='e.g. --param bs=8k (the workload\'s '
+                                 'parameters: kvmtune/data/workloads)')
         params[key] = int(value) if value.isdigit() else value
     return params
 
@@ -62,10 +64,13 @@ def run(args):
 
     workload = workloads.get(args.workload)
     if args.runtime is not None and args.runtime <= 0:
-        raise InputError('must be positive', key='--runtime')
+        raise InputError('must be positive', key='--runtime',
+                         fix='give the seconds the tool runs, e.g. '
+                             '--runtime 10')
     doc = baseline.run(workload, target=args.target, peer=args.peer,
                        runtime=args.runtime,
-                       params=parse_params(args.param),
+                       params=workload.check_params(
+                           parse_params(args.param)),
                        destroy_data=args.destroy_data)
     baseline.save(doc, args.output)
     r = doc['result']

@@ -172,9 +172,12 @@ def _settings(args):
 def _check(args):
     if args.vms < 1 or args.vcpus < 1 or args.ram < 128:
         raise InputError('--vms and --vcpus must be >= 1, --ram >= 128',
-                         key='--vms/--vcpus/--ram')
+                         key='--vms/--vcpus/--ram',
+                         fix='e.g. --vms 2 --vcpus 1 --ram 512')
     if args.runtime is not None and args.runtime <= 0:
-        raise InputError('must be positive', key='--runtime')
+        raise InputError('must be positive', key='--runtime',
+                         fix='give the seconds the tool runs, e.g. '
+                             '--runtime 10')
     from kvmtune.bench import local
 
     local.check_start(args.start, args.start_delay, args.ready_timeout)
@@ -197,7 +200,9 @@ def _one_run(args, workload, accel, settings, params, log=print):
         why = compare.skip_reason(settings, args.vms, args.ram,
                                   len(os.sched_getaffinity(0)))
         if why:
-            raise InputError(why, key='hugepages')
+            raise InputError(why, key='hugepages',
+                             fix='reserve 2M pages first (kvmtune pages '
+                                 'apply), or compare without hugepages')
         mount = compare.hugetlbfs_mount()
     rows = local.run(workload, args.vms, vcpus=int(settings['vcpus']),
                      ram_mb=args.ram, disk_size=args.disk_size,
@@ -244,7 +249,7 @@ def run(args):
 
     _check(args)
     workload = workloads.get(args.workload)
-    params = parse_params(args.param)
+    params = workload.check_params(parse_params(args.param))
     runtime = int(args.runtime or workload.settings(params).get('runtime',
                                                                 10))
     if args.compare:

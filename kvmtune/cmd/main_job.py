@@ -71,7 +71,8 @@ def run(args):
     if args.compute_facts and not args.os_cloud:
         raise InputError('--compute-facts goes with --os-cloud (the '
                          'embedded cloud\'s compute is this host)',
-                         key='--compute-facts')
+                         key='--compute-facts',
+                         fix='add --os-cloud CLOUD, or drop --compute-facts')
     if args.max_vms < 1:
         raise InputError(f'{args.max_vms} is no VM count',
                          key='--max-vms', fix='give 1 or more')

@@ -50,6 +50,7 @@ def load(config_files=None, conf=CONF):
     """
     import os
 
+    from kvmtune import inputs
     from kvmtune.errors import InputError
 
     global _registered
@@ -58,9 +59,10 @@ def load(config_files=None, conf=CONF):
         _registered = True
     files = list(config_files or [])
     for path in files:
-        if not os.access(path, os.R_OK):
-            raise InputError('cannot read the config file', source=path,
-                             fix='give a readable kvmtune.conf path')
+        # A regular, readable file of sane size (a directory was an
+        # internal error, a FIFO would hang oslo.config): the one reader.
+        inputs.read_bytes(path, source=path,
+                          fix='give a readable kvmtune.conf path')
     if not files:
         files = [p for p in DEFAULT_CONFIG_FILES if os.path.exists(p)]
     try:

@@ -51,7 +51,9 @@ class Changes:
                                  'plugin\'s changes by hand')
         if data.get('schema') != SCHEMA:
             raise InputError(f'schema {data.get("schema")!r} is not '
-                             f'{SCHEMA}', source=self.path, key='schema')
+                             f'{SCHEMA}', source=self.path, key='schema',
+                             fix='a newer or older plugin wrote it: undo '
+                                 'its changes by hand, then remove it')
         return data
 
     def save(self):

@@ -6,7 +6,9 @@ answered (see kvmtune/cmd/host_capture.py).
 """
 
 import os
-import stat
+
+from kvmtune import inputs
+from kvmtune.errors import InputError
 
 # The largest file read under /proc or /sys: /proc/cpuinfo of a 4096-CPU
 # host is about 6 MiB (~1.5 kB a CPU); nothing kvmtune reads is near this.
@@ -36,49 +38,20 @@ class HostFiles:
         real = os.path.realpath(full)
         return os.path.commonpath([real, self._inside]) != self._inside
 
-    def _opened_outside(self, fd, full):
-        """Whether the file open as ``fd`` lies outside a captured tree:
-        one readlink of /proc/self/fd (realpath's walk, component by
-        component, doubled gather's time on a 4,096-CPU tree)."""
-        if self._inside is None:
-            return False
-        try:
-            real = os.readlink(f'/proc/self/fd/{fd}')
-        except OSError:
-            return self._outside(full)
-        return os.path.commonpath([real, self._inside]) != self._inside
-
     def _read_bounded(self, path):
-        """The bytes of a regular file, at most MAX_BYTES; None (and the
-        reason in ``refused``) for a FIFO, device, socket, directory, a
-        link out of a captured tree or a file too large: opened without
-        blocking, so a FIFO in place of /proc/meminfo cannot hang us."""
-        full = self._abs(path)
+        """The bytes of a regular file, at most MAX_BYTES, through the one
+        bounded reader (kvmtune.inputs); None, and the reason in
+        ``refused``, for a FIFO, device, socket, directory, a link out of
+        a captured tree or a file too large: opened without blocking, so a
+        FIFO in place of /proc/meminfo cannot hang us. A missing file is
+        simply None."""
         try:
-            fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+            return inputs.read_bytes(self._abs(path), max_bytes=MAX_BYTES,
+                                     inside=self._inside)
+        except InputError as exc:
+            if exc.problem != 'no such file':
+                self.refused[path] = exc.problem
             return None
-        try:
-            if self._opened_outside(fd, full):
-                self.refused[path] = 'a link out of the captured tree'
-                return None
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                self.refused[path] = 'not a regular file'
-                return None
-            chunks, size = [], 0
-            while True:
-                chunk = os.read(fd, 1024 * 1024)
-                if not chunk:
-                    return b''.join(chunks)
-                size += len(chunk)
-                if size > MAX_BYTES:
-                    self.refused[path] = f'larger than {MAX_BYTES} bytes'
-                    return None
-                chunks.append(chunk)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
 
     def read(self, path):
         """Return a file's text, stripped, or None if missing/unreadable."""
@@ -103,7 +76,7 @@ class HostFiles:
             full = self._abs(path)
             kind = None
             if self._outside(full):
-                self.refused[path] = 'a link out of the captured tree'
+                self.refused[path] = 'is a link out of the tree'
             elif os.path.isdir(full):
                 kind = 'dir'
             elif os.path.lexists(full):
@@ -115,7 +88,7 @@ class HostFiles:
         """Return the sorted entry names of a directory ([] if missing)."""
         self.listed.add(path)
         if self._outside(self._abs(path)):
-            self.refused[path] = 'a link out of the captured tree'
+            self.refused[path] = 'is a link out of the tree'
             return []
         try:
             return sorted(os.listdir(self._abs(path)))

@@ -205,7 +205,9 @@ def _load(path, many):
         if isinstance(doc.get('baseline'), dict):
             runs.append(_from_baseline(doc['baseline'], path))
         if not runs:
-            raise InputError('holds no run with a result', source=path)
+            raise InputError('holds no run with a result', source=path,
+                             fix='every run of the comparison was skipped: '
+                                 'see its lines, then run again')
         return runs
     if kind is not None and isinstance(doc, dict) and 'tasks' not in doc:
         raise InputError(f'unknown result kind {kind!r}', source=path,
@@ -284,7 +286,9 @@ class Comparison:
 def compare(runs, sources=None):
     """A Comparison of ``runs`` (the first non-bare run is the reference)."""
     if not runs:
-        raise InputError('no run to compare')
+        raise InputError('no run to compare',
+                         fix='give result files of kvmtune bench local, '
+                             'kvmtune baseline or a Rally sweep')
     sources = sources or [r.source for r in runs]
     taken = set()
     for run in runs:   # unique labels, in order ("a (2)" may be a file's)

@@ -181,7 +181,9 @@ class Tuner:
         if not isinstance(given, dict):
             raise InputError(f'params must be a mapping, not '
                              f'{_type_name(given)}', source=source,
-                             key=f'{cls.name}.params')
+                             key=f'{cls.name}.params',
+                             fix='give params as name: value lines (kvmtune '
+                                 'profile show lists them)')
         declared = {param.name: param for param in cls.PARAMS}
         for name in given:
             if name not in declared:

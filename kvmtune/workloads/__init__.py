@@ -54,6 +54,23 @@ class Workload:
                              fix='bytes with an optional K, M or G suffix')
         return merged
 
+    def check_params(self, params):
+        """``params`` a user gave (``--param``) as settings() takes them:
+        a parameter whose default is a whole number (runtime, iodepth,
+        port, ...) must be one, >= 1. "--param runtime=abc" was an
+        internal error further on (issue 26)."""
+        self.settings(params)
+        defaults = {**self.options, **self.defaults}
+        for key, value in params.items():
+            default = defaults.get(key)
+            if isinstance(default, int) and not isinstance(default, bool) \
+                    and (isinstance(value, bool) or
+                         not isinstance(value, int) or value < 1):
+                raise InputError(f'not a whole number >= 1: {value!r}',
+                                 source=self.name, key=key,
+                                 fix=f'e.g. --param {key}={default}')
+        return params
+
     def writes(self, params=None):
         """True when the workload overwrites its target disk."""
         if self.tool != 'fio':
@@ -63,7 +80,8 @@ class Workload:
 
 def _from_dict(data, source):
     if not isinstance(data, dict):
-        raise InputError('not a mapping', source=source)
+        raise InputError('not a mapping', source=source,
+                         fix='a workload file maps name, tool and target')
     missing = [k for k in ('name', 'tool', 'target') if k not in data]
     if missing:
         raise InputError(f'missing {missing[0]!r}', source=source,
@@ -98,7 +116,9 @@ def load_all(dirs=None):
             workload = _from_dict(data, path)
             if workload.name != name[:-5]:
                 raise InputError(f'name {workload.name!r} differs from the '
-                                 'file name', source=path, key='name')
+                                 'file name', source=path, key='name',
+                                 fix=f'name it {name[:-5]!r} or rename the '
+                                     'file')
             found[workload.name] = workload
     return found
 

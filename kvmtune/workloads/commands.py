@@ -118,7 +118,8 @@ def argv(workload, role='client', target=None, peer=None, runtime=None,
     if workload.target == 'disk':
         if role != 'client':
             raise InputError('a disk workload has no server role',
-                             source=workload.name, key='role')
+                             source=workload.name, key='role',
+                             fix='run it as a client')
         if not target:
             raise InputError('no target disk', source=workload.name,
                              key='target', fix='name the disk explicitly, '
@@ -126,7 +127,8 @@ def argv(workload, role='client', target=None, peer=None, runtime=None,
     elif workload.target == 'none':
         if role != 'client':
             raise InputError('a CPU or memory workload has no server role',
-                             source=workload.name, key='role')
+                             source=workload.name, key='role',
+                             fix='run it as a client')
     elif role == 'client' and not peer:
         raise InputError('no peer', source=workload.name, key='peer',
                          fix='give the server\'s address')
