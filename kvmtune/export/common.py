@@ -240,14 +240,17 @@ def _differing_key(path, old, new, fmt):
         else:
             olds = news = None
         if olds is not None:
+            # The key, never the value found there: an override file may
+            # hold a password (kolla's passwords, an OSA become password)
+            # or be a link to a private file (issue 26). The plan's own
+            # value is kvmtune's and may be shown.
             for key, value in news.items():
                 if key in olds and olds[key] != value:
-                    return (f'{key} is {spell(olds[key])} there, the plan '
+                    return (f'{key} is set differently there, the plan '
                             f'wants {spell(value)}')
-            for key, value in olds.items():
+            for key in olds:
                 if key not in news:
-                    return (f'{key} is {spell(value)} there, and the plan '
-                            'does not set it')
+                    return f'{key} is set there, and the plan does not set it'
             for key, value in news.items():
                 if key not in olds:
                     return (f'{key} is not there, the plan wants '
@@ -259,7 +262,7 @@ def _differing_key(path, old, new, fmt):
         if a != b:
             what = ('its comment' if a.lstrip().startswith('#')
                     else 'line')
-            return f'{what} on line {number} differs: {a.strip()!r}'
+            return f'{what} on line {number} differs'
     return 'its content differs from what kvmtune writes'
 
 

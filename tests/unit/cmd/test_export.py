@@ -93,8 +93,9 @@ def test_existing_file_with_another_value_is_refused(tmp_path, capsys):
     target.write_text('[compute]\ncpu_dedicated_set = 2-7\n')
     assert export(out) == 2
     one_line_error(capsys, str(target),
-                   '[compute] cpu_dedicated_set is 2-7 there, the plan '
-                   'wants 1-19,21-39,41-59,61-79', 'nothing written')
+                   '[compute] cpu_dedicated_set is set differently there, '
+                   'the plan wants 1-19,21-39,41-59,61-79', 'nothing written')
+    assert '2-7' not in capsys.readouterr().err
     assert target.read_text() == '[compute]\ncpu_dedicated_set = 2-7\n'
     assert [p.name for p in out.rglob('*') if p.is_file()] == [
         'nova-compute.conf']
@@ -111,7 +112,7 @@ def test_existing_yaml_with_another_value_is_refused(tmp_path, capsys):
     capsys.readouterr()
     assert export(out, target='openstack-ansible') == 2
     one_line_error(capsys, 'nova_nova_conf_overrides.DEFAULT.'
-                   "reserved_host_memory_mb is '512' there")
+                   'reserved_host_memory_mb is set differently there')
     assert tree(out) == before
 
 
@@ -209,3 +210,37 @@ def test_a_parameter_with_a_newline_never_reaches_a_file(tmp_path, capsys,
     one_line_error(capsys, 'images_volume_group', 'control character')
     assert 'rabbit' not in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize('found', [
+    '[keystone_authtoken]\npassword = Sup3r-s3cret\n',
+    '[compute]\ncpu_dedicated_set = Sup3r-s3cret\n',
+    'Sup3r-s3cret\n',
+])
+def test_a_refusal_never_quotes_what_the_file_holds(tmp_path, capsys, found):
+    # Before: the error quoted the existing value: a keystone password,
+    # an OSA ansible_become_password, a private file a link points to.
+    out = tmp_path / 'out'
+    target = (out / 'etc/kolla/config/nova' / consumers.HOST /
+              'nova-compute.conf')
+    target.parent.mkdir(parents=True)
+    target.write_text(found)
+    assert export(out) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('kvmtune: error: ') and err.count('\n') == 1
+    assert 'Sup3r' not in err and 's3cret' not in err
+
+
+def test_a_refusal_never_quotes_a_private_file_a_link_points_to(
+        tmp_path, capsys):
+    private = tmp_path / 'shadow'
+    private.write_text('root:Sup3r-s3cret:19000:0:99999:7:::\n')
+    out = tmp_path / 'out'
+    target = (out / 'etc/kolla/config/nova' / consumers.HOST /
+              'nova-compute.conf')
+    target.parent.mkdir(parents=True)
+    target.symlink_to(private)
+    assert export(out) == 2
+    err = capsys.readouterr().err
+    assert 'Sup3r' not in err and 'root:' not in err
+    assert private.read_text().startswith('root:Sup3r')
