@@ -34,7 +34,7 @@ MODPROBE_FILE = 'etc/modprobe.d/kvm.conf'
 # Debian/Ubuntu's update-grub sources /etc/default/grub.d/*.cfg.
 GRUB_FILE = 'etc/default/grub.d/50-kvmtune.cfg'
 PROVIDER_FILE = 'kvmtune.yaml'
-_HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
+_HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z')
 
 
 @dataclasses.dataclass

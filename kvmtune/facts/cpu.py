@@ -25,7 +25,7 @@ CPU_ONLINE = CPUS + '/cpu{cpu}/online'
 TOPOLOGY = CPUS + '/cpu{cpu}/topology/{name}'
 RECAPTURE = ('capture the host again with kvmtune host capture (a tree '
              'must hold the files as the kernel wrote them)')
-_CPU_DIR = re.compile(r'^cpu(\d+)$')
+_CPU_DIR = re.compile(r'^cpu(\d+)\Z')
 # Where the kernel lists a CPU's thread siblings and package mates: the
 # newer list name, the older list name, the older mask (oldest kernels).
 SIBLINGS = ('core_cpus_list', 'thread_siblings_list', 'thread_siblings')

@@ -8,9 +8,9 @@ from kvmtune.facts.cpu import read_cpuset
 MEMINFO = '/proc/meminfo'
 GLOBAL_POOLS = '/sys/kernel/mm/hugepages'
 NODES = '/sys/devices/system/node'
-_POOL_DIR = re.compile(r'^hugepages-(\d+)kB$')
-_NODE_DIR = re.compile(r'^node(\d+)$')
-_CPU_LINK = re.compile(r'^cpu(\d+)$')
+_POOL_DIR = re.compile(r'^hugepages-(\d+)kB\Z')
+_NODE_DIR = re.compile(r'^node(\d+)\Z')
+_CPU_LINK = re.compile(r'^cpu(\d+)\Z')
 
 
 def parse_meminfo(text):

@@ -25,7 +25,7 @@ from kvmtune.novaconf import inifile
 _SECRET_NAME = re.compile(
     r'password|passwd|secret|token|transport_url|connection|credential'
     r'|(^|_)keys?$|backend_argument|hmac|(^|_)role_id$', re.IGNORECASE)
-_COMMENTED = re.compile(r'^(\s*[#;]\s*)([\w.-]+)(\s*[=:]\s*)(.*)$')
+_COMMENTED = re.compile(r'^(\s*[#;]\s*)([\w.-]+)(\s*[=:]\s*)(.*)')
 
 
 def is_secret(option, section=None, secrets=None):

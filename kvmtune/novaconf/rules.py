@@ -11,9 +11,9 @@ import re
 
 from kvmtune.facts.cpulist import parse_cpu_spec
 
-_SECTION = re.compile(r'^[A-Za-z0-9_.\-]+$')
-_OPTION = re.compile(r'^[A-Za-z0-9_\-]+$')
-_PAGE_SIZE = re.compile(r'^\d+([KMGT]i?B?)?$', re.IGNORECASE)
+_SECTION = re.compile(r'^[A-Za-z0-9_.\-]+\Z')
+_OPTION = re.compile(r'^[A-Za-z0-9_\-]+\Z')
+_PAGE_SIZE = re.compile(r'^\d+([KMGT]i?B?)?\Z', re.IGNORECASE)
 CPU_SET_OPTIONS = {('compute', 'cpu_shared_set'),
                    ('compute', 'cpu_dedicated_set'),
                    ('DEFAULT', 'vcpu_pin_set')}

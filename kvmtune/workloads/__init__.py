@@ -17,7 +17,7 @@ from kvmtune.errors import InputError
 TOOLS = ('fio', 'iperf3', 'sockperf', 'sysbench')
 TARGETS = ('disk', 'peer', 'none')
 WRITE_MODES = ('write', 'randwrite', 'rw', 'randrw', 'trim', 'randtrim')
-SIZE_RE = re.compile(r'^[0-9]+[KMG]?$')
+SIZE_RE = re.compile(r'^[0-9]+[KMG]?\Z')
 
 
 def workload_dirs():

@@ -88,7 +88,7 @@ def _sysbench(workload, settings, role, target, peer, runtime):
                     f'{_positive(workload, settings, "max_prime")}')
     else:
         for key in ('block_size', 'total_size'):
-            if not re.match(r'^[0-9]+[KMGT]?$', str(settings[key])):
+            if not re.match(r'^[0-9]+[KMGT]?\Z', str(settings[key])):
                 raise InputError(f'not a size: {settings[key]!r}',
                                  source=workload.name, key=key,
                                  fix='bytes with an optional K, M, G or '

@@ -70,7 +70,7 @@ def status(text, instance_id):
 _TIMING = {'ready': ('uptime', 'time'),
            'serving': ('uptime', 'time'),
            'ok': ('ready', 'start', 'start_time', 'end')}
-_SECONDS = re.compile(r'^\d{1,10}(\.\d{1,9})?$')
+_SECONDS = re.compile(r'^\d{1,10}(\.\d{1,9})?\Z')
 
 
 def timing(text, instance_id):

@@ -14,7 +14,7 @@ import re
 from kvmtune.errors import InputError
 from kvmtune.workloads import commands
 
-SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+$')
+SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+\Z')
 ROLES = ('client', 'server')
 # How a client starts besides start_at (design.md 6): on an NMI.
 START_MODES = (None, 'nmi')

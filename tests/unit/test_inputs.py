@@ -224,3 +224,35 @@ def test_plain_text_refuses_control_characters_without_quoting(value):
                                    ['a', 'b'], 3, None])
 def test_plain_text_passes_one_line_values(value):
     assert inputs.plain_text(value, source='p', key='k') == value
+
+
+def test_no_validating_pattern_lets_a_trailing_newline_through():
+    # '^[a-z]+$' matches "name\n" ($ matches before a final newline): a
+    # host name, a job argument or a nova.conf option passed its check
+    # with a newline in it (issue 26). Patterns that check a whole value
+    # end in \Z; those read line by line (re.M) are the exception.
+    import ast
+    from tests import paths
+
+    found = []
+    for directory, _, files in os.walk(os.path.join(paths.REPO, 'kvmtune')):
+        for name in files:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(directory, name)
+            with open(path) as handle:
+                tree = ast.parse(handle.read())
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and
+                        getattr(node.func, 'attr', None) in (
+                            'compile', 'match', 'fullmatch') and
+                        node.args and isinstance(node.args[0], ast.Constant)
+                        and isinstance(node.args[0].value, str)):
+                    continue
+                pattern = node.args[0].value
+                multiline = any('M' in ast.unparse(arg)
+                                for arg in node.args[1:])
+                if pattern.startswith('^') and pattern.endswith('$') and \
+                        not pattern.endswith('\\$') and not multiline:
+                    found.append(f'{path}:{node.lineno}: {pattern}')
+    assert found == []

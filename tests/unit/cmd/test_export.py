@@ -244,3 +244,12 @@ def test_a_refusal_never_quotes_a_private_file_a_link_points_to(
     err = capsys.readouterr().err
     assert 'Sup3r' not in err and 'root:' not in err
     assert private.read_text().startswith('root:Sup3r')
+
+
+def test_a_host_name_ending_in_a_newline_is_refused(tmp_path, capsys):
+    # Before: '^...$' matched "compute-1\n" and named a file with a
+    # newline in it (issue 26).
+    out = tmp_path / 'out'
+    assert export(out, host=consumers.HOST + '\n') == 2
+    one_line_error(capsys, 'not a host name', '--host')
+    assert not out.exists()
