@@ -403,6 +403,11 @@ def write_atomic(path, data, *, backup=None, mode=None, source=None,
                              fix=exc.fix or fix) from None
         except OSError as exc:
             name = exc.filename or real
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                # Not a permission matter: the filesystem is full (space
+                # or inodes) or the quota is used up.
+                fix = (f'free space or inodes on the filesystem of '
+                       f'{os.path.dirname(real)} (df -h, df -i)')
             raise _error(f'cannot write {name}: {exc.strerror}; nothing '
                          'was written', source, fix) from None
 

@@ -280,13 +280,37 @@ def _existing_ancestor(path):
 
 def _check_output(output):
     fix = 'give --output a directory you can write'
+    if not output or not output.strip():
+        # os.path.join('', path) is relative: files would land in the
+        # current directory (issue 26).
+        raise InputError('an empty path', key='--output', fix=fix)
+    if os.path.islink(output) and not os.path.isdir(output):
+        # A dangling link or a loop: makedirs would fail half-way.
+        raise InputError('is a symbolic link to no directory (dangling, '
+                         'or a loop)', source=output, key='--output',
+                         fix=f'remove the link {output} or give another '
+                             '--output')
     probe = _existing_ancestor(output)
+    if os.path.islink(probe) and not os.path.isdir(probe):
+        raise InputError('is a symbolic link to no directory (dangling, '
+                         'or a loop)', source=probe, key='--output',
+                         fix=f'remove the link {probe} or give another '
+                             '--output')
     if not os.path.isdir(probe):
         raise InputError('not a directory', source=probe, key='--output',
                          fix=fix)
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError('cannot write there: permission denied; nothing '
                          'written', source=probe, key='--output', fix=fix)
+
+
+def _inside(output, target):
+    """Whether ``target``'s directory, links resolved, stays under
+    ``output``: a link inside --output must not carry files out of it
+    (issue 26)."""
+    root = os.path.realpath(output)
+    real = os.path.realpath(os.path.dirname(target))
+    return os.path.commonpath([root, real]) == root
 
 
 def plan_writes(output, files):
@@ -296,6 +320,11 @@ def plan_writes(output, files):
     planned = []
     for item in files:
         target = os.path.join(output, item.path)
+        if not _inside(output, target):
+            raise InputError('a link under --output leads out of it; '
+                             'nothing written', source=target,
+                             key='--output', fix='remove the link, or give '
+                             'another --output')
         if os.path.isdir(os.path.dirname(target)):
             fileio.resolve(target, fix='remove what is in its place')
         if os.path.lexists(target):
@@ -324,10 +353,40 @@ def plan_writes(output, files):
 def write(output, files):
     """Write ``files`` under ``output``; return [(path, status)]."""
     planned = plan_writes(output, files)
-    done = []
-    for item, target, status in planned:
-        if status == 'created':
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            fileio.write_atomic(target, item.text, mode=0o644)
-        done.append((target, status))
+    done, made = [], []
+    try:
+        for item, target, status in planned:
+            if status == 'created':
+                _makedirs(os.path.dirname(target), made)
+                fileio.write_atomic(target, item.text, mode=0o644)
+                made.append(target)
+            done.append((target, status))
+    except (OSError, InputError) as exc:
+        # All or nothing: a full disk or no inodes left half-way left 3 of
+        # 6 files of a plan that only makes sense whole (issue 26).
+        for path in reversed(made):
+            try:
+                (os.rmdir if os.path.isdir(path) else os.unlink)(path)
+            except OSError:
+                pass
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f'cannot write: {exc.strerror}; nothing written '
+                         '(the files of this export made so far were '
+                         'removed)', source=getattr(exc, 'filename', None)
+                         or output, key='--output',
+                         fix='free space or inodes there, or give another '
+                             '--output') from None
     return done
+
+
+def _makedirs(path, made):
+    """os.makedirs(path), appending each directory it makes to ``made``
+    as it goes (so a failure half-way can be undone)."""
+    missing = []
+    while path and not os.path.lexists(path):
+        missing.append(path)
+        path = os.path.dirname(path.rstrip('/'))
+    for directory in reversed(missing):
+        os.mkdir(directory)
+        made.append(directory)

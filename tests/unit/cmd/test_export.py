@@ -253,3 +253,55 @@ def test_a_host_name_ending_in_a_newline_is_refused(tmp_path, capsys):
     assert export(out, host=consumers.HOST + '\n') == 2
     one_line_error(capsys, 'not a host name', '--host')
     assert not out.exists()
+
+
+def test_an_empty_output_is_refused(tmp_path, capsys, monkeypatch):
+    # Before: --output "" wrote into the current directory.
+    monkeypatch.chdir(tmp_path)
+    assert export('') == 2
+    one_line_error(capsys, '--output', 'an empty path')
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('kind', ['dangling', 'loop'])
+def test_an_output_link_to_no_directory_is_one_line(
+        tmp_path, capsys, kind):
+    # Before: an internal error (FileExistsError / ELOOP in makedirs).
+    out = tmp_path / 'out'
+    if kind == 'dangling':
+        out.symlink_to(tmp_path / 'nowhere')
+    else:
+        out.symlink_to(tmp_path / 'out')
+    assert export(out) == 2
+    one_line_error(capsys, 'symbolic link to no directory', 'fix:')
+    assert sorted(os.listdir(tmp_path)) == ['out']
+
+
+def test_a_link_inside_output_does_not_carry_files_out(tmp_path, capsys):
+    out = tmp_path / 'out'
+    (out / 'etc').mkdir(parents=True)
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    (out / 'etc' / 'kolla').symlink_to(elsewhere)
+    assert export(out) == 2
+    one_line_error(capsys, 'leads out of it', 'nothing written')
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='mounting a tmpfs needs root')
+def test_no_inodes_left_half_way_leaves_nothing(tmp_path, capsys):
+    # Before: 3 of 6 files stayed written (issue 26). A tmpfs mounted by
+    # the test with room for a few inodes only.
+    import subprocess
+    out = tmp_path / 'small'
+    out.mkdir()
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m,nr_inodes=6',
+                    'kvmtune-test', str(out)], check=True)
+    try:
+        assert export(out, target='openstack-ansible') == 2
+        one_line_error(capsys, 'No space left on device',
+                       'nothing was written', 'fix: free space or inodes')
+        # The files this export had made before are gone too.
+        assert [p for p in out.rglob('*')] == []
+    finally:
+        subprocess.run(['umount', str(out)], check=True)
