@@ -143,11 +143,27 @@ def cmdline(pid):
 
 
 def load_state(layout):
-    try:
-        with open(layout.state) as f:
-            return json.load(f)
-    except FileNotFoundError:
+    """The running cloud's state ({} when none runs); a truncated, empty
+    or garbage state file (a crash, a full disk, a hand edit) is one
+    line naming it, not a JSONDecodeError (issue 26)."""
+    from kvmtune import inputs
+    from kvmtune.errors import InputError
+
+    if not os.path.lexists(layout.state):
         return {}
+    fix = (f'stop what the cloud left running (pkill -f {layout.venv}; '
+           f'ovs-appctl exit if Open vSwitch runs), remove {layout.state}, '
+           'then kvmtune cloud up')
+    try:
+        state = inputs.load_json(layout.state)
+    except InputError as exc:
+        raise InputError(f'the cloud\'s state file is damaged: '
+                         f'{exc.problem}', source=layout.state,
+                         fix=fix) from None
+    if not isinstance(state, dict):
+        raise InputError('the cloud\'s state file is damaged: not a JSON '
+                         'object', source=layout.state, fix=fix)
+    return state
 
 
 def save_state(layout, state):

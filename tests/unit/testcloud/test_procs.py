@@ -42,6 +42,25 @@ def test_state_round_trip(lay):
     assert procs.load_state(lay) == {'mode': 'fake', 'services': {'x': 1}}
 
 
+@pytest.mark.parametrize('content', [b'', b'{"mode": "libv', b'\x00\xff',
+                                     b'[1, 2]', b'{"a": NaN}'])
+@pytest.mark.parametrize('verb', ['status', 'env', 'down',
+                                  'restart-compute'])
+def test_a_damaged_state_file_is_one_line(lay, content, verb, capsys,
+                                          monkeypatch):
+    # Before: JSONDecodeError, an internal error, for every cloud verb
+    # (issue 26).
+    from kvmtune import cli
+    with open(lay.state, 'wb') as f:
+        f.write(content)
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', lay.root)
+    assert cli.main(['cloud', verb]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'internal error' not in err, err
+    assert f"{lay.state}: the cloud's state file is damaged" in err
+    assert f'remove {lay.state}' in err
+
+
 def test_started_service_and_its_child_are_owned_then_stopped(lay):
     pid = procs.start(lay, 'svc', [sys.executable, '-c', PARENT])
     procs.wait_until(lambda: len(procs.owned_pids(lay)) == 2, 30,
