@@ -84,7 +84,12 @@ def check_host(name, facts):
         raise InputError(f'not a host name: {name!r}', key='--host',
                          fix='give the inventory name of the compute host')
     virt = facts.get('virt') or {}
-    if not virt.get('kvm_device') and not virt.get('mechanism'):
+    flags = (facts.get('cpu') or {}).get('flags') or []
+    # A capture made with kvm_intel/kvm_amd unloaded has no /dev/kvm and
+    # no mechanism, but its CPU's vmx/svm make it a KVM host all the same
+    # (plan accepted such a capture while export refused it: issue 26).
+    if not virt.get('kvm_device') and not virt.get('mechanism') and \
+            not {'vmx', 'svm'} & set(flags):
         raise InputError('not a KVM compute node: no /dev/kvm and no '
                          'VT-x/AMD-V in its facts', source=source,
                          fix='export for a compute host, from facts made '

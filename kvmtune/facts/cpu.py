@@ -229,9 +229,12 @@ def _cpuinfo_agrees(threads, online, topo, by_number):
 
 
 def gather(files):
-    stanzas = parse_cpuinfo(files.read(CPUINFO))
+    text = files.read(CPUINFO)
+    stanzas = parse_cpuinfo(text)
     first = stanzas[0] if stanzas else {}
-    flags = first.get('flags', '').split()
+    # An unreadable cpuinfo says nothing about the CPU's flags: unknown
+    # (None), never "no vmx, no pdpe1gb" (issue 26).
+    flags = None if text is None else first.get('flags', '').split()
     by_number = _processors(files, stanzas)
     online = _online(files, by_number)
     topo = {}
@@ -252,7 +255,7 @@ def gather(files):
         'flags': flags,
         'online': online,
         **facts,
-        'pdpe1gb': 'pdpe1gb' in flags,
+        'pdpe1gb': None if flags is None else 'pdpe1gb' in flags,
     }
 
 

@@ -74,9 +74,12 @@ def _flag(value):
 def _hardware(modules, flags):
     """The vendor modules that drive this CPU (a kernel may build in both,
     so a module counts only when the CPU has its flag)."""
+    # Unknown flags (cpuinfo unreadable): a loaded vendor module still
+    # says which extension the CPU has (kvm_intel loads only with vmx).
     return [(name, modules[module], param)
             for name, module, param in HARDWARE
-            if modules[module] is not None and name in flags]
+            if modules[module] is not None
+            and (flags is None or name in flags)]
 
 
 def nested(modules, flags):
@@ -109,14 +112,14 @@ def ept(modules, flags):
     """
     for _, params, param in _hardware(modules, flags):
         return _flag(params.get(param))
-    if not {'ept', 'npt'} & set(flags):
+    if flags is not None and not {'ept', 'npt'} & set(flags):
         return False
     return None
 
 
 def hypervisor_vendor(files, flags):
     """Who runs this host when it is itself a guest (lscpu's answer)."""
-    if 'hypervisor' not in flags:
+    if flags is None or 'hypervisor' not in flags:
         return None
     if (files.read_value(HYPERVISOR_TYPE) or '').lower() == 'xen':
         return 'Xen'
@@ -139,6 +142,6 @@ def gather(files, flags, kvm_probe):
         'nested': is_nested,
         'nested_mechanism': nested_by,
         'ept': ept(modules, flags),
-        'is_guest': 'hypervisor' in flags,
+        'is_guest': None if flags is None else 'hypervisor' in flags,
         'hypervisor_vendor': hypervisor_vendor(files, flags),
     }

@@ -218,11 +218,20 @@ class Tuner:
         return [{'id': 0, 'cpus': list(self.fact('cpu.online', [])),
                  'hugepages': self.fact('memory.hugepages', [])}]
 
+    def has_flag(self, flag):
+        """True or False when the CPU's flags are known, None when its
+        cpuinfo could not be read (facts ``cpu.flags`` is null)."""
+        flags = self.fact('cpu.flags')
+        return None if flags is None else flag in flags
+
     def hardware_module(self):
-        """kvm_intel or kvm_amd when the CPU has VT-x/AMD-V, else None."""
-        flags = set(self.fact('cpu.flags', []))
+        """kvm_intel or kvm_amd when the CPU has VT-x/AMD-V, else None.
+        With unknown flags, the loaded vendor module tells (facts
+        ``virt.mechanism``)."""
+        mechanism = self.fact('virt.mechanism')
         for flag, module in HARDWARE_MODULES:
-            if flag in flags:
+            if self.has_flag(flag) or (self.has_flag(flag) is None and
+                                       mechanism == flag):
                 return module
         return None
 

@@ -48,7 +48,12 @@ class Ept(base.Tuner):
                     'paging', 'run on a host whose CPU (or whose hypervisor) '
                     'exposes vmx+ept or svm+npt')
         param, flag = PAGING[module]
-        if flag not in self.fact('cpu.flags', []):
+        if self.has_flag(flag) is None:
+            return (base.WARN, f'the CPU\'s flags are unknown (cpuinfo '
+                    f'unreadable): {flag} cannot be checked',
+                    'capture the host again with kvmtune host capture '
+                    '(/proc/cpuinfo must be readable)')
+        if not self.has_flag(flag):
             return (base.FAIL, f'the CPU has no {flag} flag: {module} '
                     'cannot use two-dimensional paging',
                     'use a CPU with EPT/NPT (any server CPU since 2010)')

@@ -70,7 +70,13 @@ class Nested(base.Tuner):
         flag = TRAIT_FLAGS.get(self.params['trait'])
         if flag is None:
             return None
-        if flag in self.fact('cpu.flags', []):
+        if self.has_flag(flag) is None:
+            return (base.WARN, f'the CPU\'s flags are unknown (cpuinfo '
+                    f'unreadable): whether Nova reports '
+                    f'{self.params["trait"]} cannot be told',
+                    'capture the host again with kvmtune host capture '
+                    '(/proc/cpuinfo must be readable)')
+        if self.has_flag(flag):
             return (base.PASS, f'the CPU has {flag}: Nova reports '
                     f'{self.params["trait"]}', None)
         return (base.FAIL, f'the CPU has no {flag}: Nova never reports '

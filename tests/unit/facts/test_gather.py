@@ -123,3 +123,18 @@ def test_probe_of_a_device_that_is_not_kvm(tree):
     virt = host_facts.gather(str(tree), probe_kvm=True)['virt']
     assert virt['kvm_usable'] is False
     assert virt['kvm_error'].startswith('KVM_GET_API_VERSION')
+
+
+def test_an_unreadable_cpuinfo_is_unknown_not_false(tree):
+    # Before: flags [] gave confident "no pdpe1gb", "not a guest", "no
+    # EPT" (issue 26). A FIFO in its place is refused unread.
+    os.unlink(tree / 'proc/cpuinfo')
+    os.mkfifo(tree / 'proc/cpuinfo')
+    facts = host_facts.gather(str(tree), probe_kvm=False)
+    assert facts['cpu']['flags'] is None
+    assert facts['cpu']['pdpe1gb'] is None
+    assert facts['virt']['is_guest'] is None
+    assert facts['virt']['ept'] is None
+    # and the schema takes it: a facts file of such a host loads
+    from kvmtune.facts import schema
+    assert list(schema.problems(facts)) == []
