@@ -103,8 +103,35 @@ def _load_commands():
         yield words, mod, help_, extra
 
 
+class _StoreOnce(argparse._StoreAction):
+    """A single-valued option given twice is refused, not silently the
+    last one (``--target kolla --target helm`` exported for helm only;
+    issue 26). Repeatable options say so with action='append'."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None:
+            # Which options this parse has set (a Namespace is not
+            # hashable: the record lives on it, like _run and _extra).
+            seen = vars(namespace).setdefault('_given', set())
+            if self.dest in seen:
+                raise argparse.ArgumentError(
+                    self, 'given more than once (it takes one value; '
+                          'give it once)')
+            seen.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    """kvmtune's parsers (and their sub-parsers): plain options once."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register('action', None, _StoreOnce)
+        self.register('action', 'store', _StoreOnce)
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog='kvmtune', description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--config-file', action='append', default=[],

@@ -2,9 +2,12 @@
 says it is broken), and a command whose extra is missing says which pip
 install to run, in one line."""
 
+import os
 import subprocess
 import sys
 import types
+
+import pytest
 
 from kvmtune import cli
 from kvmtune import extras
@@ -153,3 +156,33 @@ def test_rally_task_path(capsys):
     assert cli.main(['rally', 'task-path', 'nope']) == 2
     err = capsys.readouterr().err
     assert "no Rally task named 'nope'" in err and 'disk-scaling' in err
+
+
+@pytest.mark.parametrize('argv', [
+    ['export', '--profile', 'cpu-pinning', '--target', 'kolla',
+     '--target', 'helm', '--output', 'out'],
+    ['export', '--profile', 'cpu-pinning', '--target', 'kolla',
+     '--host', 'a', '--host', 'b', '--output', 'out'],
+    ['nova-conf', 'apply', '--profile', 'io-tuned', '--config', 'n.conf',
+     '--service', 'compute', '--service', 'scheduler'],
+    ['plan', '--profile', 'cpu-pinning', '--profile', 'hugepages'],
+])
+def test_a_single_valued_option_given_twice_is_refused(argv, capsys,
+                                                       tmp_path,
+                                                       monkeypatch):
+    # Before: the last one silently won (issue 26).
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert 'given more than once' in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_repeatable_options_still_repeat(capsys, tmp_path):
+    first, second = tmp_path / 'a.conf', tmp_path / 'b.conf'
+    first.write_text('[DEFAULT]\n')
+    second.write_text('[DEFAULT]\n')
+    assert cli.main(['--config-file', str(first), '--config-file',
+                     str(second), 'profile', 'list']) == 0
+    assert 'pinned-hugepages' in capsys.readouterr().out
