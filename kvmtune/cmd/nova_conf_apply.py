@@ -55,42 +55,28 @@ def add_arguments(parser):
 
 def run(args):
     from kvmtune import conf
-    from kvmtune import facts as host_facts
     from kvmtune import novaconf
     from kvmtune import plan as plans
-    from kvmtune import profiles
     from kvmtune.novaconf import services as novaservices
     from kvmtune.novaconf import validate
 
     loaded = conf.load(args.config_file)
-    profile = profiles.load(args.profile,
-                            profiles.search_dirs(loaded.profile_dirs))
-    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
-    plan = plans.build_plan(profile, facts)
-    plans.refuse_withheld(plan)     # before anything is written
+    # The front door: profile, facts, plan, and the refusal of a withheld
+    # plan, before anything is written.
+    [plan] = plans.for_host([args.profile], root=args.root,
+                            facts_file=args.facts,
+                            config_files=args.config_file)
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service
                     else novaservices.default_service())
-    notices = [f'--service {service}: {why}'] if why else []
-    changes, left = novaservices.split(plan.nova_conf, service)
-    for section, options in left.items():
-        for option in options:
-            names = novaservices.readers(section, option)
-            readers = ', '.join(f'nova-{name}' for name in names)
-            other = 'compute' if 'compute' in names else 'scheduler'
-            notices.append(
-                f'not written: [{section}] {option} is read by {readers}, '
-                f'not nova-{service}: apply it with --service {other} on '
-                f'the hosts that run it (or see "kvmtune export")')
     python = validate.configured_python(args.nova_python,
                                         loaded.nova.python_executable)
     # A file that cannot be applied gets its one-line error alone: the
     # notices about what would be written come after it is read.
-    result = novaconf.apply(path, changes, dry_run=args.dry_run,
-                            nova_python=python)
-    notices += result.notices
-    for notice in notices:
+    result = novaconf.apply_plan(plan, path, service, dry_run=args.dry_run,
+                                 nova_python=python, why=why)
+    for notice in result.notices:
         print(f'kvmtune: notice: {notice}', file=sys.stderr)
     if result.nova:
         print(f'checked against Nova {result.nova}', file=sys.stderr)

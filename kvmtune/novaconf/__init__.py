@@ -1,8 +1,10 @@
 """nova.conf, edited in place: kvmtune's options and nothing else.
 
-``apply(path, changes, dry_run=False)`` is what ``kvmtune nova-conf apply``
-and the DevStack plugin call; see kvmtune.novaconf.update.
+``apply_plan(plan, path, service)`` is what ``kvmtune nova-conf apply``
+calls, ``apply(path, changes, dry_run=False)`` what it and the DevStack
+plugin build on; see kvmtune.novaconf.update.
 """
 
 from kvmtune.novaconf.update import ApplyResult  # noqa: F401
 from kvmtune.novaconf.update import apply  # noqa: F401
+from kvmtune.novaconf.update import apply_plan  # noqa: F401

@@ -20,6 +20,7 @@ conductor, api.
 
 import dataclasses
 import os
+import re
 
 COMPUTE = 'compute'
 SCHEDULER = 'scheduler'
@@ -158,31 +159,62 @@ _PROGRAMS = {f'nova-{service}': service for service in SERVICES}
 _PROGRAMS['nova-api-wsgi'] = API
 
 
-def running(proc='/proc'):
-    """The Nova services with a process on this host (a set, maybe empty).
+_PYTHON = re.compile(r'python[0-9.]*\Z')
 
-    Reads /proc/<pid>/cmdline and looks for a word among the first four
-    whose base name is a Nova service program (nova-compute, ...).
+
+def service_of(argv):
+    """The Nova service a process runs, from its argv (a list of str), or
+    None. Nova's programs run as the script (``/usr/bin/nova-compute
+    --config-file ...``), as python's first argument (``python3
+    /usr/bin/nova-compute``), or retitled by oslo.service
+    (``nova-scheduler: master process [/usr/bin/nova-scheduler ...]``,
+    one string). A process that merely names one (``journalctl -u
+    nova-scheduler``, ``tail -f nova-compute.log``) is not it (issue 26).
     """
-    found = set()
+    if not argv:
+        return None
+    first = argv[0].split()
+    head = os.path.basename(first[0].rstrip(':')) if first else ''
+    if head in _PROGRAMS and (first[0].endswith(':') or len(first) == 1):
+        return _PROGRAMS[head]
+    if _PYTHON.match(head):
+        for word in argv[1:3]:
+            if word.startswith('-'):
+                continue            # python -u /usr/bin/nova-compute
+            name = os.path.basename(word)
+            return _PROGRAMS.get(name)
+    return None
+
+
+def processes(proc='/proc'):
+    """[(pid, service, argv)] of every Nova service process under ``proc``
+    (/proc/<pid>/cmdline read bounded; unreadable ones skipped)."""
+    from kvmtune import inputs
+    from kvmtune.errors import InputError
+
+    found = []
     try:
-        pids = [name for name in os.listdir(proc) if name.isdigit()]
+        pids = sorted((name for name in os.listdir(proc) if name.isdigit()),
+                      key=int)
     except OSError:
         return found
     for pid in pids:
         try:
-            with open(os.path.join(proc, pid, 'cmdline'), 'rb') as handle:
-                words = handle.read().replace(b'\0', b' ').split()
-        except OSError:
+            data = inputs.read_bytes(os.path.join(proc, pid, 'cmdline'),
+                                     max_bytes=1 << 20)
+        except InputError:
             continue
-        # oslo.service retitles its processes: 'nova-scheduler: master
-        # process [/usr/bin/nova-scheduler --config-file ...]'.
-        for word in words[:4]:
-            name = os.path.basename(
-                word.decode('utf-8', 'replace').strip('[]:'))
-            if name in _PROGRAMS:
-                found.add(_PROGRAMS[name])
+        argv = [word.decode('utf-8', 'replace')
+                for word in data.split(b'\0') if word]
+        service = service_of(argv)
+        if service:
+            found.append((int(pid), service, argv))
     return found
+
+
+def running(proc='/proc'):
+    """The Nova services with a process on this host (a set, maybe empty)."""
+    return {service for _, service, _ in processes(proc)}
 
 
 def default_service(proc='/proc'):

@@ -50,9 +50,22 @@ class ApplyResult:
     notices: list
     nova: str = None        # Nova version the values were checked with
     backup: str = None
+    # the service written for (apply_plan) and how many of the plan's
+    # options it left to other services
+    service: str = None
+    left_out: int = 0
+    applied: int = None
 
     def message(self, profile=None):
         whose = f"profile {profile}'s" if profile else "the requested"
+        if not self.changed and self.applied == 0:
+            # Not "already has": nothing of the plan is this service's
+            # (io-tuned with --service scheduler said it had options it
+            # did not have; issue 26).
+            return (f'nothing to write for nova-{self.service}: none of '
+                    f'{whose} options is read by it ({self.left_out} left '
+                    f'to other services, named above); {self.path} '
+                    'unchanged')
         if not self.changed:
             return (f'nova.conf already has {whose} options; nothing '
                     f'changed ({self.path})')
@@ -253,4 +266,36 @@ def _apply(path, changes, dry_run, nova_python):
     if not dry_run:
         result.backup = write_config(path, old_text, new_text)
         result.written = True
+    return result
+
+
+def apply_plan(plan, path, service, *, dry_run=False, nova_python=None,
+               why=None):
+    """Apply what ``plan`` (kvmtune.plan.Plan) sets for the Nova
+    ``service`` ('compute', 'scheduler' or 'all') to the nova.conf at
+    ``path``: the one call of ``kvmtune nova-conf apply`` (the CLI parses
+    and prints; this decides). Options other services read are left out,
+    each named in the result's notices, never dropped silently; ``why``
+    (how the service was chosen) is the first notice when given.
+    """
+    from kvmtune.novaconf import services
+
+    notices = [f'--service {service}: {why}'] if why else []
+    changes, left = services.split(plan.nova_conf, service)
+    left_out = 0
+    for section, options in left.items():
+        for option in options:
+            names = services.readers(section, option)
+            readers = ', '.join(f'nova-{name}' for name in names)
+            other = 'compute' if 'compute' in names else 'scheduler'
+            notices.append(
+                f'not written: [{section}] {option} is read by {readers}, '
+                f'not nova-{service}: apply it with --service {other} on '
+                f'the hosts that run it (or see "kvmtune export")')
+            left_out += 1
+    result = apply(path, changes, dry_run=dry_run, nova_python=nova_python)
+    result.notices = notices + list(result.notices)
+    result.service = service
+    result.left_out = left_out
+    result.applied = sum(len(options) for options in changes.values())
     return result

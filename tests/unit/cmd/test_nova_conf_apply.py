@@ -330,3 +330,20 @@ def test_empty_config_is_an_error_not_the_default(tmp_path):
     done = kvmtune('--config-file', str(conf), *apply_args(''))
     assert_one_line_error(done, 'empty path')
     assert target.read_bytes() == before
+
+
+def test_nothing_for_the_service_is_not_already_there(tmp_path):
+    # Before: io-tuned with --service scheduler said the file "already
+    # has" options it did not have (issue 26): all four are nova-compute's.
+    path = tmp_path / 'nova.conf'
+    path.write_text('[DEFAULT]\n')
+    done = kvmtune(*apply_args(path, profile='io-tuned',
+                               service='scheduler'))
+    assert done.returncode == 0, done.stderr
+    assert 'already has' not in done.stdout
+    assert done.stdout.strip() == (
+        "nothing to write for nova-scheduler: none of profile io-tuned's "
+        f'options is read by it (4 left to other services, named above); '
+        f'{path} unchanged')
+    assert done.stderr.count('not written: ') == 4
+    assert path.read_text() == '[DEFAULT]\n'

@@ -202,3 +202,31 @@ def test_running_and_default(tmp_path):
 def test_default_without_nova(tmp_path):
     service, why = services.default_service(_proc(tmp_path, ['/bin/sh']))
     assert service == 'compute' and 'no Nova service' in why
+
+
+@pytest.mark.parametrize('argv', [
+    ['journalctl', '-u', 'nova-scheduler'],
+    ['/usr/bin/tail', '-f', '/var/log/nova/nova-compute.log'],
+    ['vim', 'nova-compute'],
+    ['/usr/bin/python3', '/usr/bin/pip', 'show', 'nova-compute'],
+    ['bash', '-c', 'nova-compute --config-file x'],
+])
+def test_a_process_that_only_names_a_service_is_not_it(tmp_path, argv):
+    # Before: any of the first four words counted, so 'journalctl -u
+    # nova-scheduler' made a compute host apply as a scheduler (issue 26).
+    assert services.running(_proc(tmp_path, argv)) == set()
+
+
+@pytest.mark.parametrize('argv, service', [
+    (['/usr/bin/nova-compute', '--config-file', '/etc/nova/nova.conf'],
+     'compute'),
+    (['/usr/bin/python3', '-u', '/usr/bin/nova-compute'], 'compute'),
+    (['/opt/venv/bin/python3.11', '/opt/venv/bin/nova-scheduler'],
+     'scheduler'),
+    (['nova-conductor: master process [/usr/bin/nova-conductor]'],
+     'conductor'),
+])
+def test_each_way_nova_runs_is_found_with_its_argv(tmp_path, argv,
+                                                   service):
+    [(pid, found, seen)] = services.processes(_proc(tmp_path, argv))
+    assert (pid, found, seen) == (100, service, argv)
