@@ -55,6 +55,8 @@ COMMANDS = [
      'Write a profile\'s options into nova.conf, in place.'),
     (('pages', 'apply'), 'pages_apply',
      'Set huge page pools per NUMA node and page size, now.'),
+    (('verify',), 'verify',
+     'Check that the host, nova-compute, cloud and guests run as planned.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

@@ -1,0 +1,153 @@
+"""Check that what a plan asked for is what runs: host, service, cloud, guests.
+
+Run on a compute host after plan, nova-conf apply or export, a reboot and a
+deploy. Each layer compares the plan with what is live:
+
+  host         the booted kernel command line, huge page pools per node
+               and size, kvm module parameters, vhost-net, tuned
+  novacompute  the running nova-compute's effective options (the files its
+               command line makes oslo.config read, in its order), and
+               whether it started before the last change to them
+  cloud        this host's resource provider (PCPU/VCPU totals, traits)
+               and the profiles' flavors (--os-cloud; read-only calls)
+  guests       the libvirt domain XML Nova wrote for this host's instances
+               (pins, emulator threads, huge pages, NUMA, disks, vhost)
+
+  kvmtune verify --profile pinned-hugepages
+  kvmtune verify --profile pinned-hugepages --profile nested-host \\
+      --os-cloud admin -f json
+  kvmtune verify --plan plan.json --layer host --root captured/compute-1
+  kvmtune verify --profile cpu-pinning \\
+      --nova-config-file /etc/kolla/nova-compute/nova.conf   # containers
+  kvmtune verify --profile cpu-pinning --prometheus \\
+      /var/lib/node_exporter/textfile_collector/kvmtune_verify.prom
+
+Every check is PASS, DRIFT (with the fix) or UNKNOWN (with the reason it
+could not be made: no nova-compute process, no libvirt, no credentials, a
+cloud answering 5xx); UNKNOWN never counts as a pass. Exit status: 0 in
+sync, 1 when anything drifted, 2 when verify could not run (bad input).
+"""
+
+import importlib.util
+import sys
+
+from kvmtune import cmd
+from kvmtune.cmd import output
+
+COLUMNS = ['layer', 'check', 'expected', 'live', 'status', 'fix']
+LAYERS = ('host', 'novacompute', 'cloud', 'guests')
+
+
+def add_arguments(parser):
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument('--profile', action='append', metavar='NAME|FILE',
+                       help='a profile that was applied (repeatable, as '
+                            'DevStack\'s KVMTUNE_PROFILES)')
+    which.add_argument('--plan', metavar='FILE',
+                       help='a plan written by "kvmtune plan -f json"')
+    cmd.add_facts_source(parser, verb='verify')
+    parser.add_argument('--layer', action='append', choices=LAYERS,
+                        help='check only this layer (repeatable; default: '
+                             'every layer this host can be asked for, the '
+                             'cloud only with --os-cloud)')
+    parser.add_argument('--nova-config-file', action='append',
+                        metavar='PATH', dest='nova_config_files',
+                        help='a file nova-compute reads, given instead of '
+                             'reading its command line (repeatable, in its '
+                             'order; containers: kolla\'s '
+                             '/etc/kolla/nova-compute/nova.conf)')
+    parser.add_argument('--nova-config-dir', action='append',
+                        metavar='DIR', dest='nova_config_dirs',
+                        help='a --config-dir nova-compute reads (likewise)')
+    parser.add_argument('--service', choices=('compute', 'scheduler'),
+                        default='compute',
+                        help='whose options to check (default: compute; '
+                             'scheduler on a controller)')
+    parser.add_argument('--os-cloud', metavar='CLOUD',
+                        help='check this host in that cloud too '
+                             '(clouds.yaml; read-only API calls)')
+    parser.add_argument('--host', metavar='NAME',
+                        help='this compute\'s name in Nova (default: its '
+                             'host name)')
+    parser.add_argument('--libvirt-uri', metavar='URI',
+                        help='libvirt to read the guests from, read-only '
+                             '(default: qemu:///system)')
+    output.add_format(parser)
+    parser.add_argument('--prometheus', metavar='FILE',
+                        help='also write the checks for node_exporter\'s '
+                             'textfile collector (a .prom file, written '
+                             'atomically)')
+
+
+def available_layers():
+    """The layers this kvmtune has (a layer module that is not there is
+    not offered, never faked)."""
+    return [layer for layer in LAYERS
+            if importlib.util.find_spec(f'kvmtune.verify.{layer}')]
+
+
+def _layers(args):
+    have = available_layers()
+    if args.layer:
+        from kvmtune.errors import InputError
+        if 'cloud' in args.layer and not args.os_cloud:
+            raise InputError('the cloud layer needs a cloud',
+                             key='--layer cloud',
+                             fix='add --os-cloud CLOUD (clouds.yaml)')
+        missing = [layer for layer in args.layer if layer not in have]
+        if missing:
+            raise InputError(f'this kvmtune has no {missing[0]} layer',
+                             key='--layer', fix='choose from: ' +
+                             ', '.join(have))
+        return list(args.layer)
+    return [layer for layer in have
+            if layer != 'cloud' or args.os_cloud]
+
+
+def run(args):
+    from kvmtune import plan as plans
+    from kvmtune import verify
+    from kvmtune.verify import prometheus
+
+    layers = _layers(args)
+    if args.plan:
+        built = [plans.load(args.plan)]
+        facts = None
+    else:
+        from kvmtune import facts as host_facts
+        facts = host_facts.resolve(root=args.root, facts_file=args.facts)
+        built = plans.for_host(args.profile, facts=facts,
+                               config_files=args.config_file)
+    cloud = None
+    if args.os_cloud and 'cloud' in layers:
+        from kvmtune.cloud.connection import Cloud
+        cloud = Cloud.connect(args.os_cloud)
+    ctx = verify.Context(root=args.root or '/',
+                         config_files=args.nova_config_files,
+                         config_dirs=args.nova_config_dirs,
+                         service=args.service, cloud=cloud,
+                         libvirt_uri=args.libvirt_uri, host=args.host,
+                         facts=facts)
+    checks = verify.run(built, ctx, layers)
+    rows = [[c.layer, c.name, c.expected,
+             c.live if c.status != verify.UNKNOWN else f'? {c.reason}',
+             c.status, c.fix or ''] for c in checks]
+    output.emit(args, COLUMNS, rows,
+                document={'profiles': [plan.profile for plan in built],
+                          'layers': layers,
+                          'checks': [c.to_dict() for c in checks],
+                          'summary': summary(checks)})
+    if args.prometheus:
+        prometheus.write(args.prometheus, checks, host=ctx.host)
+        output.wrote(args.prometheus, stream=sys.stderr)
+    if args.format == 'table':
+        counts = summary(checks)
+        print(f'{counts["PASS"]} pass, {counts["DRIFT"]} drift, '
+              f'{counts["UNKNOWN"]} unknown', file=sys.stderr)
+    return verify.exit_code(checks)
+
+
+def summary(checks):
+    from kvmtune import verify
+    return {status: sum(1 for c in checks if c.status == status)
+            for status in verify.STATUSES}

@@ -1,0 +1,337 @@
+"""The host layer: what the booted kernel and the loaded modules give.
+
+Compares the plans against the live host (``ctx.root``: / or a tree made
+by ``kvmtune host capture``), read through kvmtune.facts (the one reader
+of /proc and /sys):
+
+- ``cmdline <arg>``: every planned kernel argument is on the booted
+  command line (/proc/cmdline); CPU lists (isolcpus, nohz_full, rcu_nocbs)
+  compare as sets, ``hugepages=`` with the ``hugepagesz=`` before it (and
+  per node when planned so). The arguments in /etc/default/grub do not
+  count until a reboot: that is the drift this finds.
+- ``pages node<N> <size>``: the huge page pool of each planned node and
+  size has at least the planned pages (free and used shown).
+- ``module <name> <param>``: the planned module options (the plan's
+  modprobe lines) are what /sys/module/<name>/parameters says; ``Y``/``1``
+  and ``N``/``0`` are equal.
+- ``vhost_net``: /dev/vhost-net is there when a plan's vhost_net tuner
+  wants it.
+- ``tuned``: when /etc/tuned/cpu-partitioning-variables.conf exists (the
+  ``tuned`` export target was used on this host), tuned's active profile
+  is cpu-partitioning and its ``isolated_cores`` equal the plan's
+  dedicated CPUs.
+
+What cannot be read is UNKNOWN with the reason, never a pass.
+"""
+
+import os
+
+from kvmtune import verify
+from kvmtune.facts import kernel as kernel_args
+from kvmtune.facts.cpulist import format_cpulist
+from kvmtune.facts.cpulist import parse_cpulist
+
+LAYER = 'host'
+CPU_SET_ARGS = ('isolcpus', 'nohz_full', 'rcu_nocbs')
+TRUE = ('Y', 'y', '1')
+FALSE = ('N', 'n', '0')
+TUNED_VARIABLES = 'etc/tuned/cpu-partitioning-variables.conf'
+TUNED_ACTIVE = 'etc/tuned/active_profile'
+REBOOT_FIX = ('add {arg} to GRUB_CMDLINE_LINUX (the grub file kvmtune export '
+              'writes has it), then update-grub and reboot')
+
+
+def _facts(ctx):
+    if ctx.facts is None:
+        from kvmtune import facts as host_facts
+        ctx.facts = host_facts.gather(ctx.root, probe_kvm=False)
+    return ctx.facts
+
+
+class _Rows:
+    """Checks in order, one per (name, expected); a row that several
+    plans share names all their profiles."""
+
+    def __init__(self, host):
+        self.host = host
+        self.rows = {}
+
+    def add(self, check, profile):
+        key = (check.name, check.expected)
+        if key in self.rows:
+            have = self.rows[key]
+            if profile not in have.profile.split(','):
+                have.profile += f',{profile}'
+            return
+        check.host, check.profile = self.host, profile
+        self.rows[key] = check
+
+    def list(self):
+        return list(self.rows.values())
+
+
+# -- the kernel command line ------------------------------------------------
+
+def _live_pairs(cmdline):
+    return kernel_args.split_cmdline(cmdline)
+
+
+def _hugepages_after(pairs, size):
+    """The hugepages= value that follows hugepagesz=``size`` (or the first
+    one before any hugepagesz= when ``size`` is None)."""
+    current = None
+    for key, value in pairs:
+        if key == 'hugepagesz':
+            current = value
+        elif key == 'hugepages' and (
+                current == size or (size is None and current is None)):
+            return value
+    return None
+
+
+def _same_cpus(planned, live):
+    """The same CPUs, and the planned isolcpus flags among the live ones
+    (an operator's extra managed_irq or domain is theirs to keep)."""
+    try:
+        if planned is None or live is None:
+            return False
+        cpus_a, flags_a = kernel_args.parse_isolcpus(planned)
+        cpus_b, flags_b = kernel_args.parse_isolcpus(live)
+        return set(cpus_a) == set(cpus_b) and set(flags_a) <= set(flags_b)
+    except ValueError:
+        return False
+
+
+def _same_count(a, b):
+    try:
+        return (a is not None and b is not None and
+                kernel_args._hugepages_count(a) ==
+                kernel_args._hugepages_count(b))
+    except ValueError:
+        return False
+
+
+def cmdline_checks(plan, cmdline):
+    """[Check] of ``plan``'s kernel arguments against the booted
+    ``cmdline`` (None: /proc/cmdline could not be read)."""
+    planned = kernel_args.split_cmdline(' '.join(plan.kernel_args))
+    checks = []
+    live = None if cmdline is None else _live_pairs(cmdline)
+    size = None
+    for key, value in planned:
+        arg = key if value is None else f'{key}={value}'
+        name = f'cmdline {key}'
+        if key == 'hugepagesz':
+            size = value
+        if key == 'hugepages' and size is not None:
+            name = f'cmdline hugepages ({size})'
+        fix = REBOOT_FIX.format(arg=arg)
+        if live is None:
+            checks.append(verify.unknown(
+                LAYER, name, arg, '/proc/cmdline could not be read'))
+            continue
+        values = [v for k, v in live if k == key]
+        if key == 'hugepages':
+            found = _hugepages_after(live, size)
+            same = _same_count(value, found)
+        elif key in CPU_SET_ARGS:
+            found = values[-1] if values else None
+            same = _same_cpus(value, found)
+        else:
+            found = values[-1] if values else None
+            same = value in values if values else False
+        shown = 'absent' if found is None and not values else (
+            f'{key}={found}' if found is not None else key)
+        checks.append(verify.Check(
+            layer=LAYER, name=name, expected=arg, live=shown,
+            status=verify.PASS if same else verify.DRIFT,
+            fix=None if same else fix))
+    return checks
+
+
+# -- huge page pools -------------------------------------------------------
+
+def _size_label(size_kb):
+    return f'{size_kb // (1024 * 1024)}G' if size_kb >= 1024 * 1024 \
+        else f'{size_kb // 1024}M'
+
+
+def pool_checks(plan, facts):
+    """[Check] of ``plan``'s huge page pools against the live ones."""
+    nodes = {node['id']: node for node in
+             (facts.get('numa') or {}).get('nodes') or []}
+    checks = []
+    for pool in plan.hugepages:
+        size = _size_label(pool['size_kb'])
+        name = f'pages node{pool["node"]} {size}'
+        expected = f'>= {pool["count"]}'
+        fix = (f'kvmtune pages apply {pool["node"]}:{size}:{pool["count"]}'
+               + (' (1G pages usually need hugepagesz=1G hugepages=N on '
+                  'the kernel command line and a reboot)'
+                  if pool['size_kb'] >= 1024 * 1024 else ''))
+        live = next((p for p in (nodes.get(pool['node']) or {}).get(
+            'hugepages', []) if p.get('size_kb') == pool['size_kb']), None)
+        if pool['node'] not in nodes:
+            checks.append(verify.unknown(
+                LAYER, name, expected, f'no NUMA node {pool["node"]} here'))
+        elif live is None or live.get('total') is None:
+            checks.append(verify.unknown(
+                LAYER, name, expected, f'the {size} pool of node '
+                f'{pool["node"]} could not be read'))
+        else:
+            total, free = live['total'], live.get('free')
+            used = '' if free is None else \
+                f' ({free} free, {total - free} in use)'
+            ok = total >= pool['count']
+            checks.append(verify.Check(
+                layer=LAYER, name=name, expected=expected,
+                live=f'{total}{used}',
+                status=verify.PASS if ok else verify.DRIFT,
+                fix=None if ok else fix))
+    return checks
+
+
+# -- kvm module parameters -------------------------------------------------
+
+def planned_module_options(plan):
+    """{(module, param): value} from the plan's modprobe lines."""
+    found = {}
+    for text in plan.modprobe.values():
+        for line in text.splitlines():
+            words = line.split()
+            if len(words) < 3 or words[0] != 'options':
+                continue
+            for item in words[2:]:
+                param, _, value = item.partition('=')
+                found[(words[1], param)] = value
+    return found
+
+
+def _normal(value):
+    if value in TRUE:
+        return 'Y'
+    if value in FALSE:
+        return 'N'
+    return value
+
+
+def module_checks(plan, files):
+    """[Check] of the plan's module options against /sys/module."""
+    from kvmtune.facts import virt
+
+    checks = []
+    for (module, param), value in planned_module_options(plan).items():
+        name = f'module {module} {param}'
+        expected = f'{param}={value}'
+        fix = (f'echo "options {module} {param}={value}" >> '
+               f'/etc/modprobe.d/kvm.conf, then reload {module} with no '
+               f'guest running (modprobe -r {module} && modprobe {module})')
+        params = virt.module_params(files, module)
+        if params is None:
+            checks.append(verify.Check(
+                layer=LAYER, name=name, expected=expected,
+                live='module not loaded', status=verify.DRIFT,
+                fix=f'modprobe {module} {param}={value}'))
+            continue
+        live = params.get(param)
+        if live is None:
+            checks.append(verify.unknown(
+                LAYER, name, expected, f'/sys/module/{module}/parameters/'
+                f'{param} could not be read'))
+            continue
+        same = _normal(live) == _normal(value)
+        checks.append(verify.Check(
+            layer=LAYER, name=name, expected=expected,
+            live=f'{param}={live}',
+            status=verify.PASS if same else verify.DRIFT,
+            fix=None if same else fix))
+    return checks
+
+
+# -- vhost-net and tuned ---------------------------------------------------
+
+def vhost_checks(plan, facts):
+    if not any(check.tuner == 'vhost_net' for check in plan.checks):
+        return []
+    vhost = facts.get('vhost_net') or {}
+    ok = bool(vhost.get('device'))
+    live = ('/dev/vhost-net present' if ok else
+            f'/dev/vhost-net absent (module {vhost.get("module")})')
+    return [verify.Check(layer=LAYER, name='vhost_net',
+                         expected='/dev/vhost-net present', live=live,
+                         status=verify.PASS if ok else verify.DRIFT,
+                         fix=None if ok else 'modprobe vhost_net (and add '
+                         'vhost_net to /etc/modules)')]
+
+
+def _read_small(root, path):
+    from kvmtune import inputs
+    from kvmtune.errors import InputError
+    try:
+        return inputs.read_text(os.path.join(root, path),
+                                max_bytes=1 << 16)
+    except InputError:
+        return None
+
+
+def tuned_checks(plan, root):
+    # tuned's package ships this file (isolated_cores from a function):
+    # only one written by "kvmtune export --target tuned" says the tuned
+    # target was chosen for this host.
+    text = _read_small(root, TUNED_VARIABLES)
+    if text is None or 'Written by "kvmtune export"' not in text:
+        return []
+    dedicated = (plan.nova_conf.get('compute') or {}).get(
+        'cpu_dedicated_set')
+    checks = []
+    active = _read_small(root, TUNED_ACTIVE)
+    if active is None:
+        checks.append(verify.unknown(LAYER, 'tuned profile',
+                                     'cpu-partitioning',
+                                     f'/{TUNED_ACTIVE} could not be read'))
+    else:
+        ok = 'cpu-partitioning' in active.split()
+        checks.append(verify.Check(
+            layer=LAYER, name='tuned profile', expected='cpu-partitioning',
+            live=' '.join(active.split()) or '(none)',
+            status=verify.PASS if ok else verify.DRIFT,
+            fix=None if ok else 'tuned-adm profile cpu-partitioning, then '
+                                'reboot'))
+    if dedicated:
+        cores = None
+        for line in text.splitlines():
+            key, _, value = line.partition('=')
+            if key.strip() == 'isolated_cores':
+                cores = value.strip()
+        try:
+            ok = cores is not None and set(parse_cpulist(cores)) == set(
+                parse_cpulist(dedicated))
+        except ValueError:
+            ok = False
+        checks.append(verify.Check(
+            layer=LAYER, name='tuned isolated_cores',
+            expected=format_cpulist(parse_cpulist(dedicated)),
+            live=cores if cores is not None else 'absent',
+            status=verify.PASS if ok else verify.DRIFT,
+            fix=None if ok else f'set isolated_cores={dedicated} in '
+            f'/{TUNED_VARIABLES} (kvmtune export --target tuned), then '
+            'tuned-adm profile cpu-partitioning and reboot'))
+    return checks
+
+
+def checks(plans, ctx):
+    """The host layer's checks for ``plans`` on ``ctx.root``."""
+    from kvmtune.facts import hostfs
+
+    facts = _facts(ctx)
+    files = hostfs.HostFiles(ctx.root)
+    cmdline = (facts.get('kernel') or {}).get('cmdline')
+    rows = _Rows(ctx.host or facts.get('hostname'))
+    for plan in plans:
+        for check in (cmdline_checks(plan, cmdline) +
+                      pool_checks(plan, facts) +
+                      module_checks(plan, files) +
+                      vhost_checks(plan, facts) +
+                      tuned_checks(plan, ctx.root)):
+            rows.add(check, plan.profile)
+    return rows.list()

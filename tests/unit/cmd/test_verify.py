@@ -1,0 +1,87 @@
+"""``kvmtune verify``: exit 0 in sync, 1 on drift, 2 on bad input; the
+table, -f json and the Prometheus file."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from kvmtune import cli
+from tests import paths
+
+TUNED = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
+
+
+def verify(*argv):
+    return cli.main(['verify', *argv])
+
+
+def test_in_sync_is_exit_0_with_the_table(capsys):
+    assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '--layer', 'host') == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].split() == ['layer', 'check', 'expected',
+                                           'live', 'status', 'fix']
+    assert 'DRIFT' not in out and 'PASS' in out
+    assert err.strip().endswith('0 drift, 0 unknown')
+
+
+def test_drift_is_exit_1_and_json_parses(tmp_path, capsys):
+    root = tmp_path / 'host'
+    shutil.copytree(TUNED, root, symlinks=True)
+    (root / 'proc/cmdline').write_text('root=/dev/sda1\n')
+    assert verify('--profile', 'pinned-hugepages-ept', '--root', str(root),
+                  '--layer', 'host', '-f', 'json') == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc['profiles'] == ['pinned-hugepages-ept']
+    assert doc['summary']['DRIFT'] >= 4
+    drift = [c for c in doc['checks'] if c['status'] == 'DRIFT']
+    assert all(c['fix'] for c in drift)
+
+
+def test_a_plan_file_is_verified_as_the_profile(tmp_path, capsys):
+    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept', '--root',
+                     TUNED, '--format', 'json']) == 0
+    plan = tmp_path / 'plan.json'
+    plan.write_text(capsys.readouterr().out)
+    assert verify('--plan', str(plan), '--root', TUNED, '--layer',
+                  'host', '-f', 'value', '-c', 'status') == 0
+    assert set(capsys.readouterr().out.split()) == {'PASS'}
+
+
+def test_the_prometheus_file_is_written(tmp_path, capsys):
+    prom = tmp_path / 'kvmtune_verify.prom'
+    assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '--layer', 'host', '--prometheus', str(prom)) == 0
+    assert 'kvmtune_verify_check{' in prom.read_text()
+    assert f'wrote {prom}' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--plan', 'missing.json'], ['missing.json', 'no such file']),
+    (['--profile', 'no-such-profile'], ['no-such-profile']),
+    (['--profile', 'cpu-pinning', '--layer', 'cloud'],
+     ['the cloud layer needs a cloud', 'fix: add --os-cloud']),
+])
+def test_bad_input_is_one_line_exit_2(argv, words, capsys, tmp_path,
+                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert verify(*argv, '--root', TUNED) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith('kvmtune: error: ')
+    for word in words:
+        assert word in err, err
+
+
+def test_a_plan_file_of_the_wrong_shape(tmp_path, capsys):
+    plan = tmp_path / 'plan.json'
+    plan.write_text('{"profile": "x"}')
+    assert verify('--plan', str(plan), '--root', TUNED) == 2
+    assert 'facts_source: missing key' in capsys.readouterr().err
+
+
+def test_profile_and_plan_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exc:
+        verify('--profile', 'cpu-pinning', '--plan', 'p.json')
+    assert exc.value.code == 2
