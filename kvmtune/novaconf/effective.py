@@ -1,0 +1,212 @@
+"""Which files a Nova service reads, in oslo.config's order, and which value
+of an option it ends up with: the one model of that precedence in kvmtune
+(doc/design.md 9.5; used by verify and by export's drop-in checks).
+
+Read from oslo.config's own code (openstack/oslo.config,
+oslo_config/cfg.py: ``_get_config_dirs``, ``_search_dirs``,
+``find_config_files``, ``find_config_dirs``,
+``ConfigOpts._parse_config_files``, ``_Namespace._get_file_value``) and
+checked against it (tests/unit/novaconf/test_effective.py runs oslo.config
+with Nova's options on the same files and argv):
+
+1. The default files (``nova.conf``, then ``<prog>.conf``, each from the
+   first of ~/.nova/, ~/, /etc/nova/, /etc/ that has it) are parsed only
+   when the command line has no ``--config-file``.
+2. The default directories (``nova.conf.d/``, then ``<prog>.conf.d/``,
+   found the same way) are parsed only when it has no ``--config-dir``:
+   so a service started ``--config-file /etc/nova/nova.conf`` still reads
+   /etc/nova/nova.conf.d/ and nova-compute.conf.d/, but *before* that
+   file, which then wins over them.
+3. Then every ``--config-file``/``--config-dir`` at its place in argv; a
+   directory's ``*.conf`` files in sorted order.
+
+A single-valued option takes the value of the last file parsed that sets
+it (the last line within a file); a multi-valued one (a list in a plan:
+``[DEFAULT] reserved_huge_pages``) adds up the values of every file in
+parse order. An ``OS_<GROUP>__<OPTION>`` environment variable beats every
+file (oslo_config/sources/_environment.py).
+"""
+
+import dataclasses
+import glob
+import os
+import re
+
+from kvmtune import inputs
+from kvmtune.errors import InputError
+from kvmtune.novaconf import inifile
+
+PROJECT = 'nova'
+SEARCH_DIRS = ('~/.nova', '~', '/etc/nova', '/etc')
+_RETITLED = re.compile(r'^[\w-]+: .*\[(?P<argv>.*)\]\s*\Z')
+_PYTHON = re.compile(r'python[0-9.]*\Z')
+
+
+@dataclasses.dataclass
+class Source:
+    path: str            # as the service names it (not under a root)
+    origin: str          # 'default' or 'argv'
+
+
+def real_argv(argv):
+    """The argv oslo.config saw: the script and its arguments, without
+    the interpreter (``python3 /usr/bin/nova-compute ...``) and out of
+    oslo.service's retitled form (``nova-compute: master process
+    [/usr/bin/nova-compute --config-file ...]``)."""
+    argv = list(argv)
+    if len(argv) == 1:
+        found = _RETITLED.match(argv[0])
+        if found:
+            argv = found.group('argv').split()
+    if argv and _PYTHON.match(os.path.basename(argv[0])):
+        argv = argv[1:]
+        while argv and argv[0].startswith('-'):
+            argv = argv[1:]
+    return argv
+
+
+def prog_of(argv):
+    """oslo.config's ``prog``: the script's base name without .py."""
+    name = os.path.basename(real_argv(argv)[0]) if argv else PROJECT
+    return name[:-3] if name.endswith('.py') else name
+
+
+def _cli_sources(args):
+    """[(kind, value)] of --config-file/--config-dir in argv order."""
+    found = []
+    words = iter(args)
+    for word in words:
+        for kind in ('--config-file', '--config-dir'):
+            if word == kind:
+                value = next(words, None)
+                if value is not None:
+                    found.append((kind, value))
+            elif word.startswith(kind + '='):
+                found.append((kind, word[len(kind) + 1:]))
+    return found
+
+
+class Reader:
+    """Files and directories of one host, live or under a ``root``."""
+
+    def __init__(self, root='/', home=None):
+        self.root = root
+        self.home = home
+
+    def at(self, path):
+        return os.path.join(self.root, path.lstrip('/'))
+
+    def search_dirs(self):
+        dirs = []
+        for directory in SEARCH_DIRS:
+            if directory.startswith('~'):
+                if not self.home:
+                    continue        # the service's HOME is not known
+                directory = self.home + directory[1:]
+            dirs.append(os.path.normpath(directory))
+        return dirs
+
+    def first(self, name, is_dir):
+        for directory in self.search_dirs():
+            path = os.path.join(directory, name)
+            check = os.path.isdir if is_dir else os.path.isfile
+            if check(self.at(path)):
+                return path
+        return None
+
+    def dir_files(self, directory):
+        return sorted(os.path.join(directory, os.path.basename(p))
+                      for p in glob.glob(os.path.join(
+                          glob.escape(self.at(directory)), '*.conf')))
+
+
+def sources(argv, reader=None):
+    """[Source] the service started with ``argv`` parses, in order."""
+    reader = reader or Reader()
+    argv = real_argv(argv)
+    prog = prog_of(argv)
+    cli = _cli_sources(argv[1:])
+    found = []
+    if not any(kind == '--config-file' for kind, _ in cli):
+        for name in (f'{PROJECT}.conf', f'{prog}.conf'):
+            path = reader.first(name, is_dir=False)
+            if path:
+                found.append(Source(path, 'default'))
+    if not any(kind == '--config-dir' for kind, _ in cli):
+        for name in (f'{PROJECT}.conf.d', f'{prog}.conf.d'):
+            path = reader.first(name, is_dir=True)
+            if path:
+                found.extend(Source(p, 'default')
+                             for p in reader.dir_files(path))
+    for kind, value in cli:
+        if kind == '--config-file':
+            found.append(Source(value, 'argv'))
+        else:
+            found.extend(Source(p, 'argv') for p in reader.dir_files(value))
+    return found
+
+
+@dataclasses.dataclass
+class Effective:
+    """What a service reads: its files in order and each option's values
+    (with the file each came from), after environment overrides."""
+    sources: list
+    unreadable: dict                   # path -> why it could not be read
+    values: dict                       # (section, option) -> [(value, path)]
+    environment: dict                  # (section, option) -> value
+
+    def get(self, section, option, multi=False):
+        """(value, where): the value the service uses and the file (or
+        ``environment``) it came from; (None, None) when no file sets it.
+        ``multi``: the list of every file's values, and the files."""
+        key = (inifile.normalize_section(section), option)
+        if key in self.environment:
+            return self.environment[key], 'environment'
+        found = self.values.get(key, [])
+        if not found:
+            return (None, None)
+        if multi:
+            return ([value for value, _ in found],
+                    sorted({path for _, path in found}))
+        return found[-1]
+
+
+def _env_key(name):
+    """OS_<GROUP>__<OPTION> -> (section, option), or None."""
+    if not name.startswith('OS_') or '__' not in name:
+        return None
+    group, _, option = name[3:].partition('__')
+    if not group or not option:
+        return None
+    section = 'DEFAULT' if group == 'DEFAULT' else group.lower()
+    return section, option.lower()
+
+
+def effective(argv, reader=None, environ=None):
+    """The Effective configuration of a service started with ``argv``
+    (its environment ``environ``, when known)."""
+    reader = reader or Reader()
+    parsed = sources(argv, reader)
+    values, unreadable = {}, {}
+    for source in parsed:
+        try:
+            text = inputs.read_text(reader.at(source.path),
+                                    source=source.path)
+            ini = inifile.IniFile(text)
+        except InputError as exc:
+            unreadable[source.path] = exc.problem
+            continue
+        except inifile.ParseError as exc:
+            unreadable[source.path] = f'not an INI file: {exc}'
+            continue
+        for block in ini.blocks:
+            section = inifile.normalize_section(block.section)
+            for entry in block.entries:
+                values.setdefault((section, entry.key), []).append(
+                    (entry.value, source.path))
+    environment = {}
+    for name, value in (environ or {}).items():
+        key = _env_key(name)
+        if key:
+            environment[key] = value
+    return Effective(parsed, unreadable, values, environment)
