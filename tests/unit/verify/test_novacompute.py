@@ -9,7 +9,6 @@ import pytest
 
 from kvmtune import plan as plans
 from kvmtune import verify
-from kvmtune.verify import novacompute
 from tests import paths
 
 TUNED = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
