@@ -10,6 +10,7 @@ import yaml
 from kvmtune import cli
 from kvmtune import profiles
 from kvmtune.errors import InputError
+from tests import hang
 from tests import paths
 
 SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
@@ -287,14 +288,16 @@ def test_yaml_that_used_to_be_an_internal_error(tmp_path, text, words):
 
 def test_profile_dir_entry_that_is_a_directory_or_fifo(tmp_path):
     (tmp_path / 'dir.yaml').mkdir()
-    os.mkfifo(tmp_path / 'fifo.yaml')
+    fifo = tmp_path / 'fifo.yaml'
+    os.mkfifo(fifo)
     write(tmp_path, 'mine.yaml', GOOD)
-    found = profiles.available([str(tmp_path)])
+    found = hang.call(lambda: profiles.available([str(tmp_path)]),
+                      release=[fifo])
     assert sorted(found) == ['mine']
     with pytest.raises(InputError, match='directory'):
         profiles.load_file(str(tmp_path / 'dir.yaml'))
     with pytest.raises(InputError, match='FIFO'):
-        profiles.load_file(str(tmp_path / 'fifo.yaml'))
+        hang.call(lambda: profiles.load_file(str(fifo)), release=[fifo])
 
 
 def test_profile_list_with_hostile_dir_entries(tmp_path, capsys):
@@ -302,5 +305,7 @@ def test_profile_list_with_hostile_dir_entries(tmp_path, capsys):
     os.mkfifo(tmp_path / 'fifo.yaml')
     conf = tmp_path / 'kvmtune.conf'
     conf.write_text(f'[DEFAULT]\nprofile_dirs = {tmp_path}\n')
-    assert cli.main(['--config-file', str(conf), 'profile', 'list']) == 0
+    assert hang.call(
+        lambda: cli.main(['--config-file', str(conf), 'profile', 'list']),
+        release=[tmp_path / 'fifo.yaml']) == 0
     assert 'baseline' in capsys.readouterr().out

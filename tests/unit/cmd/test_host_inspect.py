@@ -9,13 +9,14 @@ import pytest
 from kvmtune import cli
 from kvmtune import facts as host_facts
 from tests import devices
+from tests import hang
 from tests import paths
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
 
 
-def _one_line_exit_2(capsys, argv, *words):
-    assert cli.main(argv) == 2
+def _one_line_exit_2(capsys, argv, *words, release=()):
+    assert hang.call(lambda: cli.main(argv), release=release) == 2
     err = capsys.readouterr().err
     assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
     for word in words:
@@ -36,7 +37,7 @@ def test_output_to_a_fifo_is_refused(tmp_path, capsys):
     fifo = tmp_path / 'facts.json'
     os.mkfifo(fifo)
     _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
-                              '-o', str(fifo)], 'FIFO')
+                              '-o', str(fifo)], 'FIFO', release=[fifo])
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
@@ -70,7 +71,7 @@ def test_facts_file_that_is_a_fifo(tmp_path, capsys):
     fifo = tmp_path / 'facts.json'
     os.mkfifo(fifo)
     _one_line_exit_2(capsys, ['plan', '--profile', 'baseline', '--facts',
-                              str(fifo)], 'FIFO')
+                              str(fifo)], 'FIFO', release=[fifo])
 
 
 def test_capture_record_that_is_a_fifo_does_not_hang(tmp_path, capsys):
@@ -81,4 +82,5 @@ def test_capture_record_that_is_a_fifo_does_not_hang(tmp_path, capsys):
     if record.exists():
         record.unlink()
     os.mkfifo(record)
-    assert cli.main(['host', 'inspect', '--root', str(tree)]) == 0
+    assert hang.call(lambda: cli.main(['host', 'inspect', '--root',
+                                       str(tree)]), release=[record]) == 0

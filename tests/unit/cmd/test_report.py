@@ -7,12 +7,12 @@ import multiprocessing
 import os
 import stat
 import tempfile
-import time
 
 import pytest
 
 from kvmtune import cli
 from tests import devices
+from tests import hang
 from tests.unit.report.test_scaling import baseline_file
 from tests.unit.report.test_scaling import new_format
 from tests.unit.report.test_scaling import write
@@ -111,15 +111,13 @@ def test_html_to_a_fifo_does_not_hang(tmp_path):
     answers = context.Queue()
     child = context.Process(target=_report_into_fifo,
                             args=(path, fifo, answers))
-    start = time.monotonic()
     child.start()
-    child.join(60)
+    child.join(hang.HANG_BOUND_S)       # a hard timeout on a hang
     if child.is_alive():
         child.kill()
         pytest.fail('kvmtune report hung on a FIFO')
     code, err = answers.get(timeout=5)
     assert code == 2 and 'FIFO' in err
-    assert time.monotonic() - start < 60
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 

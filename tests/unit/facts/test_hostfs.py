@@ -1,8 +1,9 @@
 """The one reader of /proc, /sys and captured trees (facts/hostfs.py):
 regular files only, bounded, never out of a captured tree (issue 26).
 
-Each case that could hang runs gather() in a subprocess with a hard
-timeout, so a regression fails here instead of stalling CI."""
+Each case that could hang runs gather() in a subprocess, or the read in a
+thread (tests/hang.py), with a hard timeout, so a regression fails here
+instead of stalling CI."""
 
 import json
 import os
@@ -14,6 +15,7 @@ import pytest
 
 from kvmtune import facts as host_facts
 from kvmtune.facts import hostfs
+from tests import hang
 from tests import paths
 
 PVM = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
@@ -24,7 +26,7 @@ SEVEN = ('proc/meminfo', 'proc/cmdline',
          'sys/devices/system/cpu/cpu0/topology/thread_siblings_list',
          'sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages',
          'proc/sys/kernel/hostname')
-HANG_BOUND_S = 60     # a hang, not a speed: benchmarks/facts_hostile.py
+HANG_BOUND_S = hang.HANG_BOUND_S  # a hang, not a speed
 
 
 @pytest.fixture
@@ -56,7 +58,8 @@ def test_a_fifo_in_place_of_a_file_is_not_read(tree, path):
     before = host_facts.gather(PVM, probe_kvm=False)
     assert facts != before             # something is unknown now ...
     files = hostfs.HostFiles(str(tree))
-    assert files.read('/' + path) is None
+    assert hang.call(lambda: files.read('/' + path),
+                     release=[target]) is None
     assert files.refused['/' + path] == ('is a FIFO (named pipe), not a '
                                          'regular file')
 

@@ -10,6 +10,7 @@ from kvmtune.errors import InputError
 from kvmtune.novaconf import update
 from kvmtune.novaconf import validate
 from tests import devices
+from tests import hang
 from tests import paths
 
 FIXTURES = os.path.join(paths.FIXTURES, 'novaconf')
@@ -356,7 +357,7 @@ def test_a_fifo_is_refused_without_hanging(tmp_path):
     fifo = tmp_path / 'nova.conf'
     os.mkfifo(fifo)
     with pytest.raises(InputError, match='FIFO'):
-        update.apply(str(fifo), CHANGES)
+        hang.call(lambda: update.apply(str(fifo), CHANGES), release=[fifo])
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
