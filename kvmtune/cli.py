@@ -20,6 +20,11 @@ import sys
 from kvmtune import extras
 from kvmtune.errors import KvmtuneError
 
+# A bug in kvmtune (an exception nobody expected) exits 2, as an error does:
+# never 1, which ``verify`` and ``cloud status`` use for "not as planned"
+# (doc/design.md 9.5), so a crash never reads as drift.
+INTERNAL_ERROR = 2
+
 DESCRIPTION = """\
 Tune KVM compute hosts for near bare-metal guests, and measure it.
 
@@ -169,7 +174,7 @@ def main(argv=None):
     except CommandImportError as exc:
         print(f'kvmtune: internal error: {exc} (reinstall kvmtune, or '
               'report it)', file=sys.stderr)
-        return 1
+        return INTERNAL_ERROR
     args = parser.parse_args(argv)
     if not getattr(args, '_run', None):
         parser.print_help()
@@ -204,7 +209,7 @@ def _internal_error(args, exc):
     msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
     print(f'kvmtune: internal error: {msg} (run with --debug for the '
           'traceback, and report it)', file=sys.stderr)
-    return 1
+    return INTERNAL_ERROR
 
 
 if __name__ == '__main__':

@@ -27,7 +27,7 @@ def test_every_registered_command_imports():
 def test_a_command_that_fails_to_import_is_an_error(monkeypatch, capsys):
     monkeypatch.setattr(cli, 'COMMANDS', cli.COMMANDS + [
         (('broken',), 'no_such_module_kvmtune_test', 'x')])
-    assert cli.main(['profile', 'list']) == 1
+    assert cli.main(['profile', 'list']) == cli.INTERNAL_ERROR
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith('kvmtune: internal error: command "broken": '
@@ -45,7 +45,7 @@ def test_an_import_error_inside_a_module_is_an_error(monkeypatch, capsys):
                               "'kvmtune.report'")
         return real(name)
     monkeypatch.setattr(cli.importlib, 'import_module', import_module)
-    assert cli.main(['host', 'inspect']) == 1
+    assert cli.main(['host', 'inspect']) == cli.INTERNAL_ERROR
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ['kvmtune: internal error: command "report": '
                    'kvmtune.cmd.report does not import: ImportError: '
@@ -123,7 +123,7 @@ def test_other_missing_module_is_an_internal_error(monkeypatch, capsys):
     monkeypatch.setattr(cli, 'build_parser', lambda: types.SimpleNamespace(
         parse_args=lambda argv: types.SimpleNamespace(
             **dict(vars(args), _run=run))))
-    assert cli.main(['profile', 'list']) == 1
+    assert cli.main(['profile', 'list']) == cli.INTERNAL_ERROR
     assert 'internal error: ModuleNotFoundError' in capsys.readouterr().err
 
 
