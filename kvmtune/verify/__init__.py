@@ -89,6 +89,7 @@ class Context:
     libvirt_uri   libvirt's URI (default qemu:///system, read-only)
     host          this compute's name in Nova (default: its hostname)
     facts         the host facts the plans were built from, when known
+    domains       [(source, domain XML)] given instead of reading libvirt
     """
     root: str = '/'
     config_files: list = None
@@ -98,6 +99,7 @@ class Context:
     libvirt_uri: str = None
     host: str = None
     facts: dict = None
+    domains: list = None
 
 
 def run(plans, ctx, layers=LAYERS):
