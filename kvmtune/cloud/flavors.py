@@ -156,6 +156,10 @@ class Flavors:
                 'GET', '/flavors/detail?is_public=none')['flavors']
         return self._listing
 
+    def all(self):
+        """Every flavor, public and private, with its extra specs."""
+        return list(self._all())
+
     def find(self, name):
         """The flavor named name (public or private), or None."""
         found = [f for f in self._all() if f['name'] == name]

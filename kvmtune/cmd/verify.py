@@ -66,12 +66,24 @@ def add_arguments(parser):
     parser.add_argument('--os-cloud', metavar='CLOUD',
                         help='check this host in that cloud too '
                              '(clouds.yaml; read-only API calls)')
+    parser.add_argument('--all-hosts', action='store_true',
+                        help='the fleet view: the cloud layer for every '
+                             'compute node (needs --os-cloud), each planned '
+                             'from its facts file in --facts-dir')
+    parser.add_argument('--facts-dir', metavar='DIR',
+                        help='with --all-hosts: HOST.json per compute node, '
+                             'named as Nova names it ("kvmtune host inspect '
+                             '--format json" on each host)')
     parser.add_argument('--host', metavar='NAME',
                         help='this compute\'s name in Nova (default: its '
                              'host name)')
     parser.add_argument('--libvirt-uri', metavar='URI',
                         help='libvirt to read the guests from, read-only '
                              '(default: qemu:///system)')
+    parser.add_argument('--domain-xml-dir', metavar='DIR',
+                        help='read the guests\' domain XML from the *.xml '
+                             'files in DIR ("virsh dumpxml" of each) '
+                             'instead of from libvirt')
     output.add_format(parser)
     parser.add_argument('--prometheus', metavar='FILE',
                         help='also write the checks for node_exporter\'s '
@@ -109,13 +121,16 @@ def run(args):
     from kvmtune import verify
     from kvmtune.verify import prometheus
 
+    if args.all_hosts or args.facts_dir:
+        return run_fleet(args)
     layers = _layers(args)
+    from kvmtune import facts as host_facts
+    # The host the checks look at (the guests layer maps pinned CPUs to
+    # NUMA nodes with it), also when the plan comes from a file.
+    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     if args.plan:
         built = [plans.load(args.plan)]
-        facts = None
     else:
-        from kvmtune import facts as host_facts
-        facts = host_facts.resolve(root=args.root, facts_file=args.facts)
         built = plans.for_host(args.profile, facts=facts,
                                config_files=args.config_file)
     cloud = None
@@ -127,7 +142,8 @@ def run(args):
                          config_dirs=args.nova_config_dirs,
                          service=args.service, cloud=cloud,
                          libvirt_uri=args.libvirt_uri, host=args.host,
-                         facts=facts)
+                         facts=facts, domains=domain_files(
+                             args.domain_xml_dir))
     checks = verify.run(built, ctx, layers)
     rows = [[c.layer, c.name, c.expected,
              c.live if c.status != verify.UNKNOWN else f'? {c.reason}',
@@ -145,6 +161,95 @@ def run(args):
         print(f'{counts["PASS"]} pass, {counts["DRIFT"]} drift, '
               f'{counts["UNKNOWN"]} unknown', file=sys.stderr)
     return verify.exit_code(checks)
+
+
+def run_fleet(args):
+    """--all-hosts: the cloud layer for every compute node."""
+    import os
+
+    from kvmtune import facts as host_facts
+    from kvmtune import plan as plans
+    from kvmtune import verify
+    from kvmtune.cloud.connection import Cloud
+    from kvmtune.errors import InputError
+    from kvmtune.verify import cloud as cloud_layer
+    from kvmtune.verify import prometheus
+
+    if not args.all_hosts:
+        raise InputError('--facts-dir is for the fleet view',
+                         key='--facts-dir', fix='add --all-hosts')
+    if not args.os_cloud:
+        raise InputError('the fleet view reads the cloud', key='--all-hosts',
+                         fix='add --os-cloud CLOUD (clouds.yaml)')
+    if args.layer and args.layer != ['cloud']:
+        raise InputError('the fleet view has the cloud layer only',
+                         key='--layer', fix='run the other layers on each '
+                         'host, or drop --layer')
+    if args.profile and not args.facts_dir:
+        raise InputError('each host is planned from its own facts',
+                         key='--all-hosts', fix='add --facts-dir DIR '
+                         '(HOST.json per compute node), or give --plan')
+    if args.facts_dir and not os.path.isdir(args.facts_dir):
+        raise InputError('not a directory', source=args.facts_dir,
+                         key='--facts-dir', fix='give the directory of '
+                         'HOST.json facts files')
+    fixed = [plans.load(args.plan)] if args.plan else None
+
+    def plans_for(hostname):
+        if fixed is not None:
+            return fixed
+        path = os.path.join(args.facts_dir, f'{hostname}.json')
+        if not os.path.exists(path):
+            return None
+        return plans.for_host(args.profile,
+                              facts=host_facts.load(path),
+                              config_files=args.config_file)
+
+    cloud = Cloud.connect(args.os_cloud)
+    checks = cloud_layer.fleet(plans_for, cloud)
+    columns = ['host'] + COLUMNS
+    rows = [[c.host or '', c.layer, c.name, c.expected,
+             c.live if c.status != verify.UNKNOWN else f'? {c.reason}',
+             c.status, c.fix or ''] for c in checks]
+    output.emit(args, columns, rows,
+                document={'profiles': args.profile or
+                          [plan.profile for plan in fixed],
+                          'layers': ['cloud'],
+                          'checks': [c.to_dict() for c in checks],
+                          'summary': summary(checks)})
+    if args.prometheus:
+        prometheus.write(args.prometheus, checks)
+        output.wrote(args.prometheus, stream=sys.stderr)
+    if args.format == 'table':
+        counts = summary(checks)
+        print(f'{counts["PASS"]} pass, {counts["DRIFT"]} drift, '
+              f'{counts["UNKNOWN"]} unknown', file=sys.stderr)
+    return verify.exit_code(checks)
+
+
+def domain_files(directory):
+    """[(file name, XML)] of the *.xml files in directory, or None."""
+    if directory is None:
+        return None
+    import os
+
+    from kvmtune import inputs
+    from kvmtune.errors import InputError
+    try:
+        names = sorted(name for name in os.listdir(directory)
+                       if name.endswith('.xml'))
+    except OSError as exc:
+        raise InputError(f'cannot list it: {exc.strerror}',
+                         source=directory, key='--domain-xml-dir',
+                         fix='give a directory of "virsh dumpxml" files'
+                         ) from None
+    found = []
+    for name in names:
+        path = os.path.join(directory, name)
+        data = inputs.read_bytes(path, max_bytes=4 << 20,
+                                 fix='give "virsh dumpxml" output')
+        found.append((name, data.decode('utf-8', 'replace')))
+    return found
 
 
 def summary(checks):

@@ -85,3 +85,42 @@ def test_profile_and_plan_exclude_each_other(capsys):
     with pytest.raises(SystemExit) as exc:
         verify('--profile', 'cpu-pinning', '--plan', 'p.json')
     assert exc.value.code == 2
+
+
+def test_domain_xml_dir_bad_is_one_line(tmp_path, capsys):
+    assert verify('--profile', 'cpu-pinning', '--root', TUNED, '--layer',
+                  'guests', '--domain-xml-dir', str(tmp_path / 'no')) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and '--domain-xml-dir' in err
+    fifo = tmp_path / 'd'
+    fifo.mkdir()
+    os.mkfifo(fifo / 'x.xml')
+    assert verify('--profile', 'cpu-pinning', '--root', TUNED, '--layer',
+                  'guests', '--domain-xml-dir', str(fifo)) == 2
+    assert 'not a regular file' in capsys.readouterr().err
+
+
+def test_a_domain_file_that_is_not_xml_is_unknown(tmp_path, capsys):
+    (tmp_path / 'bad.xml').write_text('<domain><name>x</name')
+    assert verify('--profile', 'cpu-pinning', '--root', TUNED, '--layer',
+                  'guests', '--domain-xml-dir', str(tmp_path), '-f',
+                  'json') == 0
+    doc = json.loads(capsys.readouterr().out)
+    bad = [c for c in doc['checks'] if c['status'] == 'UNKNOWN']
+    assert [c['name'] for c in bad] == ['bad.xml']
+    assert 'not XML' in bad[0]['reason']
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--all-hosts'], ['the fleet view reads the cloud', '--os-cloud']),
+    (['--facts-dir', '.'], ['--facts-dir is for the fleet view']),
+    (['--all-hosts', '--os-cloud', 'c'], ['add --facts-dir']),
+    (['--all-hosts', '--os-cloud', 'c', '--layer', 'host'],
+     ['cloud layer only']),
+])
+def test_fleet_view_bad_input_is_one_line(argv, words, capsys):
+    assert verify('--profile', 'cpu-pinning', *argv) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    for word in words:
+        assert word in err, err
