@@ -91,6 +91,7 @@ def operator_tuned_compute(test_cloud, admin, host_hugepages):
         test_cloud.restart_compute()
         deadline = time.monotonic() + PCPU_TIMEOUT
         while not compute.pcpu_total(admin):
+            # hang bound: PCPU_TIMEOUT is far above a restart's usual time
             assert time.monotonic() < deadline, 'no PCPU after restart'
             time.sleep(2)
         yield nova_conf

@@ -131,6 +131,7 @@ def pcpu_total(conn, provider):
 def wait_for_pcpu(conn, provider):
     deadline = time.monotonic() + PCPU_TIMEOUT
     while not pcpu_total(conn, provider):
+        # hang bound: PCPU_TIMEOUT is far above a restart's usual time
         assert time.monotonic() < deadline, \
             f'no PCPU inventory {PCPU_TIMEOUT} s after the restart'
         time.sleep(2)

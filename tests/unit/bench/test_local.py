@@ -6,6 +6,7 @@ import pytest
 from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.errors import KvmtuneError
+from tests import hang
 
 PVM = {'kvm_usable': True, 'mechanism': 'pvm', 'nested_mechanism': 'pvm'}
 
@@ -395,11 +396,14 @@ def test_start_on_signal_through_qmp(tmp_path, monkeypatch):
             threads.append(thread)
             _say(guest, _status(guest, 'ready uptime=5.0 time=1'))
         lines = []
-        began = time.monotonic()
-        local._start_on_signal(guests, 3, 600, 1, lines.append)
-        took = time.monotonic() - began
-        # ready timeout 1 s, then the verdicts came at once: not runtime
-        assert 1.0 <= took < 10, took
+        launched = min(g.started for g in guests)
+        # ready timeout 1 s, then the verdicts came at once: had it waited
+        # the runtime (600 s), the guard would fail the test
+        hang.call(lambda: local._start_on_signal(guests, 3, 600, 1,
+                                                 lines.append))
+        # lower bound: it waited the whole ready timeout from the launch
+        # its deadline counts from (a slow host only adds to this)
+        assert time.monotonic() - launched >= 1.0
         assert guests[2].missed == 1 and guests[2].signalled is None
         assert all(g.signalled >= g.ready_seen for g in ready)
         assert all(local._done(g) for g in ready)

@@ -30,6 +30,7 @@ def stub():
             urllib.request.urlopen(url + '/', timeout=1).close()
             break
         except OSError:
+            # hang bound: it starts in well under a second
             assert time.monotonic() < deadline, 'stub did not start'
             time.sleep(0.1)
     yield url
