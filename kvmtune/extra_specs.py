@@ -226,3 +226,29 @@ def validate(name, value, source=None, key=None):
 def validate_all(extra_specs, source=None):
     for name, value in extra_specs.items():
         validate(name, value, source=source)
+
+
+_PAGE_UNITS = {'k': 1, 'kb': 1, 'kib': 1, 'm': 1024, 'mb': 1024,
+               'mib': 1024, 'g': 1024 ** 2, 'gb': 1024 ** 2,
+               'gib': 1024 ** 2}
+
+
+def page_size_kb(spec):
+    """``hw:mem_page_size`` as Nova reads it: None (not given), 'small',
+    'large', 'any', or a size in KiB (``2048``, ``2MB``, ``1GB``;
+    nova/virt/hardware.py ``_numa_get_pagesize_constraints``).
+
+    :raises ValueError: anything else
+    """
+    value = (spec or '').strip().lower()
+    if value in ('small', 'large', 'any', ''):
+        return value or None
+    for suffix in sorted(_PAGE_UNITS, key=len, reverse=True):
+        if value.endswith(suffix):
+            number = value[:-len(suffix)]
+            if number.isdigit():
+                return int(number) * _PAGE_UNITS[suffix]
+            break
+    if value.isdigit():
+        return int(value)
+    raise ValueError(f'hw:mem_page_size {spec!r}')

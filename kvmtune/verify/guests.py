@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
+from kvmtune import extra_specs
 from kvmtune import verify
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
@@ -189,24 +190,6 @@ def _kib(size, unit):
     return int(int(size) * factor)
 
 
-def wanted_page_kb(spec):
-    """``hw:mem_page_size`` as Nova reads it: 'small', 'large', 'any', or
-    a size in KiB (``2048``, ``2MB``, ``1GB``; nova/virt/hardware.py
-    _numa_get_pagesize_constraints)."""
-    value = (spec or '').strip().lower()
-    if value in ('small', 'large', 'any', ''):
-        return value or None
-    for suffix in ('kib', 'mib', 'gib', 'kb', 'mb', 'gb', 'k', 'm', 'g'):
-        if value.endswith(suffix):
-            number = value[:-len(suffix)]
-            if number.isdigit():
-                return int(number) * _UNITS[suffix]
-            break
-    if value.isdigit():
-        return int(value)
-    raise ValueError(f'hw:mem_page_size {spec!r}')
-
-
 def _planned(plans, section, option):
     """The value the plans give one option, or None."""
     for plan in plans:
@@ -275,7 +258,7 @@ def _emulator_check(guest, dedicated_set, shared_set, where):
 def _page_check(guest, where):
     spec = guest.extra_specs.get('hw:mem_page_size')
     try:
-        wanted = wanted_page_kb(spec)
+        wanted = extra_specs.page_size_kb(spec)
     except ValueError:
         return verify.unknown(LAYER, f'{guest.domain} pages',
                               f'hw:mem_page_size={spec}',

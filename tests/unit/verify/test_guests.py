@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from kvmtune import extra_specs
 from kvmtune import plan as plans
 from kvmtune import verify
 from kvmtune.verify import guests
@@ -138,7 +139,7 @@ def test_pages_other_than_the_flavors_are_drift():
     ('2048', 2048), ('2MB', 2048), ('1GB', 1048576), ('1G', 1048576),
     ('2048KiB', 2048)])
 def test_page_sizes_as_nova_reads_them(spec, kib):
-    assert guests.wanted_page_kb(spec) == kib
+    assert extra_specs.page_size_kb(spec) == kib
 
 
 def test_memory_on_another_node_than_the_vcpus_is_drift():
