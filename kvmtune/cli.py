@@ -62,6 +62,8 @@ COMMANDS = [
      'Set huge page pools per NUMA node and page size, now.'),
     (('verify',), 'verify',
      'Check that the host, nova-compute, cloud and guests run as planned.'),
+    (('capacity',), 'capacity',
+     'Count how many more guests of each flavor fit, per host and in all.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

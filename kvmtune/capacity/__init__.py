@@ -1,0 +1,239 @@
+"""How many more guests of each flavor fit, per host and in all.
+
+``compute(cloud, flavor_names, ...)`` reads each compute node once
+(kvmtune.capacity.placement), turns each flavor into the scheduler's
+request (kvmtune.capacity.request) and counts, per node and flavor:
+
+1. Placement: for each requested class, ``floor((capacity - used) /
+   amount)`` with ``capacity = int((total - reserved) x
+   allocation_ratio)``, 0 when the amount is outside min_unit..max_unit or
+   not a multiple of step_size (Placement's own rules); a required trait
+   the node lacks, or a forbidden one it has (``COMPUTE_STATUS_DISABLED``:
+   a disabled compute), is 0 with the trait as the limit;
+2. with the node's facts (``--facts-dir``) and CPU sets: the NUMA fit
+   (kvmtune.capacity.numa) of pinned CPUs and pages per node.
+
+The count is the smaller, and its limit the first thing to run out:
+``PCPU``, ``VCPU``, ``MEMORY_MB``, ``DISK_GB``, ``trait:<NAME>``,
+``!trait:<NAME>``, ``pages:<size>``, ``numa:PCPU``. A node that could
+not be read, or a NUMA flavor without the node's facts, is marked
+partial with the reason, never counted as 0 or as room.
+"""
+
+import dataclasses
+
+from kvmtune.capacity import numa as numa_fit
+from kvmtune.capacity import request as requests
+from kvmtune.errors import InputError
+
+
+@dataclasses.dataclass
+class Fit:
+    """How many more instances of one flavor fit on one compute node."""
+    host: str
+    flavor: str
+    count: int = None          # None: not known (partial, see reason)
+    limit: str = None
+    reason: str = None
+    aggregates: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Capacity:
+    """Every (host, flavor) fit, and the totals."""
+    fits: list
+    calls: int = 0
+
+    @property
+    def partial(self):
+        return any(fit.count is None for fit in self.fits)
+
+    def by_flavor(self):
+        """{flavor: (instances that fit in all, partial?)}."""
+        totals = {}
+        for fit in self.fits:
+            count, partial = totals.get(fit.flavor, (0, False))
+            totals[fit.flavor] = (count + (fit.count or 0),
+                                  partial or fit.count is None)
+        return totals
+
+    def by_aggregate(self):
+        """{(aggregate, flavor): (instances, partial?)}."""
+        totals = {}
+        for fit in self.fits:
+            for aggregate in fit.aggregates:
+                key = (aggregate, fit.flavor)
+                count, partial = totals.get(key, (0, False))
+                totals[key] = (count + (fit.count or 0),
+                               partial or fit.count is None)
+        return totals
+
+    def to_dict(self):
+        return {
+            'fits': [fit.to_dict() for fit in self.fits],
+            'totals': {flavor: {'count': count, 'partial': partial}
+                       for flavor, (count, partial)
+                       in sorted(self.by_flavor().items())},
+            'aggregates': [{'aggregate': a, 'flavor': f, 'count': count,
+                            'partial': partial}
+                           for (a, f), (count, partial)
+                           in sorted(self.by_aggregate().items())],
+            'partial': self.partial,
+            'api_calls': self.calls,
+        }
+
+
+def placement_fit(host, request):
+    """(count, limit) from the node's Placement view alone."""
+    for trait in sorted(request.required):
+        if trait not in host.traits:
+            return 0, f'trait:{trait}'
+    for trait in sorted(request.forbidden):
+        if trait in host.traits:
+            return 0, f'!trait:{trait}'
+    best = None
+    for rc, amount in sorted(request.resources.items()):
+        inv = host.inventories.get(rc)
+        if inv is None:
+            return 0, rc
+        if amount < inv.get('min_unit', 1) or \
+                amount > inv.get('max_unit', amount) or \
+                amount % (inv.get('step_size') or 1):
+            return 0, rc
+        capacity = int((inv['total'] - inv.get('reserved', 0))
+                       * inv.get('allocation_ratio', 1.0))
+        free = capacity - host.usages.get(rc, 0)
+        count = max(free, 0) // amount
+        if best is None or count < best[0]:
+            best = (count, rc)
+    return best if best is not None else (0, None)
+
+
+def cpu_sets(host, facts, plans):
+    """The node's dedicated CPUs for the NUMA fit, or None (unknown).
+
+    From the plans of the profiles the node was tuned with, else: all
+    online CPUs when Placement's PCPU total says every CPU is dedicated,
+    none when the node reports no PCPU.
+    """
+    from kvmtune.facts.cpulist import parse_cpu_spec
+    for plan in plans or ():
+        value = plan.nova_conf.get('compute', {}).get('cpu_dedicated_set')
+        if value is not None:
+            return set(parse_cpu_spec(value))
+    online = set((facts.get('cpu') or {}).get('online') or ())
+    pcpu = host.inventories.get('PCPU')
+    if pcpu is None:
+        return set()
+    if online and pcpu['total'] == len(online):
+        return online
+    return None
+
+
+def host_fit(host, request, facts=None, plans=None, servers=None):
+    """One Fit for a node already read."""
+    fit = Fit(host=host.name, flavor=request.flavor,
+              aggregates=list(host.aggregates))
+    if host.error:
+        fit.reason = host.error
+        return fit
+    count, limit = placement_fit(host, request)
+    if count == 0 or request.numa is None:
+        fit.count, fit.limit = count, limit
+        return fit
+    if facts is None:
+        fit.reason = (f'{request.describe()}: the NUMA fit needs the '
+                      f'host\'s facts (--facts-dir DIR with {host.name}.json'
+                      '); Placement alone allows ' + str(count))
+        return fit
+    dedicated = cpu_sets(host, facts, plans)
+    if dedicated is None and request.numa.pcpus:
+        fit.reason = ('which CPUs are dedicated is not known (give the '
+                      '--profile the host was tuned with); Placement alone '
+                      f'allows {count}')
+        return fit
+    nodes = numa_fit.host_nodes(facts, dedicated or set(), servers or ())
+    numa_count, numa_limit = numa_fit.fit(nodes, request.numa)
+    if numa_count < count:
+        fit.count, fit.limit = numa_count, numa_limit
+    else:
+        fit.count, fit.limit = count, limit
+    return fit
+
+
+def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
+            aggregates=None, plans_for=None):
+    """The capacity of the cloud for the flavors named (default: every
+    flavor with kvmtune's mark).
+
+    :param facts_by_host: {hypervisor hostname: facts} for the NUMA fit
+    :param hosts: only these compute nodes (hypervisor or service host)
+    :param aggregates: only nodes in these Nova aggregates
+    :param plans_for: facts -> [Plan] (the profiles the hosts run), or None
+    :raises InputError: an unknown flavor, host or aggregate; facts for a
+        host Nova does not know
+    """
+    from kvmtune.capacity import placement
+    from kvmtune.cloud import flavors as cloud_flavors
+
+    facts_by_host = facts_by_host or {}
+    reader = placement.Reader(cloud)
+    listing = cloud_flavors.Flavors(cloud)
+    if flavor_names:
+        chosen = [listing.get(name) for name in flavor_names]
+    else:
+        chosen = [f for f in listing.all()
+                  if cloud_flavors.made_by_kvmtune(f)]
+        if not chosen:
+            raise InputError('no flavor carries kvmtune\'s mark',
+                             source=f'cloud {cloud.name}', key='--flavor',
+                             fix='name the flavors with --flavor F')
+    reader.calls += 1
+    wanted = []
+    for flavor in chosen:
+        try:
+            wanted.append(requests.from_flavor(flavor))
+        except requests.Unsupported as exc:
+            raise InputError(f'cannot count it: {exc}',
+                             source=f'flavor {flavor["name"]}',
+                             fix='leave this flavor out') from None
+    nodes = reader.hosts()
+    names = {n.name for n in nodes} | {n.service_host for n in nodes}
+    for name in sorted(set(facts_by_host) - names):
+        raise InputError(f'facts for {name}, which is no compute node in '
+                         f'Nova (compute nodes: {", ".join(sorted(names))})',
+                         key='--facts-dir', fix=f'remove {name}.json or '
+                         'rename it as Nova names the host')
+    for name in hosts or ():
+        if name not in names:
+            raise InputError(f'no compute node named {name!r}', key='--host',
+                             fix='choose from: ' + ', '.join(sorted(names)))
+    known = {a for n in nodes for a in n.aggregates}
+    for name in aggregates or ():
+        if name not in known:
+            raise InputError(f'no aggregate named {name!r} with a compute '
+                             'node', key='--aggregate',
+                             fix='choose from: ' + (', '.join(sorted(known))
+                                                    or 'none'))
+    nodes = [n for n in nodes
+             if (not hosts or n.name in hosts or n.service_host in hosts)
+             and (not aggregates or set(n.aggregates) & set(aggregates))]
+    fits = []
+    for node in nodes:
+        facts = facts_by_host.get(node.name) or \
+            facts_by_host.get(node.service_host)
+        servers = None
+        if facts is not None and not node.error and \
+                any(r.numa for r in wanted):
+            from kvmtune.errors import CloudError
+            try:
+                servers = reader.servers(node)
+            except CloudError as exc:
+                node.error = exc.line()
+        plans = plans_for(facts) if plans_for and facts else None
+        for req in wanted:
+            fits.append(host_fit(node, req, facts, plans, servers))
+    return Capacity(fits=fits, calls=reader.calls)

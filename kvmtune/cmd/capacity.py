@@ -1,0 +1,112 @@
+"""How many more guests of each flavor fit, per compute node and in all.
+
+    kvmtune capacity --os-cloud kvmtune-admin
+    kvmtune capacity --os-cloud admin --flavor m1.small.pinned-hugepages \\
+        --facts-dir facts/ --profile pinned-hugepages -f json
+    kvmtune capacity --os-cloud admin --aggregate pinned --prometheus \\
+        /var/lib/node_exporter/textfile_collector/kvmtune_capacity.prom
+
+For every compute node (``--host``/``--aggregate`` narrow them) and flavor
+(``--flavor``, repeatable; default: every flavor kvmtune made), the number
+of instances that still fit and the first thing to run out: a Placement
+class (PCPU, VCPU, MEMORY_MB, DISK_GB), a required trait the node lacks,
+``!trait:COMPUTE_STATUS_DISABLED`` (a disabled compute), or, with the
+node's facts (``--facts-dir DIR``: HOST.json per node, "kvmtune host
+inspect --format json" there), huge pages or pinned CPUs on its NUMA
+nodes. Then the totals per flavor and per aggregate. The flavor is read
+as Nova's scheduler reads it; only GET requests are sent.
+
+A node that could not be read, or whose NUMA fit needs facts not given,
+is marked partial (count "?", with the reason); the totals say so.
+Exit 0 (also when partial), 2 on bad input.
+"""
+
+import sys
+
+from kvmtune.cmd import output
+
+COLUMNS = ['host', 'flavor', 'fits', 'limit', 'aggregates']
+
+
+def add_arguments(parser):
+    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
+                        help='cloud name in clouds.yaml (an admin one)')
+    parser.add_argument('--flavor', action='append', metavar='NAME',
+                        help='a flavor to count (repeatable; default: '
+                             'every flavor kvmtune made)')
+    parser.add_argument('--host', action='append', metavar='NAME',
+                        help='only this compute node (repeatable)')
+    parser.add_argument('--aggregate', action='append', metavar='NAME',
+                        help='only the nodes of this host aggregate '
+                             '(repeatable)')
+    parser.add_argument('--facts-dir', metavar='DIR',
+                        help='HOST.json per compute node, for the NUMA fit '
+                             'of pinned and huge-page flavors')
+    parser.add_argument('--profile', action='append', metavar='NAME|FILE',
+                        help='the profile the nodes were tuned with '
+                             '(repeatable): their cpu_dedicated_set, '
+                             'planned from each node\'s facts')
+    output.add_format(parser)
+    parser.add_argument('--prometheus', metavar='FILE',
+                        help='also write the counts for node_exporter\'s '
+                             'textfile collector (atomically)')
+
+
+def facts_dir(directory):
+    """{host name: facts} from DIR/*.json."""
+    import os
+
+    from kvmtune import facts
+    from kvmtune.errors import InputError
+    try:
+        names = sorted(n for n in os.listdir(directory)
+                       if n.endswith('.json'))
+    except OSError as exc:
+        raise InputError(f'cannot list it: {exc.strerror}',
+                         source=directory, key='--facts-dir',
+                         fix='give a directory of HOST.json facts files'
+                         ) from None
+    return {name[:-len('.json')]: facts.load(os.path.join(directory, name))
+            for name in names}
+
+
+def run(args):
+    from kvmtune import capacity
+    from kvmtune.capacity import prometheus
+    from kvmtune.cloud.connection import Cloud
+
+    by_host = facts_dir(args.facts_dir) if args.facts_dir else {}
+    plans_for = None
+    if args.profile:
+        from kvmtune import plan
+        profiles, config_files = args.profile, args.config_file
+
+        # each node's CPU sets, planned from its own facts
+        plans_for = (lambda facts: plan.for_host(  # noqa: E731
+            profiles, facts=facts, config_files=config_files))
+    cloud = Cloud.connect(args.os_cloud)
+    result = capacity.compute(cloud, args.flavor, facts_by_host=by_host,
+                              hosts=args.host, aggregates=args.aggregate,
+                              plans_for=plans_for)
+    rows = [[fit.host, fit.flavor,
+             '?' if fit.count is None else fit.count,
+             fit.limit or (f'? {fit.reason}' if fit.reason else ''),
+             ','.join(fit.aggregates)] for fit in result.fits]
+    for flavor, (count, partial) in sorted(result.by_flavor().items()):
+        rows.append(['(all)', flavor, f'{count}+' if partial else count,
+                     'partial' if partial else '', ''])
+    for (aggregate, flavor), (count, partial) in sorted(
+            result.by_aggregate().items()):
+        rows.append([f'(aggregate {aggregate})', flavor,
+                     f'{count}+' if partial else count,
+                     'partial' if partial else '', aggregate])
+    output.emit(args, COLUMNS, rows, document=result.to_dict())
+    if args.prometheus:
+        prometheus.write(args.prometheus, result)
+        output.wrote(args.prometheus, stream=sys.stderr)
+    if args.format == 'table':
+        print(f'{len(result.fits)} host x flavor counts from '
+              f'{result.calls} API calls'
+              + (' (partial: see "?")' if result.partial else ''),
+              file=sys.stderr)
+    return 0

@@ -1,0 +1,100 @@
+"""``kvmtune capacity``: the table, -f json, the Prometheus file and bad
+input, on the test cloud's recorded answers (tests/unit/capacity/replay.py;
+the live cloud is in tests/functional/test_capacity.py)."""
+
+import json
+import os
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kvmtune import cli
+from kvmtune.cloud import connection
+from tests import paths
+from tests.unit.capacity.replay import Replay, load
+
+PINNED = 'kvmtune-ft-002e681a-pinned'
+BASE = 'kvmtune-ft-base-94120b'
+
+
+@pytest.fixture
+def cloud(monkeypatch):
+    replay = Replay(load('testcloud-libvirt-pinned.json'))
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: replay))
+    return replay
+
+
+@pytest.fixture
+def facts_dir(tmp_path):
+    directory = tmp_path / 'facts'
+    directory.mkdir()
+    with open(os.path.join(paths.FIXTURES, 'capacity', 'vm.json')) as f:
+        (directory / 'vm.json').write_text(f.read())
+    return directory
+
+
+def capacity(*argv):
+    return cli.main(['capacity', '--os-cloud', 'replay', *argv])
+
+
+def test_the_table_and_totals(cloud, capsys):
+    assert capacity('--flavor', BASE) == 0
+    out, err = capsys.readouterr()
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert rows == [['vm', BASE, '16', 'VCPU'], ['(all)', BASE, '16']]
+    assert err.strip() == '1 host x flavor counts from 6 API calls'
+
+
+def test_json_and_prometheus(cloud, facts_dir, tmp_path, capsys):
+    prom = tmp_path / 'capacity.prom'
+    assert capacity('--flavor', PINNED, '--flavor', BASE, '--facts-dir',
+                    str(facts_dir), '-f', 'json', '--prometheus',
+                    str(prom)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # no --profile: which CPUs are dedicated is unknown (PCPU 1 of 2)
+    assert doc['partial'] is True
+    pinned = [f for f in doc['fits'] if f['flavor'] == PINNED][0]
+    assert pinned['count'] is None and '--profile' in pinned['reason']
+    assert doc['totals'][BASE] == {'count': 16, 'partial': False}
+    families = {f.name: f for f in
+                text_string_to_metric_families(prom.read_text())}
+    by_host = families['openstack_free_capacity_hypervisor_by_flavor']
+    assert [(s.labels, s.value) for s in by_host.samples] == [
+        ({'hypervisor': 'vm', 'flavor_name': BASE}, 16.0)]
+    partial = {s.labels['flavor_name']: s.value
+               for s in families['kvmtune_capacity_partial'].samples}
+    assert partial == {PINNED: 1.0, BASE: 0.0}
+
+
+def test_a_profile_gives_the_dedicated_cpus(cloud, facts_dir, tmp_path,
+                                            capsys):
+    profile = tmp_path / 'kvmtune-ft-capacity.yaml'
+    profile.write_text('name: kvmtune-ft-capacity\ndescription: t\n'
+                       'source: tests/unit/cmd/test_capacity.py\n'
+                       'tuners:\n- name: cpu_pinning\n'
+                       '  params: {isolcpus: false}\n')
+    assert capacity('--flavor', PINNED, '--facts-dir', str(facts_dir),
+                    '--profile', str(profile), '-f', 'value', '-c',
+                    'host', '-c', 'fits', '-c', 'limit') == 0
+    assert capsys.readouterr().out.splitlines()[0] == 'vm 1 PCPU'
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--flavor', 'nope'], "no flavor named 'nope'"),
+    (['--flavor', BASE, '--host', 'other'],
+     "no compute node named 'other'"),
+    (['--flavor', BASE, '--facts-dir', '/nonexistent'], 'cannot list it'),
+])
+def test_bad_input_is_one_line_exit_2(cloud, argv, words, capsys):
+    assert capacity(*argv) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and words in err, err
+
+
+def test_facts_for_a_host_nova_does_not_know(cloud, facts_dir, capsys):
+    (facts_dir / 'vm.json').rename(facts_dir / 'compute-9.json')
+    assert capacity('--flavor', BASE, '--facts-dir', str(facts_dir)) == 2
+    err = capsys.readouterr().err
+    assert 'facts for compute-9, which is no compute node' in err
+    assert err.count('\n') == 1
