@@ -6,7 +6,10 @@ Seed 000 turns on kvm_intel ``nested=y`` and gives the level-1 guest
 flavor that requires a nested-capable host. PVM (kvm_pvm) is a third way,
 seen on this project's own CI machine: nested guests work in software,
 without VMX, so HW_CPU_X86_VMX does not describe it and the trait to
-require is kvmtune's CUSTOM_KVMTUNE_NESTED.
+require is kvmtune's CUSTOM_KVMTUNE_NESTED. Under QEMU TCG (libvirt
+virt_type qemu) the guest CPU is emulated: QEMU emulates AMD SVM with
+nested paging (not VMX), so a TCG guest given ``svm`` can load kvm_amd and
+run its own guest (issue 22).
 """
 
 from kvmtune.tuners import base
