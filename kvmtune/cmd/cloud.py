@@ -8,9 +8,11 @@ kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
   kvmtune cloud install [--no-libvirt]      what is missing; idempotent
   kvmtune cloud up [--compute fake|libvirt] [--network neutron|stub]
                    [--facts FILE] [--virt-type kvm|qemu]
+                   [--computes N [--compute-facts FILE ...]]
   eval "$(kvmtune cloud env)"               OS_CLOUD, KVMTUNE_NOVA_CONF, ...
-  kvmtune cloud restart-compute             after editing KVMTUNE_NOVA_CONF
-  kvmtune cloud status                      what runs, ports, memory
+  kvmtune cloud restart-compute [--host H]  after editing KVMTUNE_NOVA_CONF
+  kvmtune cloud status                      what runs, ports, memory,
+                                            every compute
   kvmtune cloud down                        stop exactly what up started
 
 `status` exits 0 when the cloud is up, 1 when none is, 2 when one of its
@@ -44,12 +46,33 @@ def add_arguments(parser):
                         '(default: neutron with libvirt, stub with fake)')
     p.add_argument('--virt-type', choices=('kvm', 'qemu'),
                    help='libvirt virt_type (default: detected)')
+    p.add_argument('--computes', type=_count, default=1, metavar='N',
+                   help='nova-compute services: the --compute one plus N-1 '
+                        'on the NUMA fake driver, host names '
+                        'kvmtune-compute-2, -3, ... (default: 1)')
+    p.add_argument('--compute-facts', action='append', metavar='FILE',
+                   help='kvmtune facts JSON of the next extra compute '
+                        '(repeatable: compute 2, 3, ...); default: the '
+                        'shipped shapes (2-socket Intel with 1 GiB pages, '
+                        '4-node AMD EPYC, ...)')
     sub.add_parser('down', help='stop exactly what up started')
     sub.add_parser('status', help='what runs, its ports and memory')
     sub.add_parser('env', help='shell exports for tests and tools (no '
                    'secrets)')
-    sub.add_parser('restart-compute', help='restart nova-compute and wait '
-                   'for its inventory')
+    p = sub.add_parser('restart-compute', help='restart nova-compute and '
+                       'wait for its inventory')
+    p.add_argument('--host', metavar='NAME',
+                   help='the compute to restart, by host name (kvmtune '
+                        'cloud status lists them; default: the first)')
+
+
+def _count(text):
+    import argparse
+
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('not a number: %r' % text)
 
 
 def run(args):
@@ -79,21 +102,36 @@ def _install(args, api, layout):
 def _up(args, api, layout):
     done = api.up(compute=args.compute, network=args.network,
                   facts=args.facts, virt_type=args.virt_type,
-                  layout=layout, say=print)
-    print('kvmtune test cloud up (%s compute%s, network %s) in %.1f s' % (
+                  layout=layout, say=print, computes=args.computes,
+                  compute_facts=args.compute_facts)
+    print('kvmtune test cloud up (%s compute%s, network %s%s) in %.1f s' % (
         done['mode'], ', virt_type=%s' % done['virt_type']
         if done['mode'] == 'libvirt' else '', done['network'],
-        done['seconds']))
+        ', %d computes' % len(done['computes'])
+        if len(done['computes']) > 1 else '', done['seconds']))
     for phase, seconds in done['phases'].items():
         print('  %-28s %6.1f s' % (phase, seconds))
-    print('  compute host %s, provider %s'
-          % (done['compute_host'], done['provider']))
-    print('  inventory: %s' % _inventory(done['inventory']))
+    for entry in done['computes']:
+        print('  compute host %s (%s), provider %s%s' % (
+            entry['host'], entry['driver'], entry['provider'],
+            ', nova-compute RSS %.0f MiB' % (entry['rss_kb'] / 1024)
+            if entry['rss_kb'] is not None else ''))
+        if entry['index'] > 1:
+            print('    shape %s; shared %s, dedicated %s' % (
+                _shape(entry), entry['cpu_shared_set'],
+                entry['cpu_dedicated_set']))
+        print('    inventory: %s' % _inventory(entry['inventory']))
     print('  clouds.yaml: %s (kvmtune-admin, kvmtune-member)'
           % done['clouds_yaml'])
     print('  compute config: %s' % done['compute_conf'])
     print('  stop it: %s' % api.STOP_HINT)
     return 0
+
+
+def _shape(entry):
+    import os
+
+    return os.path.basename(entry.get('facts_source') or entry['facts'])
 
 
 def _inventory(inventory):
@@ -125,6 +163,15 @@ def _status(args, api, layout):
         print('  %7d %-25s rss %5.0f MiB pss %5.0f MiB  %s' % (
             proc['pid'], proc['name'], proc['rss_kb'] / 1024,
             proc['pss_kb'] / 1024, proc['cmdline'][:50]))
+    for entry in found['computes']:
+        print('  compute %s (%s%s): provider %s, %s, nova-compute RSS '
+              '%.0f MiB' % (
+                  entry['host'], entry['driver'], ', ' + _shape(entry)
+                  if entry.get('facts') else '', entry['provider'],
+                  'inventory ' + _inventory(entry['inventory'])
+                  if entry['inventory'] is not None
+                  else 'inventory unknown (Placement did not answer)',
+                  entry['rss_kb'] / 1024))
     print('total: %d processes, rss %.0f MiB, pss %.0f MiB%s' % (
         len(found['processes']), found['rss_kb'] / 1024,
         found['pss_kb'] / 1024, '; NOT RUNNING: %s' % ', '.join(
@@ -141,9 +188,9 @@ def _env(args, api, layout):
 
 
 def _restart_compute(args, api, layout):
-    done = api.restart_compute(layout=layout, say=print)
-    print('nova-compute restarted in %.1f s; inventory: %s' % (
-        done['seconds'], _inventory(done['inventory'])))
+    done = api.restart_compute(layout=layout, say=print, host=args.host)
+    print('nova-compute of %s restarted in %.1f s; inventory: %s' % (
+        done['host'], done['seconds'], _inventory(done['inventory'])))
     return 0
 
 

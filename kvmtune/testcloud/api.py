@@ -1,4 +1,5 @@
-"""The embedded single-host test cloud: a real OpenStack on 127.0.0.1.
+"""The embedded test cloud: a real OpenStack on 127.0.0.1, one or more
+nova-computes (``computes``).
 
 Keystone, Placement, Glance, Nova (API, conductor, scheduler, compute) and
 Neutron (ML2/OVS, userspace datapath) from PyPI in their own virtualenv,
@@ -12,12 +13,15 @@ main job and the functional tests; plain arguments, results as data:
                               kvmtune.conf, KVMTUNE_CLOUD_DIR and
                               KVMTUNE_CLOUD_VENV take precedence
   install(libvirt=True)       what is missing (apt, venv, fake driver)
-  up(compute='fake', network=None, facts=None, virt_type=None)
+  up(compute='fake', network=None, facts=None, virt_type=None,
+     computes=1, compute_facts=None)
                               a fresh cloud; returns its figures
   down()                      stop exactly what up() started
-  status()                    what runs, its ports, memory; None if down
+  status()                    what runs, its ports, memory, computes;
+                              None if down
   env()                       {name: value} for tests (no secrets)
-  restart_compute()           after editing env()['KVMTUNE_NOVA_CONF']
+  restart_compute(host=None)  after editing env()['KVMTUNE_NOVA_CONF']
+                              (or, with host, that compute's file)
 
 Every function takes ``layout=None`` (then ``layout()``) and ``say``, a
 callable given each progress line (default: say nothing).
@@ -188,11 +192,87 @@ def _check_ports_free(lay):
                              'ports')
 
 
+def _extra_facts(computes, compute_facts):
+    """[(index, path, facts)] of computes 2..``computes``: the files given
+    first, then the shipped shapes (config.EXTRA_SHAPES); InputError for
+    a count out of range, a missing, unreadable or shapeless file."""
+    from kvmtune import facts as facts_mod
+
+    if isinstance(computes, bool) or not isinstance(computes, int) or \
+            not 1 <= computes <= config.MAX_COMPUTES:
+        raise InputError('--computes %r out of range' % (computes,),
+                         key='computes',
+                         fix='give 1 to %d (each extra compute takes ~150 '
+                             'MB)' % config.MAX_COMPUTES)
+    given = list(compute_facts or ())
+    if len(given) > computes - 1:
+        raise InputError('%d --compute-facts files for %d extra computes'
+                         % (len(given), computes - 1),
+                         key='compute_facts',
+                         fix='give at most one file per extra compute '
+                             '(--computes N has N-1), or raise --computes')
+    extras = []
+    for index in range(2, computes + 1):
+        if given:
+            path = os.path.abspath(given.pop(0))
+        else:
+            path = config.default_extra_facts(index, services.FILES)
+        if not os.path.isfile(path):
+            raise InputError('no such facts file', source=path,
+                             fix='give a file from kvmtune host inspect '
+                                 '--format json')
+        facts = facts_mod.load(path)    # InputError naming the problem
+        problem = config.check_extra_facts(facts)
+        if problem:
+            raise InputError('facts unusable for a fake compute: %s'
+                             % problem, source=path,
+                             fix='give a file from kvmtune host inspect '
+                                 '--format json of a host with NUMA nodes')
+        extras.append((index, path, facts))
+    return extras
+
+
+def _prepare_extra_computes(lay, extras):
+    """Write each extra compute's facts copy and file; its state entry."""
+    computes = []
+    for index, source, facts in extras:
+        shared, dedicated = config.extra_cpu_sets(facts)
+        entry = {'index': index, 'host': config.extra_host(index),
+                 'driver': 'fake', 'service': config.extra_service(index),
+                 'conf': lay.extra_compute_conf(index),
+                 'facts': lay.extra_compute_facts(index),
+                 'facts_source': source,
+                 'state_path': lay.extra_state_path(index),
+                 'cpu_shared_set': shared, 'cpu_dedicated_set': dedicated,
+                 'provider': None}
+        procs.write_file(entry['facts'], json.dumps(facts, indent=2))
+        procs.write_file(entry['conf'], config.render(config.extra_compute(
+            lay, index, shared, dedicated)), 0o600)
+        os.makedirs(os.path.join(entry['state_path'], 'lock'),
+                    exist_ok=True)
+        computes.append(entry)
+    return computes
+
+
 def up(compute='fake', network=None, facts=None, virt_type=None,
-       layout=None, say=_quiet):
+       layout=None, say=_quiet, computes=1, compute_facts=None):
     """Start a fresh cloud: databases, RabbitMQ vhost and state directory
-    are emptied first. Returns when nova-compute's resource provider is in
-    Placement (and, with Neutron, the OVS agent is alive).
+    are emptied first. Returns when every nova-compute's resource provider
+    is in Placement with its inventory and its host is mapped to cell1
+    (and, with Neutron, the OVS agent is alive).
+
+    With ``computes`` N > 1, N-1 more nova-compute services run beside
+    the first (``compute``'s driver), all on the NUMA fake driver, each
+    with host name ``kvmtune-compute-<i>`` (i = 2..N), its own file
+    etc/nova/nova-compute-<i>.conf, state path data/nova-compute-<i> (so
+    its own compute_id and resource provider) and log. Its shape is a
+    facts JSON: the files of ``compute_facts`` in order, then the shapes
+    shipped in files/hosts/ (config.EXTRA_SHAPES: compute 2 a 2-socket
+    Intel with 1 GiB pages, compute 3 a 4-node AMD EPYC with 2 MiB
+    pages, compute 4 a real 2-socket Intel capture). Its [compute]
+    cpu_shared_set is the first online CPU of a NUMA node and its thread
+    siblings (VCPU), cpu_dedicated_set every other online CPU in a node
+    (PCPU): config.extra_cpu_sets.
 
     :param compute: 'fake' (Nova's fake driver reporting a real NUMA
         topology) or 'libvirt' (real QEMU guests)
@@ -200,9 +280,15 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
         stub with fake
     :param facts: a kvmtune facts JSON file: the fake compute's host shape
     :param virt_type: libvirt's 'kvm' or 'qemu'; default: detected
+    :param computes: how many nova-compute services (1 to
+        config.MAX_COMPUTES)
+    :param compute_facts: facts JSON files of computes 2, 3, ...
     :returns: {'mode', 'network', 'virt_type', 'seconds', 'phases',
                'compute_host', 'provider', 'inventory': {class: total},
-               'clouds_yaml', 'compute_conf'}
+               'clouds_yaml', 'compute_conf',
+               'computes': [{'host', 'driver', 'provider', 'conf',
+               'inventory', 'rss_kb' (extra computes; the first: None),
+               ...}] (the first compute first)}
     """
     lay = _resolve(layout)
     if compute not in COMPUTE_MODES:
@@ -216,6 +302,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
         raise InputError('unknown virt type %r' % virt_type,
                          key='virt_type',
                          fix='one of: %s' % ', '.join(VIRT_TYPES))
+    extras = _extra_facts(computes, compute_facts)
     if _running_services(lay) or procs.owned_pids(lay):
         raise CloudError('a cloud is already up', source=lay.root,
                          fix='run: %s' % STOP_HINT)
@@ -245,6 +332,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
     procs.save_state(lay, state)
     services.install_driver(lay)
     services.write_configs(lay, secrets, compute, virt_type, network)
+    state['computes'] = _prepare_extra_computes(lay, extras)
     procs.save_state(lay, state)
     timer.phase('prepare', t)
 
@@ -297,15 +385,43 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
         pids[service] = procs.start(lay, service, [
             lay.bin(service), '--config-file', lay.nova_conf])
     pids['nova-compute'] = services.start_compute(lay, state)
+    for extra in state['computes']:
+        pids[extra['service']] = services.start_extra_compute(lay, extra)
     procs.save_state(lay, state)
     for service in ('placement', 'glance', 'nova-api', 'network'):
         rest.wait_http(lay.url(service), 60)
     token = services.admin_token(lay, secrets)
-    provider = services.wait_provider(lay, token, 180)
-    services.map_host(lay, provider['name'], 120)
+    extra_hosts = [extra['host'] for extra in state['computes']]
+
+    def computes_alive():
+        for service in ['nova-compute'] + [
+                extra['service'] for extra in state['computes']]:
+            if not procs.alive(pids[service]):
+                raise CloudError('%s exited while registering' % service,
+                                 source=lay.log_file(service),
+                                 fix='read the end of this log')
+    # Three nova-computes starting on 2 shared cores take longer.
+    providers = services.wait_providers(
+        lay, token, extra_hosts, 1 + len(extra_hosts),
+        180 + 60 * len(extra_hosts), computes_alive)
+    first = [p for name, p in sorted(providers.items())
+             if name not in extra_hosts]
+    if len(first) != 1:
+        raise CloudError('resource providers %s: not one first compute '
+                         'beside %s' % (', '.join(sorted(providers)),
+                                        ', '.join(extra_hosts)),
+                         source=lay.root, fix='run: %s; then up again'
+                         % STOP_HINT)
+    provider = first[0]
+    for name in [provider['name']] + extra_hosts:
+        services.map_host(lay, name, 120)
     state['compute_host'] = provider['name']
     state['provider'] = provider['uuid']
-    timer.phase('compute registered+mapped', t)
+    for extra in state['computes']:
+        extra['provider'] = providers[extra['host']]['uuid']
+    procs.save_state(lay, state)
+    timer.phase('compute%s registered+mapped' % (
+        's' if extra_hosts else ''), t)
     if network == 'neutron':
         t = time.monotonic()
         neutron.wait_agent(lay, token, 120, pids['neutron-openvswitch-agent'])
@@ -319,16 +435,25 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
                'up_seconds': state['up_seconds'],
                'phases': timer.phases, 'at': time.time()}
     procs.write_file(lay.timings, json.dumps(timings, indent=2))
-    inventory = rest.placement_inventories(
-        lay.url('placement'), token, provider['uuid'])['inventories']
+    listed = []
+    for entry in procs.computes_of(state, lay):
+        listed.append(dict(entry, inventory=_totals(
+            lay, token, entry['provider']), rss_kb=procs.tree_rss_kb(
+            pids[entry['service']]) if entry['index'] > 1 else None))
     return {'mode': compute, 'network': network,
             'virt_type': state['virt_type'],
             'seconds': state['up_seconds'], 'phases': timer.phases,
             'compute_host': provider['name'], 'provider': provider['uuid'],
-            'inventory': {rc: inv['total']
-                          for rc, inv in sorted(inventory.items())},
+            'inventory': listed[0]['inventory'],
             'clouds_yaml': lay.clouds_yaml,
-            'compute_conf': lay.compute_conf}
+            'compute_conf': lay.compute_conf, 'computes': listed}
+
+
+def _totals(lay, token, provider):
+    """{resource class: total} of a provider."""
+    inventory = rest.placement_inventories(
+        lay.url('placement'), token, provider)['inventories']
+    return {rc: inv['total'] for rc, inv in sorted(inventory.items())}
 
 
 # --- down, restart-compute, status, env --------------------------------------
@@ -341,6 +466,11 @@ def _libvirt_domains_of_cloud():
         return []
     listed = host.virsh('list', '--all', '--uuid')
     return [u for u in listed.stdout.split() if u in ours]
+
+
+def _is_compute(service):
+    """'nova-compute' and the extra computes' 'nova-compute-<i>'."""
+    return service == 'nova-compute' or service.startswith('nova-compute-')
 
 
 def down(layout=None, say=_quiet):
@@ -359,6 +489,15 @@ def down(layout=None, say=_quiet):
             host.virsh('undefine', domain, '--nvram')
             say('destroyed domain %s' % domain)
     stopped = []
+    # Every nova-compute at once (each may take its graceful shutdown
+    # time), before the services they report to.
+    computes = sorted(name for name, pid in pids.items()
+                      if _is_compute(name) and procs.alive(pid))
+    if computes:
+        killed = procs.terminate([pids[n] for n in computes],
+                                 STOP_TIMEOUT['nova-compute'])
+        stopped += [n + (' (SIGKILL)' if pids[n] in killed else '')
+                    for n in computes]
     ovs = ('ovs-vswitchd', 'ovsdb-server')
     for name in STOP_ORDER + tuple(sorted(set(pids) - set(STOP_ORDER) -
                                           set(ovs))):
@@ -404,41 +543,66 @@ def _compute_inventory_logged(log, offset, provider):
                      r'provider %s' % provider, text) is not None
 
 
-def restart_compute(layout=None, say=_quiet):
-    """Restart nova-compute (it reads its nova.conf again) and wait until
+def _find_compute(lay, state, host_name):
+    """The compute entry (procs.computes_of) named ``host_name``, the
+    first compute when None."""
+    computes = procs.computes_of(state, lay)
+    if not computes or not state.get('services'):
+        raise CloudError('no cloud is up', source=lay.root,
+                         fix='run: kvmtune cloud up')
+    if host_name is None:
+        return computes[0]
+    for entry in computes:
+        if entry['host'] == host_name:
+            return entry
+    raise InputError('no compute host %r in this cloud' % host_name,
+                     source=lay.state, key='--host',
+                     fix='one of: %s' % ', '.join(
+                         str(e['host']) for e in computes))
+
+
+def restart_compute(layout=None, say=_quiet, host=None):
+    """Restart a nova-compute (it reads its files again) and wait until
     it has reported its inventory to Placement.
 
-    :returns: {'seconds': float, 'inventory': {class: total}}
+    :param host: the compute's host name (``kvmtune cloud status`` lists
+        them); default: the first compute, whose file is
+        env()['KVMTUNE_NOVA_CONF']
+    :returns: {'seconds': float, 'host': name,
+               'inventory': {class: total}}
     """
     lay = _resolve(layout)
     state = procs.load_state(lay)
-    pid = state.get('services', {}).get('nova-compute')
+    entry = _find_compute(lay, state, host)
+    service = entry['service']
+    pid = state['services'].get(service)
     if not pid:
         raise CloudError('no cloud is up', source=lay.root,
                          fix='run: kvmtune cloud up')
     started = time.monotonic()
-    log = lay.log_file('nova-compute')
+    log = lay.log_file(service)
     if procs.alive(pid):
         procs.terminate([pid], STOP_TIMEOUT['nova-compute'])
     offset = os.path.getsize(log)
     services.install_driver(lay)
-    pid = state['services']['nova-compute'] = services.start_compute(
-        lay, state)
+    if entry['index'] == 1:
+        pid = services.start_compute(lay, state)
+    else:
+        pid = services.start_extra_compute(lay, entry)
+    state['services'][service] = pid
     procs.save_state(lay, state)
 
     def reported():
         if not procs.alive(pid):
-            raise CloudError('nova-compute exited (bad configuration?)',
+            raise CloudError('%s exited (bad configuration?)' % service,
                              source=log, fix='read the end of this log')
-        return _compute_inventory_logged(log, offset, state['provider'])
-    procs.wait_until(reported, 180, 'nova-compute inventory report')
+        return _compute_inventory_logged(log, offset, entry['provider'])
+    procs.wait_until(reported, 180, '%s inventory report' % service)
     with open(lay.secrets) as f:
         token = services.admin_token(lay, json.load(f))
-    inventory = rest.placement_inventories(
-        lay.url('placement'), token, state['provider'])['inventories']
     return {'seconds': round(time.monotonic() - started, 1),
-            'inventory': {rc: inv['total']
-                          for rc, inv in sorted(inventory.items())}}
+            'host': entry['host'],
+            'inventory': _totals(lay, token, entry['provider'])}
 
 
 def status(layout=None):
@@ -448,7 +612,10 @@ def status(layout=None):
                'processes': [{'pid', 'name', 'rss_kb', 'pss_kb',
                'cmdline'}], 'rss_kb', 'pss_kb',
                'ports': {service: (port, listening)},
-               'not_running': [service names], 'clouds_yaml', 'stop'}
+               'not_running': [service names],
+               'computes': [{'host', 'driver', 'provider', 'pid',
+               'running', 'rss_kb', 'inventory', ...}] (the first
+               compute first), 'clouds_yaml', 'stop'}
     """
     lay = _resolve(layout)
     state = procs.load_state(lay)
@@ -464,6 +631,7 @@ def status(layout=None):
                           'cmdline': procs.cmdline(pid)})
     # the ports this cloud was started with (the options may have changed)
     ports = state.get('ports') or lay.ports
+    computes = _compute_status(lay, state)
     return {'root': lay.root, 'mode': state.get('mode'),
             'network': state.get('network', 'stub'),
             'virt_type': state.get('virt_type'),
@@ -475,7 +643,35 @@ def status(layout=None):
                       for service, port in sorted(ports.items())},
             'not_running': sorted(n for n, p in pids.items()
                                   if not procs.alive(p)),
+            'computes': computes,
             'clouds_yaml': lay.clouds_yaml, 'stop': STOP_HINT}
+
+
+def _compute_status(lay, state):
+    """procs.computes_of entries with 'pid', 'running', 'rss_kb' (the
+    process tree's VmRSS) and 'inventory' ({class: total} from Placement,
+    None when Placement or Keystone does not answer)."""
+    pids = state.get('services', {})
+    token = None
+    try:
+        with open(lay.secrets) as f:
+            token = services.admin_token(lay, json.load(f))
+    except (OSError, ValueError, KeyError, rest.HTTPError):
+        pass
+    listed = []
+    for entry in procs.computes_of(state, lay):
+        pid = pids.get(entry['service'])
+        running = bool(pid) and procs.alive(pid)
+        inventory = None
+        if token and entry.get('provider'):
+            try:
+                inventory = _totals(lay, token, entry['provider'])
+            except (OSError, ValueError, KeyError, rest.HTTPError):
+                pass
+        listed.append(dict(entry, pid=pid, running=running,
+                           rss_kb=procs.tree_rss_kb(pid) if running else 0,
+                           inventory=inventory))
+    return listed
 
 
 def env(layout=None):

@@ -73,6 +73,18 @@ class Layout:
         # The file tests edit with `kvmtune nova-conf apply`.
         self.compute_conf = os.path.join(self.nova_dir, 'nova-compute.conf')
 
+    # Computes 2..N (``--computes N``): each its own file, state path
+    # (compute_id, so its own resource provider), facts copy, log and
+    # ledger name.
+    def extra_compute_conf(self, index):
+        return os.path.join(self.nova_dir, 'nova-compute-%d.conf' % index)
+
+    def extra_compute_facts(self, index):
+        return os.path.join(self.nova_dir, 'facts-compute-%d.json' % index)
+
+    def extra_state_path(self, index):
+        return os.path.join(self.data, 'nova-compute-%d' % index)
+
     def log_file(self, name):
         return os.path.join(self.log, name + '.log')
 
@@ -256,6 +268,101 @@ def compute(layout, mode, virt_type):
         for group in ('nova_sys_admin', 'vif_plug_ovs_privileged',
                       'vif_plug_linux_bridge_privileged'):
             conf[group] = {'helper_command': helper}
+    return conf
+
+
+# --- computes 2..N: the NUMA fake driver under their own host names --------
+
+EXTRA_HOST_PREFIX = 'kvmtune-compute-'
+MAX_COMPUTES = 8
+# Host shapes of computes 2, 3, 4 (then again from the first), facts JSON
+# from `kvmtune host inspect --root tests/fixtures/hosts/<tree>` shipped in
+# files/hosts/ (the fixture trees are not installed): a 2-socket Intel
+# with 1 GiB pages, a 1-socket AMD EPYC in NPS4 (4 nodes) with 2 MiB
+# pages, a real 2-socket Intel capture (hwloc's) with 2 MiB pages.
+EXTRA_SHAPES = ('intel-2s-smt-ept-1g.json', 'amd-epyc-npt.json',
+                '32intel64-2p8co2t.json')
+
+
+def extra_host(index):
+    """[DEFAULT] host of compute ``index`` (2, 3, ...)."""
+    return '%s%d' % (EXTRA_HOST_PREFIX, index)
+
+
+def extra_service(index):
+    """Its name in the state file's services and the ledger, and its
+    log (log/<name>.log)."""
+    return 'nova-compute-%d' % index
+
+
+def default_extra_facts(index, files_dir):
+    """The shipped facts file for compute ``index`` (2, 3, ...)."""
+    return os.path.join(files_dir, 'hosts', EXTRA_SHAPES[
+        (index - 2) % len(EXTRA_SHAPES)])
+
+
+def extra_cpu_sets(facts):
+    """([compute] cpu_shared_set, cpu_dedicated_set) of an extra compute,
+    as CPU lists, from its facts: the lowest online CPU of a NUMA node and
+    its thread siblings are shared (VCPU), every other online CPU of a
+    node is dedicated (PCPU), so that a host has both. ValueError when
+    the facts leave no CPU for one of them.
+    """
+    from kvmtune.facts import cpulist
+
+    cpu = facts.get('cpu') or {}
+    online = set(cpu.get('online') or ())
+    usable = set()
+    for node in (facts.get('numa') or {}).get('nodes') or ():
+        usable |= set(node.get('cpus') or ())
+    if online:
+        usable &= online
+    if not usable:
+        raise ValueError('no online CPU in a NUMA node')
+    first = min(usable)
+    shared = {first}
+    for group in cpu.get('thread_siblings') or ():
+        if first in group:
+            shared |= set(group) & usable
+    dedicated = usable - shared
+    if not dedicated:
+        raise ValueError('only CPU %s: nothing left to dedicate'
+                         % cpulist.format_cpulist(shared))
+    return cpulist.format_cpulist(shared), cpulist.format_cpulist(dedicated)
+
+
+def check_extra_facts(facts):
+    """The problem that keeps the NUMA fake driver from using ``facts``
+    (a parsed facts JSON), or None."""
+    if not isinstance(facts, dict):
+        return 'not a JSON object'
+    nodes = (facts.get('numa') or {}).get('nodes') if isinstance(
+        facts.get('numa'), dict) else None
+    if not nodes or not isinstance(nodes, list):
+        return 'no numa.nodes'
+    for node in nodes:
+        if not isinstance(node, dict) or not isinstance(
+                node.get('memory_mb'), int) or not node.get('cpus') or \
+                not isinstance(node.get('id'), int):
+            return 'a NUMA node without id, cpus or memory_mb'
+    try:
+        extra_cpu_sets(facts)
+    except (ValueError, TypeError) as exc:
+        return 'no CPU sets: %s' % exc
+    return None
+
+
+def extra_compute(layout, index, shared, dedicated):
+    """nova-compute's own file for compute ``index`` (2, 3, ...) on the
+    NUMA fake driver, read after nova.conf like ``compute()``'s: that
+    file's settings plus its host name, its state path (compute_id,
+    instances, locks) and its CPU sets."""
+    conf = compute(layout, 'fake', None)
+    state = layout.extra_state_path(index)
+    conf['DEFAULT'].update({'host': extra_host(index), 'state_path': state})
+    conf['compute'] = {'cpu_shared_set': shared,
+                       'cpu_dedicated_set': dedicated}
+    conf['oslo_concurrency'] = {'lock_path': os.path.join(state, 'lock')}
     return conf
 
 

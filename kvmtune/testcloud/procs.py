@@ -179,3 +179,58 @@ def write_file(path, text, mode=0o644):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fileio.write_atomic(path, text, mode=mode)
     os.chmod(path, mode)
+
+
+def tree_rss_kb(pid):
+    """VmRSS of ``pid`` and of all its descendants, summed, in KiB (0 when
+    it is gone): what a nova-compute and its helpers (privsep daemons)
+    hold in memory, shared library pages counted in each."""
+    children = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        total += _vm_rss_kb(current)
+        todo.extend(children.get(current, ()))
+    return total
+
+
+def _vm_rss_kb(pid):
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def computes_of(state, layout):
+    """Every nova-compute of the cloud in ``state``, the first one first,
+    as [{'host', 'driver', 'service', 'conf', 'facts', 'provider', ...}].
+
+    The first compute keeps its original keys (``compute_host``,
+    ``provider``, ``facts``, ``services['nova-compute']``, the file
+    ``layout.compute_conf``); ``state['computes']`` holds computes 2..N
+    (``--computes N``). A state file written before that key existed is
+    a cloud with one compute.
+    """
+    if not state.get('mode'):
+        return []
+    first = {'index': 1, 'host': state.get('compute_host'),
+             'driver': state['mode'], 'service': 'nova-compute',
+             'conf': layout.compute_conf, 'facts': state.get('facts'),
+             'provider': state.get('provider')}
+    return [first] + [dict(extra) for extra in state.get('computes') or ()]

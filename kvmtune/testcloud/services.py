@@ -193,20 +193,42 @@ def start_compute(lay, state):
         '--config-file', lay.compute_conf], env)
 
 
+def start_extra_compute(lay, compute):
+    """Start compute 2..N (an entry of state['computes']) on the NUMA
+    fake driver: nova.conf, then its own file; its facts by
+    $KVMTUNE_FAKE_FACTS."""
+    return procs.start(lay, compute['service'], [
+        lay.bin('nova-compute'), '--config-file', lay.nova_conf,
+        '--config-file', compute['conf']],
+        {'KVMTUNE_FAKE_FACTS': compute['facts']})
+
+
 def admin_token(lay, secrets):
     return rest.Keystone(lay.url('keystone', '/v3'), secrets['admin']).token
 
 
-def wait_provider(lay, token, timeout):
+def wait_providers(lay, token, names, count, timeout, alive=None):
+    """Wait until Placement has ``count`` resource providers, ``names``
+    among them, each with inventory; return them as {name: provider}.
+    ``alive()`` (optional) is called each round: it raises when a compute
+    died, rather than waiting out the timeout."""
     placement = lay.url('placement')
-    found = []
+    found = {}
 
-    def exists():
-        found[:] = rest.placement_providers(placement, token)
-        return bool(found)
-    procs.wait_until(exists, timeout,
-                     'nova-compute resource provider')
-    return found[0]
+    def ready():
+        if alive:
+            alive()
+        providers = rest.placement_providers(placement, token)
+        found.clear()
+        found.update((p['name'], p) for p in providers)
+        if len(found) < count or not set(names) <= set(found):
+            return False
+        return all(rest.placement_inventories(
+            placement, token, p['uuid'])['inventories']
+            for p in found.values())
+    procs.wait_until(ready, timeout,
+                     '%d nova-compute resource providers' % count)
+    return found
 
 
 def _host_mapped(name):

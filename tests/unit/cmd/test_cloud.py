@@ -45,3 +45,23 @@ def test_bad_port_option_is_one_line_exit_2(tmp_path):
     assert done.stderr.startswith('kvmtune: error: kvmtune.conf: '
                                   '[testcloud] *_port: two services on one '
                                   'port')
+
+
+def test_bad_computes_is_one_line_exit_2(tmp_path):
+    for argv, said in (
+            (('--computes', '0'), '--computes 0 out of range'),
+            (('--computes', 'three'), "argument --computes: not a number"),
+            (('--computes', '2', '--compute-facts', str(tmp_path / 'x')),
+             'no such facts file')):
+        done = _kvmtune('cloud', 'up', *argv, env_dir=tmp_path)
+        assert done.returncode == 2, argv
+        assert said in done.stderr, (argv, done.stderr)
+        assert 'Traceback' not in done.stderr
+        assert not (tmp_path / 'run').exists()
+
+
+def test_restart_an_unknown_compute_without_a_cloud(tmp_path):
+    done = _kvmtune('cloud', 'restart-compute', '--host', 'kvmtune-compute-2',
+                    env_dir=tmp_path)
+    assert done.returncode == 2
+    assert 'no cloud is up' in done.stderr

@@ -118,3 +118,109 @@ def test_up_refuses_a_port_something_listens_on(tmp_path):
             api.up(layout=lay)
     assert f'port in use on 127.0.0.1: glance {port}' in exc.value.line()
     assert not os.path.exists(lay.root)
+
+
+# -- computes 2..N -------------------------------------------------------
+
+def test_extra_computes_get_the_shipped_shapes_in_order():
+    extras = api._extra_facts(3, None)
+    assert [(i, os.path.basename(p)) for i, p, _ in extras] == [
+        (2, 'intel-2s-smt-ept-1g.json'), (3, 'amd-epyc-npt.json')]
+    assert api._extra_facts(1, None) == []
+
+
+def test_given_compute_facts_come_first(tmp_path):
+    import shutil
+
+    from kvmtune.testcloud import services
+
+    mine = tmp_path / 'mine.json'
+    shutil.copy(os.path.join(services.FILES, 'hosts',
+                             '32intel64-2p8co2t.json'), mine)
+    extras = api._extra_facts(3, [str(mine)])
+    assert [(i, p) for i, p, _ in extras] == [
+        (2, str(mine)),
+        (3, config.default_extra_facts(3, services.FILES))]
+
+
+@pytest.mark.parametrize('computes', [0, -1, config.MAX_COMPUTES + 1,
+                                      True, '3'])
+def test_computes_out_of_range_is_refused(tmp_path, computes):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    with pytest.raises(InputError) as exc:
+        api.up(layout=lay, computes=computes)
+    assert exc.value.key == 'computes'
+    assert not os.path.exists(lay.root)
+
+
+@pytest.mark.parametrize('text, problem', [
+    (None, 'no such facts file'),
+    ('{"schema": 1', 'not JSON'),
+    ('{}', ''),
+])
+def test_bad_compute_facts_are_one_line_before_anything(tmp_path, text,
+                                                        problem):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    path = tmp_path / 'facts.json'
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(InputError) as exc:
+        api.up(layout=lay, computes=2, compute_facts=[str(path)])
+    assert exc.value.source == str(path)
+    assert problem in exc.value.line()
+    assert '\n' not in exc.value.line()
+    assert not os.path.exists(lay.root)
+
+
+def test_more_compute_facts_than_extra_computes_is_refused(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    with pytest.raises(InputError) as exc:
+        api.up(layout=lay, computes=2, compute_facts=['a', 'b'])
+    assert exc.value.key == 'compute_facts'
+
+
+def test_prepared_extra_computes_are_in_the_state(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    entries = api._prepare_extra_computes(lay, api._extra_facts(3, None))
+    assert [e['host'] for e in entries] == ['kvmtune-compute-2',
+                                            'kvmtune-compute-3']
+    second = entries[0]
+    assert second['service'] == 'nova-compute-2'
+    assert second['conf'] == lay.extra_compute_conf(2)
+    assert second['cpu_shared_set'] == '0,40'
+    assert second['cpu_dedicated_set'] == '1-39,41-79'
+    assert os.stat(second['conf']).st_mode & 0o777 == 0o600
+    assert os.path.isdir(os.path.join(second['state_path'], 'lock'))
+    import json
+    with open(second['facts']) as f:
+        assert len(json.load(f)['numa']['nodes']) == 2
+    assert lay.compute_conf not in (e['conf'] for e in entries)
+
+
+def _state_with_extra(lay):
+    return {'mode': 'libvirt', 'compute_host': 'vm', 'provider': 'p1',
+            'facts': None,
+            'services': {'nova-compute': 10, 'nova-compute-2': 11},
+            'computes': [{'index': 2, 'host': 'kvmtune-compute-2',
+                          'driver': 'fake', 'service': 'nova-compute-2',
+                          'conf': lay.extra_compute_conf(2),
+                          'facts': lay.extra_compute_facts(2),
+                          'provider': 'p2'}]}
+
+
+def test_restart_compute_finds_the_compute_by_host_name(tmp_path):
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    state = _state_with_extra(lay)
+    assert api._find_compute(lay, state, None)['service'] == 'nova-compute'
+    assert api._find_compute(lay, state, 'vm')['provider'] == 'p1'
+    assert api._find_compute(lay, state, 'kvmtune-compute-2')[
+        'service'] == 'nova-compute-2'
+    with pytest.raises(InputError) as exc:
+        api._find_compute(lay, state, 'kvmtune-compute-9')
+    assert exc.value.fix == 'one of: vm, kvmtune-compute-2'
+
+
+def test_extra_computes_stop_with_the_first():
+    assert api._is_compute('nova-compute')
+    assert api._is_compute('nova-compute-3')
+    assert not api._is_compute('nova-conductor')

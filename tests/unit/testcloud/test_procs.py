@@ -89,3 +89,50 @@ def test_run_failure_names_the_log(lay):
         procs.run(lay, 'step', [sys.executable, '-c', 'raise SystemExit(3)'])
     assert 'exit 3' in str(exc.value)
     assert lay.log_file('step') in str(exc.value)
+
+
+def test_a_state_file_without_computes_is_one_compute(lay):
+    """State files written before --computes: the first compute only."""
+    old = {'mode': 'fake', 'compute_host': 'vm', 'provider': 'p1',
+           'facts': '/f.json', 'services': {'nova-compute': 1}}
+    assert procs.computes_of(old, lay) == [
+        {'index': 1, 'host': 'vm', 'driver': 'fake',
+         'service': 'nova-compute', 'conf': lay.compute_conf,
+         'facts': '/f.json', 'provider': 'p1'}]
+    assert procs.computes_of({}, lay) == []
+
+
+def test_extra_computes_follow_the_first_and_survive_a_reload(lay):
+    extra = {'index': 2, 'host': 'kvmtune-compute-2', 'driver': 'fake',
+             'service': 'nova-compute-2', 'provider': 'p2',
+             'conf': lay.extra_compute_conf(2)}
+    state = {'mode': 'libvirt', 'compute_host': 'vm', 'provider': 'p1',
+             'computes': [extra]}
+    procs.save_state(lay, state)
+    listed = procs.computes_of(procs.load_state(lay), lay)
+    assert [c['host'] for c in listed] == ['vm', 'kvmtune-compute-2']
+    assert listed[0]['driver'] == 'libvirt'
+    assert listed[1] == extra
+    listed[1]['provider'] = 'changed'
+    assert state['computes'][0]['provider'] == 'p2'
+
+
+def test_tree_rss_counts_the_children(lay):
+    parent = procs.start(lay, 'parent', [sys.executable, '-c', PARENT])
+    try:
+        procs.wait_until(lambda: _children(parent), 10, 'the child')
+        alone = procs._vm_rss_kb(parent)
+        assert alone > 0
+        assert procs.tree_rss_kb(parent) >= alone + procs._vm_rss_kb(
+            _children(parent)[0])
+    finally:
+        procs.terminate(procs.owned_pids(lay), 5)
+    assert procs.tree_rss_kb(parent) == 0
+
+
+def _children(pid):
+    try:
+        with open(f'/proc/{pid}/task/{pid}/children') as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
