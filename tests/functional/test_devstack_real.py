@@ -3,10 +3,15 @@
 DevStack is in no package registry and is not copied into this
 repository: the tree comes from ``KVMTUNE_DEVSTACK_DIR``, a checkout of
 https://opendev.org/openstack/devstack (mirror github.com/openstack/devstack)
-at the commit devstack/README.rst names (PINNED below); without it the
-tests are skipped with that reason. The tests run as root only to set up:
-DevStack's own tools/create-stack-user.sh makes the ``stack`` user with
-passwordless sudo, and everything DevStack runs, runs as that user.
+at the commit devstack/README.rst names (tests/trees.py, ``DEVSTACK``);
+without the variable the tests are skipped with that reason (allow-listed
+for CI), and a tree it names that is missing or at another commit fails
+them. The tests run as root only to set up: DevStack's own
+tools/create-stack-user.sh makes the ``stack`` user with passwordless sudo,
+and everything DevStack runs, runs as that user. Not root and no ``stack``
+user, or a conf dir clean.sh would remove (/etc/nova, ...), fails: the
+variable asked for these tests, and the tier runs as root
+(tools/run-functional).
 
 What runs, from the tree (a copy in a temporary workspace):
 
@@ -84,9 +89,8 @@ import pytest
 from kvmtune import pages
 from kvmtune.novaconf import inifile
 from tests import paths
+from tests import trees
 
-PINNED = '493835a61a996731a7031861f80c7629acd5d6f2'
-DEVSTACK = os.environ.get('KVMTUNE_DEVSTACK_DIR')
 REPO = pathlib.Path(paths.REPO)
 STACK_USER = 'stack'
 NOVA_PYTHON = paths.NOVA_PYTHON
@@ -96,9 +100,17 @@ EXTRA_PAGES = 8     # 2 MB pages added to node 0's pool, then taken back
 CONF_DIRS = ['/etc/nova', '/etc/keystone', '/etc/glance', '/etc/placement',
              '/etc/cinder', '/etc/swift', '/etc/neutron', '/etc/openstack']
 
-pytestmark = pytest.mark.skipif(
-    not DEVSTACK, reason='KVMTUNE_DEVSTACK_DIR is not set: give a DevStack '
-    f'checkout at commit {PINNED} (see devstack/README.rst)')
+# no tree given: skip before the cloud fixtures of test_single_node
+pytestmark = trees.DEVSTACK.skip_if_absent()
+
+
+@pytest.fixture(scope='session')
+def devstack():
+    """The pinned DevStack tree (skip: KVMTUNE_DEVSTACK_DIR unset; fail:
+    it names a missing tree or one at another commit). Session-scoped so
+    that it is checked before test_single_node's cloud fixtures."""
+    return trees.DEVSTACK.require()
+
 
 STUBS = r'''
 # kvmtune's test stubs (tests/functional/test_devstack_real.py says why).
@@ -222,17 +234,17 @@ def as_stack(workspace, *argv, timeout=900):
 
 
 @pytest.fixture(scope='module')
-def stack_user():
+def stack_user(devstack):
     if os.geteuid() != 0:
         try:
             pwd.getpwnam(STACK_USER)
         except KeyError:
-            pytest.skip('no stack user, and only root can make one '
-                        '(DevStack\'s tools/create-stack-user.sh)')
+            pytest.fail('KVMTUNE_DEVSTACK_DIR is set, but there is no stack '
+                        'user and only root can make one (run as root, or '
+                        'make it with DevStack\'s '
+                        'tools/create-stack-user.sh)', pytrace=False)
         return
-    head = run(['git', '-C', DEVSTACK, 'rev-parse', 'HEAD']).stdout.strip()
-    assert head == PINNED, f'{DEVSTACK} is at {head}, not {PINNED}'
-    done = run(['bash', os.path.join(DEVSTACK, 'tools',
+    done = run(['bash', os.path.join(devstack, 'tools',
                                      'create-stack-user.sh')],
                env=dict(os.environ, STACK_USER=STACK_USER))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -249,13 +261,17 @@ def copy_tree(src, dst, files):
 
 
 @pytest.fixture
-def workspace(stack_user):
-    for path in CONF_DIRS:
-        if os.path.exists(path):
-            pytest.skip(f'{path} exists: clean.sh would remove it')
+def workspace(devstack, stack_user):
+    present = [path for path in CONF_DIRS if os.path.exists(path)]
+    if present:
+        # a host with OpenStack's config (or one a crashed run of this
+        # test left): the tests must not delete it, nor skip unseen
+        pytest.fail(f'{", ".join(present)} exist(s): DevStack\'s clean.sh '
+                    'would remove them; move them away to run these tests',
+                    pytrace=False)
     root = pathlib.Path(tempfile.mkdtemp(prefix='kvmtune-devstack-'))
     os.chmod(root, 0o755)
-    shutil.copytree(DEVSTACK, root / 'devstack', symlinks=True)
+    shutil.copytree(devstack, root / 'devstack', symlinks=True)
     (root / 'devstack' / 'extras.d' / '00-kvmtune-test-stubs.sh'
      ).write_text(STUBS)
     (root / 'devstack' / 'kvmtune-stack.sh').write_text(STACK)

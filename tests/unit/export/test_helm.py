@@ -10,8 +10,9 @@ scheduler's, and the other computes' file none of the node's.
 
 openstack-helm is in no package registry and is not copied here: the chart
 comes from ``KVMTUNE_OSH_DIR``, else ``/opt/openstack-helm``, a checkout of
-https://opendev.org/openstack/openstack-helm at PINNED (without one the test
-is skipped with that reason).
+https://opendev.org/openstack/openstack-helm at the commit tests/trees.py
+pins (``OSH``). Without one the tests skip with that reason (allow-listed
+for CI); a tree that is given but missing or at another commit fails them.
 """
 
 import base64
@@ -23,20 +24,22 @@ import pytest
 import yaml
 
 from kvmtune.novaconf import services
+from tests import trees
 from tests.unit.export import consumers
 
-PINNED = '0ee5adeffcaefb6f7a78bb23bf845414672e6827'     # 2026-08-20
-OSH = os.environ.get('KVMTUNE_OSH_DIR') or '/opt/openstack-helm'
 HELM = os.environ.get('KVMTUNE_HELM',
                       '/opt/kvmtune-consumers/helm/helm')
 
 needs_helm = pytest.mark.skipif(
     not os.access(HELM, os.X_OK),
     reason=f'no helm at {HELM} (tools/bootstrap runs tools/fetch-helm)')
-needs_chart = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(OSH, 'nova', 'Chart.yaml')),
-    reason=f'no openstack-helm checkout at {OSH}: set KVMTUNE_OSH_DIR to '
-    f'one at commit {PINNED}')
+
+
+@pytest.fixture
+def osh():
+    """The pinned openstack-helm tree (skip: none given; fail: the one
+    given is missing or at another commit)."""
+    return trees.OSH.require()
 
 
 def helm(*argv, cwd):
@@ -50,15 +53,11 @@ def helm(*argv, cwd):
     return done.stdout
 
 
-def render(values, work):
+def render(osh, values, work):
     """The chart's objects as ``helm template`` gives them."""
-    if os.path.isdir(os.path.join(OSH, '.git')):
-        head = subprocess.run(['git', '-C', OSH, 'rev-parse', 'HEAD'],
-                              capture_output=True, text=True).stdout.strip()
-        assert head == PINNED, f'{OSH} is at {head}, not {PINNED}'
     charts = work / 'charts'
     for chart in ('nova', 'helm-toolkit'):
-        shutil.copytree(os.path.join(OSH, chart), charts / chart)
+        shutil.copytree(os.path.join(osh, chart), charts / chart)
     # nova's Chart.yaml names helm-toolkit as file://../helm-toolkit
     helm('dependency', 'build', 'nova', cwd=charts)
     out = helm('template', 'nova', './nova', '--namespace', 'openstack',
@@ -96,12 +95,11 @@ def read(path, keys, work):
 
 
 @needs_helm
-@needs_chart
 @consumers.needs_nova
-def test_helm_template_then_nova_reads_the_plan(tmp_path):
+def test_helm_template_then_nova_reads_the_plan(osh, tmp_path):
     out = tmp_path / 'out'
     consumers.export('helm', out)
-    objects = render(out / 'values-kvmtune.yaml', tmp_path)
+    objects = render(osh, out / 'values-kvmtune.yaml', tmp_path)
     confs = nova_confs(objects, tmp_path)
     plan, _ = consumers.plan()
     planned = consumers.planned(plan.nova_conf)
@@ -135,13 +133,12 @@ def test_helm_template_then_nova_reads_the_plan(tmp_path):
 
 
 @needs_helm
-@needs_chart
 @consumers.needs_nova
-def test_group_values_reach_every_compute(tmp_path):
+def test_group_values_reach_every_compute(osh, tmp_path):
     # without --host the compute options are conf.nova: every pod has them
     out = tmp_path / 'out'
     consumers.export('helm', out, host=None)
-    confs = nova_confs(render(out / 'values-kvmtune.yaml', tmp_path),
+    confs = nova_confs(render(osh, out / 'values-kvmtune.yaml', tmp_path),
                        tmp_path)
     plan, _ = consumers.plan()
     planned = consumers.planned(plan.nova_conf)
