@@ -30,7 +30,9 @@ def choose_accel(requested, virt=None):
     ``auto`` takes KVM only when KVM_CREATE_VM works and the host has
     hardware virtualization (vmx/svm). KVM provided by kvm_pvm (software
     nested virtualization) creates VMs, but stock guest kernels hang in
-    their decompressor under it, so auto falls back to TCG there.
+    their decompressor under it, so auto falls back to TCG there, and
+    ``kvm`` asked for is refused with that reason (the guests would hang
+    until their ready timeout) rather than run.
     """
     if requested == 'tcg':
         return 'tcg', 'asked for'
@@ -39,17 +41,17 @@ def choose_accel(requested, virt=None):
         virt = facts.gather()['virt']
     usable = virt.get('kvm_usable')
     mechanism = virt.get('mechanism')
-    if requested == 'kvm':
-        if not usable:
-            raise KvmtuneError('KVM is not usable here', key='--accel',
-                               fix='use --accel tcg or auto')
-        return 'kvm', 'asked for'
     if usable and mechanism in ('vmx', 'svm'):
-        return 'kvm', f'KVM works with {mechanism}'
+        return 'kvm', ('asked for' if requested == 'kvm' else
+                       f'KVM works with {mechanism}')
     if usable:
-        return 'tcg', (f'KVM here is provided by {mechanism} without vmx/svm;'
-                       ' stock guest kernels do not boot under it')
-    return 'tcg', 'KVM is not usable here'
+        why = (f'KVM here is provided by {mechanism or "an unknown module"} '
+               'without vmx/svm; stock guest kernels do not boot under it')
+    else:
+        why = 'KVM is not usable here'
+    if requested == 'kvm':
+        raise KvmtuneError(why, key='--accel', fix='use --accel tcg or auto')
+    return 'tcg', why
 
 
 def accel_label(accel):

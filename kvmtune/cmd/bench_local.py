@@ -18,7 +18,8 @@ the verdicts. A guest not ready within --ready-timeout is reported late.
 accelerator and guest count (--start-delay), idle once all have booted.
 
 --accel auto uses KVM only when it works with vmx/svm; on hosts whose
-KVM is provided by kvm_pvm (software nested virtualization) it picks TCG.
+KVM is provided by kvm_pvm (software nested virtualization) it picks TCG,
+and --accel kvm is refused there with that reason (stock guests hang).
 Figures under TCG are labelled "emulated (TCG)": they show the mechanics,
 never KVM's speed. Every QEMU process and scratch file is removed at the
 end, also on Ctrl-C.

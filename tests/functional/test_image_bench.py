@@ -128,6 +128,48 @@ def test_bench_local_one_guest_verified_and_labelled(built):
     assert rows and ' ok ' in rows[0] and accel.label() in rows[0]
 
 
+def kvm_refusal():
+    """Why kvmtune must refuse --accel kvm on this host (tests/accel.py's
+    own reading: no working /dev/kvm, or one without vmx/svm), or None
+    where KVM runs stock guests."""
+    if accel.host_accel() == 'kvm':
+        return None
+    if not accel.kvm_creates_vm():
+        return 'KVM is not usable here'
+    return 'without vmx/svm; stock guest kernels do not boot under it'
+
+
+@pytest.mark.parametrize('forced', ['kvm', 'tcg'])
+def test_bench_local_with_the_accelerator_forced(built, tmp_path, forced):
+    """The guest tier with --accel forced each way. Where the host has
+    both (KVM with vmx/svm), one guest runs under each, labelled by it;
+    TCG always exists. Where KVM cannot run stock guests (this CI host:
+    PVM's /dev/kvm, no vmx), forcing kvm is refused with the reason, one
+    line, exit 2, before any guest starts: the test says so, no skip."""
+    out = tmp_path / 'run.json'
+    proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
+                   'fio-randread-4k', '--runtime', '2', '--accel', forced,
+                   '--json', str(out))
+    refusal = kvm_refusal() if forced == 'kvm' else None
+    if refusal is not None:
+        print(f'\nonly tcg on this host: --accel kvm refused: '
+              f'{proc.stderr.strip()}')
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.startswith('kvmtune: error: --accel: '), \
+            proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert refusal in proc.stderr
+        assert 'fix: use --accel tcg or auto' in proc.stderr
+        assert 'Traceback' not in proc.stderr and not out.exists()
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    label = accel.LABELS[forced]
+    assert f'accelerator: {label} (asked for)' in proc.stdout
+    (row,) = json.loads(out.read_text())['rows']
+    assert row['status'] == 'ok' and row['accel'] == label, row
+    assert row['result']['emulated'] is (forced == 'tcg'), row
+
+
 def test_bench_local_starts_guests_on_the_signal(built, tmp_path):
     """Two guests say ready, take their NMI through QMP and run: each
     started when it was signalled (its own uptime from ready to start

@@ -33,6 +33,21 @@ def test_kvm_asked_for_but_unusable_is_an_error():
         qemu.choose_accel('kvm', {'kvm_usable': False, 'mechanism': None})
 
 
+def test_kvm_asked_for_on_pvm_is_refused_with_the_reason():
+    # PVM's /dev/kvm creates VMs, but stock guests hang under it
+    with pytest.raises(KvmtuneError,
+                       match=r'^--accel: KVM here is provided by pvm without '
+                             r'vmx/svm; stock guest kernels do not boot under '
+                             r'it \(fix: use --accel tcg or auto\)$'):
+        qemu.choose_accel('kvm', PVM)
+
+
+@pytest.mark.parametrize('mechanism', ['vmx', 'svm'])
+def test_kvm_asked_for_with_hardware_virtualization(mechanism):
+    virt = {'kvm_usable': True, 'mechanism': mechanism}
+    assert qemu.choose_accel('kvm', virt) == ('kvm', 'asked for')
+
+
 def _row(status, iops=None, lat=None):
     result = None
     if status == 'ok':
