@@ -1,10 +1,11 @@
 """oslo.config drop-in files: the tool-neutral way to add to nova.conf.
 
 oslo.config reads ``/etc/nova/nova.conf.d/*.conf`` and
-``/etc/nova/<program>.conf.d/*.conf`` after the ``--config-file``s, in
-alphabetical order, later values winning (oslo_config/cfg.py
-``find_config_dirs``; https://docs.openstack.org/oslo.config/latest/
-reference/configuration-files.html). Each service's options go to that
+``/etc/nova/<program>.conf.d/*.conf`` in alphabetical order, later values
+winning; but only after the default files when the service has no
+``--config-file``, and *before* the ``--config-file``s when it has some
+(issue 28: kvmtune.novaconf.effective models that order, from
+oslo_config/cfg.py). Each service's options go to that
 service's own directory (``nova-compute.conf.d``, ``nova-scheduler.conf.d``,
 ``nova-conductor.conf.d``), so a file never carries an option its reader
 does not run.
