@@ -26,6 +26,24 @@ the tool does not manage them.
   kvmtune export --profile pinned-hugepages --target kolla \\
       --facts compute-1.json --host compute-1 --output ./kvmtune-kolla
 
+With --nova-conf BASE (oslo-dropin), an option BASE sets to another value
+than the plan is refused, naming it: a service started with --config-file
+(Debian's and Ubuntu's units) reads the drop-in directories *before* BASE,
+and BASE's value wins. --service-cmdline "the service's command line" (or,
+exporting for this host, its /proc/<pid>/cmdline) tells where the drop-in
+stands in oslo.config's order; when it would lose, a systemd drop-in
+etc/systemd/system/<unit>.d/50-kvmtune.conf (unit: --service-unit, the
+process's own, or nova-<service>.service) restarts the service with
+--config-dir after its --config-files. --dropin-anyway writes the drop-in
+all the same and says in which start-up shapes each such option takes
+effect.
+
+  kvmtune export --profile pinned-hugepages --target oslo-dropin \\
+      --facts compute-1.json --output ./out --nova-conf nova.conf \\
+      --service-cmdline "/usr/bin/nova-compute \\
+          --config-file=/etc/nova/nova.conf \\
+          --config-file=/etc/nova/nova-compute.conf"
+
 Without --host the compute files are for every compute host of the tool's
 group (the hosts must be alike). An existing file that differs is never
 overwritten: the run stops naming the key, and nothing is written. A second
@@ -51,9 +69,74 @@ def add_arguments(parser):
                              '(default: the whole compute group)')
     cmd.add_facts_source(parser, verb='export for')
     parser.add_argument('--nova-conf', metavar='BASE',
-                        help='the nova.conf the drop-ins add to: its '
-                             'multi-valued options are checked against '
-                             'the export\'s')
+                        help='the nova.conf the drop-ins add to: an '
+                             'option it sets otherwise than the plan is '
+                             'refused (oslo-dropin)')
+    parser.add_argument('--service-cmdline', metavar='CMDLINE',
+                        action='append',
+                        help='a Nova service\'s command line, as it is '
+                             'started (repeat for each service; default '
+                             'on this host: its /proc/<pid>/cmdline): '
+                             'the drop-in is placed to win (oslo-dropin)')
+    parser.add_argument('--service-unit', metavar='UNIT',
+                        help='the systemd unit of that service (default: '
+                             'the process\'s own, or nova-<service>.service)')
+    parser.add_argument('--dropin-anyway', action='store_true',
+                        help='write the drop-in even where BASE\'s value '
+                             'would win in some start-up shape, and say '
+                             'which (oslo-dropin)')
+
+
+def cmdlines(args):
+    """({service: (argv, unit)}, Reader of this host or None) for
+    oslo-dropin: from --service-cmdline, else the services running here
+    when the export is for this host."""
+    import shlex
+
+    from kvmtune.errors import InputError
+    from kvmtune.novaconf import dropin
+    from kvmtune.novaconf import effective
+    from kvmtune.novaconf import services
+
+    here = args.root is None and args.facts is None
+    under = effective.Reader('/') if here else None
+    if not args.service_cmdline:
+        if args.service_unit:
+            raise InputError('--service-unit needs a --service-cmdline',
+                             key='--service-unit',
+                             fix='give the service\'s command line too')
+        if here and args.target == 'oslo-dropin':
+            return dropin.running_cmdlines(), under
+        return {}, under
+    found = {}
+    for line in args.service_cmdline:
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:
+            raise InputError(f'cannot split it into words: {exc}',
+                             source=line, key='--service-cmdline',
+                             fix='quote it as a shell would') from None
+        service = services.service_of(argv)
+        if service is None:
+            raise InputError('not the command line of a Nova service',
+                             source=line, key='--service-cmdline',
+                             fix='give it as /proc/<pid>/cmdline shows it, '
+                                 'e.g. "/usr/bin/nova-compute '
+                                 '--config-file /etc/nova/nova.conf"')
+        if service in found:
+            raise InputError(f'nova-{service} is given twice',
+                             key='--service-cmdline',
+                             fix='give one command line per service')
+        found[service] = (argv, None)
+    if args.service_unit:
+        if len(found) != 1:
+            raise InputError('--service-unit names one unit, and there '
+                             'are several --service-cmdline',
+                             key='--service-unit',
+                             fix='give one --service-cmdline with it')
+        [(service, (argv, _))] = found.items()
+        found[service] = (argv, args.service_unit)
+    return found, under
 
 
 def run(args):
@@ -63,13 +146,16 @@ def run(args):
     from kvmtune import profiles
 
     export.module(args.target)      # an unknown target before any work
+    services, under = cmdlines(args)
     dirs = profiles.configured_dirs(args.config_file)
     profile = profiles.load(args.profile, dirs)
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
     plans.refuse_withheld(plan)     # values withheld for safety: exit 2
     result = export.export(args.target, plan, facts, args.output,
-                           host=args.host, base_path=args.nova_conf)
+                           host=args.host, base_path=args.nova_conf,
+                           cmdlines=services, under=under,
+                           anyway=args.dropin_anyway)
     for path, status in result.files:
         print(f'{status:9} {path}')
     for note in result.notes:

@@ -38,32 +38,49 @@ def module(target):
     return importlib.import_module(f'kvmtune.export.{TARGETS[target]}')
 
 
-def build(target, plan, facts, host=None, base_path=None):
-    """([OutFile], notes) for ``target``; nothing is written."""
+def build(target, plan, facts, host=None, base_path=None, cmdlines=None,
+          under=None, anyway=False):
+    """([OutFile], notes) for ``target``; nothing is written.
+
+    ``cmdlines`` {service: (argv, unit)}, ``under`` (the host's files, a
+    kvmtune.novaconf.effective.Reader) and ``anyway`` are oslo-dropin's:
+    see kvmtune.export.oslo_dropin.
+    """
     from kvmtune.export import common
 
     mod = module(target)
+    if target != 'oslo-dropin' and (cmdlines or anyway):
+        raise InputError('--service-cmdline, --service-unit and '
+                         '--dropin-anyway are for the oslo-dropin target '
+                         'only', key='--target',
+                         fix='leave them out, or export --target '
+                             'oslo-dropin')
     host = common.check_host(host, facts)
-    base = common.read_base(base_path) if base_path else None
+    base, text = (common.read_base(base_path, with_text=True)
+                  if base_path else (None, None))
     ctx = common.Context(plan=plan, facts=facts, host=host, base=base,
-                         base_path=base_path)
+                         base_path=base_path, base_text=text,
+                         cmdlines=dict(cmdlines or {}), under=under,
+                         anyway=anyway)
     notes = []
     files = mod.build(ctx, notes)
     return files, notes
 
 
-def export(target, plan, facts, output, host=None, base_path=None):
+def export(target, plan, facts, output, host=None, base_path=None,
+           cmdlines=None, under=None, anyway=False):
     """Build and write ``target``'s files under ``output``; Result.
 
     :raises InputError: unknown target, a host that is not a KVM compute
-        node (or not the one the facts describe), a base nova.conf whose
-        multi-valued option would add up with the export, an existing file
-        that sets a key differently, an output that cannot be written. In
-        every case nothing is written.
+        node (or not the one the facts describe), a base nova.conf with an
+        option the drop-in would not win against (oslo-dropin), an
+        existing file that sets a key differently, an output that cannot
+        be written. In every case nothing is written.
     """
     from kvmtune.export import common
 
     files, notes = build(target, plan, facts, host=host,
-                         base_path=base_path)
+                         base_path=base_path, cmdlines=cmdlines,
+                         under=under, anyway=anyway)
     return Result(target=target, files=common.write(output, files),
                   notes=notes)

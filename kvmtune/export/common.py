@@ -53,6 +53,12 @@ class Context:
     host: str = None        # inventory / node name; None: the whole group
     base: dict = None       # {section: {option: [values]}} of nova.conf
     base_path: str = None
+    base_text: str = None   # that nova.conf as it is (oslo-dropin)
+    # oslo-dropin: {service: (argv, systemd unit or None)} of the services
+    # the drop-ins are for (--service-cmdline, or read on this host)
+    cmdlines: dict = dataclasses.field(default_factory=dict)
+    under: object = None    # a novaconf.effective.Reader of this host
+    anyway: bool = False    # --dropin-anyway
 
     @property
     def header(self):
@@ -104,13 +110,14 @@ def check_host(name, facts):
     return name
 
 
-def read_base(path):
-    """nova.conf at ``path`` as {section: {option: [values]}}."""
+def read_base(path, with_text=False):
+    """nova.conf at ``path`` as {section: {option: [values]}} (and its
+    text, ``with_text``)."""
     from kvmtune.novaconf import update
 
     text = update.read_config(path)
     ini = update.parse_config(path, text)
-    return _ini_items(ini)
+    return (_ini_items(ini), text) if with_text else _ini_items(ini)
 
 
 def _ini_items(ini):

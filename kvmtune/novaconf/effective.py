@@ -119,6 +119,59 @@ class Reader:
                       for p in glob.glob(os.path.join(
                           glob.escape(self.at(directory)), '*.conf')))
 
+    def is_dir(self, path):
+        return os.path.isdir(self.at(path))
+
+    def read_text(self, path):
+        return inputs.read_text(self.at(path), source=path)
+
+
+class Overlay(Reader):
+    """A host as ``under`` (a Reader; None: a host with no files) shows it,
+    plus ``files`` {path: text} laid over it: the files an export is about
+    to write, seen where the service will find them."""
+
+    def __init__(self, files, under=None):
+        super().__init__(under.root if under else '/',
+                         under.home if under else None)
+        self.files = {os.path.normpath(path): text
+                      for path, text in files.items()}
+        self.under = under
+
+    def _virtual_dir(self, path):
+        path = os.path.normpath(path)
+        return any(os.path.dirname(name) == path for name in self.files)
+
+    def first(self, name, is_dir):
+        for directory in self.search_dirs():
+            path = os.path.join(directory, name)
+            if is_dir and (self._virtual_dir(path) or self.is_dir(path)):
+                return path
+            if not is_dir and (os.path.normpath(path) in self.files or (
+                    self.under and os.path.isfile(self.under.at(path)))):
+                return path
+        return None
+
+    def is_dir(self, path):
+        return self._virtual_dir(path) or bool(
+            self.under and self.under.is_dir(path))
+
+    def dir_files(self, directory):
+        found = set(self.under.dir_files(directory)) if self.under else set()
+        found.update(name for name in self.files
+                     if os.path.dirname(name) == os.path.normpath(directory)
+                     and name.endswith('.conf'))
+        return sorted(found)
+
+    def read_text(self, path):
+        path = os.path.normpath(path)
+        if path in self.files:
+            return self.files[path]
+        if self.under is None:
+            raise InputError('not on this host (only the files given are '
+                             'known)', source=path)
+        return self.under.read_text(path)
+
 
 def sources(argv, reader=None):
     """[Source] the service started with ``argv`` parses, in order."""
@@ -190,8 +243,7 @@ def effective(argv, reader=None, environ=None):
     values, unreadable = {}, {}
     for source in parsed:
         try:
-            text = inputs.read_text(reader.at(source.path),
-                                    source=source.path)
+            text = reader.read_text(source.path)
             ini = inifile.IniFile(text)
         except InputError as exc:
             unreadable[source.path] = exc.problem
