@@ -321,3 +321,40 @@ def test_a_vmx_host_with_kvm_unloaded_is_a_compute(tmp_path, capsys):
                      'oslo-dropin', '--facts', str(facts_file), '--output',
                      str(tmp_path / 'out')]) == 0
     assert (tmp_path / 'out').is_dir()
+
+
+@pytest.mark.parametrize('extra,words', [
+    (['--service-cmdline', '/usr/bin/nova-compute "--config-file'],
+     ['--service-cmdline', 'quote it']),
+    (['--service-cmdline', 'journalctl -u nova-compute'],
+     ['not the command line of a Nova service']),
+    (['--service-cmdline', '/usr/bin/nova-compute', '--service-cmdline',
+      'python3 /usr/bin/nova-compute'], ['nova-compute is given twice']),
+    (['--service-unit', 'nova-compute.service'],
+     ['--service-unit needs a --service-cmdline']),
+    (['--service-cmdline', '/usr/bin/nova-compute', '--service-cmdline',
+      '/usr/bin/nova-scheduler', '--service-unit', 'x.service'],
+     ['--service-unit names one unit']),
+    (['--service-cmdline', 'nova-compute --config-file /etc/nova/nova.conf',
+      '--nova-conf', os.path.join(os.path.dirname(__file__), '..', '..',
+                                  'fixtures', 'novaconf', 'devstack.conf')],
+     ['absolute path']),
+])
+def test_bad_service_command_lines(tmp_path, capsys, extra, words):
+    out = tmp_path / 'out'
+    assert export(out, *extra, target='oslo-dropin') == 2
+    one_line_error(capsys, *words)
+    assert not out.exists()
+
+
+def test_service_unit_names_the_systemd_drop_in(tmp_path, capsys):
+    base = tmp_path / 'nova.conf'
+    base.write_text('[compute]\ncpu_dedicated_set = 4-7\n')
+    out = tmp_path / 'out'
+    assert export(out, '--nova-conf', str(base), '--service-cmdline',
+                  '/usr/bin/nova-compute --config-file /etc/nova/nova.conf',
+                  '--service-unit', 'openstack-nova-compute.service',
+                  target='oslo-dropin') == 0
+    assert (out / 'etc/systemd/system/openstack-nova-compute.service.d/'
+            '50-kvmtune.conf').exists()
+    assert 'restart openstack-nova-compute.service' in capsys.readouterr().out

@@ -159,3 +159,27 @@ def test_an_unreadable_file_is_named_not_fatal(home):
                               effective.Reader('/', home=str(home)))
     assert str(bad) in eff.unreadable
     assert eff.get('compute', 'cpu_dedicated_set')[0] == '2-3'
+
+
+def test_an_overlay_shows_files_about_to_be_written(tmp_path):
+    host = tmp_path / 'etc' / 'nova' / 'nova-compute.conf.d'
+    host.mkdir(parents=True)
+    (host / '90-late.conf').write_text('[compute]\ncpu_shared_set = 1\n')
+    (tmp_path / 'etc' / 'nova' / 'nova.conf').write_text(
+        '[compute]\ncpu_dedicated_set = 4-7\n')
+    overlay = effective.Overlay(
+        {'/etc/nova/nova-compute.conf.d/50-kvmtune.conf':
+         '[compute]\ncpu_dedicated_set = 2-3\n'},
+        under=effective.Reader(str(tmp_path)))
+    eff = effective.effective(['/usr/bin/nova-compute'], overlay)
+    assert [s.path for s in eff.sources] == [
+        '/etc/nova/nova.conf',
+        '/etc/nova/nova-compute.conf.d/50-kvmtune.conf',
+        '/etc/nova/nova-compute.conf.d/90-late.conf']
+    assert eff.get('compute', 'cpu_dedicated_set')[0] == '2-3'
+    assert eff.get('compute', 'cpu_shared_set')[0] == '1'
+    # with no host under it, only the files given exist
+    alone = effective.Overlay({'/etc/nova/nova.conf': '[DEFAULT]\n'})
+    eff = effective.effective(['/usr/bin/nova-compute', '--config-file',
+                               '/etc/nova/other.conf'], alone)
+    assert '/etc/nova/other.conf' in eff.unreadable
