@@ -1,8 +1,11 @@
 """kvmtune.novaconf.apply on real files: diff, backup, atomic write."""
 
+import glob
+import json
 import os
 import stat
 import shutil
+import subprocess
 
 import pytest
 
@@ -12,6 +15,7 @@ from kvmtune.novaconf import validate
 from tests import devices
 from tests import hang
 from tests import paths
+from tests.unit.export import consumers
 
 FIXTURES = os.path.join(paths.FIXTURES, 'novaconf')
 # What the pinned-hugepages-ept profile plans on the 2-socket Intel
@@ -67,6 +71,147 @@ def test_apply_writes_the_expected_file_and_backup(tmp_path, name):
     assert backup.read_bytes() == expected(f'{name}.conf')
     assert sorted(os.listdir(tmp_path)) == ['nova.conf',
                                             'nova.conf.kvmtune.bak']
+
+
+# Runs in Nova's Python: for each file, oslo.config's own parser gives the
+# raw lines, and nova.conf.CONF (Nova's options registered) loads the file
+# alone as a Nova service does; prints what it reads for every option the
+# file sets (Nova's options: the typed value, spelled as nova.conf spells
+# it; any other: the raw values), and each registered option's default.
+_NOVA_READS_FILES = r'''
+import json, sys, warnings
+warnings.simplefilter('ignore')
+import nova.conf
+from oslo_config import cfg
+CONF = nova.conf.CONF
+
+def spell(value):
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return ','.join(f'{k}:{v}' for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ','.join(spell(v) for v in value)
+    return str(value)
+
+out = {}
+for path in json.loads(sys.argv[1]):
+    sections = {}
+    cfg.ConfigParser(path, sections).parse()
+    CONF(args=[], project='nova', default_config_files=[path],
+         default_config_dirs=[])
+    read, raw, defaults = {}, {}, {}
+    for section, options in sections.items():
+        group = None if section == 'DEFAULT' else section
+        for option, values in options.items():
+            key = f'{section}.{option}'
+            try:
+                opt = CONF._get_opt_info(option, group)['opt']
+            except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+                raw[key] = values
+                continue
+            value = getattr(CONF if group is None else CONF[group], option)
+            read[key] = (None if value is None else
+                         [spell(v) for v in value] if opt.multi else
+                         spell(value))
+            defaults[key] = None if opt.default is None else \
+                spell(opt.default)
+    out[path] = {'read': read, 'raw': raw, 'defaults': defaults}
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope='module')
+def nova_reads_golden():
+    """{file name: what Nova's oslo.config reads from it} for every
+    nova.conf under tests/fixtures/novaconf, in one run of Nova's
+    Python."""
+    files = sorted(glob.glob(os.path.join(FIXTURES, '*.conf')))
+    done = subprocess.run(
+        [consumers.NOVA_PYTHON, '-c', _NOVA_READS_FILES, json.dumps(files)],
+        capture_output=True, text=True, timeout=300, cwd='/')
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {os.path.basename(p): got
+            for p, got in json.loads(done.stdout).items()}
+
+
+@consumers.needs_nova
+def test_every_golden_file_is_read_by_oslo_config(nova_reads_golden):
+    names = sorted(os.path.basename(p) for p in
+                   glob.glob(os.path.join(FIXTURES, '*.conf')))
+    assert names == ['devstack.after.conf', 'devstack.conf',
+                     'duplicates.after.conf', 'duplicates.conf',
+                     'multiline.conf']
+    assert sorted(nova_reads_golden) == names
+    for name in names:
+        assert nova_reads_golden[name]['read'], name
+
+
+def _spelled(value):
+    return list(value) if isinstance(value, list) else str(value)
+
+
+@consumers.needs_nova
+@pytest.mark.parametrize('name', ['devstack', 'duplicates'])
+def test_nova_reads_the_plan_from_each_after_file(nova_reads_golden, name):
+    """What kvmtune wrote (X.after.conf, the golden file of
+    test_apply_writes_the_expected_file_and_backup) is, as Nova's
+    oslo.config reads it, X.conf with CHANGES applied: each planned
+    value, nothing else moved. duplicates.conf is the hard case: a
+    repeated single-valued option, and [Compute] after [compute], which
+    oslo.config folds into one group whose last value wins."""
+    before = nova_reads_golden[f'{name}.conf']
+    after = nova_reads_golden[f'{name}.after.conf']
+    planned = {f'{section}.{option}': _spelled(value)
+               for section, options in CHANGES.items()
+               for option, value in options.items()}
+    filters = 'filter_scheduler.enabled_filters'
+    # kvmtune extends an operator's filter list rather than replace it:
+    # the filters Nova read before, then each planned one beyond Nova's
+    # own default that is not there yet
+    current = (before['read'].get(filters) or
+               after['defaults'][filters]).split(',')
+    default = after['defaults'][filters].split(',')
+    planned[filters] = ','.join(current + [
+        f for f in planned[filters].split(',')
+        if f not in default and f not in current])
+    for key, value in planned.items():
+        assert after['read'][key] == value, key
+    for key, value in before['read'].items():
+        if key not in planned:
+            assert after['read'][key] == value, key
+    assert set(before['read']) - set(after['read']) == set()
+    # the rest, as oslo.config's parser gives them: options Nova does not
+    # register (oslo.log's, keystonemiddleware's) keep their raw values;
+    # a section spelled in another case ([Compute]) is no group of its
+    # own to Nova, so its lines show here: kvmtune set the planned value
+    # there too, else it would win over [compute]
+    assert set(after['raw']) == set(before['raw'])
+    for key, values in before['raw'].items():
+        section, option = key.split('.', 1)
+        folded = f'{section.lower()}.{option}'
+        if section != 'DEFAULT' and folded in planned:
+            assert after['raw'][key] == [planned[folded]], key
+        else:
+            assert after['raw'][key] == values, key
+
+
+@consumers.needs_nova
+def test_nova_reads_the_multiline_file_as_its_readme_says(
+        nova_reads_golden):
+    """tests/fixtures/novaconf/README.md: quoted values, ``key: value``,
+    an empty value, a value continued on an indented line."""
+    got = nova_reads_golden['multiline.conf']
+    assert got['read'] == {
+        'DEFAULT.my_ip': '10.0.0.11',
+        'DEFAULT.reserved_host_memory_mb': '1024',
+        'filter_scheduler.enabled_filters':
+            'ComputeFilter,NUMATopologyFilter',
+        'filter_scheduler.weight_classes':
+            'nova.scheduler.weights.all_weighers',
+        'libvirt.virt_type': 'qemu',
+    }
+    assert got['raw'] == {'DEFAULT.dhcp_domain': ['']}
 
 
 def test_second_apply_changes_no_byte_and_keeps_mtime(tmp_path):
