@@ -13,9 +13,11 @@ loaded by Nova's provider config loader.
 import os
 import shutil
 
+import pytest
 import yaml
 
 from kvmtune.novaconf import services
+from tests import paths
 from tests.unit.export import consumers
 from tests.unit.export.test_kolla import role_template
 
@@ -86,16 +88,34 @@ def test_config_template_then_nova_reads_the_plan(tmp_path):
     assert not os.listdir(rendered / CONTROLLER / 'provider_config')
 
 
-def test_nested_only_uses_the_role_switch(tmp_path):
+AMD_HOST_DIR = os.path.join(paths.HOSTS, 'amd-epyc-npt')
+AMD_HOST = 'compute-amd-1'      # the fixture's /proc/sys/kernel/hostname
+
+
+@pytest.mark.parametrize('profile, host, root, switch, own_file', [
+    # nested=1 is all the plan's modprobe asks: os_nova's switch writes
+    # /etc/modprobe.d/kvm.conf (its files/kvm.conf), kvmtune writes none
+    ('nested-host', consumers.HOST, consumers.HOST_DIR, True, None),
+    ('nested-host', AMD_HOST, AMD_HOST_DIR, True, None),
+    # ept=1 is not in os_nova's file: kvmtune's own kvm.conf, and the
+    # switch off, since both would be the same file
+    ('pinned-hugepages-ept', consumers.HOST, consumers.HOST_DIR, False,
+     'options kvm_intel ept=1\n'),
+    # no module options at all: the switch is left to the operator
+    ('pinned-hugepages', consumers.HOST, consumers.HOST_DIR, None, None),
+], ids=['nested-intel', 'nested-amd', 'ept-intel', 'no-modprobe'])
+def test_nested_only_uses_the_role_switch(tmp_path, profile, host, root,
+                                          switch, own_file):
+    """Each case pins one side of the design: the profile and host fix
+    the plan's modprobe lines, so the outcome is stated, not read back."""
     out = tmp_path / 'out'
-    consumers.export('openstack-ansible', out, profile='nested-host')
+    consumers.export('openstack-ansible', out, profile=profile, host=host,
+                     root=root)
     host_vars = yaml.safe_load((out / 'etc/openstack_deploy/host_vars' /
-                                f'{consumers.HOST}.yml').read_text())
-    modprobe = out / 'hosts' / consumers.HOST / 'etc/modprobe.d/kvm.conf'
-    text = modprobe.read_text() if modprobe.exists() else ''
-    if host_vars['nova_nested_virt_enabled']:
+                                f'{host}.yml').read_text())
+    assert host_vars.get('nova_nested_virt_enabled') is switch
+    modprobe = out / 'hosts' / host / 'etc/modprobe.d/kvm.conf'
+    if own_file is None:
         assert not modprobe.exists()
     else:
-        # Options os_nova's kvm.conf does not set: kvmtune's own file,
-        # and the role's switch off (both would be /etc/modprobe.d/kvm.conf).
-        assert 'options kvm_intel' in text
+        assert modprobe.read_text().endswith(own_file)
