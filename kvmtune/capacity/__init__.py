@@ -112,14 +112,17 @@ def placement_fit(host, request):
     return best if best is not None else (0, None)
 
 
-def cpu_sets(host, facts, plans):
+def cpu_sets(host, facts, plans, dedicated=None):
     """The node's dedicated CPUs for the NUMA fit, or None (unknown).
 
-    From the plans of the profiles the node was tuned with, else: all
-    online CPUs when Placement's PCPU total says every CPU is dedicated,
-    none when the node reports no PCPU.
+    The node's own ``[compute] cpu_dedicated_set`` when given (its
+    nova.conf), else the plans of the profiles it was tuned with, else:
+    all online CPUs when Placement's PCPU total says every CPU is
+    dedicated, none when the node reports no PCPU.
     """
     from kvmtune.facts.cpulist import parse_cpu_spec
+    if dedicated is not None:
+        return set(dedicated)
     for plan in plans or ():
         value = plan.nova_conf.get('compute', {}).get('cpu_dedicated_set')
         if value is not None:
@@ -133,7 +136,8 @@ def cpu_sets(host, facts, plans):
     return None
 
 
-def host_fit(host, request, facts=None, plans=None, servers=None):
+def host_fit(host, request, facts=None, plans=None, servers=None,
+             dedicated=None):
     """One Fit for a node already read."""
     fit = Fit(host=host.name, flavor=request.flavor,
               aggregates=list(host.aggregates))
@@ -149,11 +153,12 @@ def host_fit(host, request, facts=None, plans=None, servers=None):
                       f'host\'s facts (--facts-dir DIR with {host.name}.json'
                       '); Placement alone allows ' + str(count))
         return fit
-    dedicated = cpu_sets(host, facts, plans)
+    dedicated = cpu_sets(host, facts, plans, dedicated)
     if dedicated is None and request.numa.pcpus:
         fit.reason = ('which CPUs are dedicated is not known (give the '
-                      '--profile the host was tuned with); Placement alone '
-                      f'allows {count}')
+                      f'host\'s nova.conf as {host.name}.conf beside its '
+                      'facts, or the --profile it was tuned with); '
+                      f'Placement alone allows {count}')
         return fit
     nodes = numa_fit.host_nodes(facts, dedicated or set(), servers or ())
     numa_count, numa_limit = numa_fit.fit(nodes, request.numa)
@@ -165,7 +170,7 @@ def host_fit(host, request, facts=None, plans=None, servers=None):
 
 
 def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
-            aggregates=None, plans_for=None):
+            aggregates=None, plans_for=None, dedicated_by_host=None):
     """The capacity of the cloud for the flavors named (default: every
     flavor with kvmtune's mark).
 
@@ -173,6 +178,8 @@ def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
     :param hosts: only these compute nodes (hypervisor or service host)
     :param aggregates: only nodes in these Nova aggregates
     :param plans_for: facts -> [Plan] (the profiles the hosts run), or None
+    :param dedicated_by_host: {host: set of CPUs}, each host's own
+        ``[compute] cpu_dedicated_set`` (its nova.conf)
     :raises InputError: an unknown flavor, host or aggregate; facts for a
         host Nova does not know
     """
@@ -234,6 +241,9 @@ def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
             except CloudError as exc:
                 node.error = exc.line()
         plans = plans_for(facts) if plans_for and facts else None
+        own = (dedicated_by_host or {}).get(node.name)
+        if own is None:
+            own = (dedicated_by_host or {}).get(node.service_host)
         for req in wanted:
-            fits.append(host_fit(node, req, facts, plans, servers))
+            fits.append(host_fit(node, req, facts, plans, servers, own))
     return Capacity(fits=fits, calls=reader.calls)

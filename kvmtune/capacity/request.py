@@ -32,7 +32,7 @@ from kvmtune.facts.cpulist import parse_cpu_spec
 
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 HYPERTHREADING = 'HW_CPU_HYPERTHREADING'
-_GRANULAR = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.+)$')
+_GRANULAR = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.+)\Z')
 _CLASS = re.compile(r'^([A-Z_]+|CUSTOM_[A-Z0-9_]+)\Z')
 
 

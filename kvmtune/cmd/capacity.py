@@ -40,8 +40,11 @@ def add_arguments(parser):
                         help='only the nodes of this host aggregate '
                              '(repeatable)')
     parser.add_argument('--facts-dir', metavar='DIR',
-                        help='HOST.json per compute node, for the NUMA fit '
-                             'of pinned and huge-page flavors')
+                        help='HOST.json per compute node ("kvmtune host '
+                             'inspect --format json" there), and HOST.conf '
+                             '(its nova.conf, for cpu_dedicated_set) where '
+                             'known: the NUMA fit of pinned and huge-page '
+                             'flavors')
     parser.add_argument('--profile', action='append', metavar='NAME|FILE',
                         help='the profile the nodes were tuned with '
                              '(repeatable): their cpu_dedicated_set, '
@@ -53,7 +56,8 @@ def add_arguments(parser):
 
 
 def facts_dir(directory):
-    """{host name: facts} from DIR/*.json."""
+    """({host name: facts} from DIR/*.json, {host name: dedicated CPUs}
+    from the ``[compute] cpu_dedicated_set`` of DIR/*.conf)."""
     import os
 
     from kvmtune import facts
@@ -66,8 +70,30 @@ def facts_dir(directory):
                          source=directory, key='--facts-dir',
                          fix='give a directory of HOST.json facts files'
                          ) from None
-    return {name[:-len('.json')]: facts.load(os.path.join(directory, name))
-            for name in names}
+    by_host = {name[:-len('.json')]: facts.load(os.path.join(directory,
+                                                             name))
+               for name in names}
+    return by_host, {name[:-len('.conf')]: dedicated_set(
+        os.path.join(directory, name))
+        for name in sorted(os.listdir(directory)) if name.endswith('.conf')}
+
+
+def dedicated_set(path):
+    """The CPUs of ``[compute] cpu_dedicated_set`` in a nova.conf (an empty
+    set when it sets none)."""
+    from kvmtune.errors import InputError
+    from kvmtune.facts.cpulist import parse_cpu_spec
+    from kvmtune.novaconf import update
+
+    ini = update.parse_config(path, update.read_config(path))
+    value = ini.get('compute', 'cpu_dedicated_set')
+    try:
+        return set(parse_cpu_spec(value or ''))
+    except ValueError as exc:
+        raise InputError(str(exc), source=path,
+                         key='[compute] cpu_dedicated_set',
+                         fix='give a CPU list as Nova reads it (1-7,^4)'
+                         ) from None
 
 
 def run(args):
@@ -75,7 +101,8 @@ def run(args):
     from kvmtune.capacity import prometheus
     from kvmtune.cloud.connection import Cloud
 
-    by_host = facts_dir(args.facts_dir) if args.facts_dir else {}
+    by_host, dedicated = (facts_dir(args.facts_dir) if args.facts_dir
+                          else ({}, {}))
     plans_for = None
     if args.profile:
         from kvmtune import plan
@@ -87,7 +114,8 @@ def run(args):
     cloud = Cloud.connect(args.os_cloud)
     result = capacity.compute(cloud, args.flavor, facts_by_host=by_host,
                               hosts=args.host, aggregates=args.aggregate,
-                              plans_for=plans_for)
+                              plans_for=plans_for,
+                              dedicated_by_host=dedicated)
     rows = [[fit.host, fit.flavor,
              '?' if fit.count is None else fit.count,
              fit.limit or (f'? {fit.reason}' if fit.reason else ''),

@@ -98,3 +98,19 @@ def test_facts_for_a_host_nova_does_not_know(cloud, facts_dir, capsys):
     err = capsys.readouterr().err
     assert 'facts for compute-9, which is no compute node' in err
     assert err.count('\n') == 1
+
+
+def test_the_hosts_own_nova_conf_gives_the_dedicated_cpus(cloud, facts_dir,
+                                                          capsys):
+    (facts_dir / 'vm.conf').write_text(
+        '[DEFAULT]\ndebug = true\n[compute]\ncpu_dedicated_set = 1\n'
+        'cpu_shared_set = 0\n')
+    assert capacity('--flavor', PINNED, '--facts-dir', str(facts_dir),
+                    '-f', 'value', '-c', 'host', '-c', 'fits', '-c',
+                    'limit') == 0
+    assert capsys.readouterr().out.splitlines()[0] == 'vm 1 PCPU'
+    (facts_dir / 'vm.conf').write_text('[compute]\ncpu_dedicated_set = x\n')
+    assert capacity('--flavor', PINNED, '--facts-dir', str(facts_dir)) == 2
+    err = capsys.readouterr().err
+    assert 'vm.conf: [compute] cpu_dedicated_set' in err
+    assert err.count('\n') == 1
