@@ -29,9 +29,9 @@ from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
 from kvmtune.bench import qemu
+from kvmtune.results import verdict as verdicts
 from kvmtune.workloads import console
 from kvmtune.workloads import job as jobs
-from kvmtune.workloads import parsers
 
 SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
 # Seconds from launch to start_at: boot (kernel reaches /init in ~5 s
@@ -124,9 +124,6 @@ def _verdict(guest, workload, accel):
            'seconds': (round(guest.ended - guest.started, 1)
                        if guest.ended else None),
            **_times(guest, text)}
-    # The guest's own word (accel=tcg) labels its figures emulated too.
-    emulated = console.emulated(text, guest.instance_id, accel == 'tcg')
-    reported = console.status(text, guest.instance_id)
     missed = guest.missed
     if missed is not None:
         # signal mode: not ready (a server: not serving) within the ready
@@ -139,35 +136,27 @@ def _verdict(guest, workload, accel):
     if guest.signal_error:
         return dict(row, status='error',
                     reason=f'no start signal: {guest.signal_error}')
-    if reported is None or (role == 'client' and
-                            reported[0] in ('ready', 'serving')):
-        if guest.ended is None:
-            why = 'timed out'
-            if guest.signalled:
-                why += ' after its start signal'
-            if reported:
-                why += ' (it said ready)'
-        else:
-            why = (f'QEMU exited {guest.proc.returncode} without a status'
-                   + (f': {guest.qemu_error()}' if guest.qemu_error()
-                      else ''))
-        return dict(row, status='no-result', reason=why + _console_end(text))
-    state, why = reported
-    if role == 'server' and state in ('serving', 'ok'):
-        return dict(row, status='server', reason='')
-    if state != 'ok':
-        return dict(row, status=state, reason=why)
-    try:
-        payloads = console.extract(text, guest.instance_id)
-        mine = [p for p in payloads if p['workload'] == workload.name]
-        if not mine:
-            raise KvmtuneError(f'no {workload.name} result frame')
-        result = parsers.parse(mine[-1]['tool'], mine[-1]['raw'],
-                               workload.name, emulated=emulated)
-    except KvmtuneError as exc:
-        return dict(row, status='invalid', reason=exc.line())
-    return dict(row, status='ok', reason='', result=result,
-                sha256=mine[-1]['sha256'])
+    seen = verdicts.read(text, guest.instance_id, role, workload.name,
+                         accel == 'tcg', no_status=_no_status(guest, text))
+    if seen.status != verdicts.OK:
+        return dict(row, status=seen.status, reason=seen.reason)
+    return dict(row, status='ok', reason='', result=seen.result,
+                sha256=seen.sha256)
+
+
+def _no_status(guest, text):
+    """Why a guest gave no final status: its timeout or QEMU's exit."""
+    reported = console.status(text, guest.instance_id)
+    if guest.ended is None:
+        why = 'timed out'
+        if guest.signalled:
+            why += ' after its start signal'
+        if reported:
+            why += ' (it said ready)'
+    else:
+        why = (f'QEMU exited {guest.proc.returncode} without a status'
+               + (f': {guest.qemu_error()}' if guest.qemu_error() else ''))
+    return why + _console_end(text)
 
 
 def _said(guest):

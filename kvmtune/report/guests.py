@@ -5,7 +5,6 @@ the job a guest gets as user_data, and the per-VM table row made from the
 guest's serial console once it printed its KVMTUNE-STATUS line.
 """
 
-from kvmtune.errors import KvmtuneError
 from kvmtune.report import vmtable
 
 # Verdicts a measuring guest ends with ("serving" is a server's interim).
@@ -79,58 +78,22 @@ def row(console_text, instance_id, role, workload, emulated,
 
 
 def verdict(console_text, instance_id, role, workload, emulated):
-    """The vmtable row of a guest from its console log.
+    """The vmtable row of a guest from its console log
+    (kvmtune.results.verdict.read, the one reading of a console).
 
-    A guest that printed no status, or whose console Nova could not give
-    (``console_text`` None), is `no-result`; `late` and `error` keep
-    the guest's own reason; an `ok` guest whose result frame fails
-    verification or parsing is `invalid` with the checker's reason.
-
-    :param emulated: the task knows the guest ran under QEMU without KVM
-        (TCG); a guest that says accel=tcg on its console is labelled
-        emulated whatever the task says (images that do not say keep it)
+    A guest whose console Nova could not give (``console_text`` None) is
+    `no-result` with that reason.
     """
+    from kvmtune.results import verdict as verdicts
+
     if console_text is None:
         return vmtable.failed_row(
             instance_id, role, vmtable.NO_RESULT,
             'Nova gave no console log (the guest stopped before its verdict '
             'was read)', workload)
-    seen = status(console_text, instance_id)
-    if seen is None and ready(console_text, instance_id):
-        return vmtable.failed_row(
-            instance_id, role, vmtable.NO_RESULT,
-            'ready but gave no verdict before the timeout: never joined '
-            'the common start (ready after the batch started, or no start '
-            'signal reached it)', workload)
-    if seen is None:
-        return vmtable.failed_row(
-            instance_id, role, vmtable.NO_RESULT,
-            'no KVMTUNE-STATUS line on the console before the timeout',
-            workload)
-    state, why = seen
-    if state == 'late':
-        return vmtable.failed_row(
-            instance_id, role, vmtable.LATE,
-            why or 'ready after start_at: did not run', workload)
-    if state == 'error':
-        return vmtable.failed_row(instance_id, role, vmtable.ERROR,
-                                  why or 'guest reported an error', workload)
-    from kvmtune.workloads import console
-    from kvmtune.workloads import parsers
-
-    emulated = console.emulated(console_text, instance_id, emulated)
-    try:
-        payloads = console.extract(console_text, instance_id)
-        results = [parsers.parse(p['tool'], p['raw'], workload=workload,
-                                 emulated=emulated)
-                   for p in payloads if p['workload'] == workload]
-    except KvmtuneError as exc:
-        return vmtable.failed_row(instance_id, role, vmtable.INVALID,
-                                  exc.line(), workload)
-    if not results:
-        return vmtable.failed_row(
-            instance_id, role, vmtable.INVALID,
-            f'status ok but no {workload} result frame', workload)
-    result = dict(results[-1])
-    result.setdefault('workload', workload)
-    return vmtable.ok_row(instance_id, role, result)
+    seen = verdicts.read(console_text, instance_id, role, workload,
+                         emulated)
+    if seen.status == verdicts.OK:
+        return vmtable.ok_row(instance_id, role, seen.result)
+    return vmtable.failed_row(instance_id, role, seen.status, seen.reason,
+                              workload)

@@ -1,0 +1,114 @@
+"""The one verdict, on consoles real guests printed
+(tests/fixtures/outputs/console-tcg-*.log), and the same verdict whoever
+calls it: the Rally scenarios' row (kvmtune.report.guests) and bench
+local's row agree on every console."""
+
+import os
+
+import pytest
+
+from kvmtune import workloads
+from kvmtune.bench import local
+from kvmtune.bench import qemu
+from kvmtune.report import guests
+from kvmtune.results import verdict
+from tests import paths
+
+OUTPUTS = os.path.join(paths.FIXTURES, 'outputs')
+GUEST = '11111111-2222-3333-4444-555555555555'
+FIO = 'fio-randread-4k'
+
+
+def console(name):
+    with open(os.path.join(OUTPUTS, name), encoding='utf-8',
+              errors='surrogateescape') as f:
+        return f.read()
+
+
+def test_a_guest_that_measured_is_ok_with_its_figures():
+    seen = verdict.read(console('console-tcg-fio-randread-4k.log'), GUEST,
+                        'client', FIO, emulated=True)
+    assert seen.status == verdict.OK and seen.reason == ''
+    assert seen.result['workload'] == FIO and seen.result['iops'] > 0
+    assert seen.result['emulated'] is True
+    assert len(seen.sha256) == 64
+    # this image did not say its accelerator: the caller's word stands
+    quiet = verdict.read(console('console-tcg-fio-randread-4k.log'), GUEST,
+                         'client', FIO, emulated=False)
+    assert quiet.result['emulated'] is False
+
+
+def test_a_guest_that_says_tcg_is_emulated_whatever_the_caller_knew():
+    text = console('console-tcg-fio-randread-4k-guest-line.log')
+    instance = next(line.split()[1] for line in text.splitlines()
+                    if line.startswith('KVMTUNE-STATUS '))
+    seen = verdict.read(text, instance, 'client', FIO, emulated=False)
+    assert seen.status == verdict.OK and seen.result['emulated'] is True
+
+
+@pytest.mark.parametrize('text, status, words', [
+    (f'KVMTUNE-STATUS {GUEST} late\n', verdict.LATE, 'did not run'),
+    (f'KVMTUNE-STATUS {GUEST} error fio: bad job\n', verdict.ERROR,
+     'fio: bad job'),
+    (f'KVMTUNE-STATUS {GUEST} ok\n', verdict.INVALID,
+     'no KVMTUNE-RESULT-BEGIN line'),
+    (f'KVMTUNE-STATUS {GUEST} ready uptime=5 time=1\n', verdict.NO_RESULT,
+     'ready but gave no verdict'),
+    ('SeaBIOS\nBooting from ROM...\n', verdict.NO_RESULT,
+     'no KVMTUNE-STATUS line'),
+])
+def test_each_status_says_why(text, status, words):
+    seen = verdict.read(text, GUEST, 'client', FIO, emulated=True)
+    assert seen.status == status and words in seen.reason
+    assert seen.result is None
+
+
+def test_a_frame_that_fails_its_checksum_is_invalid():
+    text = console('console-tcg-fio-randread-4k.log')
+    tampered = text.replace('"fio-3.33"', '"fio-3.34"', 1)
+    assert tampered != text
+    seen = verdict.read(tampered, GUEST, 'client', FIO, emulated=True)
+    assert seen.status == verdict.INVALID and 'sha256' in seen.reason, seen
+
+
+def test_a_server_that_served_is_a_server():
+    assert verdict.read(f'KVMTUNE-STATUS {GUEST} serving\n', GUEST,
+                        'server', 'sockperf-tcp-rr', True).status == \
+        verdict.SERVER
+
+
+def test_the_callers_own_reason_for_no_status():
+    seen = verdict.read('', GUEST, 'client', FIO, True,
+                        no_status='QEMU exited 1 without a status')
+    assert seen == verdict.Verdict(verdict.NO_RESULT,
+                                   'QEMU exited 1 without a status')
+
+
+CONSOLES = ['console-tcg-fio-randread-4k.log',
+            'console-tcg-error-no-hold.log',
+            'console-tcg-nmi-no-signal-late.log',
+            'console-tcg-guest-dmesg.log']
+
+
+@pytest.mark.parametrize('name', CONSOLES)
+def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
+    text = console(name)
+    ids = sorted(set(
+        line.split()[1] for line in text.splitlines()
+        if line.startswith('KVMTUNE-STATUS ') and len(line.split()) > 2))
+    instance = ids[0] if ids else GUEST
+    rally = guests.verdict(text, instance, 'client', FIO, True)
+    guest = qemu.Guest(0, instance, str(tmp_path))
+    guest.role = 'client'
+    guest.started, guest.ended = 100.0, 110.0
+    guest.proc = type('P', (), {'returncode': 0})()
+    with open(guest.console, 'w', encoding='utf-8',
+              errors='surrogateescape') as f:
+        f.write(text)
+    bench = local._verdict(guest, workloads.get(FIO), 'tcg')
+    assert rally['status'] == bench['status'], (rally, bench)
+    if rally['status'] == verdict.OK:
+        assert rally['iops'] == round(bench['result']['iops'], 3)
+    elif rally['status'] != verdict.NO_RESULT:
+        # no-result reasons differ by design: Rally's timeout, QEMU's exit
+        assert rally['reason'] == bench['reason']
