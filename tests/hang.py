@@ -12,13 +12,20 @@ A thread cannot be killed. ``release`` names FIFOs to open from the other
 side after a timeout, which wakes a thread blocked opening one, so it ends
 instead of lingering while the rest of the session runs.
 
+Code that would spin rather than block (reading a character device such
+as /dev/zero, which never ends) cannot be released that way, and a thread
+left reading it would eat the session's CPU and memory: ``call_in_child``
+runs it in a forked child process instead, killed at the timeout.
+
 HANG_BOUND_S is a bound on a hang, not a speed: the code under test takes
 well under a second; a 2-core shared CI host may be very slow, not a
 minute slow.
 """
 
 import errno
+import multiprocessing
 import os
+import pickle
 import threading
 
 import pytest
@@ -68,3 +75,53 @@ def call(func, *, timeout=HANG_BOUND_S, release=()):
     if 'error' in outcome:
         raise outcome['error']
     return outcome['value']
+
+
+def _child(func, conn):
+    try:
+        outcome = ('value', func())
+    except BaseException as exc:    # re-raised in the parent
+        outcome = ('error', exc)
+    try:
+        conn.send(outcome)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        conn.send(('error', RuntimeError(
+            f'{outcome[0]} of the child could not be sent back: {exc}; '
+            f'it was: {outcome[1]!r}')))
+    conn.close()
+
+
+def call_in_child(func, *, timeout=HANG_BOUND_S):
+    """``func()`` in a forked child process: its return value, or its
+    exception re-raised here (both pickled back); the test fails if it has
+    not returned in ``timeout`` seconds, and the child is killed. The
+    child's writes to files are seen; pytest fixtures that patch this
+    process (monkeypatch) apply in it, since it is a fork, but what it
+    prints is not captured."""
+    context = multiprocessing.get_context('fork')
+    receive, send = context.Pipe(duplex=False)
+    name = getattr(func, '__qualname__', repr(func))
+    child = context.Process(target=_child, args=(func, send),
+                            name=f'hang-guarded {name}', daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(timeout):
+            child.kill()
+            child.join()
+            pytest.fail(f'{name} did not return within {timeout} s: it '
+                        'hangs (its child process was killed)',
+                        pytrace=False)
+        try:
+            kind, value = receive.recv()
+        except EOFError:
+            child.join()
+            pytest.fail(f'{name}: its child process ended without an '
+                        f'answer (exit code {child.exitcode})',
+                        pytrace=False)
+    finally:
+        receive.close()
+    child.join()
+    if kind == 'error':
+        raise value
+    return value

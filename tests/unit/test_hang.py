@@ -100,3 +100,45 @@ def test_a_deliberately_hanging_fifo_test_fails_within_its_timeout(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         '*did not return within 1 s: it hangs*'])
+
+
+# -- call_in_child: code that spins, not blocks ------------------------------
+
+def test_in_child_the_value_and_the_exception_come_back():
+    from kvmtune.errors import InputError
+
+    assert hang.call_in_child(lambda: 41 + 1) == 42
+
+    def refuse():
+        raise InputError('a character device', source='/x', key='k')
+
+    with pytest.raises(InputError,
+                       match='^/x: k: a character device$') as caught:
+        hang.call_in_child(refuse)
+    assert (caught.value.source, caught.value.key) == ('/x', 'k')
+
+
+def test_in_child_reading_a_zero_device_forever_fails_and_is_killed(
+        tmp_path):
+    """What a regression of inputs.read_text on /dev/zero would do: read
+    without end. The test fails at the timeout; no child is left."""
+    from tests import devices
+
+    zero = devices.char_device(tmp_path, 'zero', devices.ZERO)
+
+    def read_forever():
+        with open(zero, 'rb') as stream:
+            while True:
+                stream.read(1 << 16)
+
+    with pytest.raises(pytest.fail.Exception,
+                       match='read_forever did not return within 0.5 s: '
+                             'it hangs'):
+        hang.call_in_child(read_forever, timeout=0.5)
+    import multiprocessing
+    assert multiprocessing.active_children() == []
+
+
+def test_in_child_an_unpicklable_result_is_named():
+    with pytest.raises(RuntimeError, match='could not be sent back'):
+        hang.call_in_child(lambda: threading.Lock())
