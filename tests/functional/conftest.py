@@ -284,17 +284,35 @@ def image(admin, tmp_path_factory):
     admin.image.delete_image(image.id, ignore_missing=True)
 
 
-class Servers:
-    """Boots servers without networks and deletes them at teardown."""
+def first_compute_host(test_cloud):
+    """Host name of the cloud's first compute (the one KVMTUNE_NOVA_CONF
+    configures) when it has more than one (``cloud up --computes N``),
+    else None."""
+    if not test_cloud.state.get('computes'):
+        return None
+    return test_cloud.state.get('compute_host')
 
-    def __init__(self, conn):
+
+class Servers:
+    """Boots servers without networks and deletes them at teardown.
+
+    With ``host`` (the first compute of a multi-compute cloud) each boot
+    asks for that host (compute API 2.74: the scheduler still checks it),
+    so a test that tunes the first compute gets its servers there. A test
+    that wants the scheduler to choose among every compute sets
+    ``servers.host = None`` first.
+    """
+
+    def __init__(self, conn, host=None):
         self.conn = conn
+        self.host = host
         self.made = []
 
     def boot(self, name, flavor_id, image_id):
+        where = {'host': self.host} if self.host else {}
         server = self.conn.compute.create_server(
             name=name, flavor_id=flavor_id, image_id=image_id,
-            networks='none')
+            networks='none', **where)
         self.made.append(server.id)
         return self.wait(server.id)
 
@@ -322,18 +340,25 @@ class Servers:
 
 
 @pytest.fixture
-def servers(admin):
-    made = Servers(admin)
+def servers(admin, test_cloud):
+    made = Servers(admin, first_compute_host(test_cloud))
     yield made
     made.delete_all()
 
 
 @pytest.fixture
-def compute_node(admin):
-    """(hypervisor hostname, resource provider uuid) of the one node."""
+def compute_node(admin, test_cloud):
+    """(hypervisor hostname, resource provider uuid) of the first compute:
+    the one node, or with ``cloud up --computes N`` the one the cloud's
+    state names ``compute_host`` (configured by KVMTUNE_NOVA_CONF)."""
     hypervisors = list(admin.compute.hypervisors())
-    assert len(hypervisors) == 1, [h.name for h in hypervisors]
-    return hypervisors[0].name, hypervisors[0].id
+    first = first_compute_host(test_cloud)
+    if first is None:
+        assert len(hypervisors) == 1, [h.name for h in hypervisors]
+        return hypervisors[0].name, hypervisors[0].id
+    named = [h for h in hypervisors if h.name == first]
+    assert len(named) == 1, (first, [h.name for h in hypervisors])
+    return named[0].name, named[0].id
 
 
 def provider_traits(conn, uuid_):

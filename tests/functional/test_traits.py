@@ -17,8 +17,11 @@ from tests.functional.conftest import put_provider_traits
 FOREIGN = 'CUSTOM_KVMTUNE_FT_RACK_A1'   # not one of kvmtune's traits
 
 
-def tag(*extra):
-    return kvmtune('host', 'tag', '--os-cloud', ADMIN, *extra)
+def tag(node, *extra):
+    """kvmtune host tag of the compute node named ``node`` (the facts name
+    another host, and a multi-compute cloud has several nodes)."""
+    return kvmtune('host', 'tag', '--os-cloud', ADMIN, '--hypervisor', node,
+                   *extra)
 
 
 @pytest.fixture
@@ -42,20 +45,20 @@ def test_tag_adds_only_kvmtune_traits_then_writes_nothing(
     wanted = traits.from_facts(host_facts.resolve(root=str(INTEL_HOST)))
     assert traits.EPT in wanted
 
-    dry = tag('--root', INTEL_HOST, '--dry-run')
+    dry = tag(name, '--root', INTEL_HOST, '--dry-run')
     assert dry.rc == 0, dry.err
     assert f'+ {traits.EPT}' in dry.out
     assert http_requests.writes() == []
     assert provider_traits(admin, uuid)[0] == before
 
-    first = tag('--root', INTEL_HOST)
+    first = tag(name, '--root', INTEL_HOST)
     assert first.rc == 0, first.err
     after, _ = provider_traits(admin, uuid)
     assert after == before | wanted
     assert FOREIGN in after
 
     http_requests.clear()
-    second = tag('--root', INTEL_HOST)
+    second = tag(name, '--root', INTEL_HOST)
     assert second.rc == 0, second.err
     assert 'nothing to change' in second.out
     assert http_requests.writes() == []
@@ -65,16 +68,16 @@ def test_tag_adds_only_kvmtune_traits_then_writes_nothing(
 
 def test_lost_capability_removes_only_its_trait(admin, untagged_node,
                                                 tmp_path):
-    _, uuid = untagged_node
+    name, uuid = untagged_node
     facts = host_facts.resolve(root=str(INTEL_HOST))
-    assert tag('--root', INTEL_HOST).rc == 0
+    assert tag(name, '--root', INTEL_HOST).rc == 0
     tagged, _ = provider_traits(admin, uuid)
 
     facts['virt']['ept'] = False
     facts['source'] = 'intel host with EPT turned off'
     facts_file = tmp_path / 'no-ept.json'
     facts_file.write_text(json.dumps(facts))
-    result = tag('--facts', facts_file)
+    result = tag(name, '--facts', facts_file)
     assert result.rc == 0, result.err
     assert f'- {traits.EPT}' in result.out
     assert provider_traits(admin, uuid)[0] == tagged - {traits.EPT}
@@ -103,7 +106,7 @@ def test_ept_flavor_no_valid_host_until_the_host_is_tagged(
     print(f'\nbefore host tag: server {before.id} {before.status}, fault: '
           f'{before.fault["message"]}')
 
-    tagged = tag('--root', INTEL_HOST)
+    tagged = tag(untagged_node[0], '--root', INTEL_HOST)
     assert tagged.rc == 0, tagged.err
     after = servers.boot(unique + '-after', flavor.id, image.id)
     assert after.status == 'ACTIVE', after.fault

@@ -117,9 +117,12 @@ def _image(conn, resources, path=None):
 
 
 def _boot(conn, resources, flavor, image, expect='ACTIVE'):
+    # On the compute the test configures, also with --computes N (2.74).
+    state = procs.load_state(LAYOUT)
+    where = {'host': state['compute_host']} if state.get('computes') else {}
     server = conn.compute.create_server(
         name='kvmtune-test-%s' % uuid.uuid4().hex[:8], flavor_id=flavor.id,
-        image_id=image.id, networks='none')
+        image_id=image.id, networks='none', **where)
     resources['servers'].append(server)
     return conn.compute.wait_for_server(server, status=expect,
                                         failures=['ERROR'] if expect ==
