@@ -99,6 +99,14 @@ READERS = {
     ('libvirt', 'cpu_mode'): (
         _R(COMPUTE, 'virt/libvirt/driver.py', '_get_guest_cpu_model_config'),
     ),
+    ('libvirt', 'cpu_models'): (
+        _R(COMPUTE, 'virt/libvirt/driver.py', '_check_cpu_compatibility'),
+        _R(COMPUTE, 'virt/libvirt/driver.py', '_get_guest_cpu_model_config'),
+    ),
+    ('libvirt', 'cpu_model_extra_flags'): (
+        _R(COMPUTE, 'virt/libvirt/driver.py', '_check_cpu_compatibility'),
+        _R(COMPUTE, 'virt/libvirt/driver.py', '_get_guest_cpu_model_config'),
+    ),
     ('libvirt', 'rx_queue_size'): (
         _R(COMPUTE, 'virt/libvirt/vif.py', 'get_base_config'),
     ),

@@ -15,6 +15,11 @@ run its own guest (issue 22).
 from kvmtune.tuners import base
 
 TRAITS = ('CUSTOM_KVMTUNE_NESTED', 'HW_CPU_X86_VMX', 'HW_CPU_X86_SVM')
+VIRT_TYPES = ('auto', 'kvm', 'qemu')
+# What a TCG guest needs to run kvm_amd: SVM and nested paging (NPT),
+# both emulated by QEMU; Nova adds them with policy require
+# (LibvirtDriver._prepare_cpu_flag).
+TCG_FLAGS = ('svm', 'npt')
 # The CPU flag each os-traits trait stands for.
 TRAIT_FLAGS = {'HW_CPU_X86_VMX': 'vmx', 'HW_CPU_X86_SVM': 'svm'}
 
@@ -28,19 +33,58 @@ class Nested(base.Tuner):
                    choices=TRAITS + ('none',),
                    help='Trait the flavor requires: kvmtune\'s (any '
                         'mechanism) or os-traits\' VMX/SVM (hardware only)'),
+        base.Param('virt_type', default='auto', choices=VIRT_TYPES,
+                   help='The compute\'s [libvirt] virt_type: kvm (VT-x/'
+                        'AMD-V hosts) or qemu (TCG, emulated); auto: kvm '
+                        'when the host has vmx/svm and a usable /dev/kvm, '
+                        'as kvmtune cloud decides'),
         base.Param('cpu_mode', default='host-passthrough',
                    choices=('host-passthrough', 'host-model'),
-                   help='[libvirt] cpu_mode; guests need vmx/svm in their '
-                        'CPU model to run KVM'),
+                   help='[libvirt] cpu_mode on KVM hosts; guests need '
+                        'vmx/svm in their CPU model to run KVM'),
+        base.Param('cpu_model', default='EPYC',
+                   help='[libvirt] cpu_models under TCG (virt_type qemu): '
+                        'an AMD model, since QEMU emulates SVM, not VMX '
+                        '(virsh cpu-models x86_64 lists them)'),
     )
 
     OWNED_EXTRA_SPECS = tuple(f'trait:{trait}' for trait in TRAITS)
-    NOVA_CONF = {('libvirt', 'cpu_mode'): '{cpu_mode}'}
     MODPROBE = {'kvm_intel': {'nested': '1'}, 'kvm_amd': {'nested': '1'}}
     NOTES = (
         'Nested guests are for test clouds: seed 000 measured 20-25% less '
         'compute than their level-1 host.',
     )
+
+    def virt_type(self):
+        """kvm or qemu: the param, or with auto what kvmtune cloud's
+        detect_virt_type picks (kvm only with vmx/svm and a /dev/kvm that
+        is not PVM's; facts without a probe count as usable)."""
+        if self.params['virt_type'] != 'auto':
+            return self.params['virt_type']
+        usable = self.fact('virt.kvm_usable')
+        if self.hardware_module() and usable is not False:
+            return 'kvm'
+        return 'qemu'
+
+    def nova_conf(self):
+        """Under TCG a custom model with the flags (Nova's cpu_mode
+        custom, the only mode that takes a named model: libvirt offers no
+        host-passthrough to TCG guests); under KVM the host's CPU, with its
+        vendor flag named for host-model."""
+        if self.virt_type() == 'qemu':
+            return {('libvirt', 'cpu_mode'): 'custom',
+                    ('libvirt', 'cpu_models'): self.params['cpu_model'],
+                    ('libvirt', 'cpu_model_extra_flags'):
+                        ','.join(TCG_FLAGS)}
+        conf = {('libvirt', 'cpu_mode'): self.params['cpu_mode']}
+        flag = {'kvm_intel': 'vmx', 'kvm_amd': 'svm'}.get(
+            self.hardware_module())
+        if self.params['cpu_mode'] == 'host-model' and flag:
+            conf[('libvirt', 'cpu_model_extra_flags')] = flag
+        return conf
+
+    def modprobe(self):
+        return {} if self.virt_type() == 'qemu' else super().modprobe()
 
     def extra_specs(self):
         trait = self.params['trait']
@@ -50,6 +94,12 @@ class Nested(base.Tuner):
     def _enabled(self):
         module = self.hardware_module()
         mechanism = self.fact('virt.nested_mechanism')
+        if self.virt_type() == 'qemu':
+            return (base.PASS, f'virt_type qemu (TCG): guests get the '
+                    f'emulated {self.params["cpu_model"]} CPU with '
+                    f'{" and ".join(TCG_FLAGS)} and run their guests '
+                    f'through kvm_amd (QEMU emulates SVM, not VMX); '
+                    f'emulated, not KVM speed', None)
         if mechanism == 'pvm':
             return (base.WARN, 'nested-capable by PVM (kvm_pvm, software) '
                     'without VMX: guests get no vmx flag and run their '
