@@ -30,6 +30,15 @@ disable_fallback_pcpu_query``), ``--service all`` everything (one file for
 all services, as on a single-node DevStack). The default is what this host
 runs (nova-compute and nova-scheduler: all), else compute. An option left
 out is named on stderr, never dropped silently.
+
+A service reads nova.conf in oslo.config's order (kvmtune.novaconf.effective,
+from oslo_config/cfg.py): a later ``--config-file`` or a drop-in directory
+read after it may set the same option, or the service may not read this
+file at all (DevStack's nova-compute reads nova-cpu.conf). With
+``--service-cmdline "the service's command line"`` such an option stops
+the run, naming the file that wins, with nothing written; applying on
+this host without it, the running services' /proc/<pid>/cmdline are
+checked the same way and each such option is a notice.
 """
 
 import sys
@@ -50,7 +59,55 @@ def add_arguments(parser):
                         help='write only the options this Nova service '
                              'reads (default: what this host runs, '
                              'nova-compute when no Nova service runs here)')
+    parser.add_argument('--service-cmdline', metavar='CMDLINE',
+                        action='append',
+                        help='the command line the Nova service is started '
+                             'with (repeatable): refuse when it would read '
+                             'a written option from another file (default: '
+                             'the running services\' own, as notices)')
     cmd.add_dry_run(parser)
+
+
+def service_cmdlines(args, service):
+    """([(service, argv, pid)], strict) whose reading of nova.conf is
+    checked: --service-cmdline (strict), else the running services of
+    this host that read what ``service`` writes (notices)."""
+    import shlex
+
+    from kvmtune.errors import InputError
+    from kvmtune.novaconf import services
+
+    wanted = (set(services.SERVICES) if service == 'all'
+              else {services.COMPUTE} if service == services.COMPUTE
+              else {services.SCHEDULER, services.CONDUCTOR})
+    if args.service_cmdline:
+        found = []
+        for line in args.service_cmdline:
+            try:
+                argv = shlex.split(line)
+            except ValueError as exc:
+                raise InputError(f'cannot split it into words: {exc}',
+                                 source=line, key='--service-cmdline',
+                                 fix='quote it as a shell would') from None
+            name = services.service_of(argv)
+            if name is None:
+                raise InputError('not the command line of a Nova service',
+                                 source=line, key='--service-cmdline',
+                                 fix='give it as /proc/<pid>/cmdline shows '
+                                     'it, e.g. "/usr/bin/nova-compute '
+                                     '--config-file /etc/nova/nova.conf"')
+            if name not in wanted:
+                raise InputError(f'nova-{name} does not read what --service '
+                                 f'{service} writes', source=line,
+                                 key='--service-cmdline',
+                                 fix='give the command line of the service '
+                                     'the options are written for')
+            found.append((name, argv, None))
+        return found, True
+    if args.root is not None or args.facts is not None:
+        return [], False        # another host: its processes are not here
+    return [(name, argv, pid) for pid, name, argv in services.processes()
+            if name in wanted], False
 
 
 def run(args):
@@ -74,8 +131,10 @@ def run(args):
                                         loaded.nova.python_executable)
     # A file that cannot be applied gets its one-line error alone: the
     # notices about what would be written come after it is read.
+    cmdlines, strict = service_cmdlines(args, service)
     result = novaconf.apply_plan(plan, path, service, dry_run=args.dry_run,
-                                 nova_python=python, why=why)
+                                 nova_python=python, why=why,
+                                 cmdlines=cmdlines, strict=strict)
     for notice in result.notices:
         print(f'kvmtune: notice: {notice}', file=sys.stderr)
     if result.nova:

@@ -246,3 +246,53 @@ def running_cmdlines(proc='/proc'):
             found[service] = (effective.real_argv(argv),
                               unit_of(pid, proc))
     return found
+
+
+# -- nova-conf apply: does the edited nova.conf win? ------------------------
+
+def _label(value, where):
+    if where == 'environment':
+        where = 'the service\'s environment'
+    elif isinstance(where, list):
+        where = ', '.join(where)
+    shown = ', '.join(value) if isinstance(value, list) else value
+    return (f'{shown} from {where}' if value is not None
+            else 'no value (Nova\'s default)')
+
+
+def after_edit(path, text, service, argv, conf, under=None, pid=None,
+               strict=False):
+    """Notices about the options of ``conf`` ({section: {option: value}},
+    what ``nova-conf apply`` writes into ``path`` as ``text``) that the
+    service started with ``argv`` would not read as written, in
+    oslo.config's order over this host's files (``under``, default the
+    live host). ``strict`` (a command line the operator gave): InputError
+    instead, nothing written."""
+    path = os.path.abspath(path)
+    reader = effective.Overlay({path: text}, under or effective.Reader())
+    eff = effective.effective(argv, reader)
+    missed = lost(eff, {section: {option: value
+                                  for option, value in options.items()
+                                  if value is not None}
+                        for section, options in conf.items()})
+    if not missed:
+        return []
+    shown = ' '.join(effective.real_argv(argv))
+    who = f'nova-{service}' + (f' (pid {pid})' if pid else '')
+    unread = ('' if path in {os.path.normpath(source.path)
+                             for source in eff.sources}
+              else f'; it does not read {path} at all')
+    keys = ', '.join(f'[{s}] {o}' for s, o in missed)
+    (section, option), (value, where) = next(iter(missed.items()))
+    if strict:
+        raise InputError(
+            f'{who} started as "{shown}" would read {option} = '
+            f'{_label(value, where)}, not the value written here{unread}; '
+            f'nothing written', source=path, key=keys,
+            fix=f'remove {option} from where it wins, apply to the file '
+                f'that wins (--config), or export a drop-in placed to win: '
+                f'kvmtune export --target oslo-dropin --service-cmdline '
+                f'"{shown}"')
+    return [f'{who} started as "{shown}" will not read [{s}] {o} as '
+            f'written: {_label(v, w)} wins in oslo.config\'s order{unread}'
+            for (s, o), (v, w) in missed.items()]

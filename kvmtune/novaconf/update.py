@@ -227,7 +227,7 @@ def write_config(path, old_text, new_text):
     return backup
 
 
-def apply(path, changes, dry_run=False, nova_python=None):
+def apply(path, changes, dry_run=False, nova_python=None, check=None):
     """Make nova.conf at ``path`` have ``changes``; return ApplyResult.
 
     :param changes: {section: {option: str | [str, ...]}}, as
@@ -235,17 +235,20 @@ def apply(path, changes, dry_run=False, nova_python=None):
     :param nova_python: a Python that can import nova, to check values
         against Nova (see kvmtune.novaconf.validate for where else Nova is
         looked for).
+    :param check: called with the new text before anything is written;
+        returns notices, or raises InputError (a service would not read
+        the values: kvmtune.novaconf.dropin.after_edit).
     :raises InputError: unreadable or unparsable file, a value kvmtune or
         Nova rejects, or a failed write; the file is then untouched.
     """
     if dry_run:
-        return _apply(path, changes, True, nova_python)
+        return _apply(path, changes, True, nova_python, check)
     read_config(path)   # a device, FIFO or unreadable file: before the lock
     with fileio.lock(path, source=path or "''"):
-        return _apply(path, changes, False, nova_python)
+        return _apply(path, changes, False, nova_python, check)
 
 
-def _apply(path, changes, dry_run, nova_python):
+def _apply(path, changes, dry_run, nova_python, check=None):
     old_text = read_config(path)
     old = parse_config(path, old_text)
     changes = resolve_changes(old, changes)
@@ -256,11 +259,15 @@ def _apply(path, changes, dry_run, nova_python):
     new_text = new.text
     result = ApplyResult(path=path, changed=new_text != old_text,
                          written=False, diff='', notices=[])
+    # Where the file stands in the services' oslo.config order: checked
+    # even when it already has the values (another file may still win).
+    placed = check(new_text) if check else []
     if not result.changed:
+        result.notices = placed
         return result
     result.nova, result.notices, secrets = check_nova(
         path, _set_only(changes), nova_python)
-    result.notices = follow_notices + list(result.notices)
+    result.notices = follow_notices + list(result.notices) + placed
     result.diff = ini_diff.unified_diff(old, new, path, path,
                                         secrets=secrets)
     if not dry_run:
@@ -270,14 +277,20 @@ def _apply(path, changes, dry_run, nova_python):
 
 
 def apply_plan(plan, path, service, *, dry_run=False, nova_python=None,
-               why=None):
+               why=None, cmdlines=(), strict=False, under=None):
     """Apply what ``plan`` (kvmtune.plan.Plan) sets for the Nova
     ``service`` ('compute', 'scheduler' or 'all') to the nova.conf at
     ``path``: the one call of ``kvmtune nova-conf apply`` (the CLI parses
     and prints; this decides). Options other services read are left out,
     each named in the result's notices, never dropped silently; ``why``
     (how the service was chosen) is the first notice when given.
+
+    ``cmdlines`` [(service, argv, pid or None)]: the command lines of the
+    services that should read the file; an option one of them would read
+    from another file (oslo.config's order: kvmtune.novaconf.dropin) is a
+    notice, or with ``strict`` an InputError with nothing written.
     """
+    from kvmtune.novaconf import dropin
     from kvmtune.novaconf import services
 
     notices = [f'--service {service}: {why}'] if why else []
@@ -293,7 +306,17 @@ def apply_plan(plan, path, service, *, dry_run=False, nova_python=None,
                 f'not nova-{service}: apply it with --service {other} on '
                 f'the hosts that run it (or see "kvmtune export")')
             left_out += 1
-    result = apply(path, changes, dry_run=dry_run, nova_python=nova_python)
+
+    def check(text):
+        found = []
+        for name, argv, pid in cmdlines:
+            reads, _ = services.split(changes, name)
+            found += dropin.after_edit(path, text, name, argv, reads,
+                                       under=under, pid=pid, strict=strict)
+        return found
+
+    result = apply(path, changes, dry_run=dry_run, nova_python=nova_python,
+                   check=check if cmdlines else None)
     result.notices = notices + list(result.notices)
     result.service = service
     result.left_out = left_out

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import stat
 import subprocess
@@ -17,6 +18,8 @@ from kvmtune import cli
 from kvmtune.novaconf import validate
 from tests import devices
 from tests import paths
+from tests.unit.export.consumers import needs_nova
+from tests.unit.novaconf.test_effective import oslo
 
 FIXTURES = paths.FIXTURES
 HOST = os.path.join(FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')
@@ -347,3 +350,62 @@ def test_nothing_for_the_service_is_not_already_there(tmp_path):
         f'{path} unchanged')
     assert done.stderr.count('not written: ') == 4
     assert path.read_text() == '[DEFAULT]\n'
+
+
+# -- issue 28: the edited file in the service's oslo.config order ---------
+
+def _compute_files(tmp_path, later):
+    nova = tmp_path / 'nova.conf'
+    nova.write_text('[DEFAULT]\ndebug = true\n')
+    extra = tmp_path / 'nova-compute.conf'
+    extra.write_text(later)
+    return nova, ['/usr/bin/nova-compute', '--config-file', str(nova),
+                  '--config-file', str(extra)]
+
+
+@needs_nova
+def test_a_later_config_file_that_wins_is_refused(tmp_path):
+    nova, argv = _compute_files(tmp_path,
+                                '[compute]\ncpu_dedicated_set = 4-7\n')
+    before = snapshot(nova)
+    done = kvmtune(*apply_args(nova, '--service-cmdline', shlex.join(argv),
+                               service='compute'))
+    assert_one_line_error(done, '[compute] cpu_dedicated_set',
+                          f'4-7 from {tmp_path}/nova-compute.conf',
+                          'nothing written')
+    assert snapshot(nova) == before
+    # rightly: applied all the same, oslo.config keeps 4-7
+    assert kvmtune(*apply_args(nova, service='compute')).returncode == 0
+    assert oslo(argv, tmp_path)['dedicated'] == '4-7'
+
+
+@needs_nova
+def test_the_edited_file_read_last_is_accepted(tmp_path):
+    nova, argv = _compute_files(tmp_path, '[DEFAULT]\n')
+    done = kvmtune(*apply_args(nova, '--service-cmdline', shlex.join(argv),
+                               service='compute'))
+    assert done.returncode == 0, done.stderr
+    assert oslo(argv, tmp_path)['dedicated'] == '1-19,21-39,41-59,61-79'
+
+
+def test_a_file_the_service_does_not_read(tmp_path):
+    nova, _ = _compute_files(tmp_path, '[DEFAULT]\n')
+    other = tmp_path / 'nova-cpu.conf'
+    other.write_text('[DEFAULT]\n')
+    done = kvmtune(*apply_args(
+        nova, '--service-cmdline',
+        f'/usr/bin/nova-compute --config-file {other}', service='compute'))
+    assert_one_line_error(done, f'it does not read {nova} at all')
+
+
+@pytest.mark.parametrize('line,words', [
+    ('tail -f nova-compute.log', ['not the command line of a Nova service']),
+    ('/usr/bin/nova-scheduler', ['nova-scheduler does not read']),
+    ('/usr/bin/nova-compute "x', ['quote it']),
+])
+def test_bad_service_command_line(nova_conf, line, words):
+    before = snapshot(nova_conf)
+    done = kvmtune(*apply_args(nova_conf, '--service-cmdline', line,
+                               service='compute'))
+    assert_one_line_error(done, *words)
+    assert snapshot(nova_conf) == before

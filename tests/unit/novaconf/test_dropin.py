@@ -146,3 +146,24 @@ def test_running_services_and_their_units(tmp_path):
         'scheduler': (['/usr/bin/nova-scheduler'],
                       'openstack-nova-scheduler.service')}
     assert dropin.unit_of(99, str(proc)) is None
+
+
+def test_after_edit_notices_and_strict(tmp_path):
+    nova = tmp_path / 'nova.conf'
+    later = tmp_path / 'nova-compute.conf'
+    later.write_text('[compute]\ncpu_dedicated_set = 4-7\n')
+    argv = [NOVA, '--config-file', str(nova), '--config-file', str(later)]
+    text = '[compute]\ncpu_dedicated_set = 2-3\ncpu_shared_set = 0\n'
+    conf = {'compute': {'cpu_dedicated_set': '2-3', 'cpu_shared_set': '0'}}
+    assert dropin.after_edit(str(nova), text, 'compute', argv, conf,
+                             pid=42) == [
+        f'nova-compute (pid 42) started as "{" ".join(argv)}" will not '
+        f'read [compute] cpu_dedicated_set as written: 4-7 from {later} '
+        f'wins in oslo.config\'s order']
+    with pytest.raises(InputError) as caught:
+        dropin.after_edit(str(nova), text, 'compute', argv, conf,
+                          strict=True)
+    assert caught.value.key == '[compute] cpu_dedicated_set'
+    # read last, nothing to say
+    assert dropin.after_edit(str(nova), text, 'compute', argv[:3],
+                             conf) == []
