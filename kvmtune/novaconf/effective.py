@@ -169,7 +169,8 @@ class Overlay(Reader):
             return self.files[path]
         if self.under is None:
             raise InputError('not on this host (only the files given are '
-                             'known)', source=path)
+                             'known)', source=path,
+                             fix='run on the host to have its files read')
         return self.under.read_text(path)
 
 
