@@ -108,3 +108,24 @@ def _numa_shape(host):
             if data['size_kb'] > 4 and data['total']:
                 sizes.add(data['size_kb'])
     return len(cells), sizes
+
+
+def test_restart_compute_by_host_keeps_its_provider(admin, test_cloud,
+                                                    computes):
+    """``restart-compute --host`` restarts that compute alone (the last
+    one: an extra compute when there are several) and it keeps its
+    resource provider and inventory."""
+    entry = computes[-1]
+    pids = procs.load_state(LAYOUT)['services']
+    others = {c['service']: pids[c['service']] for c in computes[:-1]}
+    before = _inventories(admin, entry['provider'])
+    done = test_cloud.run('restart-compute', '--host', entry['host'])
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(f'\n{done.stdout.strip()}')
+    assert f"nova-compute of {entry['host']} restarted" in done.stdout
+    after = procs.load_state(LAYOUT)['services']
+    assert after[entry['service']] != pids[entry['service']]
+    assert {s: after[s] for s in others} == others
+    assert _inventories(admin, entry['provider']) == before
+    hypervisors = [h.name for h in admin.compute.hypervisors()]
+    assert sorted(hypervisors) == sorted(c['host'] for c in computes)
