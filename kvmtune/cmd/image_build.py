@@ -35,6 +35,12 @@ def add_arguments(parser):
     parser.add_argument('--with-net', action='store_true',
                         help='Add iperf3, sockperf and virtio-net for the '
                              'network workloads.')
+    parser.add_argument('--nested', action='store_true',
+                        help='Also build the nested (level-1) image in '
+                             '<image directory>/nested: the KVM modules, '
+                             'QEMU from Debian and the benchmark image as '
+                             'its own guest (L2); booted from its disk it '
+                             'runs the job in L2 (kvmtune bench nested).')
     parser.add_argument('--static-fio', action=argparse.BooleanOptionalAction,
                         default=True,
                         help='Compile fio static from Debian\'s fio source '
@@ -49,8 +55,15 @@ def _mb(n):
 
 
 def run(args):
+    from kvmtune.errors import InputError
     from kvmtune.image import build
 
+    if args.nested and args.with_net:
+        raise InputError('the nested image has no network tools',
+                         key='--with-net', fix='build it without '
+                         '--with-net (its workloads are disk and CPU)')
+    if args.nested:
+        return _nested(args)
     manifest = build.build(args.output, with_net=args.with_net,
                            static_fio=args.static_fio)
     sizes = manifest['sizes']
@@ -58,6 +71,24 @@ def run(args):
           f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
           f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
           f'{_mb(sizes["kvmtune-bench.qcow2"])}')
+    if manifest['changed']:
+        print('image built: vmlinuz, initrd.img, kvmtune-bench.raw, '
+              'kvmtune-bench.qcow2')
+    return 0
+
+
+def _nested(args):
+    from kvmtune.image import nested
+
+    manifest = nested.build_nested(args.output, static_fio=args.static_fio)
+    sizes = manifest['sizes']
+    out = nested.image_dir(args.output)
+    print(f'nested image in {out}: kernel {_mb(sizes["vmlinuz"])}, initrd '
+          f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
+          f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
+          f'{_mb(sizes["kvmtune-bench.qcow2"])}')
+    print(f'tools: {" ".join(manifest["tools"])}; L2 guest: '
+          f'{manifest["l2_image"]} (vmlinuz, initrd.img)')
     if manifest['changed']:
         print('image built: vmlinuz, initrd.img, kvmtune-bench.raw, '
               'kvmtune-bench.qcow2')

@@ -104,7 +104,9 @@ def _tool_files(root, tools, static_fio=None):
     return [(src, dest) for dest, src in sorted(files.items())]
 
 
-def _initrd(root, kernel_root, dest, with_net):
+def _initrd(root, kernel_root, dest, with_net, extra=None):
+    """:param extra: called with (archive, modules_dir, builtin names)
+        to add files (the nested image's, kvmtune.image.nested)"""
     (modules_dir,) = [os.path.join(kernel_root, 'lib/modules', v)
                       for v in os.listdir(os.path.join(kernel_root,
                                                        'lib/modules'))]
@@ -136,6 +138,8 @@ def _initrd(root, kernel_root, dest, with_net):
         names.append(name)
     archive.add_file('lib/modules/load.order',
                      ('\n'.join(names) + '\n').encode())
+    if extra is not None:
+        extra(archive, modules_dir, modules.builtin_names(modules_dir))
     buf = io.BytesIO()
     archive.write(buf)
     with open(dest, 'wb') as f:

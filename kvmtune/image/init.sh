@@ -170,6 +170,12 @@ esac
 [ -z "$TARGET" ] || [ "$TARGET" = null ] || [ -b "$TARGET" ] ||
     fail "target $TARGET is not a block device here"
 
+# The nested image (kvmtune image build --nested) runs the job in its own
+# guest with kvmtune.level=2; its checks come before ready (nested.sh).
+LEVEL=1
+[ -f /etc/kvmtune/nested.sh ] && . /etc/kvmtune/nested.sh
+[ "$LEVEL" = 2 ] && nested_prepare
+
 # @VCPUS@ becomes this guest's vCPU count (fio numjobs).
 COMMAND=$(echo "$COMMAND" | sed "s/@VCPUS@/$(nproc)/g")
 
@@ -231,6 +237,10 @@ if [ "$ROLE" = server ]; then
     finish
 fi
 
+if [ "$LEVEL" = 2 ]; then
+    nested_run
+    finish
+fi
 $COMMAND > /tmp/raw 2> /tmp/err
 rc=$?
 [ $rc -eq 0 ] || fail "$TOOL exited $rc: $(tail -n 1 /tmp/err | tr -d '\r')"
