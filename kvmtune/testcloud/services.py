@@ -49,7 +49,10 @@ def install_driver(lay):
 
 
 def new_secrets():
-    return {k: secrets_mod.token_urlsafe(18) for k in
+    # Hex, never token_urlsafe: a secret starting with '-' was read as an
+    # option by keystone-manage bootstrap --bootstrap-password (seen: cloud
+    # up failed, "expected one argument"); hex needs no quoting anywhere.
+    return {k: secrets_mod.token_hex(18) for k in
             ('db', 'admin', 'member') + config.SERVICE_USERS}
 
 
