@@ -30,6 +30,9 @@ def add_arguments(parser):
 def run(args):
     from kvmtune.facts import capture
     target = args.directory
+    if not target.strip():
+        raise InputError('an empty path', source="''", key='DIR',
+                         fix='give a new directory')
     try:
         taken = os.path.lexists(target) and (not os.path.isdir(target)
                                              or os.listdir(target))

@@ -57,7 +57,9 @@ def _check_outputs(args):
     outputs = [p for p in (args.png, args.html) if p]
     for path in outputs:
         real = fileio.check_writable(path)
-        if real in inputs:
+        # the same name, or another name of the same file (a hard link:
+        # kvmtune.fileio writes a multiply-linked file in place)
+        if real in inputs or any(_same_file(real, i) for i in inputs):
             raise InputError('is one of the input files; it would be '
                              'overwritten', source=path,
                              fix='write the plot or page to another path')
@@ -65,6 +67,15 @@ def _check_outputs(args):
             os.path.realpath(args.html):
         raise InputError('--png and --html name the same file',
                          source=args.png, fix='give two paths')
+
+
+def _same_file(a, b):
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _compare(args):

@@ -62,3 +62,16 @@ def test_capture_into_proc_is_one_line(capsys):
     assert cli.main(['host', 'capture', '/proc/kvmtune-capture']) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and '/proc/kvmtune-capture' in err
+
+
+@pytest.mark.parametrize('target', ['', '  '])
+def test_an_empty_directory_argument_is_named(target, capsys, tmp_path,
+                                              monkeypatch):
+    # Before (issue 26): the error named a temporary directory kvmtune had
+    # tried to make in the parent of the current directory.
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(['host', 'capture', target]) == 2
+    err = capsys.readouterr().err
+    assert err == ("kvmtune: error: '': DIR: an empty path (fix: give a new "
+                   "directory)\n")
+    assert os.listdir(tmp_path) == []

@@ -167,3 +167,15 @@ def test_output_that_is_an_input_is_refused(tmp_path, capsys):
     _one_line_exit_2(capsys, ['report', path, '--png', path],
                      'input files')
     assert open(path).read() == before
+
+
+def test_output_hard_linked_to_an_input_is_refused(tmp_path, capsys):
+    # Before (issue 26): kvmtune.fileio writes a file with other hard
+    # links in place, so --png under another name of the input overwrote
+    # the input.
+    path = write(tmp_path, new_format())
+    before = open(path).read()
+    png = os.path.join(str(tmp_path), 'plot.png')
+    os.link(path, png)
+    _one_line_exit_2(capsys, ['report', path, '--png', png], 'input files')
+    assert open(path).read() == before
