@@ -13,6 +13,8 @@ read are saved for the unit tier (tests/fixtures/capacity/).
 
 import json
 import os
+import shutil
+import time
 
 import pytest
 import yaml
@@ -36,6 +38,7 @@ PROFILE = {
 }
 # Most servers any prediction here can ask for (a bound, not a guess).
 MAX_BOOTS = 12
+MAX_FLEET_BOOTS = 24
 
 
 @pytest.fixture
@@ -99,17 +102,17 @@ def predict(flavor, facts_dir, profile):
     return {fit['host']: fit for fit in doc['fits']}
 
 
-def fill(admin, servers, flavor, image, unique):
+def fill(admin, servers, flavor, image, unique, bound=MAX_BOOTS):
     """Boot until NoValidHost; {hypervisor: ACTIVE servers}."""
     placed = {}
-    for i in range(MAX_BOOTS):
+    for i in range(bound + 1):
         server = servers.boot(f'{unique}-{i}', flavor.id, image.id)
         if server.status == 'ERROR':
             assert 'No valid host' in str(server.fault), server.fault
             return placed
         host = admin.compute.get_server(server.id).hypervisor_hostname
         placed[host] = placed.get(host, 0) + 1
-    raise AssertionError(f'still placing after {MAX_BOOTS} servers')
+    raise AssertionError(f'still placing after {bound + 1} servers')
 
 
 @pytest.mark.compute('libvirt')
@@ -128,3 +131,89 @@ def test_the_prediction_is_what_the_scheduler_places(
     placed = fill(admin, servers, flavor, image, unique)
     assert {h: f['count'] for h, f in fits.items() if f['count']} == placed
     assert all(f['limit'] for f in fits.values())
+
+
+# -- several computes of different shapes (CI's fake round: --computes 3) --
+
+@pytest.fixture
+def computes(test_cloud):
+    from kvmtune.testcloud import api
+    from kvmtune.testcloud import procs
+
+    layout = api.layout()
+    found = procs.computes_of(procs.load_state(layout), layout)
+    assert len(found) >= 3, f'needs --computes 3, the cloud has {found}'
+    return found
+
+
+@pytest.fixture
+def first_disabled(admin, computes):
+    """The first compute's service disabled (Nova puts
+    COMPUTE_STATUS_DISABLED on its provider): the scheduler places on the
+    extra computes only, and capacity must say 0 there, and why."""
+    host = computes[0]['host']
+    service = next(admin.compute.services(host=host, binary='nova-compute'))
+    admin.compute.disable_service(service, host, 'nova-compute',
+                                  disabled_reason='kvmtune capacity test')
+    provider = computes[0]['provider']
+    for _ in range(120):
+        traits = admin.placement.get(
+            f'/resource_providers/{provider}/traits',
+            microversion='1.6').json()['traits']
+        if 'COMPUTE_STATUS_DISABLED' in traits:
+            break
+        time.sleep(0.5)     # hang bound: 60 s for Nova's trait sync
+    else:
+        raise AssertionError('no COMPUTE_STATUS_DISABLED on the provider')
+    yield host
+    admin.compute.enable_service(service, host, 'nova-compute')
+
+
+@pytest.fixture
+def fleet_facts(computes, tmp_path):
+    """Each extra compute's facts and nova.conf, named by its host."""
+    directory = tmp_path / 'fleet'
+    directory.mkdir()
+    for entry in computes[1:]:
+        shutil.copy(entry['facts'], directory / f'{entry["host"]}.json')
+        shutil.copy(entry['conf'], directory / f'{entry["host"]}.conf')
+    return directory
+
+
+@pytest.mark.compute('fake')
+@pytest.mark.parametrize('kind, vcpus, ram, specs', [
+    # 8 GB on pages: the 1 GiB pools of compute 2 hold it, compute 3's
+    # 4 GB of 2 MiB pages per node do not (PCPUs free, pages too few)
+    ('pinned-pages', 16, 8192, {'hw:cpu_policy': 'dedicated',
+                                'hw:mem_page_size': 'large'}),
+    ('pinned', 16, 2048, {'hw:cpu_policy': 'dedicated'}),
+    ('shared', 4, 1024, {}),
+])
+def test_the_fleets_prediction_is_what_the_scheduler_places(
+        admin, computes, first_disabled, fleet_facts, image, servers,
+        unique, flavor_cleanup, kind, vcpus, ram, specs):
+    name = f'{unique}-{kind}'
+    flavor_cleanup.append(name)
+    flavor = admin.compute.create_flavor(name=name, ram=ram, vcpus=vcpus,
+                                         disk=1, is_public=True)
+    if specs:
+        admin.compute.create_flavor_extra_specs(flavor.id, specs)
+    result = kvmtune('capacity', '--os-cloud', ADMIN, '--flavor', name,
+                     '--facts-dir', fleet_facts, '-f', 'json')
+    assert result.rc == 0, result.err
+    doc = json.loads(result.out)
+    fits = {fit['host']: fit for fit in doc['fits']}
+    print(f'\ncapacity {kind}: '
+          f'{ {h: (f["count"], f["limit"]) for h, f in fits.items()} }, '
+          f'{doc["api_calls"]} API calls')
+    assert not doc['partial'], doc['fits']
+    assert (fits[first_disabled]['count'], fits[first_disabled]['limit']) \
+        == (0, '!trait:COMPUTE_STATUS_DISABLED')
+    predicted = {h: f['count'] for h, f in fits.items() if f['count']}
+    assert sum(predicted.values()) <= MAX_FLEET_BOOTS, predicted
+    placed = fill(admin, servers, flavor, image, unique,
+                  bound=MAX_FLEET_BOOTS)
+    print(f'placed {placed}')
+    assert placed == predicted
+    if kind == 'pinned-pages':
+        assert fits['kvmtune-compute-3']['limit'].startswith('pages:')
