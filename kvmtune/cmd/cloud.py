@@ -166,8 +166,9 @@ def _status(args, api, layout):
     for entry in found['computes']:
         print('  compute %s (%s%s): provider %s, %s, nova-compute RSS '
               '%.0f MiB' % (
-                  entry['host'], entry['driver'], ', ' + _shape(entry)
-                  if entry.get('facts') else '', entry['provider'],
+                  entry['host'] or '(not registered yet)', entry['driver'],
+                  ', ' + _shape(entry) if entry.get('facts') else '',
+                  entry['provider'] or 'none yet',
                   'inventory ' + _inventory(entry['inventory'])
                   if entry['inventory'] is not None
                   else 'inventory unknown (Placement did not answer)',

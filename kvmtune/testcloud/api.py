@@ -31,6 +31,7 @@ import concurrent.futures
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -232,6 +233,17 @@ def _extra_facts(computes, compute_facts):
     return extras
 
 
+def _check_host_name(name, indexes):
+    """The first compute takes this machine's host name: an extra compute
+    must not have it too."""
+    taken = [config.extra_host(i) for i in indexes
+             if config.extra_host(i) == name]
+    if taken:
+        raise InputError('this machine is named %s, the host name of an '
+                         'extra compute' % name, key='computes',
+                         fix='rename the machine or use fewer --computes')
+
+
 def _prepare_extra_computes(lay, extras):
     """Write each extra compute's facts copy and file; its state entry."""
     computes = []
@@ -303,6 +315,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
                          key='virt_type',
                          fix='one of: %s' % ', '.join(VIRT_TYPES))
     extras = _extra_facts(computes, compute_facts)
+    _check_host_name(socket.gethostname(), [i for i, _, _ in extras])
     if _running_services(lay) or procs.owned_pids(lay):
         raise CloudError('a cloud is already up', source=lay.root,
                          fix='run: %s' % STOP_HINT)

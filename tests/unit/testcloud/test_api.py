@@ -224,3 +224,10 @@ def test_extra_computes_stop_with_the_first():
     assert api._is_compute('nova-compute')
     assert api._is_compute('nova-compute-3')
     assert not api._is_compute('nova-conductor')
+
+
+def test_a_machine_named_like_an_extra_compute_is_refused():
+    api._check_host_name('vm', [2, 3])
+    with pytest.raises(InputError) as exc:
+        api._check_host_name('kvmtune-compute-3', [2, 3])
+    assert 'kvmtune-compute-3' in exc.value.line()
