@@ -1,0 +1,145 @@
+"""The hostile-input suite (issue 26): one case per class of bad input,
+each through the command an operator runs, each asserting the contract:
+exit 2, one line naming the file or key and the fix, no traceback,
+nothing written or changed, no foreign value echoed.
+
+The fixes live in one place per class (kvmtune.inputs.read_bytes: one
+bounded reader; kvmtune.inputs.plain_text: one check of every value that
+reaches a generated file; kvmtune.errors.mask_secrets; the records'
+schema check before arithmetic); their module tests hold the detail. This
+suite is the operator's view of all of them together, in the unit tier.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests import paths
+
+HOST = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
+RESULTS = os.path.join(paths.FIXTURES, 'outputs',
+                       'rally-disk-sweep-1-at-tcg.json')
+SECRET = 'Sup3rSecretPassw0rdValue'
+
+
+def kvmtune(*argv, cwd=None, timeout=120):
+    """The CLI as its own process, with a hard timeout (a hang fails)."""
+    done = subprocess.run([sys.executable, '-m', 'kvmtune.cli',
+                           *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=paths.REPO))
+    return done.returncode, done.stdout, done.stderr
+
+
+def refused(rc, err, *words):
+    assert rc == 2, err
+    assert err.count('\n') == 1 and err.startswith('kvmtune: error: '), err
+    assert 'Traceback' not in err and '(fix: ' in err, err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.fixture
+def host(tmp_path):
+    root = tmp_path / 'host'
+    shutil.copytree(HOST, root, symlinks=True)
+    return root
+
+
+def test_a_fifo_in_a_capture_is_refused_not_waited_on(host):
+    meminfo = host / 'proc' / 'meminfo'
+    meminfo.unlink()
+    os.mkfifo(meminfo)
+    rc, out, err = kvmtune('host', 'inspect', '--root', host, '--format',
+                           'json', timeout=60)
+    # unknown instead of guessed: the facts say so, nothing hangs
+    assert rc == 0, err
+    assert json.loads(out)['memory']['total_mb'] is None
+
+
+def test_a_link_out_of_a_capture_is_not_followed(host, tmp_path):
+    outside = tmp_path / 'outside-cmdline'
+    outside.write_text('isolcpus=1-3 ' + SECRET + '\n')
+    cmdline = host / 'proc' / 'cmdline'
+    cmdline.unlink()
+    cmdline.symlink_to(outside)
+    rc, out, err = kvmtune('host', 'inspect', '--root', host, '--format',
+                           'json')
+    assert rc == 0, err
+    assert SECRET not in out and json.loads(out)['kernel']['cmdline'] \
+        is None
+
+
+def test_a_control_character_never_reaches_a_generated_file(tmp_path):
+    profile = tmp_path / 'evil.yaml'
+    profile.write_text(
+        'name: evil\ndescription: d\nsource: s\ntuners:\n'
+        '- name: disk_io\n  params:\n'
+        '    images_type: "raw\\n[DEFAULT]\\ntransport_url = x"\n')
+    out = tmp_path / 'out'
+    rc, _, err = kvmtune('export', '--profile', profile, '--root', HOST,
+                         '--target', 'oslo-dropin', '--output', out)
+    refused(rc, err, 'images_type')
+    assert not out.exists()
+
+
+def test_a_refusal_never_quotes_a_foreign_secret(tmp_path):
+    conf = tmp_path / 'nova.conf'
+    text = (f'[DEFAULT]\ntransport_url = rabbit://u:{SECRET}@h\n'
+            f'[database\nconnection = mysql://n:{SECRET}@db/nova\n')
+    conf.write_text(text)
+    rc, out, err = kvmtune('nova-conf', 'apply', '--profile', 'cpu-pinning',
+                           '--root', HOST, '--config', conf)
+    refused(rc, err, 'line 3')
+    assert SECRET not in err and SECRET not in out
+    assert conf.read_text() == text
+
+
+@pytest.mark.parametrize('figure, words', [
+    ('"lots"', 'iops'),          # the schema check, before arithmetic
+    ('Infinity', 'finite'),      # Python's json reads it; the report not
+])
+def test_a_bad_figure_never_reaches_the_report(figure, words, tmp_path):
+    bad = tmp_path / 'results.json'
+    text = open(RESULTS).read()
+    # the guest's row (the report reads the rows, not the charts beside)
+    head, _, tail = text.rpartition('3491.551')
+    assert head
+    bad.write_text(head + figure + tail)
+    png = tmp_path / 'plot.png'
+    rc, _, err = kvmtune('report', bad, '--png', png)
+    refused(rc, err, words)
+    assert not png.exists()
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path):
+    results = tmp_path / 'in.json'
+    shutil.copy(RESULTS, results)
+    before = results.read_bytes()
+    os.link(results, tmp_path / 'plot.png')
+    rc, _, err = kvmtune('report', results, '--png', tmp_path / 'plot.png')
+    refused(rc, err, 'input files')
+    assert results.read_bytes() == before
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['host', 'capture', ''], ['DIR', 'empty path']),
+    (['plan', '--profile', 'cpu-pinning', '--root', HOST, '--root', HOST],
+     ['given more than once']),
+    (['verify', '--profile', 'cpu-pinning', '--root', HOST, '--layer',
+      'guests', '--domain-xml-dir', '/nonexistent'], ['--domain-xml-dir']),
+    (['baseline', '--workload', 'fio-randread-4k', '--output', 'b.json',
+      '--param', 'runtime=abc'], ['runtime']),
+])
+def test_bad_arguments_are_one_line_with_the_fix(argv, words, tmp_path):
+    rc, _, err = kvmtune(*argv, cwd=tmp_path)
+    if 'given more than once' in words:
+        # argparse's own usage error: exit 2, no traceback
+        assert rc == 2 and 'given more than once' in err, err
+        return
+    refused(rc, err, *words)
+    assert os.listdir(tmp_path) == []
