@@ -17,6 +17,7 @@ import json
 import sys
 
 from kvmtune.errors import InputError
+from kvmtune.cmd import output
 
 
 def add_arguments(parser):
@@ -26,9 +27,8 @@ def add_arguments(parser):
                              'instead of this host')
     source.add_argument('--facts', metavar='FILE',
                         help='show a facts JSON file saved earlier')
-    parser.add_argument('--format', choices=('table', 'json'),
-                        default='table', help='output format (default: '
-                                              'table)')
+    output.add_format(parser, columns=False,
+                      formats=('table', 'json', 'yaml'))
     parser.add_argument('--versions', action='store_true',
                         help='also ask libvirtd and qemu-system-x86_64 '
                              'for their versions')
@@ -47,8 +47,13 @@ def run(args):
     if args.versions:
         from kvmtune.facts import versions
         facts['versions'] = versions.probe()
-    if args.format == 'json':
+    fmt = output.format_of(args)
+    if fmt == 'json':
         text = to_json(facts)
+    elif fmt == 'yaml':
+        import yaml
+        text = yaml.safe_dump(facts, sort_keys=False,
+                              default_flow_style=False)
     else:
         text = to_table(facts, versions_asked=args.versions)
     if args.output:

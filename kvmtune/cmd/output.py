@@ -21,15 +21,41 @@ from kvmtune.errors import InputError
 FORMATS = ('table', 'json', 'yaml', 'value')
 
 
-def add_format(parser, default='table', columns=True):
-    """-f/--format and, for a table, -c/--column."""
-    parser.add_argument('-f', '--format', choices=FORMATS, default=default,
-                        help=f'output format (default: {default})')
+def add_format(parser, default='table', columns=True, formats=FORMATS,
+               legacy=None):
+    """-f/--format and, for a table, -c/--column.
+
+    ``formats``: a command that prints one document, not rows, has no
+    ``value`` format. ``legacy``: {old spelling: format} a command took
+    before this convention; still accepted, with a deprecation line
+    (``format_of``).
+    """
+    legacy = dict(legacy or {})
+    note = ''.join(f'; {old}: deprecated, say {new}'
+                   for old, new in legacy.items())
+    parser.add_argument('-f', '--format', choices=list(formats) +
+                        list(legacy), default=default,
+                        help=f'output format: {", ".join(formats)} '
+                             f'(default: {default}{note})')
+    parser.set_defaults(_format_legacy=legacy)
     if columns:
         parser.add_argument('-c', '--column', action='append', default=[],
                             metavar='COLUMN', dest='columns',
                             help='show only this column (repeatable; '
                                  'table and value formats)')
+
+
+def format_of(args, stream=None):
+    """The format asked for, an old spelling turned into its new one with
+    a deprecation line on stderr."""
+    legacy = getattr(args, '_format_legacy', None) or {}
+    if args.format in legacy:
+        new = legacy[args.format]
+        print(f'kvmtune: deprecated: --format {args.format} is now -f '
+              f'{new}; {args.format} goes in the next release',
+              file=stream or sys.stderr)
+        return new
+    return args.format
 
 
 def add_output(parser, what='file', required=False):

@@ -15,18 +15,18 @@ PASS, WARN or FAIL, each failure with a one-line fix.
 plan. The JSON keys are stable (doc/design.md section 4).
 """
 
-import json
 import sys
 
 from kvmtune import cmd
+from kvmtune.cmd import output
 
 
 def add_arguments(parser):
     cmd.add_profile(parser)
     cmd.add_facts_source(parser)
-    parser.add_argument('--format', choices=('text', 'json'),
-                        default='text',
-                        help='output format (default: text)')
+    output.add_format(parser, columns=False,
+                      formats=('table', 'json', 'yaml'),
+                      legacy={'text': 'table'})
 
 
 def run(args):
@@ -38,9 +38,9 @@ def run(args):
     profile = profiles.load(args.profile, dirs)
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     plan = plans.build_plan(profile, facts)
-    if args.format == 'json':
-        json.dump(plan.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write('\n')
+    fmt = output.format_of(args)
+    if fmt in ('json', 'yaml'):
+        output.emit(args, [], [], document=plan.to_dict())
     else:
         sys.stdout.write(format_text(plan))
     # Values withheld for safety: the plan above says why; exit 2.

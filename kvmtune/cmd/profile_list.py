@@ -7,13 +7,13 @@ profile_dirs`` in kvmtune.conf (a later directory wins on equal names).
   kvmtune profile list --format json
 """
 
-import json
 import sys
+
+from kvmtune.cmd import output
 
 
 def add_arguments(parser):
-    parser.add_argument('--format', choices=('text', 'json'),
-                        default='text', help='output format (default: text)')
+    output.add_format(parser, legacy={'text': 'table'})
 
 
 def run(args):
@@ -22,14 +22,11 @@ def run(args):
     dirs = profiles.configured_dirs(args.config_file)
     loaded = [profiles.load_file(path) for _, path
               in sorted(profiles.available(dirs).items())]
-    if args.format == 'json':
-        json.dump([{'name': p.name, 'description': p.description,
-                    'path': p.path} for p in loaded], sys.stdout, indent=2)
-        sys.stdout.write('\n')
-        return 0
-    width = max((len(p.name) for p in loaded), default=0)
-    for profile in loaded:
-        print(f'{profile.name:<{width}}  {profile.description}')
+    args.format = output.format_of(args)
+    output.emit(args, ['name', 'description'],
+                [[p.name, p.description] for p in loaded],
+                document=[{'name': p.name, 'description': p.description,
+                           'path': p.path} for p in loaded])
     if not loaded:
         print('no profiles found in: ' + ', '.join(dirs), file=sys.stderr)
     return 0

@@ -10,12 +10,14 @@ you read is what ``kvmtune plan`` uses.
 import json
 import sys
 
+from kvmtune.cmd import output
+
 
 def add_arguments(parser):
     parser.add_argument('name', metavar='NAME|FILE',
                         help='profile name or profile YAML file')
-    parser.add_argument('--format', choices=('yaml', 'json'),
-                        default='yaml', help='output format (default: yaml)')
+    output.add_format(parser, default='yaml', columns=False,
+                      formats=('yaml', 'json'))
 
 
 def run(args):
