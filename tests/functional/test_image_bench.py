@@ -288,7 +288,8 @@ def test_held_guest_stays_up_after_its_error(built):
         assert state == 'error' and 'refusing /dev/vda' in reason
         # held: still running well after its verdict (Nova would still
         # serve its console log)
-        with pytest.raises(subprocess.TimeoutExpired):
+        with pytest.raises(subprocess.TimeoutExpired,
+                           match='timed out after 20 seconds'):
             guest.proc.wait(20)
     finally:
         guest.stop()

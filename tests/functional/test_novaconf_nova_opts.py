@@ -165,7 +165,8 @@ def test_value_nova_rejects_writes_nothing(nova_python, tmp_path):
     path = tmp_path / 'nova.conf'
     shutil.copyfile(DEVSTACK_CONF, path)
     before = path.read_bytes(), os.stat(path).st_mtime_ns
-    with pytest.raises(InputError) as info:
+    with pytest.raises(InputError,
+                       match="Nova rejects 'host-pasthrough'") as info:
         update.apply(str(path), {'libvirt': {'cpu_mode': 'host-pasthrough'}},
                      nova_python=nova_python)
     assert info.value.line() == (

@@ -172,7 +172,7 @@ def test_a_single_valued_option_given_twice_is_refused(argv, capsys,
                                                        monkeypatch):
     # Before: the last one silently won (issue 26).
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match='^2$') as exc:
         cli.main(argv)
     assert exc.value.code == 2
     assert 'given more than once' in capsys.readouterr().err

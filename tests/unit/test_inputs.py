@@ -23,7 +23,9 @@ def _one_line(excinfo, *needles):
 def test_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / 'profile.yaml'
     os.mkfifo(fifo)
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r'is a FIFO \(named pipe\), not a '
+                             r'regular file') as caught:
         hang.call(lambda: inputs.load_yaml(str(fifo)), release=[fifo])
     _one_line(caught, 'FIFO', str(fifo))
 
@@ -54,7 +56,8 @@ def test_size_bound(tmp_path):
 def test_non_utf8_is_one_line_with_its_line(tmp_path):
     path = tmp_path / 'p.yaml'
     path.write_bytes(b'description: ok\nsource: caf\xe9\n')
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r'not UTF-8 text \(byte 27, line 2\)') as caught:
         inputs.load_yaml(str(path))
     _one_line(caught, 'not UTF-8', 'line 2', str(path))
 
@@ -70,7 +73,9 @@ def test_nul_bytes(tmp_path):
 
 def test_duplicate_top_level_key_is_an_error():
     text = 'tuners:\n  - cpu_pinning\ndescription: x\ntuners:\n  - ept\n'
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r"line 4: duplicate key 'tuners' \(first at line "
+                             r"1\)") as caught:
         inputs.parse_yaml(text, 'p.yaml')
     _one_line(caught, "duplicate key 'tuners'", 'line 4', 'line 1')
 
@@ -84,7 +89,9 @@ def test_duplicate_nested_key_is_an_error():
 @pytest.mark.parametrize('key', ['yes', 'on', '1', '2.5', 'null', '~',
                                  '2026-11-22'])
 def test_keys_yaml_reads_as_something_else(key):
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r"^p\.yaml: line 1: key '.*' is not a string "
+                             r"\(YAML reads it as ") as caught:
         inputs.parse_yaml(f'{key}: 1\nname: x\n', 'p.yaml')
     _one_line(caught, 'not a string', f'quote it: "{key}"')
 
@@ -129,7 +136,10 @@ def test_merge_keys_and_plain_documents_still_load():
 
 
 def test_malformed_yaml_names_line_and_column():
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r"line 2, column 2: malformed YAML: expected ',' "
+                             r"or '\]', but "
+                             r"got ':'") as caught:
         inputs.parse_yaml('a: [1, 2\nb: 3\n', 'p.yaml')
     _one_line(caught, 'malformed YAML', 'p.yaml', 'line ')
 
@@ -150,7 +160,10 @@ def test_python_tags_are_refused():
 @pytest.mark.parametrize('number', ['NaN', 'Infinity', '-Infinity', '1e400',
                                     '-1e400'])
 def test_json_numbers_that_are_not_numbers(number):
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r'^fio\.json: .* (is not a number|is beyond the '
+                             r'range of a number) \(fix: write a finite '
+                             r'number\)$') as caught:
         inputs.parse_json(f'{{"iops": {number}}}', 'fio.json')
     _one_line(caught, 'fio.json', number)
 
@@ -174,7 +187,9 @@ def test_json_duplicate_key():
 
 
 def test_json_truncated_and_bytes():
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r"^fio: not JSON \(Expecting ',' delimiter at "
+                             r"line 1, column 31\)") as caught:
         inputs.parse_json('{"jobs": [{"read": {"iops": 12', 'fio')
     _one_line(caught, 'not JSON', 'fio')
     with pytest.raises(InputError, match='not UTF-8'):
@@ -187,7 +202,8 @@ def test_load_json_file(tmp_path):
     path.write_text('{"a": [1, 2.5, "x"]}')
     assert inputs.load_json(str(path)) == {'a': [1, 2.5, 'x']}
     path.write_text('{"a": NaN}')
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r'r\.json: NaN is not a number') as caught:
         inputs.load_json(str(path))
     _one_line(caught, str(path), 'NaN')
 
@@ -199,7 +215,9 @@ def test_load_json_file(tmp_path):
                                    'Infinity', '1e400', 10 ** 400, None,
                                    True, '', '12abc', [1], {}])
 def test_number_refuses(value):
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r"^fio output: read\.iops: .* is not a "
+                             r"(finite )?number") as caught:
         inputs.number(value, source='fio output', key='read.iops')
     _one_line(caught, 'fio output', 'read.iops')
 

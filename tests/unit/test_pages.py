@@ -48,7 +48,7 @@ def test_parse_pool(text, pool):
 
 @pytest.mark.parametrize('text', ['0:2M', 'a:2M:1', '0:3Q:1', '0:2M:-1'])
 def test_parse_pool_refuses(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^'.*' is not "):
         pages.parse_pool(text)
 
 
@@ -65,7 +65,9 @@ def test_apply_sets_each_node_and_says_so(root):
 
 def test_growth_beyond_free_memory_is_refused_before_any_write(root):
     # node 1 has 64 MB free: 40 more 2 MB pages need 80 MB.
-    with pytest.raises(pages.PagesRefused) as err:
+    with pytest.raises(pages.PagesRefused,
+                       match='need 81920 kB more and node 1 has '
+                             '65536 kB free') as err:
         pages.apply([pages.Pool(0, 2048, 16), pages.Pool(1, 2048, 44)],
                     str(root))
     line = err.value.line()
@@ -75,15 +77,17 @@ def test_growth_beyond_free_memory_is_refused_before_any_write(root):
 
 
 def test_missing_node_or_size_is_refused(root):
-    with pytest.raises(pages.PagesRefused) as err:
+    with pytest.raises(pages.PagesRefused,
+                       match='there is no NUMA node 2') as err:
         pages.apply([pages.Pool(2, 2048, 1)], str(root))
     assert 'there is no NUMA node 2' in err.value.line()
-    with pytest.raises(pages.PagesRefused) as err:
+    with pytest.raises(pages.PagesRefused,
+                       match='this kernel has no 1 GB pages') as err:
         pages.apply([pages.Pool(1, 1048576, 1)], str(root))
     assert 'this kernel has no 1 GB pages' in err.value.line()
 
 
 def test_a_pool_given_twice_is_bad_input(root):
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match='^node 0 2 MB: given twice'):
         pages.apply([pages.Pool(0, 2048, 1), pages.Pool(0, 2048, 2)],
                     str(root))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -25,7 +26,7 @@ def write(tmp_path, name, text):
 
 
 def error_line(path):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError, match=f'^{re.escape(path)}: ') as err:
         profiles.load_file(path)
     line = err.value.line()
     assert '\n' not in line
@@ -131,7 +132,9 @@ def test_bad_profiles_are_one_line_errors(tmp_path, body, expected):
 
 
 def test_unknown_profile_lists_available():
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r"unknown profile 'pinned' \(fix: "
+                             r"available: ") as err:
         profiles.load('pinned', profiles.search_dirs())
     assert err.value.line() == (
         "unknown profile 'pinned' (fix: available: " + ', '.join(SHIPPED) +
@@ -139,9 +142,12 @@ def test_unknown_profile_lists_available():
 
 
 def test_missing_file_and_directory():
-    with pytest.raises(InputError):
+    with pytest.raises(InputError,
+                       match=r'^/nonexistent/p\.yaml: no such file'):
         profiles.load_file('/nonexistent/p.yaml')
-    with pytest.raises(InputError):
+    with pytest.raises(InputError,
+                       match='^/nonexistent-dir: cannot read the profile '
+                             'directory'):
         profiles.available(['/nonexistent-dir'])
 
 

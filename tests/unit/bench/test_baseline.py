@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+import re
 
 from kvmtune.bench import baseline
 from kvmtune.bench import targets
@@ -45,7 +46,8 @@ def test_save_then_load_round_trips(tmp_path):
 def test_load_names_the_broken_key(tmp_path, change, key):
     path = tmp_path / 'b.json'
     path.write_text(json.dumps(doc(**change)))
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=f'b\\.json: {re.escape(key)}: ') as exc:
         baseline.load(str(path))
     assert exc.value.key == key
 

@@ -2,6 +2,7 @@
 a client is done, the network_data.json it writes."""
 
 import pytest
+import re
 
 from kvmtune.bench import local
 from kvmtune.bench import qemu
@@ -479,6 +480,6 @@ def test_cli_starts_on_the_signal_by_default():
 ])
 def test_cli_refuses_options_of_the_other_mode(argv, problem):
     from kvmtune.cmd import bench_local
-    with pytest.raises(KvmtuneError) as caught:
+    with pytest.raises(KvmtuneError, match=f'^{re.escape(problem)}') as caught:
         bench_local._check(_args(*argv))
     assert caught.value.line().startswith(problem)

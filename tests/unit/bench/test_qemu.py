@@ -116,7 +116,9 @@ def test_an_error_reply_is_a_clear_error(workdir):
         'error': {'class': 'GenericError',
                   'desc': 'Injecting an NMI is not supported'},
         'id': r['id']}]])
-    with pytest.raises(KvmtuneError) as caught:
+    with pytest.raises(KvmtuneError,
+                       match='inject-nmi failed: GenericError: Injecting an '
+                             'NMI is not supported') as caught:
         guest.inject_nmi()
     server.close()
     line = caught.value.line()

@@ -34,7 +34,8 @@ def test_same_traits_is_no_change():
 
 
 def test_refuses_to_set_traits_kvmtune_does_not_manage():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError,
+                       match=r"^not kvmtune traits: \['COMPUTE_NODE'\]$"):
         placement.trait_change(NOVA_TRAITS, {'COMPUTE_NODE'}, MANAGED)
 
 
@@ -50,13 +51,17 @@ def test_pick_the_only_node_unless_named_explicitly():
     node, note = placement.pick_compute_node(NODES[:1], 'laptop', False)
     assert node == ('compute-1', 'u-1')
     assert 'laptop' in note and 'compute-1' in note
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r"no compute node named 'laptop' \(compute "
+                             r"nodes: compute-1\)") as err:
         placement.pick_compute_node(NODES[:1], 'laptop', True)
     assert 'compute-1' in err.value.line()
 
 
 def test_unknown_name_among_many_lists_the_nodes():
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r"no compute node named 'laptop' \(compute "
+                             r"nodes: compute-1, compute-2\)") as err:
         placement.pick_compute_node(NODES, 'laptop', False)
     assert 'compute-1, compute-2' in err.value.line()
 
@@ -109,7 +114,9 @@ def test_endless_conflicts_give_up_with_the_cloud_error():
     from kvmtune.errors import CloudError
 
     fake = _ConflictingPlacement(conflicts=placement.CONFLICT_RETRIES + 1)
-    with pytest.raises(CloudError) as err:
+    with pytest.raises(CloudError,
+                       match='HTTP 409: resource provider generation '
+                             'conflict') as err:
         placement.Placement(fake).set_traits('u-1', {'CUSTOM_KVMTUNE_EPT'},
                                              MANAGED)
     assert 'HTTP 409' in err.value.line()

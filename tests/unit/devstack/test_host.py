@@ -60,7 +60,10 @@ def test_nova_options_refuses_conflicting_profiles():
                  'cpu_dedicated_set': '1'}}},
              {'profile': 'b', 'nova_conf': {'compute': {
                  'cpu_dedicated_set': '1-3'}}}]
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r'^KVMTUNE_PROFILES: \[compute\] '
+                             r'cpu_dedicated_set: profiles a '
+                             r'and b want different values') as err:
         host.nova_options(plans)
     assert 'profiles a and b' in err.value.line()
     assert '[compute] cpu_dedicated_set' in err.value.line()
@@ -113,7 +116,9 @@ def test_cpu_mode_custom_without_models_is_refused_before_writing(
         tmp_path, changes):
     path = tmp_path / 'nova.conf'
     path.write_text('[libvirt]\nvirt_type = qemu\n')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r'\[libvirt\] cpu_models: cpu_mode = custom '
+                             r'needs cpu_models') as err:
         host.post_config(changes, str(path), [{
             'profile': 'x', 'nova_conf': {'libvirt': {
                 'cpu_mode': 'custom'}}}])
@@ -169,7 +174,7 @@ def test_modprobe_files_written_and_undone_exactly(tmp_path, changes):
 
 def test_changes_file_with_wrong_schema_is_one_line_error(tmp_path):
     (tmp_path / 'changes.json').write_text('{"schema": 7}')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError, match='schema: schema 7 is not 1') as err:
         changes_mod.Changes(str(tmp_path))
     assert "schema 7 is not 1" in err.value.line()
 
@@ -183,6 +188,8 @@ def test_plan_pools_merge_and_refuse_disagreement():
     assert [(p.node, p.count) for p in host.plan_pools([a, b])] == [
         (0, 8), (1, 8)]
     b['hugepages'][0]['count'] = 9
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match='^KVMTUNE_PROFILES: node 0 2 MB: profiles want 8 '
+                             'and 9 pages') as err:
         host.plan_pools([a, b])
     assert 'node 0 2 MB' in err.value.line()

@@ -290,7 +290,9 @@ def test_a_file_read_after_the_drop_in_is_refused_even_so(tmp_path):
     late.parent.mkdir(parents=True)
     late.write_text('[compute]\ncpu_dedicated_set = 8-9\n')
     plan, facts = consumers.plan()
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match=r'^\[compute\] cpu_dedicated_set: nova-compute '
+                             r'started as ') as caught:
         exports.build('oslo-dropin', plan, facts, host=consumers.HOST,
                       cmdlines={'compute': ([NOVA, *FILES], None)},
                       under=effective.Reader(str(root)))

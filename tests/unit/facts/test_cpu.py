@@ -30,7 +30,9 @@ def test_processor_that_is_not_a_number(tree):
     cpuinfo = tree / 'proc/cpuinfo'
     cpuinfo.write_text(cpuinfo.read_text().replace(
         'processor\t: 3\n', 'processor\t: x\n', 1))
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r"processor: processor 'x' is not a CPU number "
+                             r"\(0-8191\)") as err:
         gather(tree)
     line = err.value.line()
     assert line.startswith(f'{tree}/proc/cpuinfo: processor: ')
@@ -41,7 +43,8 @@ def test_processor_that_is_not_a_number(tree):
                                   '2-4294967295'])
 def test_bad_online_list_names_the_file(tree, text):
     (tree / 'sys/devices/system/cpu/online').write_text(text + '\n')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match='cpu.online: not a CPU list item: ') as err:
         gather(tree)
     line = err.value.line()
     assert line.startswith(f'{tree}/sys/devices/system/cpu/online: '

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,7 +44,9 @@ def test_round_trip_equals_gather(saved):
 def test_not_json(tmp_path):
     path = tmp_path / 'facts.json'
     path.write_text('cpu: 4\n')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r'facts\.json: not JSON \(Expecting value at '
+                             r'line 1, column 1\)') as err:
         host_facts.load(str(path))
     assert err.value.source == str(path)
     assert 'not JSON' in err.value.problem
@@ -78,7 +81,7 @@ def test_wrong_shape_names_file_key_and_fix(saved, change, key, problem):
     path, facts = saved
     change(facts)
     rewrite(path, facts)
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError, match=re.escape(problem)) as err:
         host_facts.load(str(path))
     assert (err.value.source, err.value.key) == (str(path), key)
     assert problem in err.value.problem

@@ -152,7 +152,8 @@ def test_kernel_short_of_1g_pages_names_the_boot_arguments(
     # The kernel finds 1 contiguous GB and no more.
     monkeypatch.setattr(pages, '_write_int',
                         lambda path, value: open(path, 'w').write('1'))
-    with pytest.raises(KvmtuneError) as err:
+    with pytest.raises(KvmtuneError,
+                       match='the kernel gave 1 of 9 1 GB pages') as err:
         tune(setup, root)
     line = err.value.line()
     assert 'the kernel gave 1 of 9 1 GB pages' in line
@@ -170,7 +171,8 @@ def test_missing_pool_is_one_line_with_the_boot_arguments(host,
     setup = setup_for(found, max_vms=1, ram_mb=1024)
     shutil.rmtree(os.path.join(root, os.path.dirname(POOL.format(KB_1G))))
     ran = Commands(monkeypatch)
-    with pytest.raises(KvmtuneError) as err:
+    with pytest.raises(KvmtuneError,
+                       match='no 1 GB page pool in this kernel') as err:
         tune(setup, root)
     line = err.value.line()
     assert line.startswith(os.path.join(root, POOL.format(KB_1G)))
@@ -209,7 +211,9 @@ def test_this_host_takes_pinned_hugepages_with_2m_pages(host, monkeypatch):
 
 def test_this_host_refuses_the_ept_profile(host):
     _, found = host('pvm-guest-2cpu')
-    with pytest.raises(KvmtuneError) as err:
+    with pytest.raises(KvmtuneError,
+                       match='profile pinned-hugepages-ept requires '
+                             'CUSTOM_KVMTUNE_EPT') as err:
         setup_for(found, profile='pinned-hugepages-ept')
     assert traits.EPT in err.value.line()
     assert 'NoValidHost' in err.value.line()
@@ -230,7 +234,9 @@ def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
     path = tmp_path / 'gb.yaml'
     path.write_text('description: 1G\nsource: test\ntuners:\n'
                     '  - {name: hugepages, params: {page_size: 1GB}}\n')
-    with pytest.raises(KvmtuneError) as err:
+    with pytest.raises(KvmtuneError,
+                       match='are no whole number of 1 GB pages, Nova cannot '
+                             'place them') as err:
         pages.guest_pages(compute.load_profile(str(path)), found, 1, 256)
     assert 'no whole number of 1 GB pages' in err.value.line()
     need = pages.guest_pages(compute.load_profile(str(path)), found, 2,

@@ -65,7 +65,9 @@ def test_task_path_is_the_installed_task_file():
     assert os.path.isfile(path)
     assert path == rally.task_path('disk-scaling.yaml')
     assert {'disk-scaling', 'network-scaling'} <= set(rally.task_names())
-    with pytest.raises(KvmtuneError) as err:
+    with pytest.raises(KvmtuneError,
+                       match=r"no Rally task named 'disk' \(fix: one of: "
+                             r"disk-scaling, network-scaling\)") as err:
         rally.task_path('disk')
     assert 'one of: disk-scaling' in err.value.line()
 

@@ -46,7 +46,8 @@ def test_verbose_shows_the_details_too(log, capsys):
 
 def test_failed_step_says_so_and_names_the_log(log, capsys):
     steps.configure(str(log), verbose=False)
-    with pytest.raises(CloudError) as err:
+    with pytest.raises(CloudError,
+                       match=r'sys\.exit\(3\): exited 3, see ') as err:
         with steps.step('test cloud'):
             steps.run([sys.executable, '-c', 'import sys; sys.exit(3)'])
     assert f'exited 3, see {log}' in err.value.line()

@@ -120,7 +120,9 @@ def test_systemd_dropin_resets_exec_start_first():
     text = dropin.systemd_dropin([NOVA, '--config-dir', '/d'], ['why'])
     assert text.splitlines()[1:] == [
         '[Service]', 'ExecStart=', f'ExecStart={NOVA} --config-dir /d']
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(InputError,
+                       match="the command 'nova-compute' is not an absolute "
+                             "path") as caught:
         dropin.systemd_dropin(['nova-compute'], [])
     assert 'absolute path' in caught.value.line()
 

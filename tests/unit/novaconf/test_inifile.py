@@ -7,6 +7,7 @@ oslo.config (the parser Nova uses) reads back exactly the values set.
 import os
 
 import pytest
+import re
 from oslo_config import cfg
 
 from kvmtune.novaconf import inifile
@@ -233,7 +234,7 @@ def test_values_oslo_would_alter_are_quoted(tmp_path, value):
 
 def test_multiline_value_refused():
     ini = inifile.IniFile('[DEFAULT]\n')
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match='^a value cannot span lines$'):
         ini.set('DEFAULT', 'x', 'a\nb')
 
 
@@ -261,12 +262,12 @@ def test_removing_values_of_a_multi_option_at_the_end_of_file():
     ('[DEFAULT]\n# c\n\tx\n', 3, 'continues no option'),
 ])
 def test_unparsable_lines(tmp_path, text, lineno, words):
-    with pytest.raises(inifile.ParseError) as info:
+    with pytest.raises(inifile.ParseError, match=re.escape(words)) as info:
         inifile.IniFile(text)
     assert info.value.lineno == lineno
     assert words in info.value.problem
     # oslo.config refuses the same text.
-    with pytest.raises(cfg.ParseError):
+    with pytest.raises(cfg.ParseError, match=r'oslo\.conf:\d+, '):
         oslo_sections(tmp_path, text)
 
 

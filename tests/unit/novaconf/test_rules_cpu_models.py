@@ -46,14 +46,19 @@ def test_nothing_to_do_without_cpu_mode_or_models():
 def test_custom_keeps_the_files_models_and_needs_some():
     assert rules.follow_ups({'libvirt': {'cpu_mode': 'custom'}},
                             current(DEVSTACK)) == ({}, [])
-    with pytest.raises(rules.Problem) as err:
+    with pytest.raises(rules.Problem,
+                       match='^cpu_mode = custom needs cpu_models: '
+                             'nova-compute refuses to '
+                             'start without it$') as err:
         rules.follow_ups({'libvirt': {'cpu_mode': 'custom'}},
                          current('[libvirt]\n'))
     assert err.value.option == 'cpu_models'
 
 
 def test_models_with_another_mode_are_refused():
-    with pytest.raises(rules.Problem):
+    with pytest.raises(rules.Problem,
+                       match='refuses to start with cpu_models unless '
+                             'cpu_mode is custom'):
         rules.follow_ups({'libvirt': {'cpu_mode': 'host-model',
                                       'cpu_models': 'Nehalem'}},
                          current('[libvirt]\n'))
@@ -72,7 +77,9 @@ def test_apply_writes_the_removal(tmp_path):
 def test_apply_refuses_custom_without_models(tmp_path):
     path = tmp_path / 'nova.conf'
     path.write_text('[libvirt]\nvirt_type = kvm\n')
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError,
+                       match=r'\[libvirt\] cpu_models: cpu_mode = custom '
+                             r'needs cpu_models') as err:
         update.apply(str(path), {'libvirt': {'cpu_mode': 'custom'}})
     assert 'cpu_mode = custom needs cpu_models' in err.value.line()
     assert path.read_text() == '[libvirt]\nvirt_type = kvm\n'

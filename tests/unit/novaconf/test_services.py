@@ -168,7 +168,8 @@ def test_split():
 
 
 def test_unknown_option():
-    with pytest.raises(services.UnknownOption):
+    with pytest.raises(services.UnknownOption,
+                       match=r'\[libvirt\] no_such_option'):
         services.readers('libvirt', 'no_such_option')
 
 

@@ -91,7 +91,8 @@ def test_checker_answer_of_the_wrong_shape(tmp_path, stdout):
     fake = tmp_path / 'python'
     fake.write_text(f"#!/bin/sh\ncat >/dev/null\necho '{stdout}'\n")
     fake.chmod(0o755)
-    with pytest.raises(InputError) as info:
+    with pytest.raises(InputError,
+                       match='the Nova option check answered ') as info:
         validate.run_checker(str(fake), {})
     assert info.value.source == str(fake)
     assert '\n' not in str(info.value)

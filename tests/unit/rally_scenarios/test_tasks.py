@@ -80,14 +80,18 @@ def test_disk_sweep_names_the_data_disk():
 def test_validation_catches_a_bad_sla():
     config = render('disk-scaling.yaml')
     config['subtasks'][0]['sla']['kvmtune_scaling'] = {'min_share': 2}
-    with pytest.raises(exceptions.InvalidTaskConfig):
+    with pytest.raises(exceptions.InvalidTaskConfig,
+                       match="SLA plugin 'kvmtune_scaling' doesn't pass "
+                             "jsonschema"):
         validate_syntax(config)
 
 
 def test_validation_catches_an_unknown_argument():
     config = render('disk-scaling.yaml')
     next(iter(config['subtasks'][0]['scenario'].values()))['vms'] = 3
-    with pytest.raises(exceptions.InvalidTaskConfig) as exc:
+    with pytest.raises(exceptions.InvalidTaskConfig,
+                       match=r"Unexpected argument\(s\) found "
+                             r"\['vms'\]") as exc:
         validate_syntax(config)
     assert 'vms' in str(exc.value)
 

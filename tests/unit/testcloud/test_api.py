@@ -5,6 +5,7 @@ before it touches anything. No cloud is started here."""
 import os
 
 import pytest
+import re
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
@@ -48,20 +49,26 @@ def test_environment_takes_precedence_over_the_file(tmp_path, monkeypatch):
 
 def test_two_services_on_one_port_is_refused(tmp_path, no_env):
     files = _conf(tmp_path, '[testcloud]\nglance_port = 5000\n')
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=r'\[testcloud\] \*_port: two services '
+                             r'on one port') as exc:
         api.layout(files)
     assert '[testcloud] *_port' in exc.value.line()
     assert 'glance_port=5000' in exc.value.line()
 
 
 def test_port_out_of_range_is_oslo_config_error(tmp_path, no_env):
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=r'\[testcloud\]: Value for option '
+                             r'nova_api_port') as exc:
         api.layout(_conf(tmp_path, '[testcloud]\nnova_api_port = 70000\n'))
     assert 'nova_api_port' in exc.value.line()
 
 
 def test_relative_state_dir_is_refused(tmp_path, no_env):
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=r"\[testcloud\] state_dir: not an absolute path: "
+                             r"'cloud'") as exc:
         api.layout(_conf(tmp_path, '[testcloud]\nstate_dir = cloud\n'))
     assert 'state_dir' in exc.value.line()
 
@@ -84,7 +91,7 @@ def test_no_cloud_up_status_is_none_and_env_has_no_secret(tmp_path):
 def test_up_refuses_bad_arguments_before_touching_anything(tmp_path, kwargs,
                                                            key):
     lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError, match=f'^{key}: unknown ') as exc:
         api.up(layout=lay, **kwargs)
     assert exc.value.key == key
     assert not os.path.exists(lay.root)
@@ -92,7 +99,8 @@ def test_up_refuses_bad_arguments_before_touching_anything(tmp_path, kwargs,
 
 def test_up_refuses_a_missing_facts_file(tmp_path):
     lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=r'none\.json: no such facts file') as exc:
         api.up(facts=str(tmp_path / 'none.json'), layout=lay)
     assert exc.value.source == str(tmp_path / 'none.json')
     assert not os.path.exists(lay.root)
@@ -100,7 +108,9 @@ def test_up_refuses_a_missing_facts_file(tmp_path):
 
 def test_restart_compute_without_a_cloud_says_so(tmp_path):
     lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
-    with pytest.raises(CloudError) as exc:
+    with pytest.raises(CloudError,
+                       match=r'no cloud is up \(fix: run: kvmtune '
+                             r'cloud up\)') as exc:
         api.restart_compute(lay)
     assert 'kvmtune cloud up' in exc.value.line()
 
@@ -114,7 +124,9 @@ def test_up_refuses_a_port_something_listens_on(tmp_path):
         port = listener.getsockname()[1]
         lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'),
                             {'glance': port})
-        with pytest.raises(CloudError) as exc:
+        with pytest.raises(CloudError,
+                           match=r'\[testcloud\] \*_port: port in use on '
+                                 r'127\.0\.0\.1: glance ') as exc:
             api.up(layout=lay)
     assert f'port in use on 127.0.0.1: glance {port}' in exc.value.line()
     assert not os.path.exists(lay.root)
@@ -147,7 +159,9 @@ def test_given_compute_facts_come_first(tmp_path):
                                       True, '3'])
 def test_computes_out_of_range_is_refused(tmp_path, computes):
     lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match=r'^computes: --computes .* out of range \(fix: '
+                             r'give 1 to 8') as exc:
         api.up(layout=lay, computes=computes)
     assert exc.value.key == 'computes'
     assert not os.path.exists(lay.root)
@@ -156,7 +170,7 @@ def test_computes_out_of_range_is_refused(tmp_path, computes):
 @pytest.mark.parametrize('text, problem', [
     (None, 'no such facts file'),
     ('{"schema": 1', 'not JSON'),
-    ('{}', ''),
+    ('{}', 'schema: missing'),
 ])
 def test_bad_compute_facts_are_one_line_before_anything(tmp_path, text,
                                                         problem):
@@ -164,7 +178,7 @@ def test_bad_compute_facts_are_one_line_before_anything(tmp_path, text,
     path = tmp_path / 'facts.json'
     if text is not None:
         path.write_text(text)
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError, match=re.escape(problem)) as exc:
         api.up(layout=lay, computes=2, compute_facts=[str(path)])
     assert exc.value.source == str(path)
     assert problem in exc.value.line()
@@ -174,7 +188,9 @@ def test_bad_compute_facts_are_one_line_before_anything(tmp_path, text,
 
 def test_more_compute_facts_than_extra_computes_is_refused(tmp_path):
     lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match='compute_facts: 2 --compute-facts files for 1 '
+                             'extra computes') as exc:
         api.up(layout=lay, computes=2, compute_facts=['a', 'b'])
     assert exc.value.key == 'compute_facts'
 
@@ -215,7 +231,9 @@ def test_restart_compute_finds_the_compute_by_host_name(tmp_path):
     assert api._find_compute(lay, state, 'vm')['provider'] == 'p1'
     assert api._find_compute(lay, state, 'kvmtune-compute-2')[
         'service'] == 'nova-compute-2'
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match="--host: no compute host 'kvmtune-compute-9' in "
+                             "this cloud") as exc:
         api._find_compute(lay, state, 'kvmtune-compute-9')
     assert exc.value.fix == 'one of: vm, kvmtune-compute-2'
 

@@ -54,7 +54,8 @@ def test_port_reads_answer_empty_lists(stub):
 
 
 def test_single_resource_is_not_found(stub):
-    with pytest.raises(urllib.error.HTTPError) as e:
+    with pytest.raises(urllib.error.HTTPError,
+                       match='HTTP Error 404: Not Found') as e:
         _get(stub + '/v2.0/ports/3f1c')
     assert e.value.code == 404
     assert json.loads(e.value.read())['NeutronError']['type'] == 'NotFound'
@@ -63,6 +64,7 @@ def test_single_resource_is_not_found(stub):
 def test_writes_are_refused(stub):
     req = urllib.request.Request(stub + '/v2.0/ports', method='POST',
                                  data=b'{"port": {}}')
-    with pytest.raises(urllib.error.HTTPError) as e:
+    with pytest.raises(urllib.error.HTTPError,
+                       match='HTTP Error 501: Not Implemented') as e:
         urllib.request.urlopen(req, timeout=5)
     assert e.value.code == 501

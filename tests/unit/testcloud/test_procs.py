@@ -85,7 +85,9 @@ def test_wait_until_names_what_did_not_come():
 
 
 def test_run_failure_names_the_log(lay):
-    with pytest.raises(RuntimeError) as exc:
+    with pytest.raises(RuntimeError,
+                       match=r'raise SystemExit\(3\) failed \(exit 3\): see '
+                             r'.*step\.log') as exc:
         procs.run(lay, 'step', [sys.executable, '-c', 'raise SystemExit(3)'])
     assert 'exit 3' in str(exc.value)
     assert lay.log_file('step') in str(exc.value)

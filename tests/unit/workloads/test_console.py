@@ -94,7 +94,8 @@ def test_interleaved_non_kernel_text_is_an_error(log):
     at = log.index('"jobs"')
     at = log.rindex('\n', 0, at) + 1
     mixed = log[:at] + 'login: \r\n' + log[at:]
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError,
+                       match='6648 bytes where the guest sent 6640'):
         console.extract(mixed, ID)
 
 

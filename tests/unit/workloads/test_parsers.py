@@ -97,7 +97,7 @@ def test_sockperf_round_trips(name):
 ])
 def test_truncated_output_raises(tool, name):
     raw = fixture(name)
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError, match=f'^{tool} output '):
         parsers.parse(tool, raw[:len(raw) // 2])
 
 
@@ -208,7 +208,9 @@ def test_sysbench_bad_output_raises(broken, message):
 def test_sysbench_cpu_and_memory_lines_together_are_refused():
     raw = fixture('sysbench-1.0.20-cpu-1t.txt') + fixture(
         'sysbench-1.0.20-memory-read.txt')
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError,
+                       match=r'^sysbench output lacks its figure \(events per '
+                             r'second or MiB/sec\) line'):
         parsers.parse('sysbench', raw)
 
 
@@ -224,7 +226,7 @@ def _fio_with(first_iops):
                                    '"inf"', '"nan"', '"1e400"', '-5',
                                    'null', 'true', '[1]', '{}'])
 def test_fio_iops_that_is_not_a_figure(value):
-    with pytest.raises(KvmtuneError) as info:
+    with pytest.raises(KvmtuneError, match='^fio output') as info:
         parsers.parse('fio', _fio_with(value))
     assert '\n' not in str(info.value)
 
@@ -237,7 +239,7 @@ def test_iperf3_rate_that_is_not_a_figure(value):
         f'"bits_per_second": {doc["end"]["sum_received"]["bits_per_second"]}',
         f'"bits_per_second": {value}')
     assert raw != json.dumps(doc)
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError, match='^iperf3 output'):
         parsers.parse('iperf3', raw)
 
 
@@ -263,7 +265,7 @@ def test_iperf3_cpu_nan_is_not_a_figure():
 def test_wrong_shapes_are_the_projects_error_not_a_crash(tool, raw):
     """In Rally a KeyError/TypeError kills the iteration; KvmtuneError
     records an invalid guest with its reason."""
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError, match=f'^{tool} output'):
         parsers.parse(tool, raw)
 
 
@@ -284,5 +286,7 @@ def test_sockperf_cut_inside_the_p99_number_is_detected():
 def test_sockperf_figures_that_are_not_figures(old, new):
     raw = fixture('sockperf-3.7-tcp-pingpong.txt')
     assert old in raw
-    with pytest.raises(KvmtuneError):
+    with pytest.raises(KvmtuneError,
+                       match=r"^sockperf output: .*: '.*' is not a finite "
+                             r"number"):
         parsers.parse('sockperf', raw.replace(old, new))

@@ -81,7 +81,9 @@ def test_sysbench_command_lines_need_no_disk_or_peer(defs, name, expected):
     ({'max_prime': -5}, 'max_prime'), ({'test': 'fileio'}, 'test'),
 ])
 def test_sysbench_bad_cpu_params(defs, params, key):
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match='^sysbench-cpu: '
+                             '(max_prime|test|threads): ') as exc:
         commands.argv(defs['sysbench-cpu'], params=params)
     assert exc.value.key == key
 
@@ -91,7 +93,9 @@ def test_sysbench_bad_cpu_params(defs, params, key):
     ({'total_size': '-1'}, 'total_size'),
 ])
 def test_sysbench_bad_memory_params(defs, params, key):
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(InputError,
+                       match='^sysbench-memory-read: '
+                             '(block_size|oper|total_size): ') as exc:
         commands.argv(defs['sysbench-memory-read'], params=params)
     assert exc.value.key == key
 

@@ -213,7 +213,9 @@ def test_admin_host_pins_the_batch_without_a_group():
 def test_a_bad_job_fails_the_iteration_naming_the_guest():
     nova = Nova()
     scen = scenario(disk.DiskScaling, nova)
-    with pytest.raises(utils.GuestResultsMissing) as exc:
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='target /dev/vdz is not a block device '
+                             'here') as exc:
         scen.run(flavor='f', image='i', vm_counts=[1], target='/dev/vdz',
                  result_timeout=5)
     server, = nova.servers.created
@@ -347,7 +349,9 @@ def test_a_guest_never_ready_is_not_waited_for_nor_averaged_in():
                             for i in range(1, 4))
     nova.never_ready.add('00000000-0000-0000-0000-000000000002')
     scen = scenario(disk.DiskScaling, nova, iteration=3)
-    with pytest.raises(utils.GuestResultsMissing) as exc:
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='^1 of 3 guests gave no valid result: .*: '
+                             'no-result: no KVMTUNE-STATUS line') as exc:
         scen.run(flavor='f', image='i', vm_counts=[1, 2, 3],
                  result_timeout=5, ready_timeout=0)
     assert [s.nmis for s in nova.servers.created] == [1, 0, 1]
