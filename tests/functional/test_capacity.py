@@ -49,15 +49,14 @@ def pinned_profile(tmp_path):
 
 
 @pytest.fixture
-def facts_dir(admin, tmp_path, tuned_compute):
-    """This host's facts, named as Nova names the compute node."""
+def facts_dir(compute_node, tmp_path, tuned_compute):
+    """This host's facts, named as Nova names the (first) compute node:
+    the libvirt compute is this host."""
     directory = tmp_path / 'facts'
     directory.mkdir()
     inspect = kvmtune('host', 'inspect', '--format', 'json')
     assert inspect.rc == 0, inspect.err
-    nodes = [h.name for h in admin.compute.hypervisors()]
-    # the libvirt compute is this host; fake computes bring their own
-    (directory / f'{nodes[0]}.json').write_text(inspect.out)
+    (directory / f'{compute_node[0]}.json').write_text(inspect.out)
     return directory
 
 
@@ -90,10 +89,10 @@ def make_flavor(admin, base_flavor, name, specs, flavor_cleanup):
     return flavor
 
 
-def predict(flavor, facts_dir, profile):
+def predict(flavor, facts_dir, profile, host):
     result = kvmtune('capacity', '--os-cloud', ADMIN, '--flavor',
                      flavor.name, '--facts-dir', facts_dir, '--profile',
-                     profile, '-f', 'json')
+                     profile, '--host', host, '-f', 'json')
     assert result.rc == 0, result.err
     doc = json.loads(result.out)
     print(f'\ncapacity {flavor.name}: {doc["fits"]}, '
@@ -123,11 +122,12 @@ def fill(admin, servers, flavor, image, unique, bound=MAX_BOOTS):
 ])
 def test_the_prediction_is_what_the_scheduler_places(
         admin, host_hugepages, tuned_compute, pinned_profile, facts_dir,
-        base_flavor, image, servers, unique, flavor_cleanup, recording,
-        kind, specs):
+        compute_node, base_flavor, image, servers, unique, flavor_cleanup,
+        recording, kind, specs):
     flavor = make_flavor(admin, base_flavor, f'{unique}-{kind}', specs,
                          flavor_cleanup)
-    fits = predict(flavor, facts_dir, pinned_profile)
+    # this host (the first compute): servers asks the scheduler for it
+    fits = predict(flavor, facts_dir, pinned_profile, compute_node[0])
     placed = fill(admin, servers, flavor, image, unique)
     assert {h: f['count'] for h, f in fits.items() if f['count']} == placed
     assert all(f['limit'] for f in fits.values())
@@ -211,6 +211,7 @@ def test_the_fleets_prediction_is_what_the_scheduler_places(
         == (0, '!trait:COMPUTE_STATUS_DISABLED')
     predicted = {h: f['count'] for h, f in fits.items() if f['count']}
     assert sum(predicted.values()) <= MAX_FLEET_BOOTS, predicted
+    servers.host = None          # the scheduler chooses among them all
     placed = fill(admin, servers, flavor, image, unique,
                   bound=MAX_FLEET_BOOTS)
     print(f'placed {placed}')
