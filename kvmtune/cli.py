@@ -78,6 +78,8 @@ COMMANDS = [
      'Run a workload on the bare host and save the result.'),
     (('bench', 'local'), 'bench_local',
      'Boot N benchmark guests with QEMU here and run a workload.'),
+    (('bench', 'nested'), 'bench_nested',
+     'One workload on the host, in a guest (L1) and in its guest (L2).'),
     (('cloud',), 'cloud',
      'The embedded single-host test cloud: install, up, down, status, env.'),
     (('rally', 'task-path'), 'rally_task_path',

@@ -1,0 +1,392 @@
+"""``kvmtune bench nested``: seed 000's experiment, one workload on the bare
+host, in a guest (L1) and in a guest of that guest (L2).
+
+L1 and L2 both boot the nested image (``kvmtune image build --nested``):
+with ``kvmtune.level=1`` it runs the job itself, with ``kvmtune.level=2``
+it loads its KVM module with nested=1 and runs the job in its own guest
+(the benchmark image) with QEMU on /dev/kvm, then frames L2's verified
+result on its own console (kvmtune/image/nested.sh). The same image, CPU,
+vCPUs and RAM for both, so the L2 row differs from the L1 row by the
+nesting alone. Under TCG (this project's CI machine) L1 gets an emulated
+AMD CPU with SVM and NPT (QEMU emulates no VMX), so its KVM runs on
+emulated hardware: every guest figure is emulated. On a VT-x/AMD-V host
+with nested=1, L1 runs on KVM with ``-cpu host`` and the figures are
+nested KVM's.
+
+Each guest runs once, alone, under a hard timeout (QEMU killed after it);
+the guest side has its own (L2's QEMU under ``timeout -s KILL``).
+"""
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+
+from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
+from kvmtune import image
+from kvmtune.bench import local
+from kvmtune.bench import qemu
+from kvmtune.image import nested as nested_image
+from kvmtune.workloads import console
+from kvmtune.workloads import job as jobs
+# The one guest verdict of nested runs (this run and tests/functional/
+# test_nested.py): report.guests.verdict has the signature doc/design.md
+# 9.4 gives kvmtune.results.verdict; when that lands, this import switches.
+from kvmtune.report.guests import verdict as _guest_verdict
+from kvmtune.report import vmtable
+
+NESTED = 'KVMTUNE-NESTED'
+# The CPU a TCG L1 gets: QEMU emulates SVM (with nested paging), not VMX.
+TCG_CPU = 'EPYC,+svm,+npt'
+LEVELS = ('host', 'L1', 'L2')
+# Hard timeouts, seconds beyond the runtime: L1 boots in ~35 s under TCG;
+# L2's boot under L1's emulated SVM took ~130 s here (measured
+# 2026-11-25), and L1 gives L2 runtime + nested.sh's L2_ALLOWANCE (600).
+TIMEOUT = {'L1': 300, 'L2': 900}
+POLL = 1.0
+# The seed's figures (doc/experiments.md, 000): UnixBench index (1 core)
+# and fio 4k random read IOPS, host / L1 / L2.
+ARTICLE = {
+    'cpu': ('UnixBench 1 core', 1184.7, 771.0, 583.0),
+    'disk': ('4k randread IOPS', 52600.0, 38300.0, 18200.0),
+}
+
+
+def verdict(console_text, instance_id, workload, emulated):
+    """A guest's row (kvmtune.report.vmtable) from its console."""
+    return _guest_verdict(console_text, instance_id, 'client', workload,
+                          emulated)
+
+
+def nested_said(console_text, instance_id):
+    """What an L1 guest said of its nesting (``KVMTUNE-NESTED`` lines,
+    later words win): e.g. ``{"svm": "present", "module": "kvm_amd",
+    "loaded": "yes", "nested": "1", "npt": "Y", "kvm": "/dev/kvm",
+    "l2": "ok", "l2_accel": "kvm", "l2_seconds": "136.7"}``; {} when it
+    said nothing (not the nested image, or level 1)."""
+    said = {}
+    text = (console_text or '').replace('\r\n', '\n')
+    marker = f'{NESTED} {instance_id} '
+    for line in text.splitlines():
+        if line.startswith(marker):
+            said.update(w.split('=', 1) for w in line[len(marker):].split()
+                        if '=' in w)
+    return said
+
+
+def _figures(row):
+    return {key: row.get(key) for key in
+            ('iops', 'bw_MiB_s', 'events_s', 'lat_mean_us', 'lat_p99_us')}
+
+
+def _check_image(image_dir):
+    missing = [n for n in (image.KERNEL, image.INITRD, image.RAW)
+               if not os.path.exists(os.path.join(image_dir, n))]
+    if missing:
+        raise InputError(f'{missing[0]} missing', source=image_dir,
+                         fix='run kvmtune image build --nested')
+    if not shutil.which(qemu.QEMU):
+        raise KvmtuneError(f'{qemu.QEMU} not found',
+                           fix='apt-get install qemu-system-x86')
+
+
+def guest_argv(guest, level, accel, cpu, vcpus, ram_mb, image_dir, data,
+               the_job):
+    """QEMU's command line for one nested-image guest at ``level``."""
+    argv = guest.argv(accel, vcpus, ram_mb, image_dir, data, 'raw', 'none',
+                      job_cmdline=(f'kvmtune.level={level} '
+                                   + jobs.cmdline(the_job)),
+                      boot='kernel')
+    if accel == 'tcg':
+        at = argv.index('-m')
+        argv[at:at] = ['-cpu', cpu]
+    return argv
+
+
+def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
+               runtime, params, disk_size, workdir, log):
+    """Boot one guest, wait for its verdict or the hard timeout."""
+    guest = qemu.Guest(level, str(uuid.uuid4()),
+                       os.path.join(workdir, f'l{level}'))
+    os.makedirs(guest.workdir)
+    data = None
+    if workload.target == 'disk':
+        data = os.path.join(guest.workdir, 'data.raw')
+        qemu.data_disk(data, disk_size, 'raw')
+    the_job = jobs.build(workload, target=qemu.DATA_DISK if data else None,
+                         runtime=runtime, params=params)
+    limit = runtime + TIMEOUT[f'L{level}']
+    guest.start(guest_argv(guest, level, accel, cpu, vcpus, ram_mb,
+                           image_dir, data, the_job))
+    log(f'L{level}: guest booting ({qemu.accel_label(accel)}), runtime '
+        f'{runtime} s, hard timeout {limit} s')
+    deadline = guest.started + limit
+    try:
+        while time.monotonic() < deadline:
+            if guest.poll() is not None:
+                break
+            seen = console.status(guest.console_text(), guest.instance_id)
+            if seen and seen[0] in ('ok', 'late', 'error'):
+                time.sleep(POLL)   # its poweroff
+                break
+            time.sleep(POLL)
+        timed_out = guest.poll() is None and not _final(guest)
+    finally:
+        guest.stop()
+    text = guest.console_text()
+    row = verdict(text, guest.instance_id, workload.name,
+                  emulated=accel == 'tcg')
+    if timed_out and row['status'] == vmtable.NO_RESULT:
+        row = dict(row, reason=f'killed at its hard timeout ({limit} s); '
+                   + row['reason'])
+    return {'level': f'L{level}', 'instance_id': guest.instance_id,
+            'seconds': round(time.monotonic() - guest.started, 1),
+            'row': row, 'nested': nested_said(text, guest.instance_id)}
+
+
+def _final(guest):
+    seen = console.status(guest.console_text(), guest.instance_id)
+    return bool(seen) and seen[0] in ('ok', 'late', 'error')
+
+
+def _host(workload, runtime, params):
+    from kvmtune.bench import baseline
+
+    started = time.monotonic()
+    doc = baseline.run(workload, runtime=runtime, params=params)
+    result = dict(doc['result'], workload=workload.name)
+    return {'level': 'host', 'instance_id': None,
+            'seconds': round(time.monotonic() - started, 1),
+            'row': vmtable.ok_row('host', 'client', result), 'nested': {}}
+
+
+def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
+        cpu=TCG_CPU, accel='auto', image_dir=None, disk_size='256M',
+        levels=LEVELS, log=print):
+    """Run ``workload`` at each of ``levels`` in turn; the run document.
+
+    :param cpu: the L1 guest's QEMU CPU under TCG (must offer svm or vmx
+        for L2 to start; ``EPYC,-svm`` shows the refusal)
+    :param accel: auto, kvm or tcg (qemu.choose_accel) for L1
+    """
+    if workload.target not in ('disk', 'none'):
+        raise InputError(f'{workload.name} needs a peer: bench nested runs '
+                         'disk and CPU/memory workloads', key='--workload',
+                         fix='e.g. sysbench-cpu or fio-randread-4k')
+    unknown = [level for level in levels if level not in LEVELS]
+    if unknown or not levels:
+        raise InputError(f'unknown level {unknown[0] if unknown else ""!r}',
+                         key='--levels', fix='host, L1 and/or L2')
+    image_dir = nested_image.image_dir(image_dir)
+    _check_image(image_dir)
+    accel, why = qemu.choose_accel(accel)
+    runtime = int(runtime or workload.settings(params).get('runtime', 10))
+    started = time.monotonic()
+    runs = []
+    workdir = tempfile.mkdtemp(prefix='kvmtune-nested-',
+                               dir=local.SCRATCH_DIR)
+    try:
+        for level in levels:
+            if level == 'host':
+                log(f'host: {workload.name} on the bare host, {runtime} s')
+                runs.append(_host(workload, runtime, params))
+            else:
+                runs.append(_run_guest(
+                    int(level[1]), workload, accel, cpu, vcpus, ram_mb,
+                    image_dir, runtime, params, disk_size, workdir, log))
+            done = runs[-1]
+            log(f'{done["level"]}: {done["row"]["status"]}'
+                + (f' ({done["row"]["reason"]})' if done['row']['reason']
+                   else '') + f', {done["seconds"]} s')
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {'kind': 'kvmtune-bench-nested', 'schema': 1,
+            'workload': workload.name, 'runtime': runtime,
+            'params': dict(params or {}), 'vcpus': vcpus, 'ram_mb': ram_mb,
+            'accel': accel, 'accel_why': why,
+            'l1_cpu': cpu if accel == 'tcg' else 'host',
+            'emulated': accel == 'tcg', 'image_dir': image_dir,
+            'wall_s': round(time.monotonic() - started, 1),
+            'runs': [dict(r, figures=_figures(r['row'])) for r in runs]}
+
+
+def figure_kind(workload_name):
+    """cpu, disk or memory: which of the seed's tables a workload's
+    figures go beside (fio: disk; sysbench-cpu*: cpu; the rest: memory)."""
+    from kvmtune import workloads
+
+    workload = workloads.get(workload_name)
+    if workload.tool == 'fio':
+        return 'disk'
+    return 'cpu' if workload_name.startswith('sysbench-cpu') else 'memory'
+
+
+def _change(new, old):
+    if new is None or not old:
+        return None
+    return (new - old) / old * 100.0
+
+
+def table(doc):
+    """The seed's table shape: host, L1, L2, L2 vs L1; lines of text."""
+    by_level = {r['level']: r for r in doc['runs']}
+    kind = figure_kind(doc['workload'])
+    columns = {'cpu': [('events_s', 'events/s')],
+               'disk': [('iops', 'IOPS'), ('bw_MiB_s', 'MiB/s')],
+               'memory': [('bw_MiB_s', 'MiB/s')]}[kind]
+    columns.append(('lat_mean_us', 'lat mean us'))
+    label = (' (emulated: QEMU TCG, not KVM speed)' if doc['emulated']
+             else '')
+    article = ARTICLE.get(kind, ('no figure in the article', None, None,
+                                 None))
+    head = ['', *(unit for _, unit in columns), 'valid',
+            f'article: {article[0]}']
+    lines = [[level, *(_num(by_level[level]['figures'].get(key))
+                       if level in by_level else '-' for key, _ in columns),
+              _valid(by_level.get(level)), _num(value)]
+             for level, value in zip(LEVELS, article[1:])]
+    l1, l2 = by_level.get('L1'), by_level.get('L2')
+    lines.append(['L2 vs L1', *(
+        _pct(_change(l2['figures'].get(key), l1['figures'].get(key)))
+        if l1 and l2 else '-' for key, _ in columns), '',
+        _pct(_change(article[3], article[2]))])
+    widths = [max(len(str(row[i])) for row in [head] + lines)
+              for i in range(len(head))]
+    out = [f'bench nested, {doc["workload"]}, {doc["runtime"]} s, '
+           f'{doc["vcpus"]} vCPU, L1 CPU {doc["l1_cpu"]}{label}']
+    for row in [head] + lines:
+        out.append('  '.join(str(v).rjust(w) if i else str(v).ljust(w)
+                             for i, (v, w) in enumerate(zip(row, widths))))
+    for r in doc['runs']:
+        if r['row']['status'] != vmtable.OK:
+            out.append(f'{r["level"]}: {r["row"]["status"]}: '
+                       f'{r["row"]["reason"]}')
+        if r['nested']:
+            said = r['nested']
+            out.append(f'{r["level"]}: ' + ' '.join(
+                f'{k}={said[k]}' for k in sorted(said)))
+    valid = sum(1 for r in doc['runs'] if r['row']['status'] == vmtable.OK)
+    out.append(f'{valid}/{len(doc["runs"])} cells valid; wall time '
+               f'{doc["wall_s"]:.0f} s{label}')
+    return out
+
+
+def _valid(run):
+    if run is None:
+        return '-'
+    return '1/1' if run['row']['status'] == vmtable.OK else '0/1'
+
+
+def _num(value):
+    if value is None:
+        return '-'
+    return f'{value:,.0f}' if abs(value) >= 100 else f'{value:,.1f}'
+
+
+def _pct(value):
+    return '-' if value is None else f'{value:+.1f}%'
+
+
+CAPTURE_BEGIN = 'KVMTUNE-CAPTURE-BEGIN'
+CAPTURE_END = 'KVMTUNE-CAPTURE-END'
+
+
+def capture_archive(console_text, instance_id):
+    """The gzip tar L1 framed on its console (nested.sh nested_capture),
+    verified by its byte count and sha256; KvmtuneError otherwise."""
+    import base64
+    import binascii
+    import hashlib
+    import re
+
+    text = (console_text or '').replace('\r\n', '\n')
+    where = f'console of {instance_id}'
+    match = re.search(re.escape(CAPTURE_BEGIN) + ' ' + re.escape(instance_id)
+                      + r' (\d{1,12}) ([0-9a-f]{64})\n(.*?)\n'
+                      + re.escape(CAPTURE_END) + ' ' + re.escape(instance_id),
+                      text, re.S)
+    if not match:
+        raise KvmtuneError(f'no {CAPTURE_BEGIN} ... {CAPTURE_END} frame',
+                           source=where, fix='the guest did not finish its '
+                           'capture; check its console')
+    try:
+        data = base64.b64decode(''.join(match.group(3).split()),
+                                validate=True)
+    except binascii.Error as exc:
+        raise KvmtuneError(f'capture is not base64: {exc}', source=where)
+    if (len(data) != int(match.group(1)) or
+            hashlib.sha256(data).hexdigest() != match.group(2)):
+        raise KvmtuneError('capture: byte count or sha256 does not match',
+                           source=where, fix='rerun the capture')
+    return data
+
+
+def capture_l1(target, image_dir=None, cpu=TCG_CPU, vcpus=1, ram_mb=1024,
+               accel='auto', log=print):
+    """Boot the nested image's L1 (it runs L2 once), copy the files
+    ``kvmtune host inspect`` reads from inside it, and keep what kvmtune
+    reads in ``target`` (kvmtune.facts.capture on the unpacked tree).
+    Returns the capture record. Its KVM probe is L1's own word: usable
+    when L2 ran through L1's /dev/kvm, which is what the probe
+    (KVM_CREATE_VM) tests."""
+    import io
+    import json
+    import tarfile
+
+    from kvmtune import fileio
+    from kvmtune import workloads
+    from kvmtune.facts import capture
+
+    if os.path.exists(target) and os.listdir(target):
+        raise InputError('not empty', source=target,
+                         fix='give a new or empty directory')
+    image_dir = nested_image.image_dir(image_dir)
+    _check_image(image_dir)
+    accel, _ = qemu.choose_accel(accel)
+    workload = workloads.get('sysbench-cpu')
+    workdir = tempfile.mkdtemp(prefix='kvmtune-nested-capture-',
+                               dir=local.SCRATCH_DIR)
+    try:
+        guest = qemu.Guest(1, str(uuid.uuid4()), os.path.join(workdir, 'l1'))
+        os.makedirs(guest.workdir)
+        the_job = jobs.build(workload, runtime=1)
+        argv = guest_argv(guest, 2, accel, cpu, vcpus, ram_mb, image_dir,
+                          None, the_job)
+        at = argv.index('-append') + 1
+        argv[at] = argv[at].replace('kvmtune.level=2',
+                                    'kvmtune.level=2 kvmtune.capture=1')
+        limit = TIMEOUT['L2'] + 60
+        guest.start(argv)
+        log(f'L1: booting for a capture ({qemu.accel_label(accel)}), hard '
+            f'timeout {limit} s')
+        try:
+            deadline = guest.started + limit
+            while time.monotonic() < deadline and guest.poll() is None:
+                time.sleep(POLL)
+        finally:
+            guest.stop()
+        text = guest.console_text()
+        said = nested_said(text, guest.instance_id)
+        data = capture_archive(text, guest.instance_id)
+        tree = os.path.join(workdir, 'tree')
+        with tarfile.open(fileobj=io.BytesIO(data), mode='r:gz') as tar:
+            tar.extractall(tree, filter='data')
+        record = capture.capture(tree, target)
+        ran = said.get('l2') == 'ok'
+        record['kvm_probe'] = {
+            'usable': ran, 'api_version': 12 if ran else None,
+            'error': None if ran else f'L2 did not run: l2={said.get("l2")}'}
+        record['source'] = (
+            'inside an L1 guest of the nested image (kvmtune bench nested '
+            f'--capture-l1), QEMU {accel} -cpu {cpu}; the KVM probe is '
+            'L1\'s: L2 ran through its /dev/kvm' if ran else
+            'inside an L1 guest; L2 did not run')
+        record['l1_said'] = said
+        keep = {k: v for k, v in record.items() if k != 'facts'}
+        fileio.write_atomic(os.path.join(target, 'kvmtune-capture.json'),
+                            json.dumps(keep, indent=2) + '\n')
+        return record
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
