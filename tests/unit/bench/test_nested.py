@@ -119,6 +119,36 @@ def test_capture_archive_refused(text, words):
     assert words in exc.value.line()
 
 
+NESTED_L1 = os.path.join(paths.HOSTS, 'nested-l1-tcg-svm')
+
+
+def test_host_inspect_in_l1_says_svm_kvm_amd_nested_not_pvm():
+    """kvmtune host inspect on the capture bench nested --capture-l1 made
+    inside an L1 guest (tests/fixtures/hosts/README.md)."""
+    from kvmtune import facts as host_facts
+
+    virt = host_facts.resolve(root=NESTED_L1)['virt']
+    assert virt['mechanism'] == 'svm' and virt['nested_mechanism'] == 'svm'
+    assert virt['nested'] is True and virt['ept'] is True
+    assert virt['kvm_device'] is True and virt['kvm_usable'] is True
+    assert virt['modules']['kvm_amd']['nested'] == '1'
+    assert virt['modules']['kvm_pvm'] is None
+    assert virt['is_guest'] is True
+
+
+def test_nested_host_plan_in_l1_is_a_kvm_hosts():
+    """L1 runs its guests on KVM: the profile passes its CPU through and
+    keeps kvm_amd nested=1, as on any AMD-V host."""
+    from kvmtune import plan as plans
+
+    (plan,) = plans.for_host(['nested-host'], root=NESTED_L1)
+    assert plan.nova_conf['libvirt']['cpu_mode'] == 'host-passthrough'
+    assert plan.modprobe == {plans.MODPROBE_PATH:
+                             'options kvm_amd nested=1\n'}
+    (check,) = [c for c in plan.checks if c.name == 'nested-enabled']
+    assert check.status == 'pass' and 'kvm_amd' in check.message
+
+
 def test_table_columns_follow_the_workload_not_the_valid_rows():
     """A CPU run whose only row failed keeps the CPU columns (as bench
     nested --levels L2 --l1-cpu EPYC,-svm printed, 2026-11-25)."""
