@@ -36,6 +36,8 @@ class Plan:
     # [{'tuner', 'reason'}]: host values a tuner left out because the facts
     # cannot support them safely; ``plan`` and ``nova-conf apply`` exit 2.
     withheld: list = dataclasses.field(default_factory=list)
+    # The Nova release (major) the plan is for (kvmtune.nova_releases).
+    nova_release: int = None
 
     def to_dict(self):
         return {
@@ -58,6 +60,7 @@ class Plan:
             'checks': [check.to_dict() for check in self.checks],
             'notes': list(self.notes),
             'withheld': [dict(item) for item in self.withheld],
+            'nova_release': self.nova_release,
         }
 
     def count(self, status):
@@ -93,9 +96,27 @@ def _kernel_key(arg):
     return arg.partition('=')[0]
 
 
-def build_plan(profile, facts):
+def refuse_unavailable(profile, tuner):
+    """The one-line InputError when the plan's Nova release lacks what
+    ``tuner`` needs (Tuner.unavailable)."""
+    lacking = tuner.unavailable()
+    if lacking:
+        raise InputError(
+            f'profile {profile.name} is unavailable: {lacking[0]}, which '
+            f'its tuner {tuner.name} needs', source=profile.path,
+            key='--nova-release',
+            fix='plan for a release that has it (README, "Nova '
+                'releases"), or drop the tuner from the profile')
+
+
+def build_plan(profile, facts, release=None):
     """Merge the tuners of ``profile`` (kvmtune.profiles.Profile) on
-    ``facts`` (the design.md section 1 dict) into a Plan."""
+    ``facts`` (the design.md section 1 dict) into a Plan for the Nova
+    ``release`` (a major, default: kvmtune.nova_releases.get's choice);
+    InputError when that release lacks what a tuner needs."""
+    from kvmtune import nova_releases
+
+    release = nova_releases.get(release)
     source = profile.path
     nova_conf = _Merge('nova.conf values', source)
     kernel = _Merge('kernel arguments', source)
@@ -105,6 +126,7 @@ def build_plan(profile, facts):
     owned, checks, notes, withheld = set(), [], [], []
 
     for tuner in profile.tuners(facts):
+        tuner.release = release
         for (section, option), value in tuner.nova_conf().items():
             nova_conf.add((section, option), value, tuner.name,
                           label=f'[{section}] {option}')
@@ -128,8 +150,12 @@ def build_plan(profile, facts):
                      for note in tuner.notes())
         withheld.extend({'tuner': tuner.name, 'reason': reason}
                         for reason in getattr(tuner, 'withheld', list)())
+        # After kvmtune's own checks, so a value no release accepts is
+        # named as such, not as missing from this one.
+        refuse_unavailable(profile, tuner)
 
-    plan = Plan(profile=profile.name, facts_source=facts.get('source'))
+    plan = Plan(profile=profile.name, facts_source=facts.get('source'),
+                nova_release=release.major)
     for (section, option), value in sorted(
             nova_conf.values.items(),
             key=lambda item: (item[0][0] != 'DEFAULT', item[0][0])):
@@ -166,7 +192,7 @@ def refuse_withheld(plan):
 
 
 def for_host(profile_names, *, root=None, facts_file=None, facts=None,
-             config_files=()):
+             config_files=(), release=None):
     """The front door for "profiles on a host" (doc/design.md section 9).
 
     Loads each named profile (or profile file) once, resolves the facts
@@ -187,7 +213,7 @@ def for_host(profile_names, *, root=None, facts_file=None, facts=None,
     loaded = [profiles.load(name, dirs) for name in profile_names]
     if facts is None:
         facts = host_facts.resolve(root=root, facts_file=facts_file)
-    built = [build_plan(profile, facts) for profile in loaded]
+    built = [build_plan(profile, facts, release) for profile in loaded]
     for plan in built:
         refuse_withheld(plan)
     return built
@@ -245,6 +271,12 @@ def from_dict(data, source='<plan>'):
                          fix=fix) from None
     plan.notes = list(data['notes'])
     plan.withheld = list(data['withheld'])
+    # Plans written before releases were known have no such key.
+    release = data.get('nova_release')
+    if release is not None and not isinstance(release, int):
+        raise InputError('wrong type', source=source, key='nova_release',
+                         fix=fix)
+    plan.nova_release = release
     refuse_withheld(plan)
     return plan
 

@@ -11,6 +11,12 @@ PASS, WARN or FAIL, each failure with a one-line fix.
   kvmtune plan --profile ./my-profile.yaml --facts compute-1.json \\
       --format json
 
+The plan is for one Nova release: ``--nova-release N``, else ``[nova]
+release`` in kvmtune.conf, else the Nova importable here, else the newest
+release kvmtune knows (README, "Nova releases"). Where that release lacks
+an option or extra spec a profile needs, one line names the release and
+the option, exit 2.
+
 ``kvmtune nova-conf apply`` and ``kvmtune flavor apply`` apply the same
 plan. The JSON keys are stable (doc/design.md section 4).
 """
@@ -27,6 +33,11 @@ def add_arguments(parser):
     output.add_format(parser, columns=False,
                       formats=('table', 'json', 'yaml'),
                       legacy={'text': 'table'})
+    parser.add_argument('--nova-release', type=int, metavar='N',
+                        help='plan for Nova release N (its major version, '
+                             '29 is 2024.1); default: [nova] release in '
+                             'kvmtune.conf, else the installed Nova, else '
+                             'the newest kvmtune knows')
 
 
 def run(args):
@@ -37,7 +48,7 @@ def run(args):
     dirs = profiles.configured_dirs(args.config_file)
     profile = profiles.load(args.profile, dirs)
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
-    plan = plans.build_plan(profile, facts)
+    plan = plans.build_plan(profile, facts, release=args.nova_release)
     fmt = output.format_of(args)
     if fmt in ('json', 'yaml'):
         output.emit(args, [], [], document=plan.to_dict())
@@ -54,7 +65,10 @@ STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}
 def format_text(plan):
     """The plan as an operator reads it, section by section."""
     from kvmtune.novaconf import services
-    lines = [f'Profile {plan.profile} on {plan.facts_source}', '']
+    lines = [f'Profile {plan.profile} on {plan.facts_source}']
+    if plan.nova_release is not None:
+        lines.append(f'for Nova {plan.nova_release}')
+    lines.append('')
     lines.append('nova.conf:')
     if not plan.nova_conf:
         lines.append('  (no change)')

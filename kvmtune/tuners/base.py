@@ -27,7 +27,8 @@ HARDWARE_MODULES = (('vmx', 'kvm_intel'), ('svm', 'kvm_amd'))
 
 # Nova 34.0.0's default [filter_scheduler] enabled_filters
 # (nova/conf/scheduler.py) plus the filter pinning and huge pages need; the
-# defaults stay, in their order.
+# defaults stay, in their order. A plan for another release starts from
+# that release's defaults (Tuner.numa_filters, kvmtune.nova_releases).
 NOVA_DEFAULT_FILTERS = (
     'ComputeFilter',
     'ComputeCapabilitiesFilter',
@@ -35,7 +36,8 @@ NOVA_DEFAULT_FILTERS = (
     'ServerGroupAntiAffinityFilter',
     'ServerGroupAffinityFilter',
 )
-NUMA_FILTERS = ','.join(NOVA_DEFAULT_FILTERS + ('NUMATopologyFilter',))
+NUMA_FILTER = 'NUMATopologyFilter'
+NUMA_FILTERS = ','.join(NOVA_DEFAULT_FILTERS + (NUMA_FILTER,))
 
 # Where a kernel argument goes on Debian/Ubuntu hosts.
 KERNEL_ARGS_FIX = ('add {args} to GRUB_CMDLINE_LINUX in /etc/default/grub, '
@@ -119,6 +121,12 @@ class FromHost:
     method: str
 
 
+@dataclasses.dataclass(frozen=True)
+class FromRelease(FromHost):
+    """A value the tuner's method ``name`` derives from the Nova release
+    the plan is for (``Tuner.release``)."""
+
+
 @dataclasses.dataclass
 class Check:
     tuner: str
@@ -169,6 +177,14 @@ class Tuner:
     KERNEL_ARGS = ()    # templates | FromHost (returning a list)
     MODPROBE = {}       # kvm module -> {option: template}
     NOTES = ()
+    # nova.conf options the tuner leaves out, with a note, for a Nova
+    # release that lacks them (or no longer reads them): {key: why the
+    # plan is whole without it}. Any other option a release lacks makes
+    # the profile unavailable for that release.
+    OPTIONAL_NOVA_CONF = {}
+    # The kvmtune.nova_releases.Release the plan is for; None: the newest
+    # release kvmtune knows. kvmtune.plan.build_plan sets it.
+    release = None
 
     def __init__(self, params=None, facts=None, source=None):
         self.source = source
@@ -258,8 +274,104 @@ class Tuner:
                 for name, value in self._resolved(self.EXTRA_SPECS)}
 
     def nova_conf(self):
-        return {key: value if isinstance(value, list) else render(value)
-                for key, value in self._resolved(self.NOVA_CONF)}
+        wanted = {key: value if isinstance(value, list) else render(value)
+                  for key, value in self._resolved(self.NOVA_CONF)}
+        return self.fit_release(wanted)[0]
+
+    # -- the Nova release ------------------------------------------------
+
+    def nova_release(self):
+        from kvmtune import nova_releases
+        if self.release is None:
+            self.release = nova_releases.Release(nova_releases.newest())
+        return self.release
+
+    def numa_filters(self):
+        """The release's default filters plus NUMATopologyFilter."""
+        filters = self.nova_release().default_filters()
+        if NUMA_FILTER not in filters:
+            filters.append(NUMA_FILTER)
+        return ','.join(filters)
+
+    def fit_release(self, wanted):
+        """(nova.conf values, notes, what is unavailable) for the release.
+
+        Per option, from the release table (kvmtune.nova_releases): an old
+        name is planned under the release's name for it; an option the
+        release lacks or never reads is left out with a note when the tuner
+        can do without it (OPTIONAL_NOVA_CONF), else it is unavailable, as
+        is a value outside the release's choices; an option deprecated for
+        removal is planned under its non-deprecated equivalent when the
+        release has one, else with a note.
+        """
+        release = self.nova_release()
+        fitted, notes, missing = {}, [], []
+        for (section, option), value in wanted.items():
+            where = f'[{section}] {option}'
+            info = release.option(section, option)
+            if info is None:    # not in the table: nothing to fit
+                fitted[(section, option)] = value
+                continue
+            new = _equivalent(release, info)
+            if new is not None:
+                notes.append(f'{release.label}: {where} is '
+                             + ('deprecated' if info['exists'] else
+                                'an old name') + f'; planned as {new[2]}')
+                (section, option), info = new[:2], new[3]
+                where = new[2]
+            if not info['exists'] or not info.get('read'):
+                why = self.OPTIONAL_NOVA_CONF.get((section, option))
+                lack = ('has no' if not info['exists']
+                        else 'defines but never reads')
+                if why is None:
+                    missing.append(f'{release.label} {lack} {where}')
+                else:
+                    notes.append(f'{release.label} {lack} {where}; not '
+                                 f'planned ({why})')
+                continue
+            choices = info.get('choices')
+            if choices and value not in choices:
+                missing.append(f'{release.label} does not accept {where} '
+                               f'= {value} (only {", ".join(choices)})')
+                continue
+            if info.get('deprecated_for_removal'):
+                notes.append(
+                    f'{release.label}: {where} is deprecated for removal '
+                    f'since {info.get("deprecated_since")}, and the '
+                    'release has no non-deprecated equivalent; planned '
+                    'because it still reads it ('
+                    + ', '.join(info.get('read_in', ())) + ')')
+            fitted[(section, option)] = value
+        for section_option, value in fitted.items():
+            if section_option == ('filter_scheduler', 'enabled_filters'):
+                for name in value.split(','):
+                    if not release.has_filter(name):
+                        missing.append(f'{release.label} has no scheduler '
+                                       f'filter {name}')
+        return fitted, notes, missing
+
+    def fit_specs(self, specs):
+        """What of ``specs`` the release's validators refuse (list)."""
+        release = self.nova_release()
+        missing = []
+        for name, value in specs.items():
+            info = release.spec(name)
+            if info is None:
+                continue
+            if not info['validated']:
+                missing.append(f'{release.label} does not validate the '
+                               f'extra spec {name} (it has no {name})')
+            elif info.get('enum') and value not in info['enum']:
+                missing.append(f'{release.label} does not accept {name}='
+                               f'{value} (only {", ".join(info["enum"])})')
+        return missing
+
+    def unavailable(self):
+        """What the release lacks of what this tuner needs (lines)."""
+        wanted = {key: value if isinstance(value, list) else render(value)
+                  for key, value in self._resolved(self.NOVA_CONF)}
+        return (self.fit_release(wanted)[2]
+                + self.fit_specs(self.extra_specs()))
 
     def kernel_args(self):
         args = []
@@ -292,4 +404,26 @@ class Tuner:
         return results
 
     def notes(self):
-        return list(self.NOTES)
+        wanted = {key: value if isinstance(value, list) else render(value)
+                  for key, value in self._resolved(self.NOVA_CONF)}
+        return list(self.NOTES) + self.fit_release(wanted)[1]
+
+
+def _parse_option(text):
+    """('section', 'option') of '[section] option'."""
+    section, _, option = text.partition('] ')
+    return section.lstrip('['), option
+
+
+def _equivalent(release, info):
+    """(section, option, '[s] o', info) of the release's non-deprecated
+    equivalent named by the table, or None."""
+    name = info.get('replaced_by')
+    if not name or (info['exists']
+                    and not info.get('deprecated_for_removal')):
+        return None
+    section, option = _parse_option(name)
+    new = release.option(section, option)
+    if not new or not new['exists'] or new.get('deprecated_for_removal'):
+        return None
+    return section, option, name, new

@@ -52,7 +52,14 @@ class CpuPinning(base.Tuner):
         # land unpinned (Nova's [workarounds] disable_fallback_pcpu_query,
         # https://docs.openstack.org/nova/latest/configuration/config.html).
         ('workarounds', 'disable_fallback_pcpu_query'): 'true',
-        ('filter_scheduler', 'enabled_filters'): base.NUMA_FILTERS,
+        ('filter_scheduler', 'enabled_filters'):
+            base.FromRelease('numa_filters'),
+    }
+    # A Nova without the option has no fallback query left to disable
+    # (nova/scheduler/manager.py reads it only to make that query).
+    OPTIONAL_NOVA_CONF = {
+        ('workarounds', 'disable_fallback_pcpu_query'):
+            'without it that Nova makes no fallback VCPU query',
     }
     KERNEL_ARGS = (base.FromHost('isolcpus_arg'),)
 

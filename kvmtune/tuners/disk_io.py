@@ -54,10 +54,24 @@ class DiskIo(base.Tuner):
         'virtio-blk is the image property hw_disk_bus=virtio (Nova has no '
         'flavor extra spec for the disk bus); Nova already picks virtio for '
         'KVM/QEMU disks when the image sets no bus.',
-        'Nova 34 already gives every libvirt guest one I/O thread, pinned '
-        'with the emulator threads: seed 003\'s iothread step is the '
-        'default now.',
     )
+
+    def notes(self):
+        # Nova 33 gives every libvirt guest one I/O thread
+        # (LibvirtDriver._get_guest_iothread, nova/virt/libvirt/driver.py);
+        # earlier releases have no way to ask for one.
+        release = self.nova_release()
+        if release.has_feature('libvirt_guest_iothread'):
+            iothread = (f'{release.label} already gives every libvirt '
+                        'guest one I/O thread, pinned with the emulator '
+                        'threads: seed 003\'s iothread step is the default '
+                        'now.')
+        else:
+            iothread = (f'{release.label} gives libvirt guests no I/O '
+                        'thread and has no setting for one (Nova 33 is the '
+                        'first that does): seed 003\'s iothread step is '
+                        'unavailable there.')
+        return super().notes() + [iothread]
 
     @classmethod
     def parse_params(cls, given, source=None):

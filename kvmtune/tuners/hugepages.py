@@ -65,7 +65,8 @@ class Hugepages(base.Tuner):
         ('DEFAULT', 'reserved_host_memory_mb'):
             base.FromHost('host_memory_mb'),
         ('DEFAULT', 'reserved_huge_pages'): base.FromHost('reserved_pages'),
-        ('filter_scheduler', 'enabled_filters'): base.NUMA_FILTERS,
+        ('filter_scheduler', 'enabled_filters'):
+            base.FromRelease('numa_filters'),
     }
     KERNEL_ARGS = (base.FromHost('pool_args'),)
     NOTES = (

@@ -20,7 +20,8 @@ class Numa(base.Tuner):
     OWNED_EXTRA_SPECS = ('hw:numa_nodes',)
     EXTRA_SPECS = {'hw:numa_nodes': '{nodes}'}
     NOVA_CONF = {
-        ('filter_scheduler', 'enabled_filters'): base.NUMA_FILTERS,
+        ('filter_scheduler', 'enabled_filters'):
+            base.FromRelease('numa_filters'),
     }
 
     @base.check('host-numa-nodes')

@@ -19,6 +19,7 @@ INTEL = os.path.join(HOSTS, 'intel-2s-smt-ept-1g')
 AMD = os.path.join(HOSTS, 'amd-epyc-npt')
 PVM = os.path.join(HOSTS, 'pvm-guest-2cpu')
 PLAN_KEYS = {'profile', 'facts_source', 'nova_conf', 'kernel_args',
+             'nova_release',
              'modprobe', 'extra_specs', 'owned_extra_specs', 'checks',
              'notes', 'hugepages', 'nova_conf_services', 'withheld'}
 
