@@ -174,6 +174,9 @@ class Tuner:
     OWNED_EXTRA_SPECS = ()
     EXTRA_SPECS = {}    # extra spec name -> template | FromHost
     NOVA_CONF = {}      # (section, option) -> template | FromHost
+    # Options a tuner plans from code (wanted_nova_conf) instead of
+    # NOVA_CONF: the release matrix describes them too.
+    NOVA_CONF_OPTIONS = ()
     KERNEL_ARGS = ()    # templates | FromHost (returning a list)
     MODPROBE = {}       # kvm module -> {option: template}
     NOTES = ()
@@ -273,10 +276,13 @@ class Tuner:
         return {name: render(value)
                 for name, value in self._resolved(self.EXTRA_SPECS)}
 
+    def wanted_nova_conf(self):
+        """{(section, option): value} before fitting it to the release."""
+        return {key: value if isinstance(value, list) else render(value)
+                for key, value in self._resolved(self.NOVA_CONF)}
+
     def nova_conf(self):
-        wanted = {key: value if isinstance(value, list) else render(value)
-                  for key, value in self._resolved(self.NOVA_CONF)}
-        return self.fit_release(wanted)[0]
+        return self.fit_release(self.wanted_nova_conf())[0]
 
     # -- the Nova release ------------------------------------------------
 
@@ -368,9 +374,7 @@ class Tuner:
 
     def unavailable(self):
         """What the release lacks of what this tuner needs (lines)."""
-        wanted = {key: value if isinstance(value, list) else render(value)
-                  for key, value in self._resolved(self.NOVA_CONF)}
-        return (self.fit_release(wanted)[2]
+        return (self.fit_release(self.wanted_nova_conf())[2]
                 + self.fit_specs(self.extra_specs()))
 
     def kernel_args(self):
@@ -404,9 +408,8 @@ class Tuner:
         return results
 
     def notes(self):
-        wanted = {key: value if isinstance(value, list) else render(value)
-                  for key, value in self._resolved(self.NOVA_CONF)}
-        return list(self.NOTES) + self.fit_release(wanted)[1]
+        return list(self.NOTES) + self.fit_release(
+            self.wanted_nova_conf())[1]
 
 
 def _parse_option(text):

@@ -66,7 +66,10 @@ class Nested(base.Tuner):
             return 'kvm'
         return 'qemu'
 
-    def nova_conf(self):
+    NOVA_CONF_OPTIONS = (('libvirt', 'cpu_mode'), ('libvirt', 'cpu_models'),
+                         ('libvirt', 'cpu_model_extra_flags'))
+
+    def wanted_nova_conf(self):
         """Under TCG a custom model with the flags (Nova's cpu_mode
         custom, the only mode that takes a named model: libvirt offers no
         host-passthrough to TCG guests); under KVM the host's CPU, with its

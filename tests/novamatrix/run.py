@@ -39,7 +39,8 @@ def tuner_classes():
 
 def tuner_options():
     """Every (section, option) a tuner may plan, sorted."""
-    return sorted({key for cls in tuner_classes() for key in cls.NOVA_CONF})
+    return sorted({key for cls in tuner_classes()
+                   for key in (*cls.NOVA_CONF, *cls.NOVA_CONF_OPTIONS)})
 
 
 def tuner_specs():

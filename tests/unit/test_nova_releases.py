@@ -113,3 +113,18 @@ def test_cli_unknown_release_exits_2_with_one_line(capsys):
     assert captured.out == ''
     assert captured.err.count('\n') == 1
     assert 'kvmtune knows Nova 29 to' in captured.err
+
+
+def test_the_table_covers_every_option_and_spec_a_tuner_plans():
+    # A tuner that plans a new option needs the table rewritten
+    # (tools/nova-matrix --write-table), else no release is asked.
+    from kvmtune import tuners
+
+    options, specs = set(), set()
+    for name in tuners.names():
+        cls = tuners.get(name)
+        options.update(f'{s}.{o}' for s, o in (*cls.NOVA_CONF,
+                                               *cls.NOVA_CONF_OPTIONS))
+        specs.update(cls.OWNED_EXTRA_SPECS, cls.EXTRA_SPECS)
+    assert options <= set(nova_releases.table()['options'])
+    assert specs <= set(nova_releases.table()['specs'])
