@@ -38,5 +38,5 @@ def test_release_defaults_to_unset(tmp_path):
 
 def test_a_release_that_is_not_a_number_is_refused(tmp_path):
     conf = _load(tmp_path, '[nova]\nrelease = caracal\n')
-    with pytest.raises(cfg.ConfigFileValueError):
+    with pytest.raises(cfg.ConfigFileValueError, match='caracal'):
         conf.nova.release

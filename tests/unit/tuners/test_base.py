@@ -82,7 +82,7 @@ def test_a_deprecated_option_with_an_equivalent_is_planned_as_it(edited):
 
 def test_a_needed_option_a_release_lacks_refuses(edited):
     edited('options', 'compute.cpu_dedicated_set').update(exists=False)
-    with pytest.raises(InputError) as info:
+    with pytest.raises(InputError, match='has no') as info:
         plan('cpu-pinning', 29)
     assert info.value.problem == (
         'profile cpu-pinning is unavailable: Nova 29 (2024.1 Caracal) has '
