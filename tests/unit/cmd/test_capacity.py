@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kvmtune import cli
 from kvmtune.cloud import connection
 from tests import paths
+from tests.unit import fulldisk
 from tests.unit.capacity.replay import Replay, load
 
 PINNED = 'kvmtune-ft-002e681a-pinned'
@@ -114,3 +115,13 @@ def test_the_hosts_own_nova_conf_gives_the_dedicated_cpus(cloud, facts_dir,
     err = capsys.readouterr().err
     assert 'vm.conf: [compute] cpu_dedicated_set' in err
     assert err.count('\n') == 1
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_the_old_prometheus_file(cloud, tmp_path, capsys):
+    old = {'capacity.prom': b'# the scrape before\n'}
+    with fulldisk.full_tmpfs(tmp_path / 'full', old) as full:
+        assert capacity('--flavor', BASE, '--prometheus',
+                        str(full / 'capacity.prom')) == 2
+        fulldisk.assert_one_line_full(capsys.readouterr().err)
+        fulldisk.assert_left_as_it_was(full, old)

@@ -3,12 +3,14 @@ nothing written."""
 
 import json
 import os
+import shutil
 import stat
 
 import pytest
 
 from kvmtune import cli
 from kvmtune.export import TARGETS
+from tests.unit import fulldisk
 from tests.unit.export import consumers
 
 
@@ -358,3 +360,29 @@ def test_service_unit_names_the_systemd_drop_in(tmp_path, capsys):
     assert (out / 'etc/systemd/system/openstack-nova-compute.service.d/'
             '50-kvmtune.conf').exists()
     assert 'restart openstack-nova-compute.service' in capsys.readouterr().out
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
+    # A previous export is in place but for one file, which the new run
+    # must write and cannot: the others stay as they were, nothing else
+    # appears (export never overwrites an override file that differs).
+    before = tmp_path / 'before'
+    assert export(before, target='kolla') == 0
+    capsys.readouterr()
+    old = {os.path.relpath(p, before): v[0]
+           for p, v in tree(before).items()}
+    gone = sorted(old)[-1]
+    del old[gone]
+
+    def previous(full):
+        shutil.copytree(before, full, symlinks=True, dirs_exist_ok=True)
+        os.remove(full / gone)
+
+    with fulldisk.full_tmpfs(tmp_path / 'full', prepare=previous) as full:
+        assert export(full, target='kolla') == 2
+        one_line_error(capsys, 'No space left on device', gone)
+        os.remove(full / fulldisk.FILLER)
+        now = {os.path.relpath(p, full): v[0]
+               for p, v in tree(full).items()}
+    assert now == old and old

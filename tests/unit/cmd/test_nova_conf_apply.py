@@ -21,6 +21,9 @@ from tests import paths
 from tests.unit.export.consumers import needs_nova
 from tests.unit.novaconf.test_effective import oslo
 
+
+from tests.unit import fulldisk
+
 FIXTURES = paths.FIXTURES
 HOST = os.path.join(FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')
 PROFILE = 'pinned-hugepages-ept'
@@ -409,3 +412,15 @@ def test_bad_service_command_line(nova_conf, line, words):
                                service='compute'))
     assert_one_line_error(done, *words)
     assert snapshot(nova_conf) == before
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_nova_conf_and_writes_no_backup(tmp_path):
+    with open(os.path.join(FIXTURES, 'novaconf', 'devstack.conf'),
+              'rb') as f:
+        old = {'nova.conf': f.read()}
+    with fulldisk.full_tmpfs(tmp_path / 'full', old) as full:
+        done = kvmtune(*apply_args(full / 'nova.conf'))
+        assert_one_line_error(done)
+        fulldisk.assert_one_line_full(done.stderr)
+        fulldisk.assert_left_as_it_was(full, old)

@@ -13,6 +13,7 @@ import pytest
 from kvmtune import cli
 from tests import devices
 from tests import hang
+from tests.unit import fulldisk
 from tests.unit.report.test_scaling import baseline_file
 from tests.unit.report.test_scaling import new_format
 from tests.unit.report.test_scaling import write
@@ -179,3 +180,15 @@ def test_output_hard_linked_to_an_input_is_refused(tmp_path, capsys):
     os.link(path, png)
     _one_line_exit_2(capsys, ['report', path, '--png', png], 'input files')
     assert open(path).read() == before
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_the_old_png_and_html(tmp_path, capsys):
+    path = write(tmp_path, new_format())
+    old = {'plot.png': b'the old plot', 'page.html': b'<p>the old page</p>'}
+    with fulldisk.full_tmpfs(tmp_path / 'full', old) as full:
+        _one_line_exit_2(capsys, ['report', path, '--png',
+                                  str(full / 'plot.png'), '--html',
+                                  str(full / 'page.html')],
+                         'No space left on device')
+        fulldisk.assert_left_as_it_was(full, old)

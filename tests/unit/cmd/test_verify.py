@@ -9,6 +9,7 @@ import pytest
 
 from kvmtune import cli
 from tests import paths
+from tests.unit import fulldisk
 
 TUNED = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
 
@@ -124,3 +125,14 @@ def test_fleet_view_bad_input_is_one_line(argv, words, capsys):
     assert err.count('\n') == 1
     for word in words:
         assert word in err, err
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_the_old_prometheus_file(tmp_path, capsys):
+    old = {'kvmtune_verify.prom': b'# the scrape before\n'}
+    with fulldisk.full_tmpfs(tmp_path / 'full', old) as full:
+        assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                      '--layer', 'host', '--prometheus',
+                      str(full / 'kvmtune_verify.prom')) == 2
+        fulldisk.assert_one_line_full(capsys.readouterr().err)
+        fulldisk.assert_left_as_it_was(full, old)

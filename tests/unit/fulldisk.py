@@ -1,0 +1,59 @@
+"""A small tmpfs, mounted by the test and filled up (issue 25, item 5).
+
+Not a test module: the full-disk tests of every command that writes files
+(tests/unit/cmd/test_*.py) share it. Mounting needs root; the mount is
+undone whatever the test did.
+"""
+
+import contextlib
+import errno
+import os
+import subprocess
+
+import pytest
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0,
+                               reason='mounting a tmpfs needs root')
+FILLER = '.filler'
+
+
+@contextlib.contextmanager
+def full_tmpfs(directory, originals=None, prepare=None):
+    """Mount a 512 KiB tmpfs on directory, write ``originals`` ({name:
+    bytes}) into it and call ``prepare(directory)``, then fill every byte
+    left; yields the directory."""
+    directory.mkdir(exist_ok=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=512k,mode=0755',
+                    'kvmtune-test-full', str(directory)], check=True,
+                   timeout=30)
+    try:
+        for name, data in (originals or {}).items():
+            (directory / name).write_bytes(data)
+        if prepare is not None:
+            prepare(directory)
+        fd = os.open(directory / FILLER, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b'\0' * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+        finally:
+            os.close(fd)
+        yield directory
+    finally:
+        subprocess.run(['umount', str(directory)], check=True, timeout=30)
+
+
+def assert_left_as_it_was(directory, originals):
+    """Each original byte for byte, and nothing else beside the filler
+    (no temp file, no lock file, no backup)."""
+    names = sorted(p.name for p in directory.iterdir())
+    assert names == sorted([*originals, FILLER]), names
+    for name, data in originals.items():
+        assert (directory / name).read_bytes() == data, name
+
+
+def assert_one_line_full(err):
+    assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
+    assert 'No space left on device' in err and 'Traceback' not in err, err
+    assert 'nothing was written' in err or 'not written' in err, err
