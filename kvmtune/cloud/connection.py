@@ -6,10 +6,31 @@ microversion (compute 2.86, so Nova validates flavor extra specs; placement
 1.6, the first with traits) and every failure leaves as one CloudError line.
 A ``RequestLog`` counts the HTTP requests that really left the process, by
 method, so a command can say truthfully that it wrote nothing.
+
+Reads are retried, writes are not (issue 25). A GET or HEAD that meets a
+connection failure, a timeout or HTTP 502/503/504 is sent again by
+keystoneauth's own retry loop (keystoneauth1/session.py ``_send_request``:
+``connect_retries``, ``status_code_retries``, ``retriable_status_codes``,
+a delay from 0.5 s doubling), at most ``READ_RETRIES`` times, with one
+stderr line per retry. A write is sent once: a reset after Nova took it
+would make a second one a duplicate, and running the command again
+converges instead. Every request carries a request id kvmtune made
+(``X-OpenStack-Request-ID``, which the services log as the global request
+id), so an error the service never answered still names one.
+
+Tests only: ``KVMTUNE_TEST_KILL_AFTER_CALL=N`` makes the process SIGKILL
+itself as soon as the answer to its N-th HTTP request (Keystone's included)
+has arrived, after one line on stderr naming that request. The kill tests
+(tests/functional/test_faults.py; doc/design.md 9.8) run a command once per
+N to stop it after each of its calls in turn. Nothing else sets it.
 """
 
 import collections
 import logging
+import os
+import signal
+import sys
+import uuid
 
 from kvmtune.cloud import errors
 
@@ -19,6 +40,13 @@ PLACEMENT_MICROVERSION = '1.6'
 _LIBRARY_LOGGERS = ('keystoneauth', 'openstack', 'stevedore')
 
 WRITE_METHODS = frozenset({'POST', 'PUT', 'PATCH', 'DELETE'})
+READ_METHODS = frozenset({'GET', 'HEAD'})
+# Waits of 0.5, 1 and 2 s (keystoneauth's exponential delay): a control
+# plane restart of a few seconds is ridden out, a dead one named quickly.
+READ_RETRIES = 3
+RETRIABLE_STATUS_CODES = [502, 503, 504]
+
+KILL_AFTER_CALL_ENV = 'KVMTUNE_TEST_KILL_AFTER_CALL'
 
 # clouds.yaml auth keys whose values must never reach an error line.
 _SECRET_AUTH_KEYS = ('password', 'token', 'application_credential_secret',
@@ -35,6 +63,7 @@ class RequestLog:
     def __init__(self):
         self.counts = collections.Counter()
         self.token_requests = 0
+        self.kill_after = _kill_after_call()
 
     @property
     def writes(self):
@@ -59,12 +88,29 @@ class RequestLog:
                 f'{self.token_requests} for a Keystone token), '
                 f'{self.writes} writes')
 
+    def answered(self, method, url):
+        """Called once a request's answer arrived (the test kill hook)."""
+        if self.kill_after is not None and self.total == self.kill_after:
+            sys.stdout.flush()
+            sys.stderr.write(
+                f'kvmtune: test hook {KILL_AFTER_CALL_ENV}: SIGKILL after '
+                f'request {self.total} '
+                f'({errors.describe_request(method.upper(), url)})\n')
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
     def install(self, http_session):
         """Count every request the session's transport adapters send."""
         for prefix, adapter in list(http_session.adapters.items()):
             if not isinstance(adapter, _CountingAdapter):
                 http_session.adapters[prefix] = _CountingAdapter(adapter,
                                                                  self)
+
+
+def _kill_after_call():
+    """N from KVMTUNE_TEST_KILL_AFTER_CALL (tests only), else None."""
+    value = os.environ.get(KILL_AFTER_CALL_ENV, '')
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def _is_token_request(url):
@@ -83,10 +129,45 @@ class _CountingAdapter:
 
     def send(self, request, **kwargs):
         self._log.record(request.method, request.url)
-        return self._adapter.send(request, **kwargs)
+        response = self._adapter.send(request, **kwargs)
+        self._log.answered(request.method, request.url)
+        return response
 
     def close(self):
         self._adapter.close()
+
+
+class _RetryLines(logging.Handler):
+    """One stderr line per retry keystoneauth makes: it logs a warning
+    whose arguments carry the delay (and the status code or the error)
+    before it sleeps and sends again."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.cloud = None
+        self.request = None    # 'GET /v2.1/flavors/detail' being sent
+        self.count = 0
+
+    def start(self, cloud, request):
+        self.cloud, self.request, self.count = cloud, request, 0
+
+    def emit(self, record):
+        args = record.args if isinstance(record.args, dict) else {}
+        if self.request is None or 'delay' not in args:
+            return
+        self.count += 1
+        if 'code' in args:
+            what = f'HTTP {args["code"]}'
+        elif 'Timeout' in type(args.get('e')).__name__:
+            what = 'timed out'
+        else:
+            what = 'connection failed'
+        sys.stderr.write(f'kvmtune: cloud {self.cloud}: {self.request}: '
+                         f'{what}; retry {self.count} of {READ_RETRIES} '
+                         f'in {args["delay"]:.1f} s\n')
+
+
+_RETRY_LINES = _RetryLines()
 
 
 class Cloud:
@@ -97,6 +178,9 @@ class Cloud:
         self.conn = conn
         self.requests = RequestLog()
         self.requests.install(conn.session.session)
+        for logger in ('keystoneauth', 'openstack'):
+            if _RETRY_LINES not in logging.getLogger(logger).handlers:
+                logging.getLogger(logger).addHandler(_RETRY_LINES)
 
     @classmethod
     def connect(cls, name):
@@ -122,16 +206,30 @@ class Cloud:
     def _request(self, service, microversion, method, path, body=None):
         from openstack import exceptions as sdk_exc
 
-        kwargs = {'microversion': microversion}
+        request_id = f'req-{uuid.uuid4()}'
+        retries = READ_RETRIES if method in READ_METHODS else 0
+        kwargs = {'microversion': microversion,
+                  'global_request_id': request_id,
+                  'connect_retries': retries,
+                  'status_code_retries': retries,
+                  'retriable_status_codes': RETRIABLE_STATUS_CODES}
         if body is not None:
             kwargs['json'] = body
+        proxy = None
         try:
             # Even the proxy may fail: it authenticates to find endpoints.
             proxy = getattr(self.conn, service)
+            _RETRY_LINES.start(self.name, f'{method} {path.split("?")[0]}')
             response = proxy.request(path, method, **kwargs)
             sdk_exc.raise_from_response(response)
         except Exception as exc:
-            raise errors.from_exception(exc, self.name, self._secrets())
+            error = errors.from_exception(exc, self.name, self._secrets())
+            if isinstance(error, errors.CloudError):
+                _name_the_failure(error, f'{method} {path.split("?")[0]}',
+                                  request_id, _RETRY_LINES.count, proxy)
+            raise error
+        finally:
+            _RETRY_LINES.start(None, None)
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -145,3 +243,21 @@ class Cloud:
         """A Placement API call at microversion 1.6; returns the JSON."""
         return self._request('placement', PLACEMENT_MICROVERSION,
                              method, path, body)
+
+
+def _name_the_failure(error, request, request_id, retries, proxy):
+    """Add the request id kvmtune sent when the service gave none (and the
+    error is about that request, not the Keystone token before it), and,
+    after retries, the endpoint that kept failing."""
+    method, path = request.split(' ', 1)
+    ours = error.key is None or (error.key.startswith(method + ' ') and
+                                 error.key.endswith(path))
+    if ours and '(request ' not in error.problem:
+        error.problem += f' (request {request_id})'
+    if retries:
+        try:
+            endpoint = proxy.get_endpoint()
+        except Exception:
+            endpoint = None
+        error.problem += (f'; gave up after {retries} retries'
+                          + (f' of {endpoint}' if endpoint else ''))
