@@ -6,6 +6,25 @@ tuners own (the plan's ``owned_extra_specs``); any other key on the flavor
 stays as it is. A flavor kvmtune created carries a description starting
 with ``MARK`` so that ``flavor remove --delete`` never deletes a flavor
 someone else made.
+
+Changes in several calls (doc/design.md 9.8, issue 25). A guest must never
+be placed on a half-changed flavor, whatever stops kvmtune when. One POST
+of os-extra_specs is one transaction in Nova (nova/objects/flavor.py
+``_flavor_extra_specs_add``), a DELETE removes one key; a change that needs
+more than one of these calls is bracketed by ``INCOMPLETE``,
+``trait:CUSTOM_KVMTUNE_INCOMPLETE=required``: it goes in with the first
+POST and is the last key deleted. No resource provider carries that trait
+(kvmtune never creates it), so while a flavor has it the scheduler finds
+no host (NoValidHost); guests already running keep the flavor copy Nova
+stored with them. A re-run sees the marker, finishes the change and
+deletes it; ``flavor diff`` calls such a flavor incomplete.
+
+Nova (34, up to microversion 2.104) takes no extra specs in POST /flavors
+and never changes a flavor's name or visibility, so a new flavor is born
+plain and no marker can close the one request between its birth and the
+POST of its specs: a kill exactly there leaves a plain flavor with
+kvmtune's description. ``flavor diff`` names it incomplete and ``flavor
+apply`` finishes it.
 """
 
 import dataclasses
@@ -15,6 +34,9 @@ import re
 from kvmtune.errors import CloudError, InputError
 
 MARK = 'Tuned by kvmtune'
+# Present while a multi-call change is under way; no host has the trait.
+INCOMPLETE = 'trait:CUSTOM_KVMTUNE_INCOMPLETE'
+INCOMPLETE_VALUE = 'required'
 _MARK_RE = re.compile(re.escape(MARK) + r' \(profile (?P<profile>[^,]+),'
                       r' from (?P<base>[^)]+)\)')
 
@@ -71,9 +93,11 @@ def diff_extra_specs(current, wanted, owned):
     """The change from current to wanted, removing only owned keys.
 
     A key that is wanted is always set; a key present but not wanted is
-    removed only when a tuner of the profile owns it.
+    removed only when a tuner of the profile owns it. The INCOMPLETE marker
+    is left out: ``Flavors.change`` handles it.
     """
-    current = {k: str(v) for k, v in (current or {}).items()}
+    current = {k: str(v) for k, v in (current or {}).items()
+               if k != INCOMPLETE}
     added, changed, removed = {}, {}, {}
     for key in sorted(wanted):
         value = str(wanted[key])
@@ -90,6 +114,31 @@ def diff_extra_specs(current, wanted, owned):
 def owned_present(current, owned):
     """The diff that removes every owned key a flavor has (flavor remove)."""
     return diff_extra_specs(current, {}, owned)
+
+
+def is_incomplete(specs):
+    """Whether a flavor's extra specs carry the INCOMPLETE marker."""
+    return INCOMPLETE in (specs or {})
+
+
+def incomplete_lines(flavor, plan_specs):
+    """Lines saying why a flavor is unfinished (flavor diff, apply), or []:
+    it carries the marker, or kvmtune made it and it has none of the specs
+    its profile wants (born, then killed before its specs were set)."""
+    specs = flavor.get('extra_specs') or {}
+    name = flavor['name']
+    if is_incomplete(specs):
+        return [f'flavor {name}: incomplete: a kvmtune run stopped in the '
+                f'middle of a change ({INCOMPLETE}={specs[INCOMPLETE]} '
+                'keeps every guest off it); kvmtune flavor apply finishes '
+                'it']
+    if made_by_kvmtune(flavor) and plan_specs and not (
+            set(plan_specs) & set(specs)):
+        return [f'flavor {name}: incomplete: kvmtune made it but it has '
+                'none of its profile\'s specs (a run stopped before setting '
+                'them, or they were removed); a guest on it is a plain one '
+                'until kvmtune flavor apply finishes it']
+    return []
 
 
 def rejected_specs(message, specs):
@@ -189,7 +238,8 @@ class Flavors:
                                {'extra_specs': specs})
         except CloudError as exc:
             # Nova names the value it refused, not always the key.
-            exc.problem += f' (setting {rejected_specs(exc.problem, specs)})'
+            shown = {k: v for k, v in specs.items() if k != INCOMPLETE}
+            exc.problem += f' (setting {rejected_specs(exc.problem, shown)})'
             raise
 
     def unset_extra_spec(self, flavor_id, key):
@@ -202,13 +252,24 @@ class Flavors:
     def delete(self, flavor_id):
         self.cloud.compute('DELETE', f'/flavors/{flavor_id}')
 
-    def change(self, flavor_id, diff):
-        """Apply a SpecDiff: one POST for added/changed, a DELETE per key."""
+    def change(self, flavor_id, diff, marked=False):
+        """Apply a SpecDiff: one POST for added/changed, a DELETE per key.
+
+        A change of more than one call, or a flavor already ``marked``
+        INCOMPLETE by a run that stopped, is bracketed: the marker goes in
+        with the first POST and is deleted last (module docstring).
+        """
         to_set = diff.to_set()
+        calls = bool(to_set) + len(diff.removed)
+        bracket = marked or calls > 1
+        if bracket and (to_set or not marked):
+            to_set = dict(to_set, **{INCOMPLETE: INCOMPLETE_VALUE})
         if to_set:
             self.set_extra_specs(flavor_id, to_set)
         for key in diff.removed:
             self.unset_extra_spec(flavor_id, key)
+        if bracket:
+            self.unset_extra_spec(flavor_id, INCOMPLETE)
 
 
 def apply_profile(cloud_name, profile, base=None, name=None, root=None,
@@ -256,19 +317,22 @@ def apply_profile(cloud_name, profile, base=None, name=None, root=None,
     else:
         diff = diff_extra_specs(flavor.get('extra_specs'),
                                 plan.extra_specs, plan.owned_extra_specs)
+        marked = is_incomplete(flavor.get('extra_specs'))
         out(f'flavor {name}: exists (id {flavor["id"]}), '
             f'profile {plan.profile}')
+        for line in incomplete_lines(flavor, plan.extra_specs):
+            out(line)
         if base_flavor is not None:
             for line in property_differences(flavor, base_flavor):
                 out(f'flavor {name}: warning: {line}; Nova cannot change '
                     'a flavor\'s sizes: delete it (kvmtune flavor remove '
                     '--delete) and apply again to recreate it')
         show(diff)
-        if diff.empty:
+        if diff.empty and not marked:
             out(f'flavor {name}: already matches profile {plan.profile}, '
                 'nothing to change')
         elif not dry_run:
-            flavors.change(flavor['id'], diff)
+            flavors.change(flavor['id'], diff, marked=marked)
             out(f'flavor {name}: updated')
     if dry_run:
         out('dry run: nothing written')

@@ -18,6 +18,10 @@ removed; no other key is touched, and no other flavor.
 The change is shown as + added, ~ changed, - removed. A second run finds
 nothing to change and sends no write request. If Nova rejects a value, the
 flavor this run created is deleted again and the error names the value.
+A change of several calls (keys set and removed) keeps the flavor
+unplaceable until its last call (trait:CUSTOM_KVMTUNE_INCOMPLETE); a flavor
+a stopped run left unfinished is named incomplete and finished
+(doc/design.md 9.8).
 """
 
 from kvmtune import cmd

@@ -6,7 +6,10 @@
 
 Prints the extra specs `kvmtune flavor apply` would add (+), change (~) or
 remove (-), and exits 0 when the flavor already matches, 3 when it does
-not (handy in scripts). Only GET requests are sent.
+not (handy in scripts). A flavor a kvmtune run left unfinished (it carries
+the INCOMPLETE marker, or kvmtune made it and it has none of its profile's
+specs; doc/design.md 9.8) is named incomplete and differs. Only GET
+requests are sent.
 """
 
 from kvmtune import cmd
@@ -34,9 +37,12 @@ def run(args):
     flavor = tuned.Flavors(cloud).get(args.name)
     diff = tuned.diff_extra_specs(flavor.get('extra_specs'),
                                   plan.extra_specs, plan.owned_extra_specs)
-    if diff.empty:
+    incomplete = tuned.incomplete_lines(flavor, plan.extra_specs)
+    if diff.empty and not incomplete:
         print(f'flavor {args.name}: matches profile {plan.profile}')
         return 0
     print(f'flavor {args.name}: differs from profile {plan.profile}')
+    for line in incomplete:
+        print(line)
     print_diff(diff)
     return DIFFERS

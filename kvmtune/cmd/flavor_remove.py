@@ -5,7 +5,10 @@
         --name m1.small.pinned-hugepages-ept [--delete] [--dry-run]
 
 Without --delete, removes the extra-spec keys the profile's tuners own
-(whatever their value) and leaves every other key. With --delete, deletes
+(whatever their value) and leaves every other key; while more than one key
+goes, the flavor carries kvmtune's INCOMPLETE marker (no guest is placed on
+a half-stripped flavor, doc/design.md 9.8), which is deleted last, also
+when an earlier run stopped and left it. With --delete, deletes
 the flavor, but only one kvmtune created for this profile (its description
 says so); any other flavor is refused. A second run changes nothing and
 sends no write request.
@@ -41,12 +44,16 @@ def run(args):
         flavor = flavors.get(args.name)
         diff = tuned.owned_present(flavor.get('extra_specs'),
                                    plan.owned_extra_specs)
+        marked = tuned.is_incomplete(flavor.get('extra_specs'))
         print_diff(diff)
-        if diff.empty:
+        if marked:
+            print(f'  - {tuned.INCOMPLETE} (a kvmtune run stopped; '
+                  'deleted last)')
+        if diff.empty and not marked:
             print(f'flavor {args.name}: has no key of profile '
                   f'{plan.profile}, nothing to change')
         elif not args.dry_run:
-            flavors.change(flavor['id'], diff)
+            flavors.change(flavor['id'], diff, marked=marked)
             print(f'flavor {args.name}: removed {len(diff.removed)} keys')
     if args.dry_run:
         print('dry run: nothing written')

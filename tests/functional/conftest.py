@@ -414,3 +414,24 @@ def host_hugepages():
     NR_HUGEPAGES.write_text(str(before))
     if mounted_here:
         subprocess.run(['umount', str(HUGETLBFS)], timeout=30)
+
+
+# -- a compute node without kvmtune's traits (test_traits, test_faults) ---
+
+FOREIGN = 'CUSTOM_KVMTUNE_FT_RACK_A1'   # not one of kvmtune's traits
+
+
+@pytest.fixture
+def untagged_node(admin, compute_node, restore_traits):
+    """The compute node without kvmtune's traits, with one foreign trait;
+    restored afterwards."""
+    from kvmtune import traits
+
+    response = admin.placement.put(f'/traits/{FOREIGN}', microversion='1.6')
+    assert response.status_code in (201, 204), response.text
+    put_provider_traits(admin, compute_node[1],
+                        (restore_traits - traits.KVMTUNE_TRAITS) |
+                        {FOREIGN})
+    yield compute_node
+    put_provider_traits(admin, compute_node[1], restore_traits)
+    admin.placement.delete(f'/traits/{FOREIGN}', microversion='1.6')

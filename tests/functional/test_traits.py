@@ -3,18 +3,15 @@ of the traits: NoValidHost before tagging, ACTIVE after."""
 
 import json
 
-import pytest
 import yaml
 
 from kvmtune import facts as host_facts
 from kvmtune import traits
 from tests.functional.conftest import ADMIN
+from tests.functional.conftest import FOREIGN
 from tests.functional.conftest import INTEL_HOST
 from tests.functional.conftest import kvmtune
 from tests.functional.conftest import provider_traits
-from tests.functional.conftest import put_provider_traits
-
-FOREIGN = 'CUSTOM_KVMTUNE_FT_RACK_A1'   # not one of kvmtune's traits
 
 
 def tag(node, *extra):
@@ -22,20 +19,6 @@ def tag(node, *extra):
     another host, and a multi-compute cloud has several nodes)."""
     return kvmtune('host', 'tag', '--os-cloud', ADMIN, '--hypervisor', node,
                    *extra)
-
-
-@pytest.fixture
-def untagged_node(admin, compute_node, restore_traits):
-    """The compute node without kvmtune's traits, with one foreign trait;
-    restored afterwards."""
-    response = admin.placement.put(f'/traits/{FOREIGN}', microversion='1.6')
-    assert response.status_code in (201, 204), response.text
-    put_provider_traits(admin, compute_node[1],
-                        (restore_traits - traits.KVMTUNE_TRAITS) |
-                        {FOREIGN})
-    yield compute_node
-    put_provider_traits(admin, compute_node[1], restore_traits)
-    admin.placement.delete(f'/traits/{FOREIGN}', microversion='1.6')
 
 
 def test_tag_adds_only_kvmtune_traits_then_writes_nothing(

@@ -97,3 +97,81 @@ def test_rejected_specs_names_the_value_nova_quotes():
     assert flavors.rejected_specs(message, specs) == 'hw:mem_page_size=huge'
     assert flavors.rejected_specs('HTTP 400: no', specs) == (
         'hw:cpu_policy=dedicated, hw:mem_page_size=huge')
+
+
+class RecordingCloud:
+    """Records the compute calls Flavors makes (pure call-order logic)."""
+
+    name = 'unit'
+
+    def __init__(self):
+        self.calls = []
+
+    def compute(self, method, path, body=None):
+        self.calls.append((method, path.rsplit('/', 1)[-1], body))
+
+
+def _writes(diff, marked=False):
+    cloud = RecordingCloud()
+    flavors.Flavors(cloud).change('f1', diff, marked=marked)
+    return cloud.calls
+
+
+def test_one_call_change_is_not_bracketed():
+    only_set = flavors.diff_extra_specs({}, {'hw:cpu_policy': 'dedicated'},
+                                        ())
+    assert _writes(only_set) == [
+        ('POST', 'os-extra_specs',
+         {'extra_specs': {'hw:cpu_policy': 'dedicated'}})]
+    one_removed = flavors.owned_present({'hw:cpu_policy': 'dedicated'},
+                                        ('hw:cpu_*',))
+    assert _writes(one_removed) == [('DELETE', 'hw:cpu_policy', None)]
+
+
+def test_multi_call_change_carries_the_marker_first_and_deletes_it_last():
+    diff = flavors.diff_extra_specs(
+        {'trait:HW_CPU_X86_VMX': 'required'},
+        {'trait:CUSTOM_KVMTUNE_NESTED': 'required'},
+        ('trait:HW_CPU_X86_VMX', 'trait:CUSTOM_KVMTUNE_NESTED'))
+    assert _writes(diff) == [
+        ('POST', 'os-extra_specs', {'extra_specs': {
+            'trait:CUSTOM_KVMTUNE_NESTED': 'required',
+            flavors.INCOMPLETE: 'required'}}),
+        ('DELETE', 'trait:HW_CPU_X86_VMX', None),
+        ('DELETE', flavors.INCOMPLETE, None)]
+    removals = flavors.owned_present({'hw:cpu_policy': 'dedicated',
+                                      'hw:cpu_thread_policy': 'prefer'},
+                                     ('hw:cpu_*',))
+    assert [c[:2] for c in _writes(removals)] == [
+        ('POST', 'os-extra_specs'), ('DELETE', 'hw:cpu_policy'),
+        ('DELETE', 'hw:cpu_thread_policy'), ('DELETE', flavors.INCOMPLETE)]
+
+
+def test_a_marked_flavor_is_finished_and_unmarked():
+    current = {'hw:cpu_policy': 'dedicated', flavors.INCOMPLETE: 'required'}
+    same = flavors.diff_extra_specs(current, {'hw:cpu_policy': 'dedicated'},
+                                    ('hw:cpu_*',))
+    assert same.empty     # the marker is not a foreign key
+    assert _writes(same, marked=True) == [
+        ('DELETE', flavors.INCOMPLETE, None)]
+    wanted = {'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'prefer'}
+    more = flavors.diff_extra_specs(current, wanted, ('hw:cpu_*',))
+    assert [c[:2] for c in _writes(more, marked=True)] == [
+        ('POST', 'os-extra_specs'), ('DELETE', flavors.INCOMPLETE)]
+
+
+def test_incomplete_lines_name_the_marker_and_a_plain_kvmtune_flavor():
+    described = flavors.description('cpu-pinning', 'm1.small')
+    marked = {'name': 'f', 'description': described,
+              'extra_specs': {flavors.INCOMPLETE: 'required'}}
+    assert 'keeps every guest off it' in flavors.incomplete_lines(
+        marked, {'hw:cpu_policy': 'dedicated'})[0]
+    plain = {'name': 'f', 'description': described, 'extra_specs': {}}
+    assert 'none of its profile\'s specs' in flavors.incomplete_lines(
+        plain, {'hw:cpu_policy': 'dedicated'})[0]
+    complete = dict(plain, extra_specs={'hw:cpu_policy': 'dedicated'})
+    assert flavors.incomplete_lines(complete,
+                                    {'hw:cpu_policy': 'dedicated'}) == []
+    foreign = {'name': 'f', 'description': 'ours', 'extra_specs': {}}
+    assert flavors.incomplete_lines(foreign,
+                                    {'hw:cpu_policy': 'dedicated'}) == []
