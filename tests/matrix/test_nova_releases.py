@@ -64,7 +64,7 @@ def descriptions(checked):
 def test_the_matrix_covers_the_supported_releases():
     assert {29, 31, 33, 34} <= set(MAJORS)
     assert MAJORS == nova_releases.known()
-    assert len(run.real_captures()) == 21
+    assert len(run.real_captures()) >= 21
     assert len(run.shipped_profiles()) >= 8
 
 
