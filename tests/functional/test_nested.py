@@ -35,6 +35,7 @@ from tests.functional.conftest import ADMIN
 from tests.functional.conftest import BENCH_IMAGE
 from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import PREFIX
+from tests.functional.conftest import first_compute_host
 from tests.functional.conftest import kvmtune
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
@@ -99,10 +100,12 @@ def nested_compute(test_cloud):
 
 
 @pytest.fixture(scope='module')
-def nested_traits(admin, nested_compute):
-    """The compute node tagged by kvmtune host tag; its traits as they
-    were come back after the file."""
-    (node,) = list(admin.compute.hypervisors())
+def nested_traits(admin, test_cloud, nested_compute):
+    """The (first) compute node tagged by kvmtune host tag; its traits
+    as they were come back after the file."""
+    first = first_compute_host(test_cloud)
+    (node,) = [h for h in admin.compute.hypervisors()
+               if first is None or h.name == first]
     before, _ = provider_traits(admin, node.id)
     tagged = kvmtune('host', 'tag', '--os-cloud', ADMIN, '--hypervisor',
                      node.name)
