@@ -188,10 +188,24 @@ def fleet_facts(computes, tmp_path):
                                 'hw:mem_page_size': 'large'}),
     ('pinned', 16, 2048, {'hw:cpu_policy': 'dedicated'}),
     ('shared', 4, 1024, {}),
+    # no compute has the trait: 0 everywhere, the trait named
+    ('trait', 2, 1024, {'hw:cpu_policy': 'dedicated',
+                        'trait:CUSTOM_KVMTUNE_NESTED': 'required'}),
 ])
 def test_the_fleets_prediction_is_what_the_scheduler_places(
         admin, computes, first_disabled, fleet_facts, image, servers,
         unique, flavor_cleanup, kind, vcpus, ram, specs):
+    # Some guests already run: a pinned 12-vCPU one on 1 GiB pages, which
+    # takes CPUs and pages of one node of the host it lands on.
+    running = f'{unique}-running'
+    flavor_cleanup.append(running)
+    small = admin.compute.create_flavor(name=running, ram=4096, vcpus=12,
+                                        disk=1, is_public=True)
+    admin.compute.create_flavor_extra_specs(small.id, {
+        'hw:cpu_policy': 'dedicated', 'hw:mem_page_size': '1GB'})
+    servers.host = None
+    first = servers.boot(f'{unique}-running', small.id, image.id)
+    assert first.status == 'ACTIVE', first.fault
     name = f'{unique}-{kind}'
     flavor_cleanup.append(name)
     flavor = admin.compute.create_flavor(name=name, ram=ram, vcpus=vcpus,
@@ -218,3 +232,7 @@ def test_the_fleets_prediction_is_what_the_scheduler_places(
     assert placed == predicted
     if kind == 'pinned-pages':
         assert fits['kvmtune-compute-3']['limit'].startswith('pages:')
+    if kind == 'trait':
+        assert {f['limit'] for h, f in fits.items()
+                if h != first_disabled} == {
+            'trait:CUSTOM_KVMTUNE_NESTED'}
