@@ -119,7 +119,6 @@ def _layers(args):
 def run(args):
     from kvmtune import plan as plans
     from kvmtune import verify
-    from kvmtune.verify import prometheus
 
     if args.all_hosts or args.facts_dir:
         return run_fleet(args)
@@ -145,22 +144,8 @@ def run(args):
                          facts=facts, domains=domain_files(
                              args.domain_xml_dir))
     checks = verify.run(built, ctx, layers)
-    rows = [[c.layer, c.name, c.expected,
-             c.live if c.status != verify.UNKNOWN else f'? {c.reason}',
-             c.status, c.fix or ''] for c in checks]
-    output.emit(args, COLUMNS, rows,
-                document={'profiles': [plan.profile for plan in built],
-                          'layers': layers,
-                          'checks': [c.to_dict() for c in checks],
-                          'summary': summary(checks)})
-    if args.prometheus:
-        prometheus.write(args.prometheus, checks, host=ctx.host)
-        output.wrote(args.prometheus, stream=sys.stderr)
-    if args.format == 'table':
-        counts = summary(checks)
-        print(f'{counts["PASS"]} pass, {counts["DRIFT"]} drift, '
-              f'{counts["UNKNOWN"]} unknown', file=sys.stderr)
-    return verify.exit_code(checks)
+    return _show(args, checks, COLUMNS, [plan.profile for plan in built],
+                 layers, host=ctx.host)
 
 
 def run_fleet(args):
@@ -169,11 +154,9 @@ def run_fleet(args):
 
     from kvmtune import facts as host_facts
     from kvmtune import plan as plans
-    from kvmtune import verify
     from kvmtune.cloud.connection import Cloud
     from kvmtune.errors import InputError
     from kvmtune.verify import cloud as cloud_layer
-    from kvmtune.verify import prometheus
 
     if not args.all_hosts:
         raise InputError('--facts-dir is for the fleet view',
@@ -207,18 +190,28 @@ def run_fleet(args):
 
     cloud = Cloud.connect(args.os_cloud)
     checks = cloud_layer.fleet(plans_for, cloud)
-    columns = ['host'] + COLUMNS
+    return _show(args, checks, ['host'] + COLUMNS,
+                 args.profile or [plan.profile for plan in fixed],
+                 ['cloud'])
+
+
+def _show(args, checks, columns, profiles, layers, host=None):
+    """Print the checks (table or the JSON/YAML document), write the
+    Prometheus file when asked; the exit status."""
+    from kvmtune import verify
+    from kvmtune.verify import prometheus
+
     rows = [[c.host or '', c.layer, c.name, c.expected,
              c.live if c.status != verify.UNKNOWN else f'? {c.reason}',
              c.status, c.fix or ''] for c in checks]
+    if columns[0] != 'host':
+        rows = [row[1:] for row in rows]
     output.emit(args, columns, rows,
-                document={'profiles': args.profile or
-                          [plan.profile for plan in fixed],
-                          'layers': ['cloud'],
+                document={'profiles': profiles, 'layers': layers,
                           'checks': [c.to_dict() for c in checks],
                           'summary': summary(checks)})
     if args.prometheus:
-        prometheus.write(args.prometheus, checks)
+        prometheus.write(args.prometheus, checks, host=host)
         output.wrote(args.prometheus, stream=sys.stderr)
     if args.format == 'table':
         counts = summary(checks)
