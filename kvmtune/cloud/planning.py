@@ -25,14 +25,11 @@ def plan_for(profile_name, root=None, facts_file=None, config_files=None):
     :param facts_file: a facts JSON (``kvmtune host inspect --format json``)
     :param config_files: kvmtune.conf files naming more profile dirs
     """
-    from kvmtune import facts
     from kvmtune import plan
-    from kvmtune import profiles
 
-    profile = profiles.load(
-        profile_name, profiles.configured_dirs(config_files or []))
-    host = facts.resolve(root=root, facts_file=facts_file)
-    built = plan.build_plan(profile, host)
+    # the front door: loads, resolves, plans and refuses a withheld plan
+    built, = plan.for_host([profile_name], root=root, facts_file=facts_file,
+                           config_files=config_files or ())
     return FlavorPlan(built.profile,
                       {k: str(v) for k, v in built.extra_specs.items()},
                       tuple(built.owned_extra_specs))

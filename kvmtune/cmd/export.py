@@ -143,15 +143,13 @@ def run(args):
     from kvmtune import export
     from kvmtune import facts as host_facts
     from kvmtune import plan as plans
-    from kvmtune import profiles
 
     export.module(args.target)      # an unknown target before any work
     services, under = cmdlines(args)
-    dirs = profiles.configured_dirs(args.config_file)
-    profile = profiles.load(args.profile, dirs)
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
-    plan = plans.build_plan(profile, facts)
-    plans.refuse_withheld(plan)     # values withheld for safety: exit 2
+    # the front door refuses a plan that withheld values (exit 2)
+    plan, = plans.for_host([args.profile], facts=facts,
+                           config_files=args.config_file or ())
     result = export.export(args.target, plan, facts, args.output,
                            host=args.host, base_path=args.nova_conf,
                            cmdlines=services, under=under,

@@ -32,15 +32,15 @@ def run(args):
                          'them', key='kvmtune pages apply',
                          fix='e.g. kvmtune pages apply 0:2M:512')
     if args.profile:
-        from kvmtune import facts as host_facts
         from kvmtune import plan as plans
-        from kvmtune import profiles
 
-        profile = profiles.load(args.profile,
-                                profiles.configured_dirs(args.config_file))
-        pools = plans.build_plan(profile, host_facts.resolve()).hugepages
+        # the front door: a plan that withheld a pool is refused (exit 2),
+        # never applied in part
+        plan, = plans.for_host([args.profile],
+                               config_files=args.config_file or ())
+        pools = plan.hugepages
         if not pools:
-            print(f'profile {profile.name} plans no huge page pool')
+            print(f'profile {plan.profile} plans no huge page pool')
             return 0
     else:
         try:

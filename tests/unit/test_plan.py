@@ -308,3 +308,50 @@ def test_a_computed_value_with_a_newline_is_refused_by_the_plan():
                        r'\[compute\] cpu_shared_set: holds a control'):
         merge.add(('compute', 'cpu_shared_set'), '0\n[DEFAULT]',
                   'cpu_pinning', label='[compute] cpu_shared_set')
+
+
+# -- every command that plans refuses a plan that withheld values -------
+
+# A real capture whose /proc/meminfo has no MemTotal: the hugepages tuner
+# withholds the pool rather than guess its size.
+NO_MEMTOTAL = os.path.join(paths.HOSTS, 'real', 'x86_64-epyc_7451')
+
+
+def _no_write(*args, **kwargs):
+    raise AssertionError('a withheld plan reached a write')
+
+
+@pytest.mark.parametrize('argv', [
+    ['plan', '--profile', 'hugepages', '--root', NO_MEMTOTAL],
+    ['export', '--profile', 'hugepages', '--root', NO_MEMTOTAL, '--target',
+     'oslo-dropin', '--output', 'out'],
+    ['nova-conf', 'apply', '--profile', 'hugepages', '--root', NO_MEMTOTAL,
+     '--config', 'nova.conf'],
+    ['verify', '--profile', 'hugepages', '--root', NO_MEMTOTAL, '--layer',
+     'host'],
+    ['flavor', 'diff', '--os-cloud', 'never-reached', '--profile',
+     'hugepages', '--root', NO_MEMTOTAL, '--name', 'f'],
+    ['flavor', 'apply', '--os-cloud', 'never-reached', '--profile',
+     'hugepages', '--root', NO_MEMTOTAL, '--from', 'm1.small'],
+    ['pages', 'apply', '--profile', 'hugepages'],
+])
+def test_every_command_that_plans_refuses_a_withheld_plan(
+        argv, tmp_path, monkeypatch, capsys):
+    from kvmtune import fileio
+    from kvmtune import pages
+    from kvmtune.cloud import connection
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'nova.conf').write_text('[DEFAULT]\n')
+    # pages apply plans for this host: here, the capture's facts
+    real = host_facts.gather(NO_MEMTOTAL)
+    monkeypatch.setattr(host_facts, 'resolve', lambda **kw: real)
+    monkeypatch.setattr(fileio, 'write_atomic', _no_write)
+    monkeypatch.setattr(pages, 'apply', _no_write, raising=False)
+    monkeypatch.setattr(connection.Cloud, 'connect', _no_write)
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.count('\n') == 1 and 'withheld' in err, err
+    assert 'memory size is unknown' in err
+    assert (tmp_path / 'nova.conf').read_text() == '[DEFAULT]\n'
+    assert sorted(os.listdir(tmp_path)) == ['nova.conf']
