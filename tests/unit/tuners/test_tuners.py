@@ -108,9 +108,9 @@ def test_unknown_param_and_wrong_type_are_one_line_errors():
         cpu_pinning.CpuPinning.parse_params({'policy': 'pinned'}, 'p.yaml')
     assert err.value.key == 'cpu_pinning.params.policy'
     assert 'dedicated, shared, mixed' in err.value.line()
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match='300 is not valid'):
         vhost_net.VhostNet.parse_params({'rx_queue_size': 300})
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match='True is a boolean'):
         vhost_net.VhostNet.parse_params({'rx_queue_size': True})
 
 
@@ -363,5 +363,5 @@ def test_disk_io_bad_params():
     with pytest.raises(InputError) as err:
         disk_io.DiskIo.parse_params({'cache_modes': ['file=fast']})
     assert "'file=fast'" in err.value.line()
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match="'vmdk' is not valid"):
         disk_io.DiskIo.parse_params({'images_type': 'vmdk'})
