@@ -88,12 +88,14 @@ class Capacity:
 
 def placement_fit(host, request):
     """(count, limit) from the node's Placement view alone."""
-    for trait in sorted(request.required):
-        if trait not in host.traits:
-            return 0, f'trait:{trait}'
+    # a forbidden trait first: COMPUTE_STATUS_DISABLED (a disabled
+    # compute) is the reason before anything the flavor asks for
     for trait in sorted(request.forbidden):
         if trait in host.traits:
             return 0, f'!trait:{trait}'
+    for trait in sorted(request.required):
+        if trait not in host.traits:
+            return 0, f'trait:{trait}'
     best = None
     for rc, amount in sorted(request.resources.items()):
         inv = host.inventories.get(rc)

@@ -181,20 +181,22 @@ def fleet_facts(computes, tmp_path):
 
 
 @pytest.mark.compute('fake')
-@pytest.mark.parametrize('kind, vcpus, ram, specs', [
+@pytest.mark.parametrize('kind, vcpus, ram, disk, specs', [
     # 8 GB on pages: the 1 GiB pools of compute 2 hold it, compute 3's
     # 4 GB of 2 MiB pages per node do not (PCPUs free, pages too few)
-    ('pinned-pages', 16, 8192, {'hw:cpu_policy': 'dedicated',
-                                'hw:mem_page_size': 'large'}),
-    ('pinned', 16, 2048, {'hw:cpu_policy': 'dedicated'}),
-    ('shared', 4, 1024, {}),
+    ('pinned-pages', 16, 8192, 1, {'hw:cpu_policy': 'dedicated',
+                                   'hw:mem_page_size': 'large'}),
+    ('pinned', 16, 2048, 1, {'hw:cpu_policy': 'dedicated'}),
+    # VCPU's max_unit is the shared set's size (2): 2 vCPUs, and a disk
+    # large enough that DISK_GB, not VCPU x 16, runs out first
+    ('shared', 2, 1024, 60, {}),
     # no compute has the trait: 0 everywhere, the trait named
-    ('trait', 2, 1024, {'hw:cpu_policy': 'dedicated',
-                        'trait:CUSTOM_KVMTUNE_NESTED': 'required'}),
+    ('trait', 2, 1024, 1, {'hw:cpu_policy': 'dedicated',
+                           'trait:CUSTOM_KVMTUNE_NESTED': 'required'}),
 ])
 def test_the_fleets_prediction_is_what_the_scheduler_places(
         admin, computes, first_disabled, fleet_facts, image, servers,
-        unique, flavor_cleanup, kind, vcpus, ram, specs):
+        unique, flavor_cleanup, kind, vcpus, ram, disk, specs):
     # Some guests already run: a pinned 12-vCPU one on 1 GiB pages, which
     # takes CPUs and pages of one node of the host it lands on.
     running = f'{unique}-running'
@@ -209,7 +211,7 @@ def test_the_fleets_prediction_is_what_the_scheduler_places(
     name = f'{unique}-{kind}'
     flavor_cleanup.append(name)
     flavor = admin.compute.create_flavor(name=name, ram=ram, vcpus=vcpus,
-                                         disk=1, is_public=True)
+                                         disk=disk, is_public=True)
     if specs:
         admin.compute.create_flavor_extra_specs(flavor.id, specs)
     result = kvmtune('capacity', '--os-cloud', ADMIN, '--flavor', name,

@@ -204,6 +204,7 @@ def test_two_guests_iperf3_over_neutron(neutron_cloud, admin, member, made):
     assert result['gbit_s'] > 0
 
 
+@pytest.mark.compute('libvirt')
 def test_member_router_on_subnet(neutron_cloud, member):
     """What Rally's network@openstack context does by default (router
     {"external": true}): a router without gateway (no external network
