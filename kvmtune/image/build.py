@@ -197,16 +197,24 @@ def _build_locked(out, with_net, static_fio, log):
         current['changed'] = False
         return current
 
+    return publish(
+        out, outputs, manifest_path,
+        lambda work: _build_in(work, cache, tool_debs, kernel_deb, tools,
+                               with_net, static_fio, log),
+        dict(fingerprint=fingerprint, with_net=with_net,
+             static_fio=static_fio, kernel_package=kernel_pkg,
+             debs=[os.path.basename(p) for p in tool_debs + [kernel_deb]]))
+
+
+def publish(out, outputs, manifest_path, build, extra):
+    """Build in a temporary directory beside the image (``build(work)``
+    returns the manifest), move ``outputs`` into ``out`` and write the
+    manifest (with ``extra``) last: a reader never sees half an image."""
     work = tempfile.mkdtemp(prefix='.build-', dir=out)
     try:
         _remove_stale_builds(out, keep=work)
-        manifest = _build_in(work, cache, tool_debs, kernel_deb, tools,
-                             with_net, static_fio, log)
-        manifest.update(fingerprint=fingerprint, with_net=with_net,
-                        static_fio=static_fio,
-                        kernel_package=kernel_pkg,
-                        debs=[os.path.basename(p)
-                              for p in tool_debs + [kernel_deb]])
+        manifest = build(work)
+        manifest.update(extra)
         for name in outputs:
             os.replace(os.path.join(work, name), os.path.join(out, name))
         tmp = manifest_path + '.tmp'

@@ -20,10 +20,8 @@ files and names (vmlinuz, initrd.img, kvmtune-bench.raw/.qcow2/.json), so
 
 import fcntl
 import hashlib
-import json
 import os
 import shutil
-import tempfile
 
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
@@ -162,28 +160,14 @@ def _build_locked(base_dir, out, base, static_fio, log):
         log(f'nested image up to date in {out}: nothing rebuilt')
         current['changed'] = False
         return current
-    work = tempfile.mkdtemp(prefix='.build-', dir=out)
-    try:
-        build._remove_stale_builds(out, keep=work)
-        manifest = _build_in(work, cache, base_dir, tool_debs, kernel_deb,
-                             tools, static_fio, log)
-        manifest.update(fingerprint=fingerprint, nested=True,
-                        static_fio=static_fio, with_net=False,
-                        kernel_package=base['kernel_package'],
-                        l2_image=base_dir,
-                        debs=[os.path.basename(p)
-                              for p in tool_debs + [kernel_deb]])
-        for name in outputs:
-            os.replace(os.path.join(work, name), os.path.join(out, name))
-        tmp = manifest_path + '.tmp'
-        with open(tmp, 'w') as f:
-            json.dump(manifest, f, indent=2, sort_keys=True)
-            f.write('\n')
-        os.replace(tmp, manifest_path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    manifest['changed'] = True
-    return manifest
+    return build.publish(
+        out, outputs, manifest_path,
+        lambda work: _build_in(work, cache, base_dir, tool_debs, kernel_deb,
+                               tools, static_fio, log),
+        dict(fingerprint=fingerprint, nested=True, static_fio=static_fio,
+             with_net=False, kernel_package=base['kernel_package'],
+             l2_image=base_dir,
+             debs=[os.path.basename(p) for p in tool_debs + [kernel_deb]]))
 
 
 def _build_in(work, cache, base_dir, tool_debs, kernel_deb, tools,
