@@ -91,7 +91,6 @@ def cmdlines(args):
     """({service: (argv, unit)}, Reader of this host or None) for
     oslo-dropin: from --service-cmdline, else the services running here
     when the export is for this host."""
-    import shlex
 
     from kvmtune.errors import InputError
     from kvmtune.novaconf import dropin
@@ -110,19 +109,7 @@ def cmdlines(args):
         return {}, under
     found = {}
     for line in args.service_cmdline:
-        try:
-            argv = shlex.split(line)
-        except ValueError as exc:
-            raise InputError(f'cannot split it into words: {exc}',
-                             source=line, key='--service-cmdline',
-                             fix='quote it as a shell would') from None
-        service = services.service_of(argv)
-        if service is None:
-            raise InputError('not the command line of a Nova service',
-                             source=line, key='--service-cmdline',
-                             fix='give it as /proc/<pid>/cmdline shows it, '
-                                 'e.g. "/usr/bin/nova-compute '
-                                 '--config-file /etc/nova/nova.conf"')
+        argv, service = services.parse_cmdline(line)
         if service in found:
             raise InputError(f'nova-{service} is given twice',
                              key='--service-cmdline',

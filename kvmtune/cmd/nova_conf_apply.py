@@ -72,7 +72,6 @@ def service_cmdlines(args, service):
     """([(service, argv, pid)], strict) whose reading of nova.conf is
     checked: --service-cmdline (strict), else the running services of
     this host that read what ``service`` writes (notices)."""
-    import shlex
 
     from kvmtune.errors import InputError
     from kvmtune.novaconf import services
@@ -83,19 +82,7 @@ def service_cmdlines(args, service):
     if args.service_cmdline:
         found = []
         for line in args.service_cmdline:
-            try:
-                argv = shlex.split(line)
-            except ValueError as exc:
-                raise InputError(f'cannot split it into words: {exc}',
-                                 source=line, key='--service-cmdline',
-                                 fix='quote it as a shell would') from None
-            name = services.service_of(argv)
-            if name is None:
-                raise InputError('not the command line of a Nova service',
-                                 source=line, key='--service-cmdline',
-                                 fix='give it as /proc/<pid>/cmdline shows '
-                                     'it, e.g. "/usr/bin/nova-compute '
-                                     '--config-file /etc/nova/nova.conf"')
+            argv, name = services.parse_cmdline(line)
             if name not in wanted:
                 raise InputError(f'nova-{name} does not read what --service '
                                  f'{service} writes', source=line,

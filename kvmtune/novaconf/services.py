@@ -236,3 +236,28 @@ def default_service(proc='/proc'):
     if COMPUTE in here:
         return COMPUTE, 'this host runs nova-compute'
     return COMPUTE, 'no Nova service runs here: taken as a compute host'
+
+
+def parse_cmdline(line):
+    """(argv, service) of a ``--service-cmdline`` given as one shell line.
+
+    :raises InputError: it does not split into words, or it is not the
+        command line of a Nova service
+    """
+    import shlex
+
+    from kvmtune.errors import InputError
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise InputError(f'cannot split it into words: {exc}', source=line,
+                         key='--service-cmdline',
+                         fix='quote it as a shell would') from None
+    service = service_of(argv)
+    if service is None:
+        raise InputError('not the command line of a Nova service',
+                         source=line, key='--service-cmdline',
+                         fix='give it as /proc/<pid>/cmdline shows it, '
+                             'e.g. "/usr/bin/nova-compute --config-file '
+                             '/etc/nova/nova.conf"')
+    return argv, service
