@@ -119,6 +119,19 @@ def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None,
     return b''.join(chunks)
 
 
+def names_in(directory, suffix, *, key, fix):
+    """{stem: path} of the files in ``directory`` whose names end in
+    ``suffix``, sorted by name (an option's directory of inputs); one
+    InputError when the directory cannot be listed."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(suffix))
+    except OSError as exc:
+        raise InputError(f'cannot list it: {exc.strerror}', source=directory,
+                         key=key, fix=fix) from None
+    return {name[:-len(suffix)]: os.path.join(directory, name)
+            for name in names}
+
+
 def decode(data, source, fix=None):
     """UTF-8 text of ``data``, or one line saying where it is not."""
     try:

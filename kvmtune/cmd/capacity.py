@@ -58,24 +58,14 @@ def add_arguments(parser):
 def facts_dir(directory):
     """({host name: facts} from DIR/*.json, {host name: dedicated CPUs}
     from the ``[compute] cpu_dedicated_set`` of DIR/*.conf)."""
-    import os
-
     from kvmtune import facts
-    from kvmtune.errors import InputError
-    try:
-        names = sorted(n for n in os.listdir(directory)
-                       if n.endswith('.json'))
-    except OSError as exc:
-        raise InputError(f'cannot list it: {exc.strerror}',
-                         source=directory, key='--facts-dir',
-                         fix='give a directory of HOST.json facts files'
-                         ) from None
-    by_host = {name[:-len('.json')]: facts.load(os.path.join(directory,
-                                                             name))
-               for name in names}
-    return by_host, {name[:-len('.conf')]: dedicated_set(
-        os.path.join(directory, name))
-        for name in sorted(os.listdir(directory)) if name.endswith('.conf')}
+    from kvmtune import inputs
+
+    fix = 'give a directory of HOST.json facts files'
+    jsons = inputs.names_in(directory, '.json', key='--facts-dir', fix=fix)
+    confs = inputs.names_in(directory, '.conf', key='--facts-dir', fix=fix)
+    return ({host: facts.load(path) for host, path in jsons.items()},
+            {host: dedicated_set(path) for host, path in confs.items()})
 
 
 def dedicated_set(path):

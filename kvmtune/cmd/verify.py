@@ -224,24 +224,15 @@ def domain_files(directory):
     """[(file name, XML)] of the *.xml files in directory, or None."""
     if directory is None:
         return None
-    import os
-
     from kvmtune import inputs
-    from kvmtune.errors import InputError
-    try:
-        names = sorted(name for name in os.listdir(directory)
-                       if name.endswith('.xml'))
-    except OSError as exc:
-        raise InputError(f'cannot list it: {exc.strerror}',
-                         source=directory, key='--domain-xml-dir',
-                         fix='give a directory of "virsh dumpxml" files'
-                         ) from None
+
     found = []
-    for name in names:
-        path = os.path.join(directory, name)
+    for stem, path in inputs.names_in(
+            directory, '.xml', key='--domain-xml-dir',
+            fix='give a directory of "virsh dumpxml" files').items():
         data = inputs.read_bytes(path, max_bytes=4 << 20,
                                  fix='give "virsh dumpxml" output')
-        found.append((name, data.decode('utf-8', 'replace')))
+        found.append((stem + '.xml', data.decode('utf-8', 'replace')))
     return found
 
 
