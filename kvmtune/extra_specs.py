@@ -228,9 +228,11 @@ def validate_all(extra_specs, source=None):
         validate(name, value, source=source)
 
 
-_PAGE_UNITS = {'k': 1, 'kb': 1, 'kib': 1, 'm': 1024, 'mb': 1024,
-               'mib': 1024, 'g': 1024 ** 2, 'gb': 1024 ** 2,
-               'gib': 1024 ** 2}
+# KiB in one unit, as Nova (hw:mem_page_size) and libvirt (<page unit>)
+# read sizes: binary, whichever spelling.
+KIB_PER_UNIT = {'k': 1, 'kb': 1, 'kib': 1, 'm': 1024, 'mb': 1024,
+                'mib': 1024, 'g': 1024 ** 2, 'gb': 1024 ** 2,
+                'gib': 1024 ** 2}
 
 
 def page_size_kb(spec):
@@ -243,11 +245,11 @@ def page_size_kb(spec):
     value = (spec or '').strip().lower()
     if value in ('small', 'large', 'any', ''):
         return value or None
-    for suffix in sorted(_PAGE_UNITS, key=len, reverse=True):
+    for suffix in sorted(KIB_PER_UNIT, key=len, reverse=True):
         if value.endswith(suffix):
             number = value[:-len(suffix)]
             if number.isdigit():
-                return int(number) * _PAGE_UNITS[suffix]
+                return int(number) * KIB_PER_UNIT[suffix]
             break
     if value.isdigit():
         return int(value)

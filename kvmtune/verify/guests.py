@@ -177,9 +177,8 @@ def parse_domain(text):
         interfaces=interfaces)
 
 
-_UNITS = {'b': 1 / 1024, 'bytes': 1 / 1024, 'k': 1, 'kb': 1, 'kib': 1,
-          'm': 1024, 'mb': 1024, 'mib': 1024,
-          'g': 1024 ** 2, 'gb': 1024 ** 2, 'gib': 1024 ** 2}
+# libvirt also takes bytes
+_UNITS = dict(extra_specs.KIB_PER_UNIT, b=1 / 1024, bytes=1 / 1024)
 
 
 def _kib(size, unit):
