@@ -13,7 +13,7 @@ timestamps (the textfile collector refuses them).
 import time
 
 from kvmtune import fileio
-from kvmtune.verify.prometheus import _labels
+from kvmtune.verify.prometheus import labels
 
 BY_HOST = 'openstack_free_capacity_hypervisor_by_flavor'
 TOTAL = 'openstack_free_capacity_by_flavor_total'
@@ -29,28 +29,28 @@ def render(result, now=None):
              f'# TYPE {BY_HOST} gauge']
     for fit in result.fits:
         if fit.count is not None:
-            lines.append(BY_HOST + _labels(
+            lines.append(BY_HOST + labels(
                 hypervisor=fit.host, flavor_name=fit.flavor) +
                 f' {fit.count}')
     lines += [f'# HELP {TOTAL} Instances of the flavor that still fit in '
               'the cloud (partial ones counted as 0).',
               f'# TYPE {TOTAL} gauge']
     for flavor, (count, _) in sorted(result.by_flavor().items()):
-        lines.append(TOTAL + _labels(flavor_name=flavor) + f' {count}')
+        lines.append(TOTAL + labels(flavor_name=flavor) + f' {count}')
     lines += [f'# HELP {LIMIT} 1 for what runs out first for the flavor '
               'on the hypervisor.',
               f'# TYPE {LIMIT} gauge']
     for fit in result.fits:
         if fit.limit:
-            lines.append(LIMIT + _labels(
+            lines.append(LIMIT + labels(
                 hypervisor=fit.host, flavor_name=fit.flavor,
                 limit=fit.limit) + ' 1')
     lines += [f'# HELP {PARTIAL} 1 when the count could not be made '
               '(the reason is in kvmtune capacity\'s output).',
               f'# TYPE {PARTIAL} gauge']
     for fit in result.fits:
-        lines.append(PARTIAL + _labels(hypervisor=fit.host,
-                                       flavor_name=fit.flavor) +
+        lines.append(PARTIAL + labels(hypervisor=fit.host,
+                                      flavor_name=fit.flavor) +
                      f' {1 if fit.count is None else 0}')
     lines += [f'# HELP {LAST_RUN} When kvmtune capacity last ran.',
               f'# TYPE {LAST_RUN} gauge', f'{LAST_RUN} {now:.3f}']

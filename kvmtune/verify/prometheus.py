@@ -35,7 +35,9 @@ def _label(value):
             .replace('"', '\\"').replace('\n', '\\n'))
 
 
-def _labels(**labels):
+def labels(**labels):
+    """``{name="value",...}`` in the text format, values escaped (the
+    one label writer of kvmtune's textfiles, capacity's too)."""
     return '{' + ','.join(f'{name}="{_label(value)}"'
                           for name, value in labels.items()) + '}'
 
@@ -49,7 +51,7 @@ def render(checks, host=None, now=None):
              'as a label (PASS, DRIFT, UNKNOWN).',
              f'# TYPE {CHECK} gauge']
     for check in checks:
-        lines.append(CHECK + _labels(
+        lines.append(CHECK + labels(
             host=check.host or host or '', layer=check.layer,
             check=check.name, profile=check.profile or '',
             status=check.status) + ' 1')
@@ -60,12 +62,12 @@ def render(checks, host=None, now=None):
             count = sum(1 for check in checks
                         if (check.host or host or '') == name
                         and check.status == status)
-            lines.append(CHECKS + _labels(host=name, status=status) +
+            lines.append(CHECKS + labels(host=name, status=status) +
                          f' {count}')
     lines += [f'# HELP {LAST_RUN} When kvmtune verify last ran (Unix time).',
               f'# TYPE {LAST_RUN} gauge']
     for name in hosts:
-        lines.append(LAST_RUN + _labels(host=name) + f' {now:.3f}')
+        lines.append(LAST_RUN + labels(host=name) + f' {now:.3f}')
     return '\n'.join(lines) + '\n'
 
 
