@@ -18,7 +18,8 @@ real lines, so a changed secret still shows up as a changed line.
 import difflib
 import re
 
-from kvmtune.errors import MASK, mask_secrets
+from kvmtune.errors import MASK
+from kvmtune.errors import mask_secrets
 from kvmtune.novaconf import inifile
 
 # Names of options that carry credentials or URLs with credentials in them.

@@ -24,7 +24,8 @@ import socket
 from kvmtune import verify
 from kvmtune.cloud import flavors as cloud_flavors
 from kvmtune.cloud import placement
-from kvmtune.errors import CloudError, InputError
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
 

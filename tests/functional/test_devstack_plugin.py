@@ -25,8 +25,11 @@ import pytest
 from kvmtune import pages
 from kvmtune.novaconf import inifile
 from tests import paths
-from tests.devstack_shim.run import Stack, venv_over
-from tests.functional.conftest import ADMIN, REPO, find_flavor
+from tests.devstack_shim.run import Stack
+from tests.devstack_shim.run import venv_over
+from tests.functional.conftest import ADMIN
+from tests.functional.conftest import find_flavor
+from tests.functional.conftest import REPO
 
 PROFILES = ['pinned-hugepages-ept', 'nested-host']
 HUGEPAGES = 16  # more 2 MB pages on node 0 than it had

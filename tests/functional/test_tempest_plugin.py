@@ -26,7 +26,9 @@ import pytest
 import yaml
 
 from tests.devstack_shim.run import Stack
-from tests.functional.conftest import ADMIN, PREFIX, REPO
+from tests.functional.conftest import ADMIN
+from tests.functional.conftest import PREFIX
+from tests.functional.conftest import REPO
 from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import kvmtune
 

@@ -10,9 +10,11 @@ from kvmtune import facts as host_facts
 from kvmtune import plan as plans
 from kvmtune.capacity import placement
 from kvmtune.capacity import request
-from kvmtune.errors import CloudError, InputError
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
 from tests import paths
-from tests.unit.capacity.replay import Replay, load
+from tests.unit.capacity.replay import load
+from tests.unit.capacity.replay import Replay
 
 RECORDING = load('testcloud-libvirt-pinned.json')
 VM = load('vm.json')
