@@ -33,7 +33,7 @@ _SECRET_SHAPES = (
 )
 
 
-def mask_secrets(text):
+def mask_secrets(text: str) -> str:
     """``text`` with anything shaped like a credential replaced by ***."""
     for pattern, replacement in _SECRET_SHAPES:
         text = pattern.sub(replacement, text)
@@ -51,14 +51,15 @@ class KvmtuneError(Exception):
 
     exit_code = 2
 
-    def __init__(self, problem, source=None, key=None, fix=None):
+    def __init__(self, problem: object, source: object = None,
+                 key: object = None, fix: str | None = None) -> None:
         self.problem = str(problem)
         self.source = source
         self.key = key
         self.fix = fix
         super().__init__(self.line())
 
-    def line(self):
+    def line(self) -> str:
         where = ': '.join(str(p) for p in (self.source, self.key) if p)
         text = f'{where}: {self.problem}' if where else self.problem
         if self.fix:

@@ -41,6 +41,8 @@ import stat
 import struct
 import tempfile
 import threading
+from collections.abc import Iterator
+from typing import cast
 
 from kvmtune.errors import InputError
 
@@ -59,7 +61,7 @@ _KINDS = (
 _held = threading.local()
 
 
-def kind(mode):
+def kind(mode: int) -> str | None:
     """'a character device', 'a directory', ... or None for a regular
     file (anything else that is not a regular file is 'not a regular
     file')."""
@@ -69,11 +71,12 @@ def kind(mode):
     return None if stat.S_ISREG(mode) else 'not a regular file'
 
 
-def _error(problem, source, fix):
+def _error(problem: str, source: object, fix: str | None) -> InputError:
     return InputError(problem, source=source, fix=fix)
 
 
-def resolve(path, source=None, fix=None):
+def resolve(path: str, source: object = None, fix: str | None = None
+            ) -> tuple[str, os.stat_result | None]:
     """The real path to write for ``path`` and its stat (None when the file
     does not exist yet); InputError for anything but a regular file."""
     source = source or path
@@ -87,6 +90,7 @@ def resolve(path, source=None, fix=None):
     except OSError as exc:
         raise _error(f'cannot look at it: {exc.strerror}', source,
                      fix) from None
+    target: os.stat_result | None
     if link is not None and stat.S_ISLNK(link.st_mode):
         real = os.path.realpath(path)
         try:
@@ -118,7 +122,7 @@ def resolve(path, source=None, fix=None):
 
 
 @contextlib.contextmanager
-def lock(path, source=None):
+def lock(path: str, source: object = None) -> Iterator[str]:
     """Hold the writers' lock of ``path`` (reentrant within a thread).
 
     The lock is an flock(2) on the file itself (on its directory while the
@@ -127,7 +131,7 @@ def lock(path, source=None):
     finds a new inode at the path, and locks again.
     """
     real, _ = resolve(path, source)
-    held = getattr(_held, 'paths', None)
+    held: dict[str, int] | None = getattr(_held, 'paths', None)
     if held is None:
         held = _held.paths = {}
     if real in held:
@@ -148,7 +152,7 @@ def lock(path, source=None):
         os.close(fd)
 
 
-def _acquire(real, source):
+def _acquire(real: str, source: object) -> int:
     for _ in range(1000):
         exists = os.path.lexists(real)
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (
@@ -184,21 +188,23 @@ def _acquire(real, source):
                  source, 'stop the other program writing it')
 
 
-def _umask():
+def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
 
-def _flags(fd):
+def _flags(fd: int) -> int:
     buf = struct.pack('l', 0)
     try:
-        return struct.unpack('l', fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf))[0]
+        flags: int = struct.unpack(
+            'l', fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf))[0]
+        return flags
     except OSError:
         return 0        # the filesystem has no such flags
 
 
-def _mount_points():
+def _mount_points() -> set[str]:
     points = set()
     try:
         with open('/proc/self/mountinfo', encoding='utf-8',
@@ -214,7 +220,7 @@ def _mount_points():
     return points
 
 
-def _xattrs(fd):
+def _xattrs(fd: int) -> dict[str, bytes]:
     try:
         names = os.listxattr(fd)
     except OSError:
@@ -226,7 +232,8 @@ def _xattrs(fd):
     return values
 
 
-def _copy_metadata(fd, old, attrs):
+def _copy_metadata(fd: int, old: os.stat_result,
+                   attrs: dict[str, bytes]) -> bool:
     """Give the temporary file ``fd`` the old file's owner, mode and
     xattrs; False when something could not be copied exactly."""
     try:
@@ -246,7 +253,7 @@ def _copy_metadata(fd, old, attrs):
             and _xattrs(fd) == attrs)
 
 
-def clean_stale(real):
+def clean_stale(real: str) -> list[str]:
     """Remove temporary files of kvmtune's pattern beside ``real``; call
     under lock(): no live writer owns one then."""
     directory, name = os.path.split(real)
@@ -262,7 +269,7 @@ def clean_stale(real):
     return removed
 
 
-def _fsync_dir(directory):
+def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -270,22 +277,24 @@ def _fsync_dir(directory):
         os.close(fd)
 
 
-def _temp(real):
+def _temp(real: str) -> tuple[int, str]:
     directory, name = os.path.split(real)
     return tempfile.mkstemp(dir=directory, prefix=f'.{name}{_TEMP_INFIX}',
                             suffix=_TEMP_SUFFIX)
 
 
-def _write_all(fd, data):
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def _prepare(real, data, old, attrs, mode):
+def _prepare(real: str, data: bytes, old: os.stat_result | None,
+             attrs: dict[str, bytes], mode: int | None) -> str | None:
     """A fsync'ed temporary file beside ``real`` holding ``data`` with the
     old file's metadata (or ``mode`` for a new file); None (and nothing
     left) when it cannot carry the old metadata."""
+    fd: int | None
     fd, temp = _temp(real)
     try:
         _write_all(fd, data)
@@ -307,7 +316,7 @@ def _prepare(real, data, old, attrs, mode):
     return temp
 
 
-def _commit(temp, real):
+def _commit(temp: str, real: str) -> None:
     try:
         os.replace(temp, real)
     except BaseException:
@@ -320,7 +329,8 @@ def _commit(temp, real):
         _fsync_dir(os.path.dirname(real))
 
 
-def _replace(real, data, old, attrs, mode):
+def _replace(real: str, data: bytes, old: os.stat_result | None,
+             attrs: dict[str, bytes], mode: int | None) -> bool:
     temp = _prepare(real, data, old, attrs, mode)
     if temp is None:
         return False
@@ -328,14 +338,15 @@ def _replace(real, data, old, attrs, mode):
     return True
 
 
-def _in_place(fd, data):
+def _in_place(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
     _write_all(fd, data)
     os.ftruncate(fd, len(data))
     os.fsync(fd)
 
 
-def _needs_in_place(real, old, attrs):
+def _needs_in_place(real: str, old: os.stat_result,
+                    attrs: dict[str, bytes]) -> str | None:
     if old.st_nlink > 1:
         return 'it has other hard links'
     if real in _mount_points():
@@ -345,7 +356,8 @@ def _needs_in_place(real, old, attrs):
     return None
 
 
-def check_writable(path, source=None, fix=None):
+def check_writable(path: str, source: object = None,
+                   fix: str | None = None) -> str:
     """Refuse, before anything is written, what write_atomic() would
     refuse: a command writing several files (``report --png --html``)
     checks them all first so that it never writes one and fails on the
@@ -369,8 +381,9 @@ def check_writable(path, source=None, fix=None):
     return real
 
 
-def write_atomic(path, data, *, backup=None, mode=None, source=None,
-                 fix=None):
+def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
+                 mode: int | None = None, source: object = None,
+                 fix: str | None = None) -> str:
     """Make the regular file ``path`` hold ``data`` (bytes or str, UTF-8).
 
     :param backup: a path that receives the previous content, written only
@@ -412,7 +425,8 @@ def write_atomic(path, data, *, backup=None, mode=None, source=None,
                          'was written', source, fix) from None
 
 
-def _write_locked(real, data, old, backup, mode):
+def _write_locked(real: str, data: bytes, old: os.stat_result | None,
+                  backup: str | None, mode: int | None) -> str:
     if old is None:
         if backup is not None:
             raise InputError('there is nothing to back up (the file does '
@@ -458,12 +472,12 @@ def _write_locked(real, data, old, backup, mode):
         raise
     finally:
         os.close(fd)
-    if backup_temp is not None:
-        _commit_backup(backup_temp, backup)
+    if backup_temp is not None:     # made only when backup is given
+        _commit_backup(backup_temp, cast(str, backup))
     return 'replaced' if done else 'in place'
 
 
-def _refuse_if_immutable(real, fd=None):
+def _refuse_if_immutable(real: str, fd: int | None = None) -> None:
     if fd is None:
         try:
             fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
@@ -481,8 +495,8 @@ def _refuse_if_immutable(real, fd=None):
                          'wanted')
 
 
-def _read_all(fd):
-    chunks = []
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
     os.lseek(fd, 0, os.SEEK_SET)
     while True:
         chunk = os.read(fd, 1 << 20)
@@ -491,7 +505,7 @@ def _read_all(fd):
         chunks.append(chunk)
 
 
-def _backup_place(backup):
+def _backup_place(backup: str) -> str:
     """Where the backup goes: its own name, never through a link.
 
     The target may be a link (nova.conf kept elsewhere is written where it
@@ -514,7 +528,8 @@ def _backup_place(backup):
     return real
 
 
-def _prepare_backup(backup, previous, like):
+def _prepare_backup(backup: str, previous: bytes,
+                    like: os.stat_result) -> str | None:
     """The previous content in a temporary file beside ``backup``: written
     before the target changes (a full disk stops everything), renamed
     into place only after."""
@@ -527,7 +542,7 @@ def _prepare_backup(backup, previous, like):
     return temp
 
 
-def _commit_backup(temp, backup):
+def _commit_backup(temp: str, backup: str) -> None:
     # The rename replaces whatever stands at the name (a link planted
     # since the check included), never what a link points to.
     real = os.path.abspath(backup)

@@ -19,6 +19,8 @@ import json
 import math
 import os
 import re
+from typing import Any
+from typing import TypeVar
 
 from kvmtune.errors import InputError
 from kvmtune.fileio import kind as _kind
@@ -29,9 +31,11 @@ MAX_NODES = 1_000_000       # YAML nodes after alias expansion
 
 
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_T = TypeVar('_T')
 
 
-def plain_text(value, *, source, key, fix=None):
+def plain_text(value: _T, *, source: object, key: object,
+               fix: str | None = None) -> _T:
     """``value`` (a string, or a list of them) when it holds no control
     character; else the one InputError. Every value that reaches a
     generated file (nova.conf, an override file, a kernel command line, a
@@ -49,7 +53,7 @@ def plain_text(value, *, source, key, fix=None):
     return value
 
 
-def _opened_outside(fd, inside):
+def _opened_outside(fd: int, inside: str) -> bool:
     """Whether the file open as ``fd`` lies outside the directory
     ``inside``: one readlink of /proc/self/fd (os.path.realpath's walk,
     component by component, doubled host inspect's time on a 4,096-CPU
@@ -61,8 +65,9 @@ def _opened_outside(fd, inside):
     return os.path.commonpath([real, inside]) != inside
 
 
-def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None,
-               inside=None):
+def read_bytes(path: str, *, max_bytes: int = MAX_BYTES,
+               source: object = None, fix: str | None = None,
+               inside: str | None = None) -> bytes:
     """The bytes of the regular file ``path`` (symlinks followed, but
     never out of the real directory ``inside`` when it is given: a
     captured host tree)."""
@@ -100,7 +105,8 @@ def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None,
             raise InputError(f'is {info.st_size} bytes, more than the '
                              f'{max_bytes} kvmtune reads', source=source,
                              fix='give the right file')
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
@@ -119,7 +125,8 @@ def read_bytes(path, *, max_bytes=MAX_BYTES, source=None, fix=None,
     return b''.join(chunks)
 
 
-def names_in(directory, suffix, *, key, fix):
+def names_in(directory: str, suffix: str, *, key: str | None,
+             fix: str | None) -> dict[str, str]:
     """{stem: path} of the files in ``directory`` whose names end in
     ``suffix``, sorted by name (an option's directory of inputs); one
     InputError when the directory cannot be listed."""
@@ -132,7 +139,7 @@ def names_in(directory, suffix, *, key, fix):
             for name in names}
 
 
-def decode(data, source, fix=None):
+def decode(data: bytes, source: object, fix: str | None = None) -> str:
     """UTF-8 text of ``data``, or one line saying where it is not."""
     try:
         text = data.decode('utf-8')
@@ -147,7 +154,8 @@ def decode(data, source, fix=None):
     return text
 
 
-def read_text(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
+def read_text(path: str, *, max_bytes: int = MAX_BYTES,
+              source: object = None, fix: str | None = None) -> str:
     """The UTF-8 text of the regular file ``path``."""
     source = source or path
     return decode(read_bytes(path, max_bytes=max_bytes, source=source,
@@ -156,13 +164,13 @@ def read_text(path, *, max_bytes=MAX_BYTES, source=None, fix=None):
 
 # -- YAML ------------------------------------------------------------------
 
-def _yaml_loader(source, max_depth):
+def _yaml_loader(source: object, max_depth: int) -> type[Any]:
     import yaml
 
     class Loader(yaml.SafeLoader):
         depth = 0
 
-        def compose_node(self, parent, index):
+        def compose_node(self, parent: Any, index: Any) -> Any:
             self.depth += 1
             if self.depth > max_depth:
                 mark = self.peek_event().start_mark
@@ -175,8 +183,9 @@ def _yaml_loader(source, max_depth):
             finally:
                 self.depth -= 1
 
-        def construct_mapping(self, node, deep=False):
-            seen = {}
+        def construct_mapping(self, node: Any,
+                              deep: bool = False) -> Any:
+            seen: dict[str, str] = {}
             for key_node, _ in node.value:
                 line = f'line {key_node.start_mark.line + 1}'
                 if key_node.tag == 'tag:yaml.org,2002:merge':
@@ -205,13 +214,13 @@ def _yaml_loader(source, max_depth):
     return Loader
 
 
-def _expanded_size(root, limit, source):
+def _expanded_size(root: Any, limit: int, source: object) -> int:
     """Nodes after alias expansion (a billion laughs stays bounded)."""
     import yaml
 
-    sizes = {}
+    sizes: dict[int, int] = {}
     stack = [(root, False)]
-    on_path = set()
+    on_path: set[int] = set()
     while stack:
         node, done = stack.pop()
         key = id(node)
@@ -245,7 +254,7 @@ def _expanded_size(root, limit, source):
     return sizes[id(root)]
 
 
-def _children(node, yaml):
+def _children(node: Any, yaml: Any) -> list[Any]:
     if isinstance(node, yaml.SequenceNode):
         return node.value
     if isinstance(node, yaml.MappingNode):
@@ -253,7 +262,8 @@ def _children(node, yaml):
     return []
 
 
-def parse_yaml(text, source, *, max_depth=MAX_DEPTH, max_nodes=MAX_NODES):
+def parse_yaml(text: str, source: object, *, max_depth: int = MAX_DEPTH,
+               max_nodes: int = MAX_NODES) -> Any:
     """The one YAML document in ``text`` (None when empty)."""
     import yaml
 
@@ -281,8 +291,8 @@ def parse_yaml(text, source, *, max_depth=MAX_DEPTH, max_nodes=MAX_NODES):
         loader.dispose()
 
 
-def load_yaml(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
-              source=None):
+def load_yaml(path: str, *, max_bytes: int = MAX_BYTES,
+              max_depth: int = MAX_DEPTH, source: object = None) -> Any:
     """parse_yaml() of the regular file ``path``."""
     source = source or path
     text = read_text(path, max_bytes=max_bytes, source=source)
@@ -292,16 +302,16 @@ def load_yaml(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
 # -- JSON ------------------------------------------------------------------
 
 class _Refused(ValueError):
-    def __init__(self, problem, fix):
+    def __init__(self, problem: str, fix: str) -> None:
         super().__init__(problem)
         self.problem, self.fix = problem, fix
 
 
-def _constant(name):
+def _constant(name: str) -> float:
     raise _Refused(f'{name} is not a number', 'write a finite number')
 
 
-def _float(text):
+def _float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise _Refused(f'{text} is beyond the range of a number',
@@ -309,14 +319,14 @@ def _float(text):
     return value
 
 
-def _int(text):
+def _int(text: str) -> int:
     if len(text) > 64:
         raise _Refused(f'an integer of {len(text)} digits',
                        'write a number of sane size')
     return int(text)
 
 
-def _pairs(pairs):
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = {}
     for key, value in pairs:
         if key in result:
@@ -325,7 +335,7 @@ def _pairs(pairs):
     return result
 
 
-def _depth_ok(value, max_depth):
+def _depth_ok(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -337,7 +347,8 @@ def _depth_ok(value, max_depth):
     return True
 
 
-def parse_json(text, source, *, key=None, max_depth=MAX_DEPTH):
+def parse_json(text: str | bytes, source: object, *, key: str | None = None,
+               max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value of ``text`` (str or bytes) with every number finite;
     InputError naming ``source`` (and ``key``) otherwise."""
     if isinstance(text, bytes):
@@ -366,8 +377,8 @@ def parse_json(text, source, *, key=None, max_depth=MAX_DEPTH):
     return value
 
 
-def load_json(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
-              source=None):
+def load_json(path: str, *, max_bytes: int = MAX_BYTES,
+              max_depth: int = MAX_DEPTH, source: object = None) -> Any:
     """parse_json() of the regular file ``path``."""
     source = source or path
     data = read_bytes(path, max_bytes=max_bytes, source=source)
@@ -376,7 +387,9 @@ def load_json(path, *, max_bytes=MAX_BYTES, max_depth=MAX_DEPTH,
 
 # -- numbers ---------------------------------------------------------------
 
-def number(value, *, source, key, minimum=0.0, unit=None, fix=None):
+def number(value: object, *, source: object, key: object,
+           minimum: float | None = 0.0, unit: str | None = None,
+           fix: str | None = None) -> float:
     """``value`` (a number or its text) as a finite float >= ``minimum``
     (None: any sign); InputError naming source and key otherwise.
 

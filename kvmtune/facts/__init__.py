@@ -8,6 +8,8 @@ are documented in doc/facts.md and fixed by doc/design.md section 1.
 """
 
 import os
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.facts import cpu
@@ -16,6 +18,9 @@ from kvmtune.facts import kernel
 from kvmtune.facts import memory
 from kvmtune.facts import schema
 from kvmtune.facts import virt
+from kvmtune.facts.types import Facts
+from kvmtune.facts.types import KvmProbe
+from kvmtune.facts.types import VhostNetFacts
 
 SCHEMA_VERSION = schema.SCHEMA_VERSION
 CAPTURE_FILE = 'kvmtune-capture.json'
@@ -28,11 +33,11 @@ VHOST_NET_MODULE = '/sys/module/vhost_net'
 REGENERATE = 'regenerate it with kvmtune host inspect --format json'
 
 
-def is_live(root):
+def is_live(root: str) -> bool:
     return os.path.realpath(root) == '/'
 
 
-def _recorded_probe(root):
+def _recorded_probe(root: str) -> KvmProbe | None:
     """The KVM probe ``host capture`` recorded, or None."""
     from kvmtune import inputs
 
@@ -46,11 +51,12 @@ def _recorded_probe(root):
     probe = doc.get('kvm_probe') if isinstance(doc, dict) else None
     if not isinstance(probe, dict) or 'usable' not in probe:
         return None
-    return probe
+    return cast(KvmProbe, probe)
 
 
-def _vhost_net(files):
+def _vhost_net(files: hostfs.HostFiles) -> VhostNetFacts:
     device = files.exists(VHOST_NET_DEVICE)
+    module: Any
     if not files.exists(VHOST_NET_MODULE):
         module = 'absent'
     elif files.exists(VHOST_NET_MODULE + '/initstate'):
@@ -60,7 +66,8 @@ def _vhost_net(files):
     return {'available': device, 'device': device, 'module': module}
 
 
-def collect(files, kvm_probe=None):
+def collect(files: hostfs.HostFiles,
+            kvm_probe: KvmProbe | None = None) -> Facts:
     """Build the facts from a HostFiles view (used by gather and capture)."""
     cpu_facts = cpu.gather(files)
     memory_facts, numa = memory.gather(files, cpu_facts['online'])
@@ -81,7 +88,7 @@ def collect(files, kvm_probe=None):
     }
 
 
-def gather(root='/', probe_kvm=None):
+def gather(root: str = '/', probe_kvm: bool | None = None) -> Facts:
     """Return the facts of the host whose /proc and /sys are under root.
 
     :param probe_kvm: True to probe /dev/kvm with KVM_CREATE_VM, False not
@@ -90,6 +97,7 @@ def gather(root='/', probe_kvm=None):
     """
     if probe_kvm is None:
         probe_kvm = is_live(root)
+    probe: KvmProbe | None
     if probe_kvm:
         probe = virt.probe_kvm(os.path.join(root, virt.KVM_DEVICE[1:]))
     else:
@@ -97,18 +105,18 @@ def gather(root='/', probe_kvm=None):
     return collect(hostfs.HostFiles(root), probe)
 
 
-def load(path):
+def load(path: str) -> Facts:
     """Read and check a facts JSON file; InputError names what is wrong."""
     from kvmtune import inputs
 
     # Regular file, bounded size and nesting, finite numbers: kvmtune.inputs.
     try:
-        facts = inputs.read_bytes(path, max_bytes=16 << 20)
+        data = inputs.read_bytes(path, max_bytes=16 << 20)
     except InputError as exc:
         raise InputError(f'cannot read facts: {exc.problem}', source=path,
                          fix=exc.fix) from None
     try:
-        facts = inputs.parse_json(facts, path)
+        facts = inputs.parse_json(data, path)
     except InputError as exc:
         raise InputError(exc.problem, source=path, fix=REGENERATE) from None
     for key, problem in schema.problems(facts):
@@ -122,10 +130,11 @@ def load(path):
         raise InputError('no NUMA node', source=path, key='numa.nodes',
                          fix=REGENERATE)
     facts['source'] = path
-    return facts
+    return cast(Facts, facts)
 
 
-def resolve(root=None, facts_file=None):
+def resolve(root: str | None = None,
+            facts_file: str | None = None) -> Facts:
     """Facts for a command: from a file, a captured tree, or this host."""
     if root is not None and facts_file is not None:
         raise InputError('--root and --facts are exclusive',

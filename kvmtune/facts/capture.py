@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
 
 from kvmtune import facts as host_facts
 from kvmtune import fileio
@@ -15,7 +16,7 @@ from kvmtune.facts import memory
 from kvmtune.facts import virt
 
 
-def _kvmtune_version():
+def _kvmtune_version() -> str | None:
     from importlib import metadata     # slow: only here, never in inspect
     try:
         return metadata.version('kvmtune')
@@ -23,14 +24,14 @@ def _kvmtune_version():
         return None
 
 
-def _write(tree, path, data):
+def _write(tree: str, path: str, data: bytes) -> None:
     full = os.path.join(tree, path.lstrip('/'))
     os.makedirs(os.path.dirname(full), exist_ok=True)
     with open(full, 'wb') as f:
         f.write(data)
 
 
-def write_tree(files, tree):
+def write_tree(files: hostfs.HostFiles, tree: str) -> list[str]:
     """Write a HostFiles record into tree; return the paths written."""
     written = []
     for path, data in sorted(files.contents.items()):
@@ -49,7 +50,7 @@ def write_tree(files, tree):
     return written
 
 
-def capture(root, target):
+def capture(root: str, target: str) -> dict[str, Any]:
     """Capture root's facts into target (built aside, then renamed).
 
     Returns the record written to ``kvmtune-capture.json``, with the facts

@@ -12,11 +12,23 @@ the kernel does not say is null.
 
 import os
 import re
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import MAX_CPUS
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.cpulist import parse_cpumask
+from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts.types import CpuFacts
+from kvmtune.facts.types import Topology
+
+# One CPU's topology: package, die, cluster, core (int or None), siblings
+# and package_cpus (CPU lists or None).
+CpuTopology = Mapping[str, Any]
 
 CPUINFO = '/proc/cpuinfo'
 CPUS = '/sys/devices/system/cpu'
@@ -38,31 +50,33 @@ TOPOLOGY_FILES = ('physical_package_id', 'die_id', 'cluster_id', 'core_id',
                   'core_siblings', 'die_cpus_list', 'cluster_cpus_list')
 
 
-def bad_file(files, path, problem, key):
+def bad_file(files: HostFiles, path: str, problem: str,
+             key: str) -> InputError:
     """The InputError for a file that is not what the kernel writes."""
     return InputError(problem, source=os.path.join(files.root,
                                                    path.lstrip('/')),
                       key=key, fix=RECAPTURE)
 
 
-def read_cpuset(files, path, key):
+def read_cpuset(files: HostFiles, path: str, key: str) -> list[int] | None:
     """CPUs of a list (``*_list``, ``cpulist``, ``online``) or hex mask
     file; None when the file is missing. A file that is neither is an
     InputError naming it."""
     text = files.read(path)
     if text is None:
         return None
-    parse = parse_cpulist if path.endswith(('list', 'online')) \
-        else parse_cpumask
+    parse: Callable[[str], list[int]] = parse_cpulist \
+        if path.endswith(('list', 'online')) else parse_cpumask
     try:
         return parse(text)
     except ValueError as exc:
         raise bad_file(files, path, str(exc), key) from None
 
 
-def parse_cpuinfo(text):
+def parse_cpuinfo(text: str | None) -> list[dict[str, str]]:
     """Return one dict per ``processor`` stanza (keys as the kernel wrote)."""
-    stanzas, current = [], {}
+    stanzas: list[dict[str, str]] = []
+    current: dict[str, str] = {}
     for line in (text or '').splitlines():
         key, sep, value = line.partition(':')
         if not sep:
@@ -76,7 +90,8 @@ def parse_cpuinfo(text):
     return [s for s in stanzas if 'processor' in s]
 
 
-def _processors(files, stanzas):
+def _processors(files: HostFiles, stanzas: list[dict[str, str]]
+                ) -> dict[int, dict[str, str]]:
     """{CPU number: stanza}; a processor that is not a number is refused."""
     by_number = {}
     for stanza in stanzas:
@@ -90,7 +105,8 @@ def _processors(files, stanzas):
     return by_number
 
 
-def _online(files, by_number):
+def _online(files: HostFiles,
+            by_number: dict[int, dict[str, str]]) -> list[int]:
     """The global ``online`` list, else each ``cpuN`` without
     ``online`` 0, else every cpuinfo processor."""
     online = read_cpuset(files, ONLINE, 'cpu.online')
@@ -106,18 +122,20 @@ def _online(files, by_number):
             if files.read_value(CPU_ONLINE.format(cpu=n)) != '0']
 
 
-class _SysfsTopology(dict):
+class _SysfsTopology(dict[str, Any]):
     """One CPU's ``topology`` directory, each file read when first asked
     for (``host inspect`` reads 3 files a CPU where all agree)."""
 
     IDS = {'package': 'physical_package_id', 'die': 'die_id',
            'cluster': 'cluster_id', 'core': 'core_id'}
 
-    def __init__(self, files, cpu, names):
+    def __init__(self, files: HostFiles, cpu: int,
+                 names: list[str]) -> None:
         super().__init__()
         self.files, self.cpu, self.names = files, cpu, set(names)
 
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> Any:
+        value: int | list[int] | None
         if key in self.IDS:
             value = self._id(self.IDS[key])
         elif key == 'siblings':
@@ -127,26 +145,26 @@ class _SysfsTopology(dict):
         self[key] = value
         return value
 
-    def _path(self, name):
+    def _path(self, name: str) -> str:
         return TOPOLOGY.format(cpu=self.cpu, name=name)
 
-    def _id(self, name):
+    def _id(self, name: str) -> int | None:
         """A topology id, None if missing, unreadable or -1 (not told)."""
         if name not in self.names:
             return None
         value = self.files.read_int(self._path(name))
         return value if value is not None and value >= 0 else None
 
-    def _first(self, names, key):
+    def _first(self, names: Sequence[str], key: str) -> list[int] | None:
         for name in names:
             if name in self.names:
                 return read_cpuset(self.files, self._path(name), key)
         return None
 
 
-def _cpuinfo_topology(stanza):
+def _cpuinfo_topology(stanza: dict[str, str]) -> dict[str, Any]:
     """Package and core from cpuinfo (containers may hide sysfs)."""
-    def number(key):
+    def number(key: str) -> int | None:
         value = stanza.get(key, '')
         return int(value) if value.isascii() and value.isdigit() else None
     return {'package': number('physical id'), 'die': None,
@@ -154,7 +172,8 @@ def _cpuinfo_topology(stanza):
             'package_cpus': None}
 
 
-def _socket_keys(online, topo):
+def _socket_keys(online: list[int], topo: Mapping[int, CpuTopology]
+                 ) -> dict[int, int] | None:
     """{cpu: socket key} or None when the kernel does not tell."""
     if all(topo[cpu]['package'] is not None for cpu in online):
         return {cpu: topo[cpu]['package'] for cpu in online}
@@ -163,7 +182,9 @@ def _socket_keys(online, topo):
     return None
 
 
-def _sibling_groups(online, topo, sockets):
+def _sibling_groups(online: list[int], topo: Mapping[int, CpuTopology],
+                    sockets: dict[int, int] | None
+                    ) -> list[tuple[int, ...]] | None:
     """Sorted thread sibling groups (online CPUs only), or None."""
     online_set = set(online)
     if all(topo[cpu]['siblings'] is not None for cpu in online):
@@ -178,7 +199,7 @@ def _sibling_groups(online, topo, sockets):
         return sorted(set(group_of.values()))
     if sockets is None or any(topo[cpu]['core'] is None for cpu in online):
         return None
-    cores = {}
+    cores: dict[tuple[Any, ...], list[int]] = {}
     for cpu in online:
         t = topo[cpu]
         key = (sockets[cpu], t['die'], t['cluster'], t['core'])
@@ -186,13 +207,15 @@ def _sibling_groups(online, topo, sockets):
     return sorted(tuple(cpus) for cpus in cores.values())
 
 
-def topology(online, topo):
+def topology(online: list[int],
+             topo: Mapping[int, CpuTopology]) -> Topology:
     """sockets, cores, cores_per_socket, threads_per_core, thread_siblings
     from per-CPU topology dicts (see _sysfs_topology)."""
     sockets = _socket_keys(online, topo) if online else None
     groups = _sibling_groups(online, topo, sockets) if online else None
-    result = {'sockets': None, 'cores': None, 'cores_per_socket': None,
-              'threads_per_core': None, 'thread_siblings': None}
+    result: Topology = {
+        'sockets': None, 'cores': None, 'cores_per_socket': None,
+        'threads_per_core': None, 'thread_siblings': None}
     if sockets is not None:
         result['sockets'] = len(set(sockets.values()))
     if groups is None:
@@ -201,7 +224,7 @@ def topology(online, topo):
     result['threads_per_core'] = max(len(g) for g in groups)
     result['thread_siblings'] = [list(g) for g in groups]
     if sockets is not None:
-        per_socket = {}
+        per_socket: dict[int, int] = {}
         for group in groups:
             key = sockets[group[0]]
             per_socket[key] = per_socket.get(key, 0) + 1
@@ -210,7 +233,9 @@ def topology(online, topo):
     return result
 
 
-def _cpuinfo_agrees(threads, online, topo, by_number):
+def _cpuinfo_agrees(threads: int, online: list[int],
+                    topo: Mapping[int, CpuTopology],
+                    by_number: dict[int, dict[str, str]]) -> bool:
     """Cores made from cpuinfo's ``core id`` (no sysfs) must not hold
     more threads than its ``siblings`` / ``cpu cores`` say: ``core id``
     repeats on multi-die packages, and cpuinfo has no die."""
@@ -228,7 +253,7 @@ def _cpuinfo_agrees(threads, online, topo, by_number):
     return True
 
 
-def gather(files):
+def gather(files: HostFiles) -> CpuFacts:
     text = files.read(CPUINFO)
     stanzas = parse_cpuinfo(text)
     first = stanzas[0] if stanzas else {}
@@ -237,7 +262,7 @@ def gather(files):
     flags = None if text is None else first.get('flags', '').split()
     by_number = _processors(files, stanzas)
     online = _online(files, by_number)
-    topo = {}
+    topo: dict[int, CpuTopology] = {}
     for cpu in online:
         names = files.listdir(TOPOLOGY.format(cpu=cpu, name='')[:-1])
         if names:
@@ -245,10 +270,11 @@ def gather(files):
         else:
             topo[cpu] = _cpuinfo_topology(by_number.get(cpu, {}))
     facts = topology(online, topo)
+    # thread_siblings set means threads_per_core is too
     if facts['thread_siblings'] and not _cpuinfo_agrees(
-            facts['threads_per_core'], online, topo, by_number):
-        facts.update(threads_per_core=None, thread_siblings=None,
-                     cores=None, cores_per_socket=None)
+            cast(int, facts['threads_per_core']), online, topo, by_number):
+        facts.update({'threads_per_core': None, 'thread_siblings': None,
+                      'cores': None, 'cores_per_socket': None})
     return {
         'vendor': first.get('vendor_id'),
         'model_name': first.get('model name') or first.get('cpu'),
@@ -259,7 +285,7 @@ def gather(files):
     }
 
 
-def read_for_capture(files):
+def read_for_capture(files: HostFiles) -> None:
     """Read every CPU file a bug report may need, also those ``gather``
     did not (other CPUs' topology, offline CPUs), so that ``host capture``
     keeps them: the tree then answers questions kvmtune does not ask yet."""

@@ -13,6 +13,8 @@ the kernel's arch/x86/Kconfig): a list naming a higher CPU is refused
 before any set is built, so ``isolcpus=2-4294967295`` costs nothing.
 """
 
+from collections.abc import Iterable
+
 MAX_CPUS = 8192
 _GROUP_SEP = '/'
 _STRIDE_SEP = ':'
@@ -20,7 +22,7 @@ _STRIDE_SEP = ':'
 _TRAILING = ' \t\r\n\x00'
 
 
-def parse_cpulist(text, last_cpu=None):
+def parse_cpulist(text: str, last_cpu: int | None = None) -> list[int]:
     """Return the sorted CPU numbers of a kernel CPU list.
 
     Accepts ``a``, ``a-b`` and ``a-b:used/group`` items separated by
@@ -30,7 +32,7 @@ def parse_cpulist(text, last_cpu=None):
 
     :raises ValueError: on anything else, naming the bad item.
     """
-    cpus = set()
+    cpus: set[int] = set()
     text = text.strip(_TRAILING)
     if not text:
         return []
@@ -45,11 +47,12 @@ def parse_cpulist(text, last_cpu=None):
     return sorted(cpus)
 
 
-def parse_cpu_spec(text):
+def parse_cpu_spec(text: str) -> set[int]:
     """Nova's CPU set syntax (``0-7,^3,12``): the kernel's items plus
     ``^N`` / ``^N-M`` exclusions, as nova.virt.hardware.parse_cpu_spec
     reads them. Returns a set; raises ValueError naming the bad item."""
-    included, excluded = set(), set()
+    included: set[int] = set()
+    excluded: set[int] = set()
     for item in (i.strip() for i in text.split(',')):
         if not item:
             continue
@@ -66,7 +69,7 @@ def parse_cpu_spec(text):
     return included - excluded
 
 
-def parse_cpumask(text):
+def parse_cpumask(text: str) -> list[int]:
     """Return the sorted CPU numbers of a sysfs hex mask (``cpumap``).
 
     The kernel prints 32-bit words, most significant first, separated by
@@ -94,26 +97,26 @@ def parse_cpumask(text):
     return sorted(cpus)
 
 
-def _parse_item(item, last_cpu):
+def _parse_item(item: str, last_cpu: int | None) -> Iterable[int]:
     span, _, stride = item.partition(_STRIDE_SEP)
-    first, dash, end = span.partition('-')
-    first = _cpu_number(first, last_cpu)
-    end = _cpu_number(end, last_cpu) if dash else first
+    first_text, dash, end_text = span.partition('-')
+    first = _cpu_number(first_text, last_cpu)
+    end = _cpu_number(end_text, last_cpu) if dash else first
     if end < first:
         raise ValueError('the range ends before it starts')
     if not stride:
         return range(first, end + 1)
-    used, _, group = stride.partition(_GROUP_SEP)
-    if not (used.isdigit() and group.isdigit()):
+    used_text, _, group_text = stride.partition(_GROUP_SEP)
+    if not (used_text.isdigit() and group_text.isdigit()):
         raise ValueError('')
-    used, group = int(used), int(group)
+    used, group = int(used_text), int(group_text)
     if not 0 < used <= group:
         raise ValueError('')
     return [cpu for cpu in range(first, end + 1)
             if (cpu - first) % group < used]
 
 
-def _cpu_number(text, last_cpu):
+def _cpu_number(text: str, last_cpu: int | None) -> int:
     text = text.strip()
     if text == 'N' and last_cpu is not None:
         return last_cpu
@@ -125,7 +128,7 @@ def _cpu_number(text, last_cpu):
     return int(text)
 
 
-def format_cpulist(cpus):
+def format_cpulist(cpus: Iterable[int | str]) -> str:
     """Return the shortest kernel CPU list for an iterable of CPU numbers.
 
     >>> format_cpulist([0, 1, 2, 3, 8, 10, 11])
@@ -133,8 +136,9 @@ def format_cpulist(cpus):
     """
     items = []
     ordered = sorted(set(int(cpu) for cpu in cpus))
-    start = prev = None
-    for cpu in ordered + [None]:
+    start: int | None = None
+    prev: int | None = None
+    for cpu in (*ordered, None):
         if prev is not None and cpu == prev + 1:
             prev = cpu
             continue

@@ -18,27 +18,31 @@ MAX_BYTES = 32 * 1024 * 1024
 class HostFiles:
     """The /proc, /sys and /dev view of one host, live or captured."""
 
-    def __init__(self, root='/'):
+    def __init__(self, root: str = '/') -> None:
         self.root = root
-        self.contents = {}      # path -> bytes read (None: unreadable)
-        self.existence = {}     # path -> 'dir' | 'file' | None
-        self.listed = set()     # directories whose entries were listed
-        self.refused = {}       # path -> why it was not read (not missing)
+        # path -> bytes read (None: unreadable)
+        self.contents: dict[str, bytes | None] = {}
+        # path -> 'dir' | 'file' | None
+        self.existence: dict[str, str | None] = {}
+        # directories whose entries were listed
+        self.listed: set[str] = set()
+        # path -> why it was not read (not missing)
+        self.refused: dict[str, str] = {}
         # A captured tree is read only inside itself: a link that leads
         # out of it (to the machine's own /etc, say) is not followed.
         self._inside = None if os.path.realpath(root) == '/' \
             else os.path.realpath(root)
 
-    def _abs(self, path):
+    def _abs(self, path: str) -> str:
         return os.path.join(self.root, path.lstrip('/'))
 
-    def _outside(self, full):
+    def _outside(self, full: str) -> bool:
         if self._inside is None:
             return False
         real = os.path.realpath(full)
         return os.path.commonpath([real, self._inside]) != self._inside
 
-    def _read_bounded(self, path):
+    def _read_bounded(self, path: str) -> bytes | None:
         """The bytes of a regular file, at most MAX_BYTES, through the one
         bounded reader (kvmtune.inputs); None, and the reason in
         ``refused``, for a FIFO, device, socket, directory, a link out of
@@ -53,25 +57,25 @@ class HostFiles:
                 self.refused[path] = exc.problem
             return None
 
-    def read(self, path):
+    def read(self, path: str) -> str | None:
         """Return a file's text, stripped, or None if missing/unreadable."""
         if path not in self.contents:
             self.contents[path] = self._read_bounded(path)
         data = self.contents[path]
         return None if data is None else data.decode('utf-8', 'replace')
 
-    def read_value(self, path):
+    def read_value(self, path: str) -> str | None:
         text = self.read(path)
         return None if text is None else text.strip()
 
-    def read_int(self, path):
+    def read_int(self, path: str) -> int | None:
         text = self.read_value(path)
         try:
-            return int(text)
+            return int(text)    # type: ignore[arg-type]  # None: TypeError
         except (TypeError, ValueError):
             return None
 
-    def exists(self, path):
+    def exists(self, path: str) -> bool:
         if path not in self.existence:
             full = self._abs(path)
             kind = None
@@ -84,7 +88,7 @@ class HostFiles:
             self.existence[path] = kind
         return self.existence[path] is not None
 
-    def listdir(self, path):
+    def listdir(self, path: str) -> list[str]:
         """Return the sorted entry names of a directory ([] if missing)."""
         self.listed.add(path)
         if self._outside(self._abs(path)):

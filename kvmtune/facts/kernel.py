@@ -6,6 +6,8 @@ lone ``--`` belongs to init, not to the kernel.
 """
 
 from kvmtune.facts.cpulist import parse_cpulist
+from kvmtune.facts.types import HugepagesArg
+from kvmtune.facts.types import KernelArgs
 
 ISOLCPUS_FLAGS = ('nohz', 'domain', 'managed_irq')
 IOMMU_KEYS = ('intel_iommu', 'amd_iommu', 'iommu')
@@ -14,9 +16,11 @@ _SIZE_KB = {'K': 1, 'M': 1024, 'G': 1024 * 1024}
 X86_DEFAULT_HUGEPAGESZ = '2M'
 
 
-def split_cmdline(cmdline):
+def split_cmdline(cmdline: str) -> list[tuple[str, str | None]]:
     """Return (key, value) pairs; value is None for bare words."""
-    words, word, quoted = [], [], False
+    words: list[str] = []
+    word: list[str] = []
+    quoted = False
     for char in cmdline:
         if char == '"':
             quoted = not quoted
@@ -28,16 +32,16 @@ def split_cmdline(cmdline):
             word.append(char)
     if word:
         words.append(''.join(word))
-    pairs = []
-    for word in words:
-        if word == '--':
+    pairs: list[tuple[str, str | None]] = []
+    for text in words:
+        if text == '--':
             break
-        key, eq, value = word.partition('=')
+        key, eq, value = text.partition('=')
         pairs.append((key, value if eq else None))
     return pairs
 
 
-def size_kb(text):
+def size_kb(text: str | None) -> int | None:
     """``1G``/``1GB``/``2M``/``2048k`` -> kB, or None if not a size."""
     text = (text or '').strip().upper().removesuffix('B')
     if text and text[-1] in _SIZE_KB and text[:-1].isdigit():
@@ -47,7 +51,7 @@ def size_kb(text):
     return None
 
 
-def parse_isolcpus(value):
+def parse_isolcpus(value: str) -> tuple[list[int], list[str]]:
     """``managed_irq,domain,2-5,8`` -> ([2, 3, 4, 5, 8], [flags])."""
     items = value.split(',')
     flags = []
@@ -56,24 +60,25 @@ def parse_isolcpus(value):
     return parse_cpulist(','.join(items)), flags
 
 
-def _hugepages_count(value):
+def _hugepages_count(value: str) -> tuple[int, dict[str, int] | None]:
     """``16`` or the per-node form ``0:8,1:8`` -> (total, per_node)."""
     if ':' not in value:
         return int(value), None
-    per_node = {}
+    per_node: dict[str, int] = {}
     for item in value.split(','):
         node, _, count = item.partition(':')
         per_node[str(int(node))] = int(count)
     return sum(per_node.values()), per_node
 
 
-def parse_args(cmdline):
+def parse_args(cmdline: str) -> KernelArgs:
     """Return the ``kernel.args`` dict of the facts (doc/facts.md)."""
-    args = {'isolcpus': [], 'isolcpus_flags': [], 'nohz_full': [],
-            'hugepages': [], 'default_hugepagesz': None,
-            'hugepagesz': [], 'iommu': {}, 'invalid': []}
+    args: KernelArgs = {
+        'isolcpus': [], 'isolcpus_flags': [], 'nohz_full': [],
+        'hugepages': [], 'default_hugepagesz': None,
+        'hugepagesz': [], 'iommu': {}, 'invalid': []}
     size = None
-    pending = []
+    pending: list[HugepagesArg] = []
     for key, value in split_cmdline(cmdline):
         try:
             if key == 'isolcpus' and value is not None:
@@ -88,7 +93,7 @@ def parse_args(cmdline):
                 size = value
             elif key == 'hugepages' and value is not None:
                 count, per_node = _hugepages_count(value)
-                entry = {'size': size, 'count': count}
+                entry: HugepagesArg = {'size': size, 'count': count}
                 if per_node is not None:
                     entry['per_node'] = per_node
                 args['hugepages'].append(entry)

@@ -1,9 +1,15 @@
 """Memory, NUMA nodes and huge page pools from /proc/meminfo and sysfs."""
 
 import re
+from collections.abc import Iterable
 
 from kvmtune.facts.cpu import bad_file
 from kvmtune.facts.cpu import read_cpuset
+from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts.types import HugepagePool
+from kvmtune.facts.types import MemoryFacts
+from kvmtune.facts.types import NumaFacts
+from kvmtune.facts.types import NumaNode
 
 MEMINFO = '/proc/meminfo'
 GLOBAL_POOLS = '/sys/kernel/mm/hugepages'
@@ -13,7 +19,7 @@ _NODE_DIR = re.compile(r'^node(\d+)\Z')
 _CPU_LINK = re.compile(r'^cpu(\d+)\Z')
 
 
-def parse_meminfo(text):
+def parse_meminfo(text: str | None) -> dict[str, int]:
     """``[Node N ]Key:   value [kB]`` lines -> {key: int}."""
     values = {}
     for line in (text or '').splitlines():
@@ -27,7 +33,7 @@ def parse_meminfo(text):
     return values
 
 
-def _count(files, path):
+def _count(files: HostFiles, path: str) -> int | None:
     """A page count: an int, None if missing; anything else refused."""
     text = files.read_value(path)
     if text is None:
@@ -38,9 +44,9 @@ def _count(files, path):
     return int(text)
 
 
-def hugepage_pools(files, directory):
+def hugepage_pools(files: HostFiles, directory: str) -> list[HugepagePool]:
     """Pools under a ``hugepages`` directory, smallest page size first."""
-    pools = []
+    pools: list[HugepagePool] = []
     for name in files.listdir(directory):
         match = _POOL_DIR.match(name)
         if not match:
@@ -52,7 +58,8 @@ def hugepage_pools(files, directory):
     return sorted(pools, key=lambda pool: pool['size_kb'])
 
 
-def node_cpus(files, path, online):
+def node_cpus(files: HostFiles, path: str,
+              online: Iterable[int]) -> list[int] | None:
     """The online CPUs of a node: its ``cpulist``, else its ``cpumap``
     mask, else its ``cpuN`` links; None if it has none of the three.
 
@@ -69,11 +76,11 @@ def node_cpus(files, path, online):
         if not links:
             return None
         cpus = links
-    online = set(online)
-    return sorted(cpu for cpu in cpus if cpu in online)
+    online_set = set(online)
+    return sorted(cpu for cpu in cpus if cpu in online_set)
 
 
-def _node(files, node_id, online):
+def _node(files: HostFiles, node_id: int, online: list[int]) -> NumaNode:
     path = f'{NODES}/node{node_id}'
     meminfo = parse_meminfo(files.read(f'{path}/meminfo'))
     total_kb = meminfo.get('MemTotal')
@@ -83,14 +90,16 @@ def _node(files, node_id, online):
             'hugepages': hugepage_pools(files, f'{path}/hugepages')}
 
 
-def gather(files, online_cpus):
+def gather(files: HostFiles,
+           online_cpus: list[int]) -> tuple[MemoryFacts, NumaFacts]:
     """Return the ``memory`` and ``numa`` parts of the facts."""
     meminfo = parse_meminfo(files.read(MEMINFO))
     total_kb = meminfo.get('MemTotal')
     global_pools = hugepage_pools(files, GLOBAL_POOLS)
-    memory = {'total_mb': None if total_kb is None else total_kb // 1024,
-              'hugepage_default_kb': meminfo.get('Hugepagesize'),
-              'hugepages': global_pools}
+    memory: MemoryFacts = {
+        'total_mb': None if total_kb is None else total_kb // 1024,
+        'hugepage_default_kb': meminfo.get('Hugepagesize'),
+        'hugepages': global_pools}
     node_ids = sorted(int(m.group(1)) for m in map(
         _NODE_DIR.match, files.listdir(NODES)) if m)
     if node_ids:
@@ -98,13 +107,14 @@ def gather(files, online_cpus):
                  for node_id in node_ids]
     else:
         # A kernel without CONFIG_NUMA has no node directory: one node.
-        nodes = [{'id': 0, 'cpus': list(online_cpus),
-                  'memory_mb': memory['total_mb'],
-                  'hugepages': [dict(pool) for pool in global_pools]}]
+        nodes = [NumaNode(id=0, cpus=list(online_cpus),
+                          memory_mb=memory['total_mb'],
+                          hugepages=[HugepagePool(**pool)
+                                     for pool in global_pools])]
     return memory, {'nodes': nodes, 'sysfs': bool(node_ids)}
 
 
-def read_for_capture(files):
+def read_for_capture(files: HostFiles) -> None:
     """Read every node file a bug report may need (both CPU sets, links)."""
     for name in files.listdir(NODES):
         if not _NODE_DIR.match(name):

@@ -6,21 +6,24 @@ object whose listed keys are required (extra keys are allowed: parts may add
 keys, never drop or rename one).
 """
 
+from collections.abc import Iterator
+from typing import Any
+
 SCHEMA_VERSION = 1
 
 
 class Optional:
-    def __init__(self, spec):
+    def __init__(self, spec: Any) -> None:
         self.spec = spec
 
 
 class MapOf:
-    def __init__(self, spec):
+    def __init__(self, spec: Any) -> None:
         self.spec = spec
 
 
 class OneOf:
-    def __init__(self, *values):
+    def __init__(self, *values: Any) -> None:
         self.values = values
 
 
@@ -28,7 +31,7 @@ _MODULE = Optional(MapOf(str))
 _POOL = {'size_kb': int, 'total': Optional(int), 'free': Optional(int)}
 _MECHANISM = OneOf('vmx', 'svm', 'pvm', None)
 
-FACTS = {
+FACTS: dict[str, Any] = {
     'schema': int,
     'hostname': Optional(str),
     'cpu': {
@@ -81,13 +84,14 @@ _TYPE_NAMES = {int: 'an integer', str: 'a string', bool: 'true or false',
                dict: 'an object', list: 'a list'}
 
 
-def _is(value, kind):
+def _is(value: Any, kind: type) -> bool:
     if kind is int:     # JSON true is not a CPU number
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, kind)
 
 
-def problems(value, spec=FACTS, key=''):
+def problems(value: Any, spec: Any = FACTS,
+             key: str = '') -> Iterator[tuple[str, str]]:
     """Yield (key, problem) for every place ``value`` breaks ``spec``."""
     if isinstance(spec, Optional):
         if value is not None:
@@ -121,6 +125,6 @@ def problems(value, spec=FACTS, key=''):
         yield key, f'expected {_TYPE_NAMES[spec]}, got {_short(value)}'
 
 
-def _short(value, limit=40):
+def _short(value: Any, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + '...'

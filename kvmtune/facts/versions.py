@@ -20,7 +20,7 @@ TIMEOUT = 10
 EXTRA_PATH = ('/usr/sbin', '/usr/local/sbin')
 
 
-def _version(argv):
+def _version(argv: list[str]) -> str | None:
     search = os.pathsep.join([os.environ.get('PATH', ''), *EXTRA_PATH])
     binary = shutil.which(argv[0], path=search)
     if binary is None:
@@ -35,6 +35,6 @@ def _version(argv):
     return match.group(1) if match else None
 
 
-def probe():
+def probe() -> dict[str, str | None]:
     """{'libvirt': '9.0.0' | None, 'qemu': '7.2.19' | None}."""
     return {name: _version(argv) for name, argv in COMMANDS.items()}

@@ -2,6 +2,18 @@
 
 import fcntl
 import os
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Literal
+
+from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts.types import KvmProbe
+from kvmtune.facts.types import Mechanism
+from kvmtune.facts.types import ModuleParams
+from kvmtune.facts.types import VirtFacts
+
+Modules = Mapping[str, ModuleParams]
+Flags = Sequence[str] | None
 
 KVM_DEVICE = '/dev/kvm'
 MODULES = ('kvm', 'kvm_intel', 'kvm_amd', 'kvm_pvm')
@@ -10,7 +22,8 @@ KVM_GET_API_VERSION = 0xAE00
 KVM_CREATE_VM = 0xAE01
 KVM_API_VERSION = 12
 # Module (when loaded) and CPU flag of each hardware mechanism.
-HARDWARE = (('vmx', 'kvm_intel', 'ept'), ('svm', 'kvm_amd', 'npt'))
+HARDWARE: tuple[tuple[Literal['vmx', 'svm'], str, str], ...] = (
+    ('vmx', 'kvm_intel', 'ept'), ('svm', 'kvm_amd', 'npt'))
 # What a guest's clock sources or sysfs say about its hypervisor.
 CLOCKSOURCES = '/sys/devices/system/clocksource/clocksource0/' \
                'available_clocksource'
@@ -21,12 +34,12 @@ TRUE_VALUES = ('Y', 'y', '1')
 FALSE_VALUES = ('N', 'n', '0')
 
 
-def probe_kvm(device=KVM_DEVICE):
+def probe_kvm(device: str = KVM_DEVICE) -> KvmProbe:
     """Create (and drop) a VM on ``device``: what QEMU would do first.
 
     Returns {'usable': bool, 'api_version': int|None, 'error': str|None}.
     """
-    result = {'usable': False, 'api_version': None, 'error': None}
+    result: KvmProbe = {'usable': False, 'api_version': None, 'error': None}
     step = f'open {device}'
     try:
         fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
@@ -50,7 +63,7 @@ def probe_kvm(device=KVM_DEVICE):
     return result
 
 
-def module_params(files, name):
+def module_params(files: HostFiles, name: str) -> ModuleParams:
     """A module's parameters ({} when it has none), None if not loaded."""
     path = f'/sys/module/{name}'
     if not files.exists(path):
@@ -63,7 +76,7 @@ def module_params(files, name):
     return params
 
 
-def _flag(value):
+def _flag(value: str | None) -> bool | None:
     if value in TRUE_VALUES:
         return True
     if value in FALSE_VALUES:
@@ -71,18 +84,19 @@ def _flag(value):
     return None
 
 
-def _hardware(modules, flags):
+def _hardware(modules: Modules, flags: Flags
+              ) -> list[tuple[Literal['vmx', 'svm'], dict[str, str], str]]:
     """The vendor modules that drive this CPU (a kernel may build in both,
     so a module counts only when the CPU has its flag)."""
     # Unknown flags (cpuinfo unreadable): a loaded vendor module still
     # says which extension the CPU has (kvm_intel loads only with vmx).
-    return [(name, modules[module], param)
+    return [(name, params, param)
             for name, module, param in HARDWARE
-            if modules[module] is not None
+            if (params := modules[module]) is not None
             and (flags is None or name in flags)]
 
 
-def nested(modules, flags):
+def nested(modules: Modules, flags: Flags) -> tuple[bool | None, Mechanism]:
     """(nested, nested_mechanism) per doc/design.md section 1."""
     known_off = False
     for name, params, _ in _hardware(modules, flags):
@@ -95,7 +109,7 @@ def nested(modules, flags):
     return (False if known_off else None), None
 
 
-def mechanism(modules, flags):
+def mechanism(modules: Modules, flags: Flags) -> Mechanism:
     """How /dev/kvm runs guests: hardware module first, then PVM."""
     for name, _, _ in _hardware(modules, flags):
         return name
@@ -104,7 +118,7 @@ def mechanism(modules, flags):
     return None
 
 
-def ept(modules, flags):
+def ept(modules: Modules, flags: Flags) -> bool | None:
     """EPT (Intel) or NPT (AMD) as the vendor module's parameter says.
 
     With no vendor module: false when the CPU lacks both flags (no module
@@ -117,7 +131,7 @@ def ept(modules, flags):
     return None
 
 
-def hypervisor_vendor(files, flags):
+def hypervisor_vendor(files: HostFiles, flags: Flags) -> str | None:
     """Who runs this host when it is itself a guest (lscpu's answer)."""
     if flags is None or 'hypervisor' not in flags:
         return None
@@ -130,7 +144,8 @@ def hypervisor_vendor(files, flags):
     return None
 
 
-def gather(files, flags, kvm_probe):
+def gather(files: HostFiles, flags: Flags,
+           kvm_probe: KvmProbe | None) -> VirtFacts:
     modules = {name: module_params(files, name) for name in MODULES}
     is_nested, nested_by = nested(modules, flags)
     return {
