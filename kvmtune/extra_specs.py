@@ -9,6 +9,9 @@ nova 34.0.0: hw.py, traits.py, resources.py, validators.py and base.py.
 
 import dataclasses
 import re
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import cast
 
 from kvmtune.errors import InputError
 
@@ -28,21 +31,22 @@ class ExtraSpec:
     name: str
     description: str
     type: type = str
-    enum: tuple = ()
-    pattern: str = None
-    min: int = None
-    parameters: tuple = ()   # ((param name, regex), ...) for name parts
-    values_help: str = None  # words for a pattern, shown in errors
+    enum: tuple[str, ...] = ()
+    pattern: str | None = None
+    min: int | None = None
+    # ((param name, regex), ...) for name parts
+    parameters: tuple[tuple[str, str], ...] = ()
+    values_help: str | None = None  # words for a pattern, shown in errors
 
     @property
-    def name_regex(self):
+    def name_regex(self) -> str:
         regex = re.escape(self.name)
         for param, pattern in self.parameters:
             regex = regex.replace(re.escape('{%s}' % param),
                                   f'(?P<{param}>{pattern})')
         return regex
 
-    def valid_values(self):
+    def valid_values(self) -> str:
         """Human words for what the value may be (used in errors)."""
         if self.enum:
             return ', '.join(self.enum)
@@ -53,7 +57,7 @@ class ExtraSpec:
                     else f'an integer >= {self.min}')
         return self.values_help or f'a string matching {self.pattern}'
 
-    def problem(self, value):
+    def problem(self, value: object) -> str | None:
         """None if ``value`` is valid, else what is wrong with it."""
         text = _as_text(value)
         if self.type is bool:
@@ -70,7 +74,7 @@ class ExtraSpec:
         return f"'{text}' is not valid"
 
 
-def _as_text(value):
+def _as_text(value: object) -> str:
     if isinstance(value, bool):
         return 'true' if value else 'false'
     return str(value)
@@ -160,17 +164,17 @@ SPECS = {spec.name: spec for spec in HW}
 KNOWN_NAMESPACES = ('hw', 'trait' + GROUP_PATTERN, 'resources' + GROUP_PATTERN)
 
 
-def _standard_traits():
+def _standard_traits() -> set[str]:
     import os_traits
     return set(os_traits.get_traits())
 
 
-def _standard_resource_classes():
+def _standard_resource_classes() -> set[str]:
     import os_resource_classes
     return set(os_resource_classes.STANDARDS)
 
 
-def find(name):
+def find(name: str) -> tuple[ExtraSpec | None, str | None]:
     """Return (ExtraSpec, problem) for an extra spec name.
 
     The problem is None for a name Nova knows; the spec is None when the
@@ -178,6 +182,7 @@ def find(name):
     """
     if name in SPECS:
         return SPECS[name], None
+    known: Callable[[], set[str]] | None
     for spec, known in ((CUSTOM_TRAIT, None),
                         (STANDARD_TRAIT, _standard_traits),
                         (CUSTOM_RESOURCE, None),
@@ -203,7 +208,8 @@ def find(name):
     return None, 'not an extra spec kvmtune sets'
 
 
-def validate(name, value, source=None, key=None):
+def validate(name: str, value: object, source: object = None,
+             key: str | None = None) -> None:
     """Raise InputError unless ``name=value`` passes Nova's rules.
 
     :param source: the profile file the value came from
@@ -215,6 +221,8 @@ def validate(name, value, source=None, key=None):
         raise InputError(problem, source=source, key=where,
                          fix='use an extra spec listed in '
                              'kvmtune/extra_specs.py')
+    # find() names a spec whenever it finds no problem
+    spec = cast(ExtraSpec, spec)
     problem = spec.problem(value)
     if problem:
         if key and key != name:
@@ -223,7 +231,8 @@ def validate(name, value, source=None, key=None):
                          fix=f'valid values: {spec.valid_values()}')
 
 
-def validate_all(extra_specs, source=None):
+def validate_all(extra_specs: Mapping[str, object],
+                 source: object = None) -> None:
     for name, value in extra_specs.items():
         validate(name, value, source=source)
 
@@ -235,7 +244,7 @@ KIB_PER_UNIT = {'k': 1, 'kb': 1, 'kib': 1, 'm': 1024, 'mb': 1024,
                 'gib': 1024 ** 2}
 
 
-def page_size_kb(spec):
+def page_size_kb(spec: str | None) -> str | int | None:
     """``hw:mem_page_size`` as Nova reads it: None (not given), 'small',
     'large', 'any', or a size in KiB (``2048``, ``2MB``, ``1GB``;
     nova/virt/hardware.py ``_numa_get_pagesize_constraints``).

@@ -17,6 +17,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+from typing import Any
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
@@ -26,20 +27,21 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
 
 
 @functools.lru_cache(maxsize=None)
-def table():
+def table() -> Any:
     return inputs.load_yaml(DATA)
 
 
-def known():
+def known() -> list[int]:
     """The release majors in the table, oldest first."""
     return sorted(int(major) for major in table()['releases'])
 
 
-def newest():
+def newest() -> int:
     return known()[-1]
 
 
-def _in_range(entries, major):
+def _in_range(entries: list[dict[str, Any]],
+              major: int) -> dict[str, Any] | None:
     for entry in entries:
         first, last = entry['releases']
         if first <= major <= last:
@@ -50,20 +52,20 @@ def _in_range(entries, major):
 class Release:
     """One Nova release as the table describes it."""
 
-    def __init__(self, major):
+    def __init__(self, major: int) -> None:
         self.major = major
         info = table()['releases'][str(major)]
         self.nova = info['nova']
         self.series = info['series']
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'Release({self.major})'
 
     @property
-    def label(self):
+    def label(self) -> str:
         return f'Nova {self.major} ({self.series})'
 
-    def option(self, section, option):
+    def option(self, section: str, option: str) -> dict[str, Any] | None:
         """{'exists', 'deprecated_for_removal', 'deprecated_since',
         'choices', 'replaced_by'} for an option a tuner plans; None when
         the table does not list it (no tuner planned it when the table was
@@ -73,27 +75,30 @@ class Release:
             return None
         return _in_range(entries, self.major)
 
-    def default_filters(self):
+    def default_filters(self) -> list[str]:
         """Nova's default [filter_scheduler] enabled_filters."""
-        return list(self.option('filter_scheduler',
-                                'enabled_filters')['default'])
+        return list(self.option(  # type: ignore[index]  # in every release
+            'filter_scheduler', 'enabled_filters')['default'])
 
-    def has_filter(self, name):
-        return name in _in_range(table()['filters'], self.major)['known']
+    def has_filter(self, name: str) -> bool:
+        return name in _in_range(  # type: ignore[index]  # every release
+            table()['filters'], self.major)['known']
 
-    def has_feature(self, name):
+    def has_feature(self, name: str) -> bool:
         """True when the release has the behaviour ``name`` of the table's
         features (found in its source by the matrix)."""
-        return _in_range(table()['features'][name], self.major)['present']
+        present: bool = _in_range(  # type: ignore[index]  # every release
+            table()['features'][name], self.major)['present']
+        return present
 
-    def spec(self, name):
+    def spec(self, name: str) -> dict[str, Any] | None:
         """{'validated', 'enum'} for an extra spec a tuner sets, or None
         when the table does not list it."""
         entries = table()['specs'].get(name)
         return None if entries is None else _in_range(entries, self.major)
 
 
-def installed_major():
+def installed_major() -> int | None:
     """The major of the Nova importable in this Python, or None."""
     if importlib.util.find_spec('nova') is None:
         return None
@@ -103,7 +108,7 @@ def installed_major():
         return None
 
 
-def _configured():
+def _configured() -> Any:
     from kvmtune import conf as kvmtune_conf
     try:
         return kvmtune_conf.CONF.nova.release
@@ -111,7 +116,8 @@ def _configured():
         return None
 
 
-def get(major=None, source='--nova-release', key=None):
+def get(major: 'int | str | Release | None' = None,
+        source: str = '--nova-release', key: str | None = None) -> Release:
     """The Release to plan for.
 
     ``major`` (the CLI's --nova-release), else ``[nova] release`` of a

@@ -7,11 +7,49 @@ mistake in the profile, reported as an InputError; equal values merge.
 """
 
 import dataclasses
+from collections.abc import Hashable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypedDict
 
 from kvmtune import extra_specs as specs
 from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
 from kvmtune.novaconf import services
+
+if TYPE_CHECKING:
+    from kvmtune.nova_releases import Release
+    from kvmtune.profiles import Profile
+    from kvmtune.tuners.base import Check
+    from kvmtune.tuners.base import Tuner
+
+# nova.conf values are strings; a multi-valued option is a list of them.
+NovaConfValue = str | list[str]
+# {section: {option: value}}
+NovaConf = dict[str, dict[str, NovaConfValue]]
+
+
+class HugepageRequest(TypedDict):
+    """A huge page pool of one NUMA node the plan wants."""
+
+    node: int
+    size_kb: int
+    count: int
+
+
+class Note(TypedDict):
+    tuner: str
+    note: str
+
+
+class Withheld(TypedDict):
+    """A host value a tuner left out: the facts cannot support it."""
+
+    tuner: str
+    reason: str
+
 
 # One file for every kvm module, the name OpenStack-Ansible's os_nova role
 # writes (tasks/drivers/kvm/nova_compute_kvm.yml) and kvmtune export uses:
@@ -22,24 +60,26 @@ MODPROBE_PATH = '/etc/modprobe.d/kvm.conf'
 @dataclasses.dataclass
 class Plan:
     profile: str
-    facts_source: str
-    nova_conf: dict = dataclasses.field(default_factory=dict)
-    kernel_args: list = dataclasses.field(default_factory=list)
-    modprobe: dict = dataclasses.field(default_factory=dict)
-    extra_specs: dict = dataclasses.field(default_factory=dict)
-    owned_extra_specs: list = dataclasses.field(default_factory=list)
+    facts_source: str | None
+    nova_conf: NovaConf = dataclasses.field(default_factory=dict)
+    kernel_args: list[str] = dataclasses.field(default_factory=list)
+    # {path: file content}
+    modprobe: dict[str, str] = dataclasses.field(default_factory=dict)
+    extra_specs: dict[str, str] = dataclasses.field(default_factory=dict)
+    owned_extra_specs: list[str] = dataclasses.field(default_factory=list)
     # [{'node', 'size_kb', 'count'}]: huge page pools per NUMA node and
     # page size, set by kvmtune.pages.apply.
-    hugepages: list = dataclasses.field(default_factory=list)
-    checks: list = dataclasses.field(default_factory=list)
-    notes: list = dataclasses.field(default_factory=list)
+    hugepages: list[HugepageRequest] = dataclasses.field(
+        default_factory=list)
+    checks: list['Check'] = dataclasses.field(default_factory=list)
+    notes: list[Note] = dataclasses.field(default_factory=list)
     # [{'tuner', 'reason'}]: host values a tuner left out because the facts
     # cannot support them safely; ``plan`` and ``nova-conf apply`` exit 2.
-    withheld: list = dataclasses.field(default_factory=list)
+    withheld: list[Withheld] = dataclasses.field(default_factory=list)
     # The Nova release (major) the plan is for (kvmtune.nova_releases).
-    nova_release: int = None
+    nova_release: int | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             'profile': self.profile,
             'facts_source': self.facts_source,
@@ -63,20 +103,21 @@ class Plan:
             'nova_release': self.nova_release,
         }
 
-    def count(self, status):
+    def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
 
 
 class _Merge:
     """Values by key, remembering which tuner set each (for conflicts)."""
 
-    def __init__(self, what, source):
+    def __init__(self, what: str, source: str) -> None:
         self.what = what
         self.source = source
-        self.values = {}
-        self.owners = {}
+        self.values: dict[Any, Any] = {}
+        self.owners: dict[Hashable, str] = {}
 
-    def add(self, key, value, tuner, label=None):
+    def add(self, key: Hashable, value: Any, tuner: str,
+            label: str | None = None) -> None:
         # Whatever a tuner computed (from params or facts) reaches a
         # generated file only on one line.
         inputs.plain_text(value, source=self.source,
@@ -92,11 +133,11 @@ class _Merge:
         self.owners.setdefault(key, tuner)
 
 
-def _kernel_key(arg):
+def _kernel_key(arg: str) -> str:
     return arg.partition('=')[0]
 
 
-def refuse_unavailable(profile, tuner):
+def refuse_unavailable(profile: 'Profile', tuner: 'Tuner') -> None:
     """The one-line InputError when the plan's Nova release lacks what
     ``tuner`` needs (Tuner.unavailable)."""
     lacking = tuner.unavailable()
@@ -109,24 +150,28 @@ def refuse_unavailable(profile, tuner):
                 'releases"), or drop the tuner from the profile')
 
 
-def build_plan(profile, facts, release=None):
+def build_plan(profile: 'Profile', facts: Facts,
+               release: 'int | str | Release | None' = None) -> Plan:
     """Merge the tuners of ``profile`` (kvmtune.profiles.Profile) on
     ``facts`` (the design.md section 1 dict) into a Plan for the Nova
     ``release`` (a major, default: kvmtune.nova_releases.get's choice);
     InputError when that release lacks what a tuner needs."""
     from kvmtune import nova_releases
 
-    release = nova_releases.get(release)
+    nova = nova_releases.get(release)
     source = profile.path
     nova_conf = _Merge('nova.conf values', source)
     kernel = _Merge('kernel arguments', source)
     module_options = _Merge('module options', source)
     extra = _Merge('extra spec values', source)
     pools = _Merge('huge page counts', source)
-    owned, checks, notes, withheld = set(), [], [], []
+    owned: set[str] = set()
+    checks: list[Check] = []
+    notes: list[Note] = []
+    withheld: list[Withheld] = []
 
     for tuner in profile.tuners(facts):
-        tuner.release = release
+        tuner.release = nova
         for (section, option), value in tuner.nova_conf().items():
             nova_conf.add((section, option), value, tuner.name,
                           label=f'[{section}] {option}')
@@ -146,22 +191,22 @@ def build_plan(profile, facts, release=None):
                       label=f'node {pool["node"]} {pool["size_kb"]} kB')
         owned.update(tuner.OWNED_EXTRA_SPECS)
         checks.extend(tuner.checks())
-        notes.extend({'tuner': tuner.name, 'note': note}
+        notes.extend(Note(tuner=tuner.name, note=note)
                      for note in tuner.notes())
-        withheld.extend({'tuner': tuner.name, 'reason': reason}
+        withheld.extend(Withheld(tuner=tuner.name, reason=reason)
                         for reason in getattr(tuner, 'withheld', list)())
         # After kvmtune's own checks, so a value no release accepts is
         # named as such, not as missing from this one.
         refuse_unavailable(profile, tuner)
 
     plan = Plan(profile=profile.name, facts_source=facts.get('source'),
-                nova_release=release.major)
+                nova_release=nova.major)
     for (section, option), value in sorted(
             nova_conf.values.items(),
             key=lambda item: (item[0][0] != 'DEFAULT', item[0][0])):
         plan.nova_conf.setdefault(section, {})[option] = value
     plan.kernel_args = list(kernel.values.values())
-    modules = {}
+    modules: dict[str, list[str]] = {}
     for (module, option), value in module_options.values.items():
         modules.setdefault(module, []).append(f'{option}={value}')
     if modules:
@@ -169,7 +214,8 @@ def build_plan(profile, facts, release=None):
             f'options {module} {" ".join(options)}\n'
             for module, options in modules.items())}
     plan.extra_specs = dict(extra.values)
-    plan.hugepages = [{'node': node, 'size_kb': size_kb, 'count': count}
+    plan.hugepages = [HugepageRequest(node=node, size_kb=size_kb,
+                                      count=count)
                       for (node, size_kb), count
                       in sorted(pools.values.items())]
     plan.owned_extra_specs = sorted(owned | set(extra.values))
@@ -179,7 +225,7 @@ def build_plan(profile, facts, release=None):
     return plan
 
 
-def refuse_withheld(plan):
+def refuse_withheld(plan: Plan) -> None:
     """Raise the one-line InputError when the plan withheld values."""
     if plan.withheld:
         item = plan.withheld[0]
@@ -191,8 +237,10 @@ def refuse_withheld(plan):
                              'facts")')
 
 
-def for_host(profile_names, *, root=None, facts_file=None, facts=None,
-             config_files=(), release=None):
+def for_host(profile_names: str | Iterable[str], *, root: str | None = None,
+             facts_file: str | None = None, facts: Facts | None = None,
+             config_files: Iterable[str] = (),
+             release: 'int | str | Release | None' = None) -> list[Plan]:
     """The front door for "profiles on a host" (doc/design.md section 9).
 
     Loads each named profile (or profile file) once, resolves the facts
@@ -219,14 +267,15 @@ def for_host(profile_names, *, root=None, facts_file=None, facts=None,
     return built
 
 
-_PLAN_KEYS = {'profile': str, 'facts_source': (str, type(None)),
+_PLAN_KEYS: dict[str, type | tuple[type, ...]] = {
+              'profile': str, 'facts_source': (str, type(None)),
               'nova_conf': dict, 'kernel_args': list, 'modprobe': dict,
               'extra_specs': dict, 'owned_extra_specs': list,
               'hugepages': list, 'checks': list, 'notes': list,
               'withheld': list}
 
 
-def from_dict(data, source='<plan>'):
+def from_dict(data: Any, source: str = '<plan>') -> Plan:
     """A Plan from ``kvmtune plan -f json`` output (``Plan.to_dict()``).
 
     Shape errors are one InputError naming the key; a plan that withheld
@@ -257,9 +306,9 @@ def from_dict(data, source='<plan>'):
                         for k, v in data['extra_specs'].items()}
     plan.owned_extra_specs = [str(k) for k in data['owned_extra_specs']]
     try:
-        plan.hugepages = [{'node': int(p['node']),
-                           'size_kb': int(p['size_kb']),
-                           'count': int(p['count'])}
+        plan.hugepages = [HugepageRequest(node=int(p['node']),
+                                          size_kb=int(p['size_kb']),
+                                          count=int(p['count']))
                           for p in data['hugepages']]
         plan.checks = [Check(tuner=str(c['tuner']), name=str(c['name']),
                              status=str(c['status']),
@@ -281,7 +330,7 @@ def from_dict(data, source='<plan>'):
     return plan
 
 
-def load(path):
+def load(path: str) -> Plan:
     """A Plan from a file ``kvmtune plan -f json`` wrote."""
     from kvmtune import inputs
     return from_dict(inputs.load_json(path), source=path)

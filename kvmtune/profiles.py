@@ -10,16 +10,23 @@ profile_dirs``; a later directory wins on equal names.
 import dataclasses
 import os
 import pathlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
+
+if TYPE_CHECKING:
+    from kvmtune.tuners.base import Tuner
 
 SUFFIXES = ('.yaml', '.yml')
 TOP_LEVEL_KEYS = ('name', 'description', 'source', 'tuners')
 TUNER_KEYS = ('name', 'params')
 
 
-def packaged_dir():
+def packaged_dir() -> str | None:
     """The profiles shipped with kvmtune (package data)."""
     candidate = pathlib.Path(__file__).resolve().parent / 'data' / 'profiles'
     # os.path.isdir, not Path.is_dir: False (not PermissionError) for a
@@ -27,12 +34,12 @@ def packaged_dir():
     return str(candidate) if os.path.isdir(candidate) else None
 
 
-def search_dirs(extra_dirs=()):
+def search_dirs(extra_dirs: Iterable[str] | None = ()) -> list[str]:
     dirs = [packaged_dir()] + list(extra_dirs or ())
     return [d for d in dirs if d]
 
 
-def available(dirs):
+def available(dirs: Iterable[str]) -> dict[str, str]:
     """{profile name: path}; later directories win on equal names."""
     found = {}
     for directory in dirs:
@@ -56,8 +63,8 @@ def available(dirs):
 @dataclasses.dataclass
 class TunerRef:
     name: str
-    params: dict          # as written in the profile
-    tuner_class: type
+    params: dict[str, Any]          # as written in the profile
+    tuner_class: type['Tuner']
 
 
 @dataclasses.dataclass
@@ -66,14 +73,14 @@ class Profile:
     description: str
     source: str           # the experiment it reproduces (a citation)
     path: str             # the YAML file
-    tuner_refs: list
+    tuner_refs: list[TunerRef]
 
-    def tuners(self, facts):
+    def tuners(self, facts: Facts) -> list['Tuner']:
         """The profile's tuners, instantiated on a host's facts."""
         return [ref.tuner_class(ref.params, facts, source=self.path)
                 for ref in self.tuner_refs]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             'name': self.name,
             'description': self.description,
@@ -87,12 +94,12 @@ class Profile:
 MAX_BYTES = 1 << 20     # a profile is a few hundred bytes
 
 
-def _read_yaml(path):
+def _read_yaml(path: str) -> Any:
     # Duplicate keys, non-string keys, nesting, non-UTF-8: kvmtune.inputs.
     return inputs.load_yaml(path, max_bytes=MAX_BYTES)
 
 
-def _kind(value):
+def _kind(value: object) -> str:
     if value is None:
         return 'missing or empty'
     if isinstance(value, dict):
@@ -100,7 +107,7 @@ def _kind(value):
     return f'a {type(value).__name__}'
 
 
-def _text(data, key, path):
+def _text(data: dict[str, Any], key: str, path: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise InputError(f'{key} must be a non-empty string', source=path,
@@ -108,7 +115,7 @@ def _text(data, key, path):
     return ' '.join(value.split())
 
 
-def _tuner_ref(item, index, path, seen):
+def _tuner_ref(item: Any, index: int, path: str, seen: set[str]) -> TunerRef:
     from kvmtune import tuners
 
     key = f'tuners[{index}]'
@@ -145,7 +152,7 @@ def _tuner_ref(item, index, path, seen):
     return TunerRef(name, params, tuner_class)
 
 
-def load_file(path):
+def load_file(path: str) -> Profile:
     """Read and check one profile file; InputError names what is wrong."""
     data = _read_yaml(path)
     if not isinstance(data, dict):
@@ -169,7 +176,7 @@ def load_file(path):
                          f'{_kind(tuner_items)})', source=path, key='tuners',
                          fix="list the tuners; write 'tuners: []' for a "
                          'profile that tunes nothing (as baseline does)')
-    seen = set()
+    seen: set[str] = set()
     refs = [_tuner_ref(item, index, path, seen)
             for index, item in enumerate(tuner_items)]
     return Profile(name=name, description=_text(data, 'description', path),
@@ -177,11 +184,11 @@ def load_file(path):
                    tuner_refs=refs)
 
 
-def is_file_reference(text):
+def is_file_reference(text: str) -> bool:
     return os.sep in text or text.endswith(SUFFIXES)
 
 
-def load(name_or_path, dirs):
+def load(name_or_path: str, dirs: Iterable[str]) -> Profile:
     """A profile by name (searched in ``dirs``) or by file path."""
     if is_file_reference(name_or_path):
         return load_file(name_or_path)
@@ -193,7 +200,7 @@ def load(name_or_path, dirs):
     return load_file(found[name_or_path])
 
 
-def configured_dirs(config_files):
+def configured_dirs(config_files: list[str]) -> list[str]:
     """The search path from kvmtune.conf's [DEFAULT] profile_dirs."""
     from kvmtune import conf
 

@@ -6,6 +6,8 @@ host's configuration tells: whether EPT/NPT and nested guests are on, whether
 1G pages are actually reserved, whether vhost-net is there.
 """
 
+from kvmtune.facts.types import Facts
+
 EPT = 'CUSTOM_KVMTUNE_EPT'
 NESTED = 'CUSTOM_KVMTUNE_NESTED'
 HUGEPAGES_1G = 'CUSTOM_KVMTUNE_HUGEPAGES_1G'
@@ -17,7 +19,7 @@ KVMTUNE_TRAITS = frozenset((EPT, NESTED, HUGEPAGES_1G, VHOST_NET))
 PAGE_1G_KB = 1024 * 1024
 
 
-def _has_1g_pages(facts):
+def _has_1g_pages(facts: Facts) -> bool | None:
     pools = [pool for node in facts['numa']['nodes']
              for pool in node['hugepages']]
     return facts['cpu']['pdpe1gb'] and any(
@@ -25,7 +27,7 @@ def _has_1g_pages(facts):
         for pool in pools)
 
 
-def from_facts(facts):
+def from_facts(facts: Facts) -> set[str]:
     """Return the set of kvmtune traits this host deserves."""
     checks = {
         EPT: facts['virt']['ept'] is True,

@@ -13,10 +13,22 @@ unset (``None``) leaves the item out.
 import dataclasses
 import re
 import string
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
+from typing import cast
 
 from kvmtune import extra_specs as specs
 from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
+from kvmtune.facts.types import NumaNode
+
+if TYPE_CHECKING:
+    from kvmtune.nova_releases import Release
 
 PASS = 'pass'
 WARN = 'warn'
@@ -43,8 +55,8 @@ NUMA_FILTERS = ','.join(NOVA_DEFAULT_FILTERS + (NUMA_FILTER,))
 KERNEL_ARGS_FIX = ('add {args} to GRUB_CMDLINE_LINUX in /etc/default/grub, '
                    'then update-grub && reboot')
 
-TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'true or false',
-              list: 'a list'}
+TYPE_NAMES: dict[type, str] = {str: 'a string', int: 'an integer',
+                               bool: 'true or false', list: 'a list'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,13 +67,16 @@ class Param:
     type: type = str
     default: object = None
     help: str = ''
-    choices: tuple = ()
-    spec: str = None          # an extra spec whose rules the value follows
-    min: int = None
-    max: int = None
-    item_pattern: str = None  # lists: a regex each item must match
+    choices: tuple[Any, ...] = ()
+    # an extra spec whose rules the value follows
+    spec: str | None = None
+    min: int | None = None
+    max: int | None = None
+    # lists: a regex each item must match
+    item_pattern: str | None = None
 
-    def convert(self, value, source=None, key=None):
+    def convert(self, value: Any, source: object = None,
+                key: str | None = None) -> Any:
         """Return the value checked and typed, or raise InputError."""
         key = key or self.name
         if value is None:
@@ -101,11 +116,11 @@ class Param:
             specs.validate(self.spec, value, source=source, key=key)
         return list(value) if self.type is list else value
 
-    def help_line(self):
+    def help_line(self) -> str | None:
         return ' '.join(self.help.split()) or None
 
 
-def _type_name(value):
+def _type_name(value: object) -> str:
     if isinstance(value, bool):
         return 'a boolean'
     for kind, name in TYPE_NAMES.items():
@@ -133,32 +148,38 @@ class Check:
     name: str
     status: str
     message: str
-    fix: str = None
+    fix: str | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def check(name):
+# What a check method returns: (status, message, fix) or None when the
+# check is not relevant with the tuner's params.
+CheckOutcome = tuple[str, str, str | None] | None
+_F = TypeVar('_F', bound=Callable[..., CheckOutcome])
+
+
+def check(name: str) -> Callable[[_F], _F]:
     """Mark a tuner method as the host check ``name``.
 
     The method returns ``(status, message, fix)``; fix is one line an
     operator can run or follow, or None when nothing is to be done.
     """
-    def mark(func):
-        func.check_name = name
+    def mark(func: _F) -> _F:
+        func.check_name = name  # type: ignore[attr-defined]
         return func
     return mark
 
 
-def module_reload_fix(module, option):
+def module_reload_fix(module: str, option: str) -> str:
     """One line that sets a kvm module option and reloads the module."""
     return (f'echo "options {module} {option}" >> '
             f'/etc/modprobe.d/kvm.conf && modprobe -r {module} && '
             f'modprobe {module}')
 
 
-def render(value):
+def render(value: object) -> str:
     """nova.conf and extra-spec text for a Python value."""
     if isinstance(value, bool):
         return 'true' if value else 'false'
@@ -168,34 +189,41 @@ def render(value):
 class Tuner:
     """Base of the tuners; subclasses fill in the declarations."""
 
-    name = None
+    name: str = None  # type: ignore[assignment]  # every tuner sets it
     description = ''
-    PARAMS = ()
-    OWNED_EXTRA_SPECS = ()
-    EXTRA_SPECS = {}    # extra spec name -> template | FromHost
-    NOVA_CONF = {}      # (section, option) -> template | FromHost
+    PARAMS: tuple[Param, ...] = ()
+    OWNED_EXTRA_SPECS: tuple[str, ...] = ()
+    # extra spec name -> template | FromHost
+    EXTRA_SPECS: dict[str, str | FromHost] = {}
+    # (section, option) -> template | FromHost
+    NOVA_CONF: dict[tuple[str, str], str | FromHost] = {}
     # Options a tuner plans from code (wanted_nova_conf) instead of
     # NOVA_CONF: the release matrix describes them too.
-    NOVA_CONF_OPTIONS = ()
-    KERNEL_ARGS = ()    # templates | FromHost (returning a list)
-    MODPROBE = {}       # kvm module -> {option: template}
-    NOTES = ()
+    NOVA_CONF_OPTIONS: tuple[tuple[str, str], ...] = ()
+    # templates | FromHost (returning a list)
+    KERNEL_ARGS: tuple[str | FromHost, ...] = ()
+    # kvm module -> {option: template}
+    MODPROBE: dict[str, dict[str, str | FromHost]] = {}
+    NOTES: tuple[str, ...] = ()
     # nova.conf options the tuner leaves out, with a note, for a Nova
     # release that lacks them (or no longer reads them): {key: why the
     # plan is whole without it}. Any other option a release lacks makes
     # the profile unavailable for that release.
-    OPTIONAL_NOVA_CONF = {}
+    OPTIONAL_NOVA_CONF: dict[tuple[str, str], str] = {}
     # The kvmtune.nova_releases.Release the plan is for; None: the newest
     # release kvmtune knows. kvmtune.plan.build_plan sets it.
-    release = None
+    release: 'Release | None' = None
 
-    def __init__(self, params=None, facts=None, source=None):
+    def __init__(self, params: dict[str, Any] | None = None,
+                 facts: Facts | None = None,
+                 source: str | None = None) -> None:
         self.source = source
         self.params = self.parse_params(params or {}, source)
-        self.facts = facts or {}
+        self.facts = cast(Facts, facts or {})
 
     @classmethod
-    def parse_params(cls, given, source=None):
+    def parse_params(cls, given: Any,
+                     source: str | None = None) -> dict[str, Any]:
         """Check a profile's params for this tuner; fill in defaults."""
         if not isinstance(given, dict):
             raise InputError(f'params must be a mapping, not '
@@ -211,7 +239,7 @@ class Tuner:
                     key=f'{cls.name}.params',
                     fix='known parameters: ' + (', '.join(declared)
                                                 or 'none'))
-        values = {}
+        values: dict[str, Any] = {}
         for name, param in declared.items():
             value = given.get(name, param.default)
             values[name] = param.convert(value, source=source,
@@ -220,30 +248,31 @@ class Tuner:
 
     # -- facts ---------------------------------------------------------
 
-    def fact(self, path, default=None):
+    def fact(self, path: str, default: Any = None) -> Any:
         """The fact at a dotted path (``'cpu.vendor'``), or ``default``."""
-        value = self.facts
+        value: Any = self.facts
         for part in path.split('.'):
             if not isinstance(value, dict) or value.get(part) is None:
                 return default
             value = value[part]
         return value
 
-    def numa_nodes(self):
+    def numa_nodes(self) -> list[NumaNode]:
         """Host NUMA nodes; a host without NUMA data is one node 0."""
         nodes = self.fact('numa.nodes') or []
         if nodes:
             return sorted(nodes, key=lambda node: node['id'])
-        return [{'id': 0, 'cpus': list(self.fact('cpu.online', [])),
-                 'hugepages': self.fact('memory.hugepages', [])}]
+        return [cast(NumaNode, {
+            'id': 0, 'cpus': list(self.fact('cpu.online', [])),
+            'hugepages': self.fact('memory.hugepages', [])})]
 
-    def has_flag(self, flag):
+    def has_flag(self, flag: str) -> bool | None:
         """True or False when the CPU's flags are known, None when its
         cpuinfo could not be read (facts ``cpu.flags`` is null)."""
         flags = self.fact('cpu.flags')
         return None if flags is None else flag in flags
 
-    def hardware_module(self):
+    def hardware_module(self) -> str | None:
         """kvm_intel or kvm_amd when the CPU has VT-x/AMD-V, else None.
         With unknown flags, the loaded vendor module tells (facts
         ``virt.mechanism``)."""
@@ -256,7 +285,7 @@ class Tuner:
 
     # -- what the tuner wants -------------------------------------------
 
-    def _resolve(self, value):
+    def _resolve(self, value: str | FromHost) -> Any:
         if isinstance(value, FromHost):
             return getattr(self, value.method)()
         fields = [field for _, field, _, _ in string.Formatter().parse(value)
@@ -266,40 +295,43 @@ class Tuner:
         return value.format(**{field: render(self.params[field])
                                for field in fields})
 
-    def _resolved(self, declarations):
+    def _resolved(self, declarations: Mapping[Any, str | FromHost]
+                  ) -> Iterator[tuple[Any, Any]]:
         for key, template in declarations.items():
             value = self._resolve(template)
             if value is not None:
                 yield key, value
 
-    def extra_specs(self):
+    def extra_specs(self) -> dict[str, str]:
         return {name: render(value)
                 for name, value in self._resolved(self.EXTRA_SPECS)}
 
-    def wanted_nova_conf(self):
+    def wanted_nova_conf(self) -> dict[tuple[str, str], str | list[str]]:
         """{(section, option): value} before fitting it to the release."""
         return {key: value if isinstance(value, list) else render(value)
                 for key, value in self._resolved(self.NOVA_CONF)}
 
-    def nova_conf(self):
+    def nova_conf(self) -> dict[tuple[str, str], str | list[str]]:
         return self.fit_release(self.wanted_nova_conf())[0]
 
     # -- the Nova release ------------------------------------------------
 
-    def nova_release(self):
+    def nova_release(self) -> 'Release':
         from kvmtune import nova_releases
         if self.release is None:
             self.release = nova_releases.Release(nova_releases.newest())
         return self.release
 
-    def numa_filters(self):
+    def numa_filters(self) -> str:
         """The release's default filters plus NUMATopologyFilter."""
         filters = self.nova_release().default_filters()
         if NUMA_FILTER not in filters:
             filters.append(NUMA_FILTER)
         return ','.join(filters)
 
-    def fit_release(self, wanted):
+    def fit_release(self, wanted: dict[tuple[str, str], Any]
+                    ) -> tuple[dict[tuple[str, str], Any], list[str],
+                               list[str]]:
         """(nova.conf values, notes, what is unavailable) for the release.
 
         Per option, from the release table (kvmtune.nova_releases): an old
@@ -311,7 +343,9 @@ class Tuner:
         release has one, else with a note.
         """
         release = self.nova_release()
-        fitted, notes, missing = {}, [], []
+        fitted: dict[tuple[str, str], Any] = {}
+        notes: list[str] = []
+        missing: list[str] = []
         for (section, option), value in wanted.items():
             where = f'[{section}] {option}'
             info = release.option(section, option)
@@ -356,7 +390,7 @@ class Tuner:
                                        f'filter {name}')
         return fitted, notes, missing
 
-    def fit_specs(self, specs):
+    def fit_specs(self, specs: dict[str, str]) -> list[str]:
         """What of ``specs`` the release's validators refuse (list)."""
         release = self.nova_release()
         missing = []
@@ -372,13 +406,13 @@ class Tuner:
                                f'{value} (only {", ".join(info["enum"])})')
         return missing
 
-    def unavailable(self):
+    def unavailable(self) -> list[str]:
         """What the release lacks of what this tuner needs (lines)."""
         return (self.fit_release(self.wanted_nova_conf())[2]
                 + self.fit_specs(self.extra_specs()))
 
-    def kernel_args(self):
-        args = []
+    def kernel_args(self) -> list[str]:
+        args: list[str] = []
         for template in self.KERNEL_ARGS:
             value = self._resolve(template)
             if isinstance(value, list):
@@ -387,14 +421,14 @@ class Tuner:
                 args.append(value)
         return args
 
-    def modprobe(self):
+    def modprobe(self) -> dict[str, dict[str, Any]]:
         """{module: {option: value}} for this host's kvm module."""
         module = self.hardware_module()
         if module not in self.MODPROBE:
             return {}
         return {module: dict(self._resolved(self.MODPROBE[module]))}
 
-    def checks(self):
+    def checks(self) -> list[Check]:
         results = []
         for attr in vars(type(self)).values():
             name = getattr(attr, 'check_name', None)
@@ -407,18 +441,19 @@ class Tuner:
             results.append(Check(self.name, name, status, message, fix))
         return results
 
-    def notes(self):
+    def notes(self) -> list[str]:
         return list(self.NOTES) + self.fit_release(
             self.wanted_nova_conf())[1]
 
 
-def _parse_option(text):
+def _parse_option(text: str) -> tuple[str, str]:
     """('section', 'option') of '[section] option'."""
     section, _, option = text.partition('] ')
     return section.lstrip('['), option
 
 
-def _equivalent(release, info):
+def _equivalent(release: 'Release', info: dict[str, Any]
+                ) -> tuple[str, str, str, dict[str, Any]] | None:
     """(section, option, '[s] o', info) of the release's non-deprecated
     equivalent named by the table, or None."""
     name = info.get('replaced_by')
