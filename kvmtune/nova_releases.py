@@ -146,5 +146,5 @@ def get(major: 'int | str | Release | None' = None,
             f'{major if major is not None else "that"}',
             source=source, key=key,
             fix=f'give one of {", ".join(map(str, known()))} '
-                '(README, "Nova releases")')
+                '(user guide, "Nova releases")')
     return Release(major)

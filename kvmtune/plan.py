@@ -146,7 +146,7 @@ def refuse_unavailable(profile: 'Profile', tuner: 'Tuner') -> None:
             f'profile {profile.name} is unavailable: {lacking[0]}, which '
             f'its tuner {tuner.name} needs', source=profile.path,
             key='--nova-release',
-            fix='plan for a release that has it (README, "Nova '
+            fix='plan for a release that has it (user guide, "Nova '
                 'releases"), or drop the tuner from the profile')
 
 
@@ -233,7 +233,7 @@ def refuse_withheld(plan: Plan) -> None:
                          source=plan.facts_source,
                          fix='the plan is incomplete for this host; see '
                              'its failed checks (kvmtune plan), and send '
-                             'a kvmtune host capture of it (README, "Host '
+                             'a kvmtune host capture of it (user guide, "Host '
                              'facts")')
 
 

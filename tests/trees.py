@@ -6,7 +6,8 @@ chart (tests/unit/export/test_helm.py) and DevStack's scripts
 (tests/functional/test_devstack_real.py). Each is pinned to one commit,
 named where the reader looks for it (devstack/README.rst, the helm test's
 docstring), and an operator's CI provides the tree through a variable
-(README.md, "The two commands").
+(doc/source/contributor/testing.md, the contributor guide's "Running
+the tests").
 
 The variable is the operator's word that the tree is there: when it names
 a tree that is missing, is no git checkout, lacks what the tests read, or

@@ -7,7 +7,7 @@ become empty marker files), with ``kvmtune-capture.json`` recording the live
 --root DIR`` (and ``kvmtune plan --root DIR``) then give the same facts as on
 this host, anywhere. Every CPU's topology and online files and each node's
 cpulist, cpumap and cpuN entries are copied too, read or not, so that a
-tree sent with a bug report (README, "Send us a capture") answers questions
+tree sent with a bug report (user guide, "Host facts") answers questions
 kvmtune does not ask yet; it has the shape of tests/fixtures/hosts/real/.
 
   kvmtune host capture /tmp/compute-1

@@ -13,7 +13,7 @@ PASS, WARN or FAIL, each failure with a one-line fix.
 
 The plan is for one Nova release: ``--nova-release N``, else ``[nova]
 release`` in kvmtune.conf, else the Nova importable here, else the newest
-release kvmtune knows (README, "Nova releases"). Where that release lacks
+release kvmtune knows (user guide, "Nova releases"). Where that release lacks
 an option or extra spec a profile needs, one line names the release and
 the option, exit 2.
 

@@ -26,7 +26,7 @@ Possible values:
 
 * Unset (the default): the Nova importable in kvmtune's own Python, else
   the newest release kvmtune knows.
-* A release kvmtune knows (README, "Nova releases"; ``kvmtune plan
+* A release kvmtune knows (user guide, "Nova releases"; ``kvmtune plan
   --nova-release 0`` lists them in its error).
 
 Related options:

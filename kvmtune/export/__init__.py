@@ -4,7 +4,7 @@ Deployment tools (kolla-ansible, OpenStack-Ansible, openstack-helm, ...)
 regenerate nova.conf on every run, so an in-place ``nova-conf apply`` on
 their hosts is lost: ``export(...)`` writes the same plan as each tool's
 own override files instead. One module per target, all built on
-kvmtune.export.common. See README "Using kvmtune with your deployment
+kvmtune.export.common. See the user guide, "Using kvmtune with your deployment
 tool".
 """
 

@@ -216,7 +216,7 @@ class CpuPinning(base.Tuner):
             return (base.FAIL, f'no CPU split: {reason}; cpu_shared_set, '
                     'cpu_dedicated_set and isolcpus are withheld',
                     'capture the host with kvmtune host capture and send '
-                    'the tree in (README, "Host facts"); do not pin CPUs '
+                    'the tree in (user guide, "Host facts"); do not pin CPUs '
                     'on it by hand from this plan')
         if guest:
             return (base.PASS, f'{len(guest)} CPU(s) for pinned guests '

@@ -141,8 +141,11 @@ def test_devstack_pin_is_the_one_its_readme_names():
     assert named == {trees.DEVSTACK.pinned}
 
 
-def test_readme_clones_each_tree_at_its_pin():
-    with open(os.path.join(paths.REPO, 'README.md')) as f:
+def test_the_testing_guide_clones_each_tree_at_its_pin():
+    """The clone commands an operator's CI runs, as the contributor guide
+    shows them (they moved there from README.md)."""
+    with open(os.path.join(paths.REPO, 'doc', 'source', 'contributor',
+                           'testing.md')) as f:
         text = f.read()
     for pinned in (trees.OSH, trees.DEVSTACK):
         assert f'checkout {pinned.pinned}' in text, pinned.project
