@@ -29,13 +29,13 @@ myst_heading_anchors = 3
 # file tox -e genconfig uses.
 config_generator_config_file = os.path.join(
     HERE, '..', '..', 'etc', 'kvmtune', 'kvmtune-config-generator.conf')
+# (in _static/, not a static path: the page includes it and links it)
 sample_config_basename = '_static/kvmtune'
 
 # A theme that ships with Sphinx: the pages load nothing from the network
 # (openstackdocstheme's header always loads search.openstack.org's script).
 html_theme = 'alabaster'
 html_theme_options = {'page_width': '1180px', 'sidebar_width': '250px'}
-html_static_path = ['_static']
 html_title = 'kvmtune'
 html_show_sourcelink = False
 # Served pages: without it a browser asks for /favicon.ico and logs a 404.
