@@ -21,6 +21,9 @@ extensions = [
 # The prose pages are Markdown (MyST); the reference pages reST.
 source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 root_doc = 'index'
+# Option names and shell text stay as typed: no -- to en dash, no curly
+# quotes (--os-cloud in a help text must read --os-cloud).
+smartquotes = False
 exclude_patterns = ['_build']
 # Links to a heading within a page (#section-name), as GitHub makes them.
 myst_heading_anchors = 3
