@@ -1,8 +1,9 @@
-"""A small tmpfs, mounted by the test and filled up (issue 25, item 5).
+"""A small tmpfs, mounted by the test and filled up or made read-only
+(issue 25, item 5).
 
-Not a test module: the full-disk tests of every command that writes files
-(tests/unit/cmd/test_*.py) share it. Mounting needs root; the mount is
-undone whatever the test did.
+Not a test module: the full-disk and read-only tests of every command that
+writes files (tests/unit/cmd/test_*.py) share it. Mounting needs root; the
+mount is undone whatever the test did.
 """
 
 import contextlib
@@ -44,11 +45,36 @@ def full_tmpfs(directory, originals=None, prepare=None):
         subprocess.run(['umount', str(directory)], check=True, timeout=30)
 
 
-def assert_left_as_it_was(directory, originals):
+@contextlib.contextmanager
+def readonly_tmpfs(directory, originals=None, prepare=None):
+    """Mount a tmpfs on directory, write ``originals`` ({name: bytes})
+    into it and call ``prepare(directory)``, then remount it read-only
+    (what a filesystem that went read-only after an error looks like);
+    yields the directory."""
+    directory.mkdir(exist_ok=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=512k,mode=0755',
+                    'kvmtune-test-ro', str(directory)], check=True,
+                   timeout=30)
+    try:
+        for name, data in (originals or {}).items():
+            (directory / name).write_bytes(data)
+        if prepare is not None:
+            prepare(directory)
+        subprocess.run(['mount', '-o', 'remount,ro', str(directory)],
+                       check=True, timeout=30)
+        with pytest.raises(OSError, match='Read-only file system'):
+            (directory / 'probe').write_bytes(b'')
+        yield directory
+    finally:
+        subprocess.run(['umount', str(directory)], check=True, timeout=30)
+
+
+def assert_left_as_it_was(directory, originals, filler=True):
     """Each original byte for byte, and nothing else beside the filler
     (no temp file, no lock file, no backup)."""
     names = sorted(p.name for p in directory.iterdir())
-    assert names == sorted([*originals, FILLER]), names
+    assert names == sorted([*originals, *([FILLER] if filler else [])]), \
+        names
     for name, data in originals.items():
         assert (directory / name).read_bytes() == data, name
 
@@ -57,3 +83,11 @@ def assert_one_line_full(err):
     assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
     assert 'No space left on device' in err and 'Traceback' not in err, err
     assert 'nothing was written' in err or 'not written' in err, err
+
+
+def assert_one_line_readonly(err):
+    assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
+    assert 'Traceback' not in err, err
+    assert any(words in err for words in ('nothing was written',
+                                          'nothing written', 'not written')), \
+        err

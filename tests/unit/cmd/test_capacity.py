@@ -125,3 +125,15 @@ def test_a_full_disk_keeps_the_old_prometheus_file(cloud, tmp_path, capsys):
                         str(full / 'capacity.prom')) == 2
         fulldisk.assert_one_line_full(capsys.readouterr().err)
         fulldisk.assert_left_as_it_was(full, old)
+
+
+@fulldisk.ROOT_ONLY
+@pytest.mark.parametrize('old', [{'capacity.prom': b'# the scrape before\n'},
+                                 {}], ids=['over-old', 'new'])
+def test_a_read_only_filesystem_keeps_the_old_prometheus_file(
+        cloud, tmp_path, capsys, old):
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
+        assert capacity('--flavor', BASE, '--prometheus',
+                        str(ro / 'capacity.prom')) == 2
+        fulldisk.assert_one_line_readonly(capsys.readouterr().err)
+        fulldisk.assert_left_as_it_was(ro, old, filler=False)

@@ -386,3 +386,31 @@ def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
         now = {os.path.relpath(p, full): v[0]
                for p, v in tree(full).items()}
     assert now == old and old
+
+
+@fulldisk.ROOT_ONLY
+@pytest.mark.parametrize('previous', [True, False],
+                         ids=['over-previous', 'new'])
+def test_a_read_only_filesystem_keeps_a_previous_export(tmp_path, capsys,
+                                                        previous):
+    # As on a full disk: a previous export but for one file, or none.
+    before = tmp_path / 'before'
+    assert export(before, target='kolla') == 0
+    capsys.readouterr()
+    old = {os.path.relpath(p, before): v[0]
+           for p, v in tree(before).items()}
+    gone = sorted(old)[-1]
+    del old[gone]
+    if not previous:
+        old = {}
+
+    def prepare(ro):
+        if previous:
+            shutil.copytree(before, ro, symlinks=True, dirs_exist_ok=True)
+            os.remove(ro / gone)
+
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', prepare=prepare) as ro:
+        assert export(ro, target='kolla') == 2
+        fulldisk.assert_one_line_readonly(capsys.readouterr().err)
+        now = {os.path.relpath(p, ro): v[0] for p, v in tree(ro).items()}
+    assert now == old

@@ -11,6 +11,7 @@ from kvmtune import facts as host_facts
 from tests import devices
 from tests import hang
 from tests import paths
+from tests.unit import fulldisk
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')
 
@@ -84,3 +85,27 @@ def test_capture_record_that_is_a_fifo_does_not_hang(tmp_path, capsys):
     os.mkfifo(record)
     assert hang.call(lambda: cli.main(['host', 'inspect', '--root',
                                        str(tree)]), release=[record]) == 0
+
+
+@fulldisk.ROOT_ONLY
+@pytest.mark.parametrize('old', [{'facts.json': b'{"the": "old facts"}\n'},
+                                 {}], ids=['over-old', 'new'])
+def test_a_read_only_filesystem_keeps_the_old_facts_file(tmp_path, capsys,
+                                                         old):
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
+        err = _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
+                                        '--format', 'json', '-o',
+                                        str(ro / 'facts.json')])
+        fulldisk.assert_one_line_readonly(err)
+        fulldisk.assert_left_as_it_was(ro, old, filler=False)
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_the_old_facts_file(tmp_path, capsys):
+    old = {'facts.json': b'{"the": "old facts"}\n'}
+    with fulldisk.full_tmpfs(tmp_path / 'full', old) as full:
+        err = _one_line_exit_2(capsys, ['host', 'inspect', '--root', INTEL,
+                                        '--format', 'json', '-o',
+                                        str(full / 'facts.json')])
+        fulldisk.assert_one_line_full(err)
+        fulldisk.assert_left_as_it_was(full, old)

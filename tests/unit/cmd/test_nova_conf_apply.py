@@ -424,3 +424,16 @@ def test_a_full_disk_keeps_nova_conf_and_writes_no_backup(tmp_path):
         assert_one_line_error(done)
         fulldisk.assert_one_line_full(done.stderr)
         fulldisk.assert_left_as_it_was(full, old)
+
+
+@fulldisk.ROOT_ONLY
+def test_a_read_only_filesystem_keeps_nova_conf_and_writes_no_backup(
+        tmp_path):
+    with open(os.path.join(FIXTURES, 'novaconf', 'devstack.conf'),
+              'rb') as f:
+        old = {'nova.conf': f.read()}
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
+        done = kvmtune(*apply_args(ro / 'nova.conf'))
+        assert_one_line_error(done)
+        fulldisk.assert_one_line_readonly(done.stderr)
+        fulldisk.assert_left_as_it_was(ro, old, filler=False)

@@ -192,3 +192,18 @@ def test_a_full_disk_keeps_the_old_png_and_html(tmp_path, capsys):
                                   str(full / 'page.html')],
                          'No space left on device')
         fulldisk.assert_left_as_it_was(full, old)
+
+
+@fulldisk.ROOT_ONLY
+@pytest.mark.parametrize('old', [
+    {'plot.png': b'the old plot', 'page.html': b'<p>the old page</p>'}, {}],
+    ids=['over-old', 'new'])
+def test_a_read_only_filesystem_keeps_the_old_png_and_html(tmp_path, capsys,
+                                                           old):
+    path = write(tmp_path, new_format())
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
+        _one_line_exit_2(capsys, ['report', path, '--png',
+                                  str(ro / 'plot.png'), '--html',
+                                  str(ro / 'page.html')],
+                         'not writable')
+        fulldisk.assert_left_as_it_was(ro, old, filler=False)

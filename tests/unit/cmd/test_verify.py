@@ -136,3 +136,16 @@ def test_a_full_disk_keeps_the_old_prometheus_file(tmp_path, capsys):
                       str(full / 'kvmtune_verify.prom')) == 2
         fulldisk.assert_one_line_full(capsys.readouterr().err)
         fulldisk.assert_left_as_it_was(full, old)
+
+
+@fulldisk.ROOT_ONLY
+@pytest.mark.parametrize('old', [{'kvmtune_verify.prom': b'# before\n'}, {}],
+                         ids=['over-old', 'new'])
+def test_a_read_only_filesystem_keeps_the_old_prometheus_file(
+        tmp_path, capsys, old):
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
+        assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                      '--layer', 'host', '--prometheus',
+                      str(ro / 'kvmtune_verify.prom')) == 2
+        fulldisk.assert_one_line_readonly(capsys.readouterr().err)
+        fulldisk.assert_left_as_it_was(ro, old, filler=False)
