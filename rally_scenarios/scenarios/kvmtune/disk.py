@@ -84,7 +84,7 @@ class DiskScaling(utils.KvmTuneScenario):
         else:
             target = None    # CPU and memory workloads: no data disk
         signal = start_mode != "at"
-        with self._guest_batch(host) as (created, placement):
+        with self._guest_batch(host, workload) as (created, placement):
             created_at = time.time()
             start = None if signal else guests.start_at(
                 created_at, vms, start_margin, start_margin_per_vm)

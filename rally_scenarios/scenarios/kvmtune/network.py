@@ -93,12 +93,12 @@ class NetworkScaling(utils.KvmTuneScenario):
             ports = guests.client_ports(workload, vms, params)
         except KvmtuneError as exc:
             raise exceptions.InvalidArgumentsException(exc.line()) from None
-        with self._guest_batch(host) as (created, placement):
+        with self._guest_batch(host, workload) as (created, placement):
             serve = self._job(workload, time.time(), runtime,
                               role="server", hold=True, params=params,
                               ports=ports)
             self._create_guests(image, server_flavor or flavor, [serve],
-                                placement, nics, created)
+                                placement, nics, created, role="server")
             server, = self._wait_active(created)
             peer = self._address(server)
             signal = start_mode == "signal"

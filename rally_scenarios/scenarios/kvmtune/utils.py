@@ -38,6 +38,24 @@ CONSOLE_READERS = 5
 # one is ready; "at", the old common start_at guessed from start_margin.
 START_MODES = ("signal", "at")
 BUDGET_TITLE = "kvmtune step time budget"
+# While servers are being deleted, the delete is sent again this often: a
+# nova-compute that died keeps a server in task_state deleting (Nova then
+# ignores a second delete) until the service is seen down
+# ([DEFAULT] service_down_time, 60 s by default); from then on Nova's API
+# deletes it locally (nova/compute/api.py _delete: is_local_delete).
+DELETE_RESEND_INTERVAL = 15
+
+
+class _Unreadable:
+    """A console that could not be read this round (the API or the
+    guest's nova-compute did not answer); the step goes on until its own
+    deadline, and a guest never read again is counted invalid."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
+_GONE = object()
 
 
 class GuestResultsMissing(exceptions.RallyException):
@@ -103,11 +121,13 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             return {"availability_zone": f"nova:{host}"}
         return {"scheduler_hints": {"group": group.id}}
 
-    def _create_guests(self, image, flavor, jobs, placement, nics, created):
+    def _create_guests(self, image, flavor, jobs, placement, nics, created,
+                       role="client"):
         """Create one server per job without waiting, so they boot together.
 
         ``created`` receives each server as soon as Nova returns it, so the
-        caller can delete them even if a later create fails.
+        caller can delete them even if a later create fails (and count
+        them as lost guests when the step fails before their verdicts).
         """
         prefix = self.generate_random_name()
         with atomic.ActionTimer(self, "kvmtune.create_servers"):
@@ -122,6 +142,7 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 # re-reads the server to print it, which fails while Nova
                 # still moves a new server between cells.
                 server.name = f"{prefix}_{i}"
+                server.kvmtune_role = role
                 created.append(server)
 
     @atomic.action_timer("kvmtune.wait_active")
@@ -151,9 +172,32 @@ class KvmTuneScenario(nova_utils.NovaScenario):
     def _console(self, server):
         """The console log, or None when Nova has none to give: libvirt
         serves no log of a stopped guest, so a guest that powered off
-        before its verdict was read is lost (jobs hold guests for this)."""
-        return self._ignore_404(
-            self.clients("nova").servers.get_console_output, server)
+        before its verdict was read is lost (jobs hold guests for this).
+        An _Unreadable when the API or the guest's nova-compute did not
+        answer (5xx, no connection, a timeout): the caller looks again
+        until its own deadline instead of failing the step."""
+        try:
+            return self._ignore_404(
+                self.clients("nova").servers.get_console_output, server)
+        except Exception as exc:
+            return self._unreadable(server, exc)
+
+    def _unreadable(self, server, exc):
+        code = getattr(exc, "code", None)
+        if isinstance(code, int) and code < 500:
+            raise exc          # a refusal (403, 409): an answer, not a fault
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        LOG.warning(f"kvmtune: console of {server.id} unreadable: {reason}")
+        return _Unreadable(reason)
+
+    def _stopped(self, server):
+        """Whether Nova says the guest is SHUTOFF; None when it cannot
+        say (the API does not answer)."""
+        try:
+            return self._show_server(server).status == "SHUTOFF"
+        except Exception as exc:
+            self._unreadable(server, exc)
+            return None
 
     def _consoles(self, servers):
         """{server id: console log or None} of ``servers``, read at once
@@ -176,8 +220,12 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             texts = self._consoles(pending)
             for server in list(pending):
                 text = texts[server.id]
+                if isinstance(text, _Unreadable):
+                    self._lost_reads[server.id] = text.reason
+                    continue
+                self._lost_reads.pop(server.id, None)
                 if text is None:
-                    if self._show_server(server).status == "SHUTOFF":
+                    if self._stopped(server):
                         pending.remove(server)
                     continue
                 logs[server.id] = text
@@ -251,9 +299,9 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         ready_at = {i: t for i, t in ready_at.items() if i in ids}
         with atomic.ActionTimer(self, "kvmtune.collect"):
             seen = {i: t - created_at for i, t in ready_at.items()}
-            rows = [guests.row(logs.get(s.id), s.id, "client", workload,
-                               emulated, seen.get(s.id))
-                    for s in clients]
+            rows = [self._lost_read(guests.row(
+                logs.get(s.id), s.id, "client", workload, emulated,
+                seen.get(s.id))) for s in clients]
             self._add_charts(rows)
             self._add_budget(vms, created_at, active_at, ready_at, sent,
                              rows)
@@ -297,9 +345,14 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             texts = self._consoles(pending)
             for server in list(pending):
                 text = texts[server.id]
+                if isinstance(text, _Unreadable):
+                    self._lost_reads[server.id] = text.reason
+                    logs.setdefault(server.id, None)
+                    continue
+                self._lost_reads.pop(server.id, None)
                 if text is None:
                     logs.setdefault(server.id, None)
-                    if self._show_server(server).status == "SHUTOFF":
+                    if self._stopped(server):
                         pending.remove(server)
                     continue
                 logs[server.id] = text
@@ -315,23 +368,60 @@ class KvmTuneScenario(nova_utils.NovaScenario):
 
     @atomic.action_timer("kvmtune.delete_servers")
     def _delete_guests(self, servers, group):
+        """Delete ``servers`` and wait until Nova has none of them, within
+        Rally's nova_server_delete_timeout. The delete is sent again every
+        DELETE_RESEND_INTERVAL s while one is left, and a call that fails
+        (the API down for a while) is tried again at the next round: a
+        server whose nova-compute died is deleted once Nova sees that
+        service down. Then the affinity group."""
         nova = self.clients("nova")
-        for server in servers:
-            self._ignore_404(nova.servers.delete, server.id)
-        deadline = time.time() + CONF.openstack.nova_server_delete_timeout
-        for server in servers:
-            # by id: a lazy server object would re-read itself and fail
-            while self._ignore_404(nova.servers.get, server.id):
-                if time.time() > deadline:
-                    raise exceptions.TimeoutException(
-                        desired_status="deleted", resource_name=server.name,
-                        resource_type="server", resource_id=server.id,
-                        resource_status="not deleted",
-                        timeout=CONF.openstack.nova_server_delete_timeout)
-                self.sleep_between(
-                    CONF.openstack.nova_server_delete_poll_interval)
+        timeout = CONF.openstack.nova_server_delete_timeout
+        deadline = time.time() + timeout
+        left = {server.id: server for server in servers}
+        errors = {}
+        sent = None
+        while left:
+            if sent is None or time.time() - sent >= DELETE_RESEND_INTERVAL:
+                sent = time.time()
+                for server_id in list(left):
+                    if self._try(errors, server_id, nova.servers.delete,
+                                 server_id) is _GONE:
+                        del left[server_id]
+            for server_id in list(left):
+                # by id: a lazy server object would re-read itself and fail
+                if self._try(errors, server_id, nova.servers.get,
+                             server_id) in (None, _GONE):
+                    del left[server_id]
+            if not left:
+                break
+            if time.time() > deadline:
+                server = next(iter(left.values()))
+                raise exceptions.TimeoutException(
+                    desired_status="deleted", resource_name=server.name,
+                    resource_type="server", resource_id=server.id,
+                    resource_status="not deleted ("
+                    + "; ".join(f"{i}: {errors.get(i, 'still there')}"
+                                for i in left) + ")",
+                    timeout=timeout)
+            self.sleep_between(
+                CONF.openstack.nova_server_delete_poll_interval)
         if group is not None:
             self._ignore_404(nova.server_groups.delete, group.id)
+
+    @staticmethod
+    def _try(errors, server_id, call, *args):
+        """call(*args); _GONE on a 404; the error kept in ``errors`` and
+        False when the call failed otherwise (tried again later)."""
+        try:
+            result = call(*args)
+        except Exception as exc:
+            if getattr(exc, "code", None) == 404:
+                return _GONE
+            errors[server_id] = f"{type(exc).__name__}: {exc}"[:200]
+            LOG.warning(f"kvmtune: deleting {server_id}: {errors[server_id]}")
+            return False
+        errors.pop(server_id, None)
+        return result if result is not None else True
 
     @staticmethod
     def _ignore_404(call, *args):
@@ -344,17 +434,46 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             raise
 
     @contextlib.contextmanager
-    def _guest_batch(self, host):
+    def _guest_batch(self, host, workload=None):
         """Yield (created servers list, placement kwargs); on the way out
         delete every server put in the list and the affinity group, also
-        when a boot or a wait failed half way."""
+        when a boot or a wait failed half way. A step that fails after it
+        created guests and before their rows (a boot that never ended, the
+        API or nova-compute gone) still leaves a row for each created
+        client: lost, with the error, counted invalid by the SLA and
+        `kvmtune report` (never averaged)."""
         created, group = [], None
+        self._lost_reads, self._charted = {}, False
         try:
             if not host:
                 group = self._affinity_group()
             yield created, self._placement(host, group)
+        except Exception as exc:
+            if created and not self._charted:
+                self._chart_lost(created, exc, workload)
+            raise
         finally:
             self._delete_guests(created, group)
+
+    def _chart_lost(self, created, exc, workload):
+        reason = (f"lost: the step failed before its verdict "
+                  f"({type(exc).__name__}: {exc})").splitlines()[0][:300]
+        rows = [self._lost_read(vmtable.failed_row(
+            s.id, getattr(s, "kvmtune_role", "client"), vmtable.NO_RESULT,
+            reason, workload)) for s in created]
+        try:
+            self._add_charts(rows)
+        except Exception:       # the error being raised says more
+            LOG.exception("kvmtune: could not chart the lost guests")
+
+    def _lost_read(self, row):
+        """``row``, its reason saying so when the guest's console could
+        not be read at the last attempt."""
+        reason = self._lost_reads.get(row["instance"])
+        if reason and row["status"] != vmtable.OK:
+            row = dict(row, reason=f"{row['reason']}; its console could "
+                                   f"not be read: {reason}")
+        return row
 
     def _add_charts(self, rows):
         """Rally output of one iteration: trends across the sweep's steps
@@ -365,6 +484,7 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         nothing): the mean of the guests' means and the worst guest's
         p99, or its max where the tool gives no p99 (sysbench).
         """
+        self._charted = True
         cl = vmtable.clients(rows)
         ok = [r for r in cl if r["status"] == vmtable.OK]
         emulated = any(r["emulated"] for r in ok)

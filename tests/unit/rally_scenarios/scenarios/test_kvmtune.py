@@ -159,6 +159,8 @@ def no_waiting(monkeypatch):
         cfg.CONF.set_override(name, 0, group='openstack')
     monkeypatch.setattr(utils, 'CONSOLE_POLL_INTERVAL', 0)
     monkeypatch.setattr(utils, 'SIGNAL_POLL_INTERVAL', 0)
+    if hasattr(utils, 'DELETE_RESEND_INTERVAL'):
+        monkeypatch.setattr(utils, 'DELETE_RESEND_INTERVAL', 0)
     monkeypatch.setattr(utils.KvmTuneScenario, 'sleep_between',
                         lambda self, *a, **kw: None)
     yield
@@ -437,3 +439,132 @@ def test_network_signal_mode_starts_the_clients_once_the_server_serves():
     figures = budget(scen)
     assert (figures['guests'], figures['guests ready'],
             figures['guests started']) == (2, 2, 2)
+
+
+# -- faults on the cloud side (issue 25) -------------------------------------
+
+class ServerError(Exception):
+    """What novaclient raises for Nova's 500 (an RPC timeout to a dead
+    nova-compute is "Unexpected API Error")."""
+    code = 500
+
+
+class DeadCompute:
+    """The guests' nova-compute was SIGKILLed: console reads time out in
+    Nova (500), and a delete is ignored while Nova still counts the
+    service up (the server stays in task_state deleting), then done
+    locally once it is seen down (after ``seen_down_after`` deletes)."""
+
+    def __init__(self, nova, seen_down_after=2):
+        self.servers = nova.servers
+        self.deletes = 0
+        self.seen_down_after = seen_down_after
+        nova.servers.get_console_output = self.console
+        nova.servers.delete = self.delete
+
+    def console(self, server):
+        raise ServerError('Unexpected API Error (HTTP 500)')
+
+    def delete(self, sid):
+        self.deletes += 1
+        sid = getattr(sid, 'id', sid)
+        if sid not in self.servers.live:
+            raise NotFound(sid)
+        if self.deletes > self.seen_down_after:
+            del self.servers.live[sid]
+
+
+def test_a_dead_compute_mid_step_counts_guests_lost_and_still_deletes():
+    # Before: the first unreadable console (500) ended the iteration with
+    # no rows at all, and the one delete Nova ignored left the server.
+    nova = Nova()
+    dead = DeadCompute(nova)
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='^2 of 2 guests gave no valid result') as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=0,
+                 ready_timeout=0)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == [vmtable.NO_RESULT] * 2
+    for r in rows:
+        assert 'its console could not be read: ServerError: Unexpected ' \
+            'API Error' in r['reason'], r
+        assert r['iops'] is None
+    assert 'console could not be read' in str(exc.value)
+    assert dead.deletes > 2        # sent again until Nova took it
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_a_step_that_fails_before_its_verdicts_leaves_lost_rows(monkeypatch):
+    # A boot that never ends (nova-compute gone while building): Rally's
+    # wait times out. Before: no row, so the SLA never named the guests.
+    nova = Nova()
+
+    def never_active(self, servers):
+        raise exceptions.TimeoutException(
+            desired_status='ACTIVE', resource_name=servers[0].name,
+            resource_type='server', resource_id=servers[0].id,
+            resource_status='BUILD', timeout=300)
+
+    monkeypatch.setattr(utils.KvmTuneScenario, '_wait_active', never_active)
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    with pytest.raises(exceptions.TimeoutException):
+        scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == [vmtable.NO_RESULT] * 2
+    assert all(r['reason'].startswith('lost: the step failed before its '
+                                      'verdict (TimeoutException')
+               and r['workload'] == 'fio-randread-4k' for r in rows), rows
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_network_lost_step_names_the_server_guest_apart():
+    nova = Nova()
+
+    def no_address(server):
+        raise ServerError('Unexpected API Error (HTTP 500)')
+
+    scen = scenario(network.NetworkScaling, nova,
+                    networks=[{'id': 'net-1'}])
+    scen._address = no_address
+    with pytest.raises(ServerError):
+        scen.run(flavor='f', image='i', vm_counts=[1],
+                 workload='iperf3-tcp-stream', result_timeout=5)
+    rows = table(scen)
+    assert [r['role'] for r in rows] == ['server']
+    assert vmtable.clients(rows) == []
+    assert nova.servers.live == {}
+
+
+def test_an_api_that_is_down_for_a_while_still_gets_the_delete():
+    nova = Nova()
+    real_delete, failures = nova.servers.delete, []
+
+    def flaky_delete(sid):
+        if len(failures) < 2:
+            failures.append(sid)
+            raise ConnectionError('Unable to establish connection')
+        return real_delete(sid)
+
+    nova.servers.delete = flaky_delete
+    scenario(disk.DiskScaling, nova).run(flavor='f', image='i',
+                                         vm_counts=[1], result_timeout=5)
+    assert len(failures) == 2 and nova.servers.live == {}
+
+
+def test_a_delete_that_never_takes_ends_within_rallys_timeout():
+    nova = Nova()
+    DeadCompute(nova, seen_down_after=10 ** 9)
+    cfg.CONF.set_override('nova_server_delete_timeout', 0,
+                          group='openstack')
+    try:
+        scen = scenario(disk.DiskScaling, nova)
+        with pytest.raises(exceptions.TimeoutException,
+                           match='not deleted .*still there'):
+            scen.run(flavor='f', image='i', vm_counts=[1],
+                     result_timeout=0, ready_timeout=0)
+    finally:
+        cfg.CONF.clear_override('nova_server_delete_timeout',
+                                group='openstack')
+    # the lost guest was charted before the delete gave up
+    assert table(scen)[0]['status'] == vmtable.NO_RESULT
