@@ -9,6 +9,9 @@ processes); every other online CPU is dedicated, and the kernel keeps its
 own tasks off them with ``isolcpus``.
 """
 
+from typing import Any
+from typing import cast
+
 from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuners import base
@@ -64,7 +67,8 @@ class CpuPinning(base.Tuner):
     KERNEL_ARGS = (base.FromHost('isolcpus_arg'),)
 
     @classmethod
-    def parse_params(cls, given, source=None):
+    def parse_params(cls, given: Any,
+                     source: str | None = None) -> dict[str, Any]:
         values = super().parse_params(given, source)
         # Nova refuses a mixed flavor without a mask, and a mask without
         # mixed (nova/virt/hardware.py).
@@ -76,15 +80,15 @@ class CpuPinning(base.Tuner):
                     'neither')
         return values
 
-    def mixed_mask(self):
+    def mixed_mask(self) -> str | None:
         return self.params['dedicated_mask']
 
     # -- host-derived values ---------------------------------------------
 
-    def _online(self):
+    def _online(self) -> set[int]:
         return set(self.fact('cpu.online', []))
 
-    def split(self):
+    def split(self) -> tuple[set[int] | None, set[int] | None, str | None]:
         """(host CPUs, guest CPUs, None), or (None, None, reason) when the
         facts cannot support a split that leaves the host its CPUs.
 
@@ -96,15 +100,17 @@ class CpuPinning(base.Tuner):
             self._split = self._make_split()
         return self._split
 
-    def _make_split(self):
+    def _make_split(self
+                    ) -> tuple[set[int] | None, set[int] | None, str | None]:
         online = self._online()
         reason = self._missing_facts(online)
         if reason:
             return None, None, reason
         siblings = self.fact('cpu.thread_siblings')
-        kept = set()
+        kept: set[int] = set()
         for node in self.numa_nodes():
-            cpus = sorted(set(node['cpus']) & online)
+            # _missing_facts refused a node whose cpus are None
+            cpus = sorted(set(node['cpus']) & online)  # type: ignore[arg-type]
             if not cpus:
                 continue        # a memory-only node
             group = next(g for g in siblings if cpus[0] in g)
@@ -116,7 +122,7 @@ class CpuPinning(base.Tuner):
             return None, None, reason
         return kept, guest, None
 
-    def _missing_facts(self, online):
+    def _missing_facts(self, online: set[int]) -> str | None:
         """Why the facts cannot place the host's CPUs, or None."""
         if not online:
             return 'the facts list no online CPU'
@@ -125,9 +131,9 @@ class CpuPinning(base.Tuner):
         if unknown:
             return (f'the CPUs of NUMA node(s) {", ".join(unknown)} are '
                     'unknown (no cpulist, cpumap or cpuN links)')
-        placed = set()
+        placed: set[int] = set()
         for node in nodes:
-            placed.update(node['cpus'])
+            placed.update(node['cpus'])  # type: ignore[arg-type]  # above
         if online - placed:
             return (f'online CPU(s) {format_cpulist(online - placed)} are '
                     'in no NUMA node, so the CPUs the host keeps per node '
@@ -136,7 +142,7 @@ class CpuPinning(base.Tuner):
         if siblings is None:
             return ('the thread siblings are unknown (the kernel lists '
                     'none), so a host core cannot be kept whole')
-        grouped = set()
+        grouped: set[int] = set()
         for group in siblings:
             grouped.update(group)
         if online - grouped:
@@ -144,7 +150,8 @@ class CpuPinning(base.Tuner):
                     'are in no thread sibling group')
         return None
 
-    def unsafe(self, online, host, guest, isolated):
+    def unsafe(self, online: set[int], host: set[int], guest: set[int],
+               isolated: set[int]) -> str | None:
         """Why a split is unsafe, or None: the invariants every plan keeps.
 
         The host keeps at least one CPU, and one in every NUMA node that
@@ -168,15 +175,15 @@ class CpuPinning(base.Tuner):
                         f'({format_cpulist(cpus)}) would be dedicated')
         return None
 
-    def host_cpus(self):
+    def host_cpus(self) -> set[int] | None:
         """The CPUs the host keeps, or None when withheld."""
         return self.split()[0]
 
-    def guest_cpus(self):
+    def guest_cpus(self) -> set[int] | None:
         """The CPUs dedicated to guests, or None when withheld."""
         return self.split()[1]
 
-    def withheld(self):
+    def withheld(self) -> list[str]:
         """Reasons the values this tuner derives from the host are left
         out of the plan (kvmtune.plan: ``plan`` and ``nova-conf apply``
         exit 2 on them)."""
@@ -186,21 +193,22 @@ class CpuPinning(base.Tuner):
         return [f'cpu_shared_set, cpu_dedicated_set and isolcpus withheld: '
                 f'{reason}']
 
-    def shared_set(self):
+    def shared_set(self) -> str | None:
         return format_cpulist(self.host_cpus() or ()) or None
 
-    def dedicated_set(self):
+    def dedicated_set(self) -> str | None:
         return format_cpulist(self.guest_cpus() or ()) or None
 
-    def isolcpus_arg(self):
-        if not self.params['isolcpus'] or not self.guest_cpus():
+    def isolcpus_arg(self) -> str | None:
+        guest = self.guest_cpus()
+        if not self.params['isolcpus'] or not guest:
             return None
-        return 'isolcpus=' + format_cpulist(self.guest_cpus())
+        return 'isolcpus=' + format_cpulist(guest)
 
     # -- checks ----------------------------------------------------------
 
     @base.check('numa-topology')
-    def _numa_topology(self):
+    def _numa_topology(self) -> base.CheckOutcome:
         if self.fact('numa.nodes'):
             return (base.PASS, f'{len(self.fact("numa.nodes"))} NUMA '
                     'node(s) in /sys: Nova can model pinned guests', None)
@@ -210,8 +218,10 @@ class CpuPinning(base.Tuner):
                 'CONFIG_NUMA, /sys/devices/system/node present)')
 
     @base.check('dedicated-cpus')
-    def _dedicated_cpus(self):
-        host, guest, reason = self.split()
+    def _dedicated_cpus(self) -> base.CheckOutcome:
+        # host and guest are sets whenever reason is None
+        host, guest, reason = cast(tuple[set[int], set[int], str | None],
+                                   self.split())
         if reason:
             return (base.FAIL, f'no CPU split: {reason}; cpu_shared_set, '
                     'cpu_dedicated_set and isolcpus are withheld',
@@ -227,7 +237,7 @@ class CpuPinning(base.Tuner):
                 'use a host with more than one core per NUMA node')
 
     @base.check('isolcpus')
-    def _isolcpus(self):
+    def _isolcpus(self) -> base.CheckOutcome:
         wanted = self.guest_cpus()
         if not self.params['isolcpus'] or not wanted:
             return None
@@ -242,7 +252,7 @@ class CpuPinning(base.Tuner):
                     args='isolcpus=' + format_cpulist(wanted)))
 
     @base.check('smt-thread-policy')
-    def _thread_policy(self):
+    def _thread_policy(self) -> base.CheckOutcome:
         threads = self.fact('cpu.threads_per_core')
         if threads is None:
             return (base.WARN, 'threads per core unknown: '

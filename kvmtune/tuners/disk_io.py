@@ -8,6 +8,8 @@ seed 001 compares raw files with LVM under KVM and Xen. In Nova these are
 ``preallocate_images``. Unset parameters leave Nova's own value.
 """
 
+from typing import Any
+
 from kvmtune.errors import InputError
 from kvmtune.tuners import base
 
@@ -56,7 +58,7 @@ class DiskIo(base.Tuner):
         'KVM/QEMU disks when the image sets no bus.',
     )
 
-    def notes(self):
+    def notes(self) -> list[str]:
         # Nova 33 gives every libvirt guest one I/O thread
         # (LibvirtDriver._get_guest_iothread, nova/virt/libvirt/driver.py);
         # earlier releases have no way to ask for one.
@@ -74,7 +76,8 @@ class DiskIo(base.Tuner):
         return super().notes() + [iothread]
 
     @classmethod
-    def parse_params(cls, given, source=None):
+    def parse_params(cls, given: Any,
+                     source: str | None = None) -> dict[str, Any]:
         values = super().parse_params(given, source)
         if values['images_type'] == 'lvm' and not values[
                 'images_volume_group']:
@@ -85,7 +88,7 @@ class DiskIo(base.Tuner):
         return values
 
     @base.check('cache-modes')
-    def _cache_modes(self):
+    def _cache_modes(self) -> base.CheckOutcome:
         modes = dict(item.split('=') for item in self.params['cache_modes'])
         if not modes:
             return None
@@ -102,5 +105,5 @@ class DiskIo(base.Tuner):
                 + (f', used for {", ".join(cached)}' if cached else ''),
                 None)
 
-    def cachemodes(self):
+    def cachemodes(self) -> str | None:
         return ','.join(self.params['cache_modes']) or None

@@ -35,11 +35,11 @@ class Ept(base.Tuner):
         'tagged by `kvmtune host tag`.',
     )
 
-    def trait_value(self):
+    def trait_value(self) -> str | None:
         return 'required' if self.params['require_trait'] else None
 
     @base.check('ept-enabled')
-    def _enabled(self):
+    def _enabled(self) -> base.CheckOutcome:
         module = self.hardware_module()
         if module is None:
             how = self.fact('virt.mechanism') or 'no KVM'

@@ -17,6 +17,8 @@ made keeps its size unless ``memory_percent`` is given.
 
 import re
 
+from kvmtune.facts.types import NumaNode
+from kvmtune.plan import HugepageRequest
 from kvmtune.tuners import base
 
 HOST_RESERVED_MB = 4096     # TripleO's reserved host memory
@@ -26,7 +28,7 @@ PAGE_KB = {'1G': 1024 * 1024, '2M': 2048}
 _UNIT_KB = {'': 1, 'K': 1, 'M': 1024, 'G': 1024 ** 2, 'T': 1024 ** 3}
 
 
-def page_size_kb(text):
+def page_size_kb(text: str) -> int | None:
     """hw:mem_page_size -> KiB, or None for small/large/any (Nova's
     unit-less sizes are KiB)."""
     match = re.fullmatch(r'(\d+)([kKMGT]?)i?(b|bit|B)?', text)
@@ -77,14 +79,14 @@ class Hugepages(base.Tuner):
 
     # -- host-derived values ---------------------------------------------
 
-    def pool_size(self):
+    def pool_size(self) -> str:
         """'1G' or '2M': the host pool the plan makes."""
         wanted = self.params['host_page_size']
         if wanted != 'auto':
             return wanted
         return '1G' if self.fact('cpu.pdpe1gb') else '2M'
 
-    def numa_nodes(self):
+    def numa_nodes(self) -> list[NumaNode]:
         """The nodes guest memory can come from: those with CPUs.
 
         Nova fits each guest NUMA cell, vCPUs and memory together, into
@@ -95,7 +97,7 @@ class Hugepages(base.Tuner):
         with_cpus = [node for node in nodes if node.get('cpus') != []]
         return with_cpus or nodes
 
-    def _unknown_pools(self):
+    def _unknown_pools(self) -> list[int]:
         """Ids of nodes whose pool of the plan's size has no known size."""
         size_kb = PAGE_KB[self.pool_size()]
         return [node['id'] for node in self.numa_nodes()
@@ -103,7 +105,7 @@ class Hugepages(base.Tuner):
                        and pool.get('total') is None
                        for pool in node.get('hugepages', []))]
 
-    def _unsized(self):
+    def _unsized(self) -> str | None:
         """Why the pool cannot be sized from this host's memory, or None.
 
         A pool that has pages keeps its size unless memory_percent is
@@ -112,7 +114,7 @@ class Hugepages(base.Tuner):
         memory, that size would be 0: a plan must not put hugepages=0 on a
         kernel command line nor advise it as the fix (issue 26)."""
         if self.params['memory_percent'] is None and sum(
-                self._pool_pages().values()):
+                self._pool_pages().values()):  # type: ignore[arg-type]
             return None
         total = self.fact('memory.total_mb')
         if total is None:
@@ -125,7 +127,7 @@ class Hugepages(base.Tuner):
                     f'{self.host_memory_mb()} MB kept for the host')
         return None
 
-    def withheld(self):
+    def withheld(self) -> list[str]:
         unknown = self._unknown_pools()
         if unknown:
             return [f'the huge page pool is withheld: nr_hugepages of the '
@@ -134,7 +136,7 @@ class Hugepages(base.Tuner):
         unsized = self._unsized()
         return [unsized] if unsized else []
 
-    def _pool_pages(self):
+    def _pool_pages(self) -> dict[int, int]:
         """{node id: pages of the pool size} as the host has them now
         (a pool of unknown size counts 0; withheld() says so)."""
         size_kb = PAGE_KB[self.pool_size()]
@@ -143,13 +145,13 @@ class Hugepages(base.Tuner):
                                 if pool.get('size_kb') == size_kb)
                 for node in self.numa_nodes()}
 
-    def host_memory_mb(self):
+    def host_memory_mb(self) -> int:
         if self.params['reserved_host_memory_mb'] is not None:
             return self.params['reserved_host_memory_mb']
         total = self.fact('memory.total_mb', 0)
         return min(HOST_RESERVED_MB, max(NOVA_RESERVED_MB, total // 8))
 
-    def pool_pages(self):
+    def pool_pages(self) -> int:
         """Total pages the boot-time pool should hold."""
         now = sum(self._pool_pages().values())
         percent = self.params['memory_percent']
@@ -160,7 +162,7 @@ class Hugepages(base.Tuner):
         page_mb = PAGE_KB[self.pool_size()] // 1024
         return max(0, usable_mb * percent // 100 // page_mb)
 
-    def hugepage_pools(self):
+    def hugepage_pools(self) -> list[HugepageRequest]:
         """[{'node', 'size_kb', 'count'}]: the pool per NUMA node (the
         plan's ``hugepages`` key, set by kvmtune.pages.apply). A pool that
         has pages keeps its nodes' counts unless memory_percent is given;
@@ -169,7 +171,8 @@ class Hugepages(base.Tuner):
             return []
         size_kb = PAGE_KB[self.pool_size()]
         now = self._pool_pages()
-        if self.params['memory_percent'] is None and sum(now.values()):
+        if self.params['memory_percent'] is None and sum(
+                now.values()):  # type: ignore[arg-type]
             counts = now
         else:
             nodes = [node['id'] for node in self.numa_nodes()]
@@ -177,10 +180,10 @@ class Hugepages(base.Tuner):
             share, extra = divmod(total, len(nodes))
             counts = {node: share + (1 if index < extra else 0)
                       for index, node in enumerate(nodes)}
-        return [{'node': node, 'size_kb': size_kb, 'count': count}
+        return [HugepageRequest(node=node, size_kb=size_kb, count=count)
                 for node, count in sorted(counts.items())]
 
-    def pool_args(self):
+    def pool_args(self) -> list[str] | None:
         if self.withheld():
             return None
         size = self.pool_size()
@@ -197,7 +200,7 @@ class Hugepages(base.Tuner):
         return [f'default_hugepagesz={size}', f'hugepagesz={size}',
                 f'hugepages={count}']
 
-    def reserved_pages(self):
+    def reserved_pages(self) -> list[str] | None:
         count = self.params['host_reserved_pages']
         if not count:
             return None
@@ -208,7 +211,7 @@ class Hugepages(base.Tuner):
     # -- checks ----------------------------------------------------------
 
     @base.check('pdpe1gb')
-    def _pdpe1gb(self):
+    def _pdpe1gb(self) -> base.CheckOutcome:
         has_flag = bool(self.fact('cpu.pdpe1gb'))
         if has_flag:
             return (base.PASS, 'the CPU has pdpe1gb: 1G pages possible', None)
@@ -220,7 +223,7 @@ class Hugepages(base.Tuner):
                 None)
 
     @base.check('guest-page-size')
-    def _guest_page_size(self):
+    def _guest_page_size(self) -> base.CheckOutcome:
         wanted_kb = page_size_kb(self.params['page_size'])
         pool_kb = PAGE_KB[self.pool_size()]
         if wanted_kb is None:
@@ -233,7 +236,7 @@ class Hugepages(base.Tuner):
                 'set page_size: large (or the pool size) in the profile')
 
     @base.check('hugepage-pool')
-    def _pool(self):
+    def _pool(self) -> base.CheckOutcome:
         size = self.pool_size()
         if self._unknown_pools():
             return (base.FAIL, self.withheld()[0],
@@ -257,10 +260,11 @@ class Hugepages(base.Tuner):
                     f'({spread})', None)
         return (base.FAIL, f'no {size} huge pages on this host: guests with '
                 f'hw:mem_page_size={self.params["page_size"]} cannot start',
-                base.KERNEL_ARGS_FIX.format(args=' '.join(self.pool_args())))
+                base.KERNEL_ARGS_FIX.format(args=' '.join(
+                    self.pool_args())))  # type: ignore[arg-type]  # sized
 
     @base.check('host-reserved-pages')
-    def _host_reserved(self):
+    def _host_reserved(self) -> base.CheckOutcome:
         count = self.params['host_reserved_pages']
         pages = self._pool_pages()
         if not count or not sum(pages.values()):

@@ -12,6 +12,8 @@ nested paging (not VMX), so a TCG guest given ``svm`` can load kvm_amd and
 run its own guest (issue 22).
 """
 
+from typing import Any
+
 from kvmtune.tuners import base
 
 TRAITS = ('CUSTOM_KVMTUNE_NESTED', 'HW_CPU_X86_VMX', 'HW_CPU_X86_SVM')
@@ -55,7 +57,7 @@ class Nested(base.Tuner):
         'compute than their level-1 host.',
     )
 
-    def virt_type(self):
+    def virt_type(self) -> str:
         """kvm or qemu: the param, or with auto what kvmtune cloud's
         detect_virt_type picks (kvm only with vmx/svm and a /dev/kvm that
         is not PVM's; facts without a probe count as usable)."""
@@ -69,7 +71,7 @@ class Nested(base.Tuner):
     NOVA_CONF_OPTIONS = (('libvirt', 'cpu_mode'), ('libvirt', 'cpu_models'),
                          ('libvirt', 'cpu_model_extra_flags'))
 
-    def wanted_nova_conf(self):
+    def wanted_nova_conf(self) -> dict[tuple[str, str], str | list[str]]:
         """Under TCG a custom model with the flags (Nova's cpu_mode
         custom, the only mode that takes a named model: libvirt offers no
         host-passthrough to TCG guests); under KVM the host's CPU, with its
@@ -81,20 +83,20 @@ class Nested(base.Tuner):
                         ','.join(TCG_FLAGS)}
         conf = {('libvirt', 'cpu_mode'): self.params['cpu_mode']}
         flag = {'kvm_intel': 'vmx', 'kvm_amd': 'svm'}.get(
-            self.hardware_module())
+            self.hardware_module())  # type: ignore[arg-type]
         if self.params['cpu_mode'] == 'host-model' and flag:
             conf[('libvirt', 'cpu_model_extra_flags')] = flag
         return conf
 
-    def modprobe(self):
+    def modprobe(self) -> dict[str, dict[str, Any]]:
         return {} if self.virt_type() == 'qemu' else super().modprobe()
 
-    def extra_specs(self):
+    def extra_specs(self) -> dict[str, str]:
         trait = self.params['trait']
         return {} if trait == 'none' else {f'trait:{trait}': 'required'}
 
     @base.check('nested-enabled')
-    def _enabled(self):
+    def _enabled(self) -> base.CheckOutcome:
         module = self.hardware_module()
         mechanism = self.fact('virt.nested_mechanism')
         if self.virt_type() == 'qemu':
@@ -122,7 +124,7 @@ class Nested(base.Tuner):
                 base.module_reload_fix(module, 'nested=1'))
 
     @base.check('nested-trait')
-    def _trait(self):
+    def _trait(self) -> base.CheckOutcome:
         flag = TRAIT_FLAGS.get(self.params['trait'])
         if flag is None:
             return None

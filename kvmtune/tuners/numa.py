@@ -25,7 +25,7 @@ class Numa(base.Tuner):
     }
 
     @base.check('host-numa-nodes')
-    def _host_nodes(self):
+    def _host_nodes(self) -> base.CheckOutcome:
         # A guest node needs host CPUs and memory from one host node:
         # memory-only nodes (GPU, CXL) do not count (doc/facts.md).
         wanted = self.params['nodes']

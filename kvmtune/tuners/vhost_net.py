@@ -40,7 +40,7 @@ class VhostNet(base.Tuner):
     )
 
     @base.check('vhost-net-device')
-    def _device(self):
+    def _device(self) -> base.CheckOutcome:
         if self.fact('vhost_net.device'):
             return (base.PASS, '/dev/vhost-net exists: virtio NICs use '
                     'vhost-net', None)
