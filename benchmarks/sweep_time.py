@@ -5,7 +5,7 @@ A sweep's cost grows with the VM count: the guests boot together (under
 QEMU TCG they share two cores) and every guest must report before the
 step ends. This prints, per flavor and step, the iteration's wall time
 (duration plus the scenario's idle waits) and its budget from the
-scenario's atomic actions (kvmtune.report.rally_results.BUDGET): boot (API
+scenario's atomic actions (kvmtune.results.rally.BUDGET): boot (API
 calls to ACTIVE), ready (ACTIVE to every guest ready), workload (start
 signal to every verdict; with start_mode "at" the whole wait for
 start_at), collect, delete. With the signal start (issue 15) it also
@@ -26,8 +26,7 @@ import argparse
 import sys
 
 from kvmtune.errors import KvmtuneError
-from kvmtune.report import rally_results
-from kvmtune.report import vmtable
+from kvmtune.results import rally as rally_results
 
 PHASES = tuple(name for name, _ in rally_results.BUDGET)
 # The target of issue 15: a step ends this long after its slowest guest
@@ -42,18 +41,19 @@ def steps(doc, source):
         if name not in rally_results.SCENARIOS:
             continue
         counts = args.get('vm_counts') or []
-        flavor = rally_results._name(args.get('flavor'))
+        flavor = rally_results.name_of(args.get('flavor'))
         runtime = float(args.get('runtime') or 10)
         for i, it in enumerate(data):
-            rows = vmtable.rows_as_dicts(it.get('output'))
+            rows = rally_results.rows_of(it.get('output'), source)
+            guests = rally_results.measuring(rows or [])
             if rows is not None:
-                vms = len(vmtable.clients(rows))
-                valid = sum(r['status'] == vmtable.OK
-                            for r in vmtable.clients(rows))
+                vms = len(guests)
+                valid = sum(r.ok for r in guests)
             else:
                 vms = counts[i % len(counts)] if counts else '?'
                 valid = 0
-            yield (flavor, vms, valid, rally_results.budget(it), runtime,
+            yield (flavor, vms, valid, rally_results.budget(it, guests),
+                   runtime,
                    ': '.join(it['error'][:1]) if it.get('error') else '')
 
 

@@ -9,24 +9,21 @@ File shape (JSON, schema 1)::
      "peer": null, "command": ["fio", ...],
      "emulated": false, "result": {<kvmtune.workloads.parsers shape>},
      "facts": {<kvmtune.facts.gather()>},
-     "record": {<kvmtune.report.records shape>}}
+     "record": {<kvmtune.results.records shape>}}
 """
 
 import contextlib
 import datetime
 import json
-import math
 import os
 import shutil
 import tempfile
 
 from kvmtune.errors import InputError
+from kvmtune.results import baseline as results_baseline
 
-KIND = 'kvmtune-baseline'
-SCHEMA = 1
-RESULT_KEYS = ('tool', 'workload', 'iops', 'bw_bytes_s', 'lat_ns',
-               'gbit_s', 'tps', 'cpu_pct', 'emulated')
-LAT_KEYS = ('mean', 'p50', 'p95', 'p99')
+KIND = results_baseline.KIND
+SCHEMA = results_baseline.SCHEMA
 SCRATCH_DIR = '/var/tmp'   # not tmpfs: fio needs O_DIRECT
 _UNITS = {'': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3}
 
@@ -115,9 +112,9 @@ def run(workload, target=None, peer=None, runtime=None, params=None,
 
 
 def record(workload, facts, params, runtime, argv):
-    """The result record (kvmtune.report.records) of a bare-host run."""
+    """The result record (kvmtune.results.records) of a bare-host run."""
     from kvmtune.bench import qemu
-    from kvmtune.report import records
+    from kvmtune.results import records
 
     virt = why = None
     if facts:
@@ -135,51 +132,7 @@ def save(doc, path):
                         + '\n')
 
 
-def _number_or_none(value):
-    """None, or a finite figure that is not negative (a NaN, inf or
-    negative baseline made every share of bare metal meaningless)."""
-    return value is None or (isinstance(value, (int, float)) and
-                             not isinstance(value, bool) and
-                             math.isfinite(value) and value >= 0)
-
-
-def validate(doc, source):
-    """Raise InputError naming the first key that breaks the shape."""
-    def bad(key, problem, fix='make it again with kvmtune baseline'):
-        raise InputError(problem, source=source, key=key, fix=fix)
-
-    if not isinstance(doc, dict):
-        bad(None, 'not a JSON object')
-    if doc.get('kind') != KIND:
-        bad('kind', f'not a kvmtune baseline (kind {doc.get("kind")!r})')
-    if doc.get('schema') != SCHEMA:
-        bad('schema', f'unsupported schema {doc.get("schema")!r}')
-    for key in ('workload', 'time'):
-        if not isinstance(doc.get(key), str):
-            bad(key, 'missing or not a string')
-    if doc.get('emulated') is not False:
-        bad('emulated', 'a baseline is measured on the bare host: must be '
-            'false')
-    result = doc.get('result')
-    if not isinstance(result, dict):
-        bad('result', 'missing or not an object')
-    for key in RESULT_KEYS:
-        if key not in result:
-            bad(f'result.{key}', 'missing')
-    for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps', 'cpu_pct'):
-        if not _number_or_none(result[key]):
-            bad(f'result.{key}', 'not a finite, non-negative number')
-    if not isinstance(result['lat_ns'], dict) or not all(
-            _number_or_none(result['lat_ns'].get(k)) for k in LAT_KEYS):
-        bad('result.lat_ns', 'not an object of numbers (mean p50 p95 p99)')
-    if not _number_or_none(result.get('events_s')):
-        bad('result.events_s', 'not a number')
-    if all(result.get(k) is None for k in ('iops', 'bw_bytes_s', 'gbit_s',
-                                           'tps', 'events_s')):
-        bad('result', 'holds no measured figure')
-    if doc.get('facts') is not None and not isinstance(doc['facts'], dict):
-        bad('facts', 'not an object')
-    return doc
+validate = results_baseline.validate
 
 
 def load(path):

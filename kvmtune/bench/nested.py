@@ -31,11 +31,8 @@ from kvmtune.bench import qemu
 from kvmtune.image import nested as nested_image
 from kvmtune.workloads import console
 from kvmtune.workloads import job as jobs
-# The one guest verdict of nested runs (this run and tests/functional/
-# test_nested.py): report.guests.verdict has the signature doc/design.md
-# 9.4 gives kvmtune.results.verdict; when that lands, this import switches.
-from kvmtune.report.guests import verdict as _guest_verdict
-from kvmtune.report import vmtable
+from kvmtune.results import row as rows
+from kvmtune.results import verdict as verdicts
 
 NESTED = 'KVMTUNE-NESTED'
 # The CPU a TCG L1 gets: QEMU emulates SVM (with nested paging), not VMX.
@@ -55,9 +52,10 @@ ARTICLE = {
 
 
 def verdict(console_text, instance_id, workload, emulated):
-    """A guest's row (kvmtune.report.vmtable) from its console."""
-    return _guest_verdict(console_text, instance_id, 'client', workload,
-                          emulated)
+    """A guest's Row (kvmtune.results.verdict), flat (Row.flat: the one
+    unit set), from its console."""
+    return verdicts.verdict(console_text, instance_id, 'client', workload,
+                            emulated).flat()
 
 
 def nested_said(console_text, instance_id):
@@ -77,8 +75,15 @@ def nested_said(console_text, instance_id):
 
 
 def _figures(row):
-    return {key: row.get(key) for key in
-            ('iops', 'bw_MiB_s', 'events_s', 'lat_mean_us', 'lat_p99_us')}
+    """The table's figures of a flat Row, as printed (MiB/s, us)."""
+    def scaled(key, factor):
+        return None if row.get(key) is None else row[key] * factor
+
+    return {'iops': row.get('iops'),
+            'bw_MiB_s': scaled('bw_bytes_s', 1.0 / 1048576.0),
+            'events_s': row.get('events_s'),
+            'lat_mean_us': scaled('lat_mean_ns', 1e-3),
+            'lat_p99_us': scaled('lat_p99_ns', 1e-3)}
 
 
 def _check_image(image_dir):
@@ -138,7 +143,7 @@ def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
     text = guest.console_text()
     row = verdict(text, guest.instance_id, workload.name,
                   emulated=accel == 'tcg')
-    if timed_out and row['status'] == vmtable.NO_RESULT:
+    if timed_out and row['status'] == rows.NO_RESULT:
         row = dict(row, reason=f'killed at its hard timeout ({limit} s); '
                    + row['reason'])
     return {'level': f'L{level}', 'instance_id': guest.instance_id,
@@ -159,7 +164,8 @@ def _host(workload, runtime, params):
     result = dict(doc['result'], workload=workload.name)
     return {'level': 'host', 'instance_id': None,
             'seconds': round(time.monotonic() - started, 1),
-            'row': vmtable.ok_row('host', 'client', result), 'nested': {}}
+            'row': rows.from_result('host', 'client', result, 'bare').flat(),
+            'nested': {}}
 
 
 def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
@@ -260,14 +266,14 @@ def table(doc):
         out.append('  '.join(str(v).rjust(w) if i else str(v).ljust(w)
                              for i, (v, w) in enumerate(zip(row, widths))))
     for r in doc['runs']:
-        if r['row']['status'] != vmtable.OK:
+        if r['row']['status'] != rows.OK:
             out.append(f'{r["level"]}: {r["row"]["status"]}: '
                        f'{r["row"]["reason"]}')
         if r['nested']:
             said = r['nested']
             out.append(f'{r["level"]}: ' + ' '.join(
                 f'{k}={said[k]}' for k in sorted(said)))
-    valid = sum(1 for r in doc['runs'] if r['row']['status'] == vmtable.OK)
+    valid = sum(1 for r in doc['runs'] if r['row']['status'] == rows.OK)
     out.append(f'{valid}/{len(doc["runs"])} cells valid; wall time '
                f'{doc["wall_s"]:.0f} s{label}')
     return out
@@ -276,7 +282,7 @@ def table(doc):
 def _valid(run):
     if run is None:
         return '-'
-    return '1/1' if run['row']['status'] == vmtable.OK else '0/1'
+    return '1/1' if run['row']['status'] == rows.OK else '0/1'
 
 
 def _num(value):

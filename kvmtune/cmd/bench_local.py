@@ -35,7 +35,7 @@ for disk, CPU and memory workloads) and its wall time. A value this host
 cannot give (no free huge pages, no /dev/vhost-net, too few CPUs to pin)
 is skipped with one line saying why.
 
---json writes the rows with a record (kvmtune.report.records: host facts
+--json writes the rows with a record (kvmtune.results.records: host facts
 digest and key facts, settings, workload and parameters, kvmtune version,
 time), which `kvmtune report A.json B.json` compares.
 
@@ -221,7 +221,7 @@ def _one_run(args, workload, accel, settings, params, log=print):
 def _record(kind, workload, accel, why, settings, params, runtime):
     from kvmtune.bench import compare
     from kvmtune import facts as host_facts
-    from kvmtune.report import records
+    from kvmtune.results import records
 
     # only what the workload exercises: no disk settings for sysbench
     settings = {k: v for k, v in settings.items()
@@ -312,7 +312,10 @@ def run_compare(args, workload, params, runtime):
 
     from kvmtune.bench import compare as ab
     from kvmtune.bench import qemu
-    from kvmtune.report import compare
+    from kvmtune.report import analysis
+    from kvmtune.report import render
+    from kvmtune.results import baseline as bare_run
+    from kvmtune.results import bench
 
     started = time.monotonic()
     axes = [ab.parse_axis(text) for text in args.compare]
@@ -355,20 +358,14 @@ def run_compare(args, workload, params, runtime):
            'workload': workload.name, 'vms': args.vms, 'accel': accel,
            'emulated': accel == 'tcg', 'runs': out, 'baseline': bare,
            'record': record}
-    runs = []
-    for item in out:
-        if item.get('skipped'):
-            continue
-        run = compare._from_bench(dict(item, record=record,
-                                       emulated=accel == 'tcg'),
-                                  '(this run)', item['label'])
-        run.record = dict(record, settings=item['settings'])
-        runs.append(run)
+    runs = [bench.local_run(item, '(this run)', item['label'],
+                            dict(record, settings=item['settings']))
+            for item in out if not item.get('skipped')]
     if bare:
-        runs.append(compare._from_baseline(bare, '(this host, bare)'))
-    cmp = compare.compare(runs)
+        runs.append(bare_run.run_of(bare, '(this host, bare)'))
+    cmp = analysis.analyse(runs)
     print()
-    print(compare.text(cmp), end='')
+    print(render.text(cmp), end='')
     if no_bare:
         print(no_bare)
     if skipped:
@@ -379,13 +376,13 @@ def run_compare(args, workload, params, runtime):
     print(f'{len(done)} guest run(s) for {len(columns)} column(s), '
           f'{"every cell valid" if valid else "NOT every cell valid"}; '
           f'wall time {wall:.0f} s'
-          + (f' ({compare.EMULATED})' if accel == 'tcg' else ''))
+          + (f' ({render.EMULATED})' if accel == 'tcg' else ''))
     if args.json:
         doc['wall_seconds'] = round(wall, 1)
         _save(doc, args.json)
     if args.png:
         from kvmtune import report
 
-        changed = report.write_atomic(args.png, compare.png_bytes(cmp))
+        changed = report.write_atomic(args.png, render.png_bytes(cmp))
         print(f'{"wrote" if changed else "unchanged"}: {args.png}')
     return 0 if valid else 1

@@ -1,18 +1,26 @@
 """Benchmark jobs for guests and their verdicts read from console logs.
 
 Glue between a scaling scenario and the guest protocol (design.md §6):
-the job a guest gets as user_data, and the per-VM table row made from the
-guest's serial console once it printed its KVMTUNE-STATUS line.
+the job a guest gets as user_data, and the guest's Row
+(kvmtune.results.row) read from its serial console once it printed its
+KVMTUNE-STATUS line.
 """
 
-from kvmtune.report import vmtable
+from typing import Any
+
+from kvmtune.results.row import Row
 
 # Verdicts a measuring guest ends with ("serving" is a server's interim).
 FINAL = ('ok', 'late', 'error')
+NO_CONSOLE = ('Nova gave no console log (the guest stopped before its '
+              'verdict was read)')
 
 
-def job(workload, start_at, runtime, target=None, role='client', peer=None,
-        hold=False, params=None, ports=None, start=None):
+def job(workload: str, start_at: int | None, runtime: int,
+        target: str | None = None, role: str = 'client',
+        peer: str | None = None, hold: bool = False,
+        params: dict[str, Any] | None = None,
+        ports: list[int] | None = None, start: str | None = None) -> str:
     """The user_data of one guest (design.md §6), with the command line
     the image runs; InputError for an unknown workload or bad params."""
     from kvmtune import workloads
@@ -24,7 +32,8 @@ def job(workload, start_at, runtime, target=None, role='client', peer=None,
         ports=ports, start=start))
 
 
-def client_ports(workload, clients, params=None):
+def client_ports(workload: str, clients: int,
+                 params: dict[str, Any] | None = None) -> list[int]:
     """The port each client of one server guest uses (see
     ``kvmtune.workloads.commands.client_ports``)."""
     from kvmtune import workloads
@@ -33,7 +42,8 @@ def client_ports(workload, clients, params=None):
     return commands.client_ports(workloads.get(workload), clients, params)
 
 
-def start_at(now, vms, margin, margin_per_vm):
+def start_at(now: float, vms: int, margin: float,
+             margin_per_vm: float) -> int:
     """A common start late enough for every guest to have booted.
 
     Guests boot at different times and the job is fixed before any boots,
@@ -43,7 +53,7 @@ def start_at(now, vms, margin, margin_per_vm):
     return int(now + margin + margin_per_vm * vms)
 
 
-def ready(console_text, instance_id):
+def ready(console_text: str | None, instance_id: str) -> bool:
     """True once the guest said it is ready (a server: serving) or gave its
     verdict: nothing more will come before its start signal."""
     from kvmtune.workloads import console
@@ -52,14 +62,16 @@ def ready(console_text, instance_id):
     return bool(seen) and seen[0] in FINAL + ('ready', 'serving')
 
 
-def timing(console_text, instance_id):
+def timing(console_text: str | None,
+           instance_id: str) -> dict[str, float]:
     """The guest's own times (``console.timing``): ready / start uptime."""
     from kvmtune.workloads import console
 
     return console.timing(console_text or '', instance_id)
 
 
-def status(console_text, instance_id):
+def status(console_text: str | None,
+           instance_id: str) -> tuple[str, str] | None:
     """(status, reason) once the guest printed its verdict, else None."""
     from kvmtune.workloads import console
 
@@ -67,33 +79,28 @@ def status(console_text, instance_id):
     return seen if seen and seen[0] in FINAL else None
 
 
-def row(console_text, instance_id, role, workload, emulated,
-        seen_ready_s=None):
-    """The vmtable row of a guest (``verdict``) with the times it said on
-    its console and ``seen_ready_s``, the host's (vmtable.TIMES)."""
+def row(console_text: str | None, instance_id: str, role: str,
+        workload: str, emulated: bool,
+        seen_ready_s: float | None = None) -> Row:
+    """The Row of a guest (``verdict``) with the times it said on its
+    console and ``seen_ready_s``, the host's."""
     said = timing(console_text, instance_id)
-    return vmtable.with_times(
-        verdict(console_text, instance_id, role, workload, emulated),
-        said.get('ready'), said.get('start'), seen_ready_s)
+    return verdict(console_text, instance_id, role, workload,
+                   emulated).with_times(
+        ready_s=said.get('ready'), start_s=said.get('start'),
+        seen_ready_s=seen_ready_s)
 
 
-def verdict(console_text, instance_id, role, workload, emulated):
-    """The vmtable row of a guest from its console log
-    (kvmtune.results.verdict.read, the one reading of a console).
+def verdict(console_text: str | None, instance_id: str, role: str,
+            workload: str, emulated: bool) -> Row:
+    """The Row of a guest from its console log
+    (kvmtune.results.verdict, the one reading of a console).
 
     A guest whose console Nova could not give (``console_text`` None) is
     `no-result` with that reason.
     """
     from kvmtune.results import verdict as verdicts
 
-    if console_text is None:
-        return vmtable.failed_row(
-            instance_id, role, vmtable.NO_RESULT,
-            'Nova gave no console log (the guest stopped before its verdict '
-            'was read)', workload)
-    seen = verdicts.read(console_text, instance_id, role, workload,
-                         emulated)
-    if seen.status == verdicts.OK:
-        return vmtable.ok_row(instance_id, role, seen.result)
-    return vmtable.failed_row(instance_id, role, seen.status, seen.reason,
-                              workload)
+    return verdicts.verdict(
+        console_text, instance_id, role, workload, emulated,
+        no_status=NO_CONSOLE if console_text is None else None)

@@ -1,157 +1,296 @@
-"""Text table, PNG plot and self-contained HTML of scaling sweeps.
+"""The one renderer of an Analysis: text, PNG and a self-contained HTML
+page (doc/design.md 9.4).
 
-Figures measured under QEMU TCG are labelled "emulated" in every header,
-title and page: they show the mechanics of the sweep, never KVM's speed.
+One VM count for every guest run (bench local, bench nested): a step
+table, metrics down and runs across, the bare host last. Several VM
+counts (Rally sweeps, merged local runs): one row per run at each count,
+then the runs' linear fits side by side, and each Rally step's time
+budget. Throughput prints in the Analysis' unit (MiB/s for bytes/s),
+latency in microseconds. Figures measured under QEMU TCG are labelled
+"emulated" in every title and page: they show the mechanics of a run,
+never KVM's speed.
 """
 
 import base64
 import html
 import io
+from typing import Any
+from typing import Sequence
+
+from kvmtune.report.analysis import Analysis
+from kvmtune.report.analysis import Point
+from kvmtune.results.run import Run
 
 EMULATED = 'emulated: QEMU TCG, not KVM speed'
+Table = tuple[list[str], list[list[str]]]
 
 
-def _num(value, digits=1):
+def _num(value: float | None, scale: float = 1.0) -> str:
     if value is None:
         return '-'
-    if abs(value) >= 100 or digits == 0:
+    value *= scale
+    if abs(value) >= 100:
         return f'{value:,.0f}'
-    return f'{value:,.{digits}f}' if abs(value) >= 1 else f'{value:.4g}'
+    return f'{value:,.1f}' if abs(value) >= 1 else f'{value:.4g}'
 
 
-def _pct(value, signed=False):
-    if value is None:
-        return '-'
-    return f'{value * 100:+.1f}%' if signed else f'{value * 100:.1f}%'
+def _us(value: float | None) -> str:
+    return _num(value, 1e-3)
 
 
-def heading(sweep):
-    kind = 'disk' if sweep.scenario.endswith('disk_scaling') else 'network'
-    text = f'{kind} sweep {sweep.workload}, flavor {sweep.flavor}'
-    return f'{text} ({EMULATED})' if sweep.emulated else text
+def _pct(value: float | None) -> str:
+    return '-' if value is None else f'{value * 100:+.1f}%'
 
 
-def table_rows(scaling):
-    """Header and rows of the scaling table, as strings."""
-    unit = scaling.unit or 'throughput'
-    header = ['VMs', f'per-VM {unit}', f'aggregate {unit}',
-              'share of bare metal', 'change vs 1 VM', 'valid guests']
-    rows = [[str(p.vms), _num(p.per_vm), _num(p.aggregate), _pct(p.share),
-             _pct(p.change, signed=True), f'{p.valid}/{p.total}']
-            for p in scaling.points]
+def _share(value: float | None) -> str:
+    return '-' if value is None else f'{value * 100:.1f}%'
+
+
+def _vs_one(p: Point) -> str:
+    return _pct(None if p.vs_one is None else p.vs_one - 1.0)
+
+
+def grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    out = []
+    for row in [header, *rows]:
+        out.append('  '.join([str(row[0]).ljust(widths[0])] + [
+            str(c).rjust(w) for c, w in zip(row[1:], widths[1:])]))
+    return out
+
+
+def title(an: Analysis) -> str:
+    what = an.workload or 'results'
+    text = f'comparison of {len(an.guests)} run(s), {what}'
+    return f'{text} ({EMULATED})' if an.emulated else text
+
+
+def step_rows(an: Analysis) -> Table:
+    """Header and rows of the step table: metrics down, runs across."""
+    ref_label, _ = an.reference()
+    unit, tail = an.unit or 'throughput', an.tail or 'p99'
+    header = ['', *[r.label for r in an.guests]] + (
+        ['bare host'] if an.bare else [])
+    pts = [an.points[r.label][0] for r in an.guests]
+    bare = [an.bare] if an.bare else []
+    s = an.scale
+    rows = [
+        [f'per-VM {unit}', *[_num(p.per_vm, s) for p in pts + bare]],
+        [f'aggregate {unit}', *[_num(p.aggregate, s) for p in pts],
+         *(['-'] if bare else [])],
+        [f'change vs {ref_label}' if ref_label else 'change',
+         *[_pct(p.change) for p in pts + bare]],
+        ['share of bare host', *[_share(p.share) for p in pts],
+         *(['100.0%'] if bare else [])],
+        ['lat mean (us)', *[_us(p.lat_mean_ns) for p in pts + bare]],
+        [f'lat {tail}, worst guest (us)',
+         *[_us(p.lat_tail_ns) for p in pts + bare]],
+        ['valid guests', *[f'{p.valid}/{p.total}' for p in pts + bare]],
+    ]
     return header, rows
 
 
-def fit_line(scaling):
-    """One sentence on the per-VM degradation fit."""
-    fit, unit = scaling.fit, scaling.unit or 'throughput'
-    if fit.slope is None:
-        return 'fit: needs valid results at two VM counts at least'
-    one = next((p.per_vm for p in scaling.points if p.vms == 1), None)
-    rel = f' ({_pct(fit.slope / one, signed=True)} of 1 VM)' if one else ''
-    text = (f'fit: per-VM {unit} = {_num(fit.intercept)} '
-            f'{"+" if fit.slope >= 0 else "-"} {_num(abs(fit.slope))} x N;'
-            f' slope per added VM {_num(fit.slope)}{rel}')
-    if fit.r2 is None:
-        return text + '; R² needs three VM counts at least'
-    verdict = 'linear' if fit.linear else 'not linear'
-    return f'{text}; R² {fit.r2:.3f}: {verdict} (R² >= 0.9 is linear)'
+def vm_rows(an: Analysis) -> Table:
+    """Header and rows by VM count: one row per run at each count."""
+    unit, tail, s = an.unit or 'throughput', an.tail or 'p99', an.scale
+    header = ['VMs', 'run', f'per-VM {unit}', f'aggregate {unit}',
+              'change vs first valid run', 'change vs 1 VM',
+              'share of bare host', 'lat mean us', f'lat {tail} us',
+              'valid']
+    counts = sorted({p.vms for r in an.guests for p in an.points[r.label]})
+    rows = []
+    for n in counts:
+        for run in an.guests:
+            p = next((p for p in an.points[run.label] if p.vms == n), None)
+            if p is None:
+                continue
+            rows.append([str(n), run.label, _num(p.per_vm, s),
+                         _num(p.aggregate, s), _pct(p.change), _vs_one(p),
+                         _share(p.share), _us(p.lat_mean_ns),
+                         _us(p.lat_tail_ns), f'{p.valid}/{p.total}'])
+    if an.bare:
+        b = an.bare
+        rows.append(['-', 'bare host', _num(b.per_vm, s), '-', '-', '-',
+                     '100.0%', _us(b.lat_mean_ns), _us(b.lat_tail_ns),
+                     f'{b.valid}/{b.total}'])
+    return header, rows
 
 
-def failure_lines(sweep):
-    lines = [f'  {n} VMs: {r["instance"]}: {r["status"]}'
-             + (f' ({r["reason"]})' if r.get('reason') else '')
-             for n, r in sweep.failures]
-    lines += [f'  iteration failed: {e}' for e in sweep.iteration_errors]
-    return lines
+def fit_rows(an: Analysis) -> Table:
+    """The runs' linear fits of the per-VM figure, side by side."""
+    s = an.scale
+    header = ['run', 'per-VM at N=0', 'slope per added VM', 'slope % of 1 VM',
+              'R²', 'linear (R² >= 0.9)', 'VM counts']
+    rows = []
+    for run in an.guests:
+        fit = an.fits[run.label]
+        one = next((p.per_vm for p in an.points[run.label] if p.vms == 1),
+                   None)
+        if fit.slope is None or fit.intercept is None:
+            rows.append([run.label, '-', '-', '-', '-', '-',
+                         str(fit.points)])
+            continue
+        rows.append([run.label, _num(fit.intercept, s), _num(fit.slope, s),
+                     _pct(fit.slope / one) if one else '-',
+                     f'{fit.r2:.3f}' if fit.r2 is not None else '-',
+                     ('yes' if fit.linear else 'no') if fit.r2 is not None
+                     else '-', str(fit.points)])
+    return header, rows
 
 
-def budget_lines(sweep):
-    """The steps' time budget (seconds, host clock), one line per step."""
-    if not sweep.budgets:
+def fit_lines(an: Analysis) -> list[str]:
+    unit = an.unit or 'throughput'
+    return [f'linear fits of per-VM {unit} = a + b x N (R² from three VM '
+            'counts on):'] + grid(*fit_rows(an))
+
+
+def _settings(record: dict[str, Any] | None) -> list[str]:
+    settings = (record or {}).get('settings') or {}
+    profile = (record or {}).get('profile')
+    parts = [f'{k}={v}' for k, v in sorted(settings.items())]
+    if profile:
+        parts.insert(0, f'profile={profile}')
+    return parts
+
+
+def source_lines(an: Analysis) -> list[str]:
+    """Where each run came from, and the settings that tell them apart."""
+    out = []
+    settings = [_settings(r.record) for r in an.guests]
+    common = set.intersection(*map(set, settings)) if settings else set()
+    if common:
+        out.append(f'  every run: {" ".join(sorted(common))}')
+    for run in an.runs:
+        own = [s for s in _settings(run.record) if s not in common]
+        out.append(f'  {run.label}: {run.source}'
+                   + (f' [{" ".join(own)}]' if own and not run.bare
+                      else ''))
+    return out
+
+
+def budget_lines(run: Run) -> list[str]:
+    """A Rally sweep's step time budget (seconds, host clock)."""
+    if not run.budgets:
         return []
-    lines = ['step time budget, s (wall = boot + ready + workload + '
-             'collect + delete + Rally\'s own; slowest ready = API to the '
-             'last guest ready):']
-    for vms, b in sweep.budgets:
+    lines = [f'{run.label}: step time budget, s (wall = boot + ready + '
+             'workload + collect + delete + Rally\'s own; slowest ready = '
+             'API to the last guest ready):']
+    for vms, b in run.budgets:
+        slowest = b['slowest_ready']
         lines.append(
             f'  {vms} VMs: wall {b["wall"]:.1f}: boot {b["boot"]:.1f}, '
             f'ready {b["ready"]:.1f}, workload {b["workload"]:.1f}, '
             f'collect {b["collect"]:.1f}, delete {b["delete"]:.1f}; '
-            'slowest ready ' + (f'{b["slowest_ready"]:.1f}'
-                                if b['slowest_ready'] is not None else '-'))
+            'slowest ready ' + (f'{slowest:.1f}' if slowest is not None
+                                else '-'))
     return lines
 
 
-def text(analysed):
-    """The report as text; ``analysed`` is a list of (sweep, scaling)."""
-    out = []
-    for sweep, scaling in analysed:
-        header, rows = table_rows(scaling)
-        widths = [max(len(c), *(len(r[i]) for r in rows)) if rows
-                  else len(c) for i, c in enumerate(header)]
-        out.append(heading(sweep))
-        out.append('  '.join(c.rjust(w) for c, w in zip(header, widths)))
-        for r in rows:
-            out.append('  '.join(c.rjust(w) for c, w in zip(r, widths)))
-        if scaling.bare_metal is not None:
-            out.append(f'bare metal: {_num(scaling.bare_metal)} '
-                       f'{scaling.unit}')
-        out.append(fit_line(scaling))
-        bad = failure_lines(sweep)
-        if bad:
-            out.append('guests without a valid result (not averaged):')
-            out.extend(bad)
-        out.extend(budget_lines(sweep))
-        out.append('')
-    return '\n'.join(out)
+def failure_lines(an: Analysis) -> list[str]:
+    bad = [(r.label, f) for r in an.runs for f in r.failures]
+    if not bad:
+        return []
+    return ['guests without a valid result (not averaged):'] + [
+        f'  {label}: {f}' for label, f in bad]
 
 
-def _by_workload(analysed):
-    groups = {}
-    for sweep, scaling in analysed:
-        groups.setdefault((sweep.scenario, sweep.workload), []).append(
-            (sweep, scaling))
-    return groups
+def tables(an: Analysis) -> list[Table]:
+    if an.metric is None:
+        return []
+    return [step_rows(an)] if an.step_table else [vm_rows(an)]
 
 
-def png_bytes(analysed):
-    """Per-VM throughput against VM count, one panel per workload and one
-    curve per flavor (tuned and default side by side)."""
+def text(an: Analysis) -> str:
+    out = [title(an), *an.warnings, *source_lines(an)]
+    if an.metric is None:
+        out.append('no valid result in any run: nothing to compare')
+    for table in tables(an):
+        out.extend(grid(*table))
+    if an.metric is not None and not an.step_table and an.guests:
+        out.extend(fit_lines(an))
+    out.extend(failure_lines(an))
+    for run in an.runs:
+        out.extend(budget_lines(run))
+    return '\n'.join(out) + '\n'
+
+
+# ---- plot ------------------------------------------------------------------
+
+def png_bytes(an: Analysis) -> bytes:
+    """Bars (one VM count: one bar per run, the bare host hatched) or
+    per-VM curves by VM count with their fits dotted, the bare host a
+    dashed line; latency beside it (mean and worst-guest tail, never a
+    sum)."""
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot
 
-    groups = _by_workload(analysed)
-    fig, axes = pyplot.subplots(len(groups), 1, squeeze=False,
-                                figsize=(7.5, 4.2 * len(groups)))
-    emulated = any(s.emulated for s, _ in analysed)
-    for ax, ((scenario, workload), members) in zip(axes[:, 0],
-                                                   groups.items()):
-        unit = next((sc.unit for _, sc in members if sc.unit), 'throughput')
-        bare = next((sc.bare_metal for _, sc in members
-                     if sc.bare_metal is not None), None)
-        for sweep, scaling in members:
-            pts = [p for p in scaling.points if p.per_vm is not None]
-            label = sweep.flavor if pts else (f'{sweep.flavor} '
-                                              '(no valid result)')
-            line, = ax.plot([p.vms for p in pts], [p.per_vm for p in pts],
+    unit, tail, s = an.unit or 'throughput', an.tail or 'p99', an.scale
+    fig, (ax, lat) = pyplot.subplots(1, 2, figsize=(12, 4.8))
+
+    def y(value: float | None, scale: float = s) -> float:
+        return (value or 0.0) * scale
+
+    if an.step_table or not an.guests:
+        labels = [r.label for r in an.guests] + (['bare host'] if an.bare
+                                                 else [])
+        pts = [an.points[r.label][0] for r in an.guests] + (
+            [an.bare] if an.bare else [])
+        xs = list(range(len(pts)))
+        bars = ax.bar(xs, [y(p.per_vm) for p in pts], color='tab:blue')
+        if an.bare:
+            bars[-1].set_facecolor('lightgrey')
+            bars[-1].set_hatch('//')
+        for x, p in zip(xs, pts):
+            note = ('no valid result' if p.per_vm is None else
+                    _pct(p.change) if p.change is not None else '')
+            ax.annotate(note, (x, y(p.per_vm)), ha='center', va='bottom',
+                        fontsize=8)
+        ax.set_xticks(xs, labels, rotation=30, ha='right', fontsize=8)
+        lat.bar([x - 0.2 for x in xs], [y(p.lat_mean_ns, 1e-3) for p in pts],
+                width=0.4, label='mean')
+        lat.bar([x + 0.2 for x in xs], [y(p.lat_tail_ns, 1e-3) for p in pts],
+                width=0.4, label=f'{tail} (worst guest)')
+        lat.set_xticks(xs, labels, rotation=30, ha='right', fontsize=8)
+    else:
+        for run in an.guests:
+            pts = [p for p in an.points[run.label] if p.per_vm is not None]
+            label = run.label if pts else f'{run.label} (no valid result)'
+            line, = ax.plot([p.vms for p in pts], [y(p.per_vm) for p in pts],
                             marker='o', label=label)
-            if scaling.fit.slope is not None:
-                xs = [p.vms for p in pts]
-                ax.plot(xs, [scaling.fit.intercept + scaling.fit.slope * x
-                             for x in xs], linestyle=':',
-                        color=line.get_color(), label=None)
-        if bare is not None:
-            ax.axhline(bare, color='grey', linestyle='--', label='bare metal')
-        title = f'{workload}: per-VM {unit} by VM count'
-        ax.set_title(title + (f'\n({EMULATED})' if emulated else ''))
+            fit = an.fits[run.label]
+            if fit.slope is not None and fit.intercept is not None:
+                ax.plot([p.vms for p in pts],
+                        [(fit.intercept + fit.slope * p.vms) * s
+                         for p in pts], linestyle=':',
+                        color=line.get_color())
+            lat.plot([p.vms for p in pts],
+                     [y(p.lat_mean_ns, 1e-3) for p in pts], marker='o',
+                     color=line.get_color(), label=f'{run.label} mean')
+            lat.plot([p.vms for p in pts],
+                     [y(p.lat_tail_ns, 1e-3) for p in pts], marker='^',
+                     linestyle='--', color=line.get_color(),
+                     label=f'{run.label} {tail}')
+        if an.bare and an.bare.per_vm is not None:
+            ax.axhline(y(an.bare.per_vm), color='grey', linestyle='--',
+                       label='bare host')
         ax.set_xlabel('VMs on the host')
-        ax.set_ylabel(f'per-VM {unit}')
-        ax.set_ylim(bottom=0)
+        lat.set_xlabel('VMs on the host')
         ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(True, alpha=0.3)
-        ax.legend()
+        lat.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=8)
+    ax.set_ylabel(f'per-VM {unit}')
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    lat.set_ylabel('latency across guests (us)')
+    lat.set_ylim(bottom=0)
+    lat.grid(True, alpha=0.3)
+    if lat.get_legend_handles_labels()[0]:
+        lat.legend(fontsize=8)
+    lat.set_title('latency: mean of guests, worst guest tail')
+    ax.set_title(f'{an.workload or ""} per-VM {unit}')
+    if an.emulated:
+        fig.suptitle(EMULATED, color='#a40')
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format='png', dpi=100)
@@ -159,39 +298,52 @@ def png_bytes(analysed):
     return buf.getvalue()
 
 
-_CSS = ('body{font-family:sans-serif;margin:2em;max-width:60em}'
+_CSS = ('body{font-family:sans-serif;margin:2em;max-width:72em}'
         'table{border-collapse:collapse;margin:.5em 0}'
         'td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}'
-        '.emulated{color:#a40;font-weight:bold}')
+        'td:first-child,th:first-child{text-align:left}'
+        '.emulated{color:#a40;font-weight:bold}'
+        'img{max-width:100%}')
 
 
-def html_page(analysed, png):
-    """A self-contained page: tables, fits, failures and the plot inline."""
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     esc = html.escape
-    emulated = any(s.emulated for s, _ in analysed)
-    title = 'kvmtune scaling report' + (f' ({EMULATED})' if emulated else '')
-    parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8">'
-             f'<title>{esc(title)}</title><style>{_CSS}</style></head><body>',
-             f'<h1>{esc(title)}</h1>']
-    if emulated:
+    return ('<table><tr>' + ''.join(f'<th>{esc(c)}</th>' for c in header)
+            + '</tr>' + ''.join('<tr>' + ''.join(f'<td>{esc(c)}</td>'
+                                                 for c in r) + '</tr>'
+                                for r in rows) + '</table>')
+
+
+def html_page(an: Analysis, png: bytes) -> str:
+    """A self-contained page: the text's tables, fits, failures and
+    budgets, and the plot inline."""
+    esc = html.escape
+    head = title(an)
+    parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+             f'<title>{esc(head)}</title><style>{_CSS}</style></head>'
+             f'<body><h1>{esc(head)}</h1>']
+    if an.emulated:
         parts.append(f'<p class="emulated">Figures are {EMULATED}: they '
-                     'show how the sweep works, not what a KVM host '
+                     'show how the run works, not what a KVM host '
                      'delivers.</p>')
-    for sweep, scaling in analysed:
-        header, rows = table_rows(scaling)
-        parts.append(f'<h2>{esc(heading(sweep))}</h2><table><tr>'
-                     + ''.join(f'<th>{esc(c)}</th>' for c in header)
-                     + '</tr>')
-        for r in rows:
-            parts.append('<tr>' + ''.join(f'<td>{esc(c)}</td>' for c in r)
-                         + '</tr>')
-        parts.append(f'</table><p>{esc(fit_line(scaling))}</p>')
-        bad = failure_lines(sweep)
-        if bad:
-            parts.append('<p>Guests without a valid result (not averaged):'
-                         '</p><ul>' + ''.join(f'<li>{esc(b.strip())}</li>'
-                                              for b in bad) + '</ul>')
+    parts.extend(f'<p>{esc(w)}</p>' for w in an.warnings)
+    parts.append('<ul>' + ''.join(f'<li>{esc(s.strip())}</li>'
+                                  for s in source_lines(an)) + '</ul>')
+    if an.metric is None:
+        parts.append('<p>No valid result in any run: nothing to '
+                     'compare.</p>')
+    parts.extend(_html_table(*t) for t in tables(an))
+    if an.metric is not None and not an.step_table and an.guests:
+        parts.append(f'<h2>Linear fits of per-VM {esc(an.unit or "")}</h2>'
+                     + _html_table(*fit_rows(an)))
+    bad = failure_lines(an)
+    if bad:
+        parts.append(f'<p>{esc(bad[0])}</p><ul>' + ''.join(
+            f'<li>{esc(b.strip())}</li>' for b in bad[1:]) + '</ul>')
+    budgets = [line for run in an.runs for line in budget_lines(run)]
+    if budgets:
+        parts.append('<pre>' + esc('\n'.join(budgets)) + '</pre>')
     data = base64.b64encode(png).decode('ascii')
-    parts.append(f'<img alt="{esc(title)}" src="data:image/png;base64,'
+    parts.append(f'<img alt="{esc(head)}" src="data:image/png;base64,'
                  f'{data}"></body></html>')
     return '\n'.join(parts)

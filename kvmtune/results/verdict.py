@@ -15,20 +15,24 @@ turns that into a Verdict:
              reason when it knows more: a timeout, QEMU's exit)
   server     a network server guest that served (it measures nothing)
 
-A status other than ok is excluded from every average.
+A status other than ok is excluded from every average. ``verdict()``
+is the same reading as a Row (kvmtune.results.row), the one shape every
+caller keeps.
 """
 
 import dataclasses
+from typing import Any
 
 from kvmtune.errors import KvmtuneError
+from kvmtune.results import row as rows
 
-OK = 'ok'
-LATE = 'late'
-ERROR = 'error'
-INVALID = 'invalid'
-NO_RESULT = 'no-result'
-SERVER = 'server'
-STATUSES = (OK, LATE, ERROR, INVALID, NO_RESULT, SERVER)
+OK = rows.OK
+LATE = rows.LATE
+ERROR = rows.ERROR
+INVALID = rows.INVALID
+NO_RESULT = rows.NO_RESULT
+SERVER = rows.SERVER
+STATUSES = rows.STATUSES
 # What a measuring guest's last status line may say when it is done.
 FINAL = (OK, LATE, ERROR)
 
@@ -37,16 +41,17 @@ FINAL = (OK, LATE, ERROR)
 class Verdict:
     status: str
     reason: str = ''
-    result: dict = None
-    sha256: str = None
+    result: dict[str, Any] | None = None
+    sha256: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f'status {self.status!r} not in {STATUSES}')
 
 
-def read(console_text, instance_id, role, workload, emulated,
-         no_status=None):
+def read(console_text: str | None, instance_id: str, role: str,
+         workload: str, emulated: bool,
+         no_status: str | None = None) -> Verdict:
     """The Verdict of one guest from its console text.
 
     :param workload: the workload's name: only its frames count
@@ -90,3 +95,22 @@ def read(console_text, instance_id, role, workload, emulated,
         return Verdict(INVALID, exc.line())
     result.setdefault('workload', workload)
     return Verdict(OK, '', result, mine[-1].get('sha256'))
+
+
+def verdict(console_text: str | None, instance_id: str, role: str,
+            workload: str, emulated: bool, no_status: str | None = None,
+            accel: str | None = None) -> rows.Row:
+    """The Row of one guest from its console (``read``): its figures when
+    ok, else its status and reason. ``console_text`` None (the caller
+    could not read the console) is `no-result` with ``no_status``."""
+    if console_text is None:
+        return rows.failed(instance_id, role, NO_RESULT,
+                           no_status or 'no console log to read', workload,
+                           accel)
+    seen = read(console_text, instance_id, role, workload, emulated,
+                no_status)
+    if seen.status == OK and seen.result is not None:
+        return rows.from_result(instance_id, role, seen.result, accel,
+                                workload)
+    return rows.failed(instance_id, role, seen.status, seen.reason,
+                       workload, accel)

@@ -4,8 +4,9 @@ from rally import consts
 from rally.task import sla
 
 from kvmtune.errors import KvmtuneError
-from kvmtune import report
-from kvmtune.report import vmtable
+from kvmtune.report import analysis
+from kvmtune.results import rally as rally_results
+from kvmtune.results import run as runs
 
 
 @sla.configure(name="kvmtune_scaling")
@@ -16,6 +17,7 @@ class KvmtuneScaling(sla.SLA):
     reference is the bare-metal figure instead of one VM's. Any guest that
     returned no valid result (late, error, nothing on its console, a frame
     that fails verification) fails the SLA, naming the instance and why.
+    The figures are the report's (kvmtune.report.analysis.analyse).
     """
 
     CONFIG_SCHEMA = {
@@ -34,86 +36,76 @@ class KvmtuneScaling(sla.SLA):
         super().__init__(criterion_value)
         self.min_share = criterion_value["min_share"]
         self.baseline_path = criterion_value.get("baseline")
-        self.per_vm = {}        # VM count -> [per-VM mean of an iteration]
+        self.iterations = {}    # VM count -> [[Row] of an iteration]
         self.bad_guests = []    # "instance (N VMs): status: reason"
-        self.metric = None
-        self.workload = None
-        self.reference = None
-        self.problem = None     # why no reference could be had
+        self.problems = []      # why no reference or no rows could be had
         self.judged = 0         # iterations that left guest results
 
     def add_iteration(self, iteration):
-        rows = vmtable.rows_as_dicts(iteration.get("output"))
+        try:
+            rows = rally_results.rows_of(iteration.get("output"))
+        except KvmtuneError as exc:
+            self.problems.append(f"unreadable per-VM table: {exc.line()}")
+            rows = None
         if rows is not None:
             self.judged += 1
-            rows = vmtable.clients(rows)
-            self._add_rows(len(rows), rows)
+            rows = rally_results.measuring(rows)
+            self.iterations.setdefault(len(rows), []).append(rows)
+            self.bad_guests.extend(
+                f"{r.instance} ({len(rows)} VMs): {r.status}: {r.reason}"
+                for r in rows if not r.ok)
         return self._check()
 
-    def _add_rows(self, vms, rows):
-        for r in rows:
-            if r["status"] != vmtable.OK:
-                self.bad_guests.append(
-                    f"{r['instance']} ({vms} VMs): {r['status']}: "
-                    f"{r['reason']}")
-        found = vmtable.throughput_key(rows)
-        if found:
-            self.metric = self.metric or found
-            self.workload = self.workload or next(
-                r["workload"] for r in rows if r["status"] == vmtable.OK)
-            key = self.metric[0]
-            good = [r[key] for r in rows
-                    if r["status"] == vmtable.OK and r.get(key) is not None]
-            if good:
-                self.per_vm.setdefault(vms, []).append(sum(good) / len(good))
+    def _analysis(self):
+        """(Analysis or None, what the shares are of, problem or None)."""
+        run = runs.Run("sweep", "(this sweep)", runs.RALLY, None,
+                       self.iterations)
+        found = [run]
+        against = "1 VM"
+        try:
+            if self.baseline_path:
+                from kvmtune.results import baseline
 
-    def _reference(self):
-        if self.baseline_path:
-            if self.reference is None and self.problem is None \
-                    and self.metric:
-                try:
-                    self.reference = report.bare_metal_figure(
-                        report.load_baseline(self.baseline_path),
-                        self.workload, self.metric[0], self.baseline_path)
-                except KvmtuneError as exc:
-                    self.problem = exc.line()
-            return self.reference, "bare metal"
-        one = self.per_vm.get(1)
-        return (sum(one) / len(one) if one else None), "1 VM"
+                found.append(baseline.load(self.baseline_path))
+                against = "bare metal"
+            return analysis.analyse(found), against, None
+        except KvmtuneError as exc:
+            return None, against, exc.line()
 
     def _shortfalls(self):
-        reference, against = self._reference()
-        if not reference:
-            return []
+        """(shortfall lines, reference, problem)."""
+        an, against, problem = self._analysis()
+        if an is None or an.metric is None:
+            return [], against, problem
         out = []
-        for vms in sorted(self.per_vm):
-            share = (sum(self.per_vm[vms]) / len(self.per_vm[vms])
-                     / reference)
-            if share < self.min_share:
-                out.append(f"per-VM {self.metric[1]} at {vms} VMs is "
+        for p in an.points["sweep"]:
+            share = p.share if self.baseline_path else p.vs_one
+            if share is not None and share < self.min_share:
+                out.append(f"per-VM {an.unit} at {p.vms} VMs is "
                            f"{share:.0%} of {against} "
                            f"(< {self.min_share:.0%})")
-        return out
+        return out, against, problem
 
     def _check(self):
-        short = self._shortfalls()   # also finds the reference's problem
+        short, _, problem = self._shortfalls()
         self.success = bool(self.judged) and not (
-            short or self.bad_guests or self.problem)
+            short or self.bad_guests or problem or self.problems)
         return self.success
 
     def merge(self, other):
-        for vms, values in other.per_vm.items():
-            self.per_vm.setdefault(vms, []).extend(values)
+        for vms, its in other.iterations.items():
+            self.iterations.setdefault(vms, []).extend(its)
         self.bad_guests.extend(other.bad_guests)
+        self.problems.extend(other.problems)
         self.judged += other.judged
-        self.metric = self.metric or other.metric
-        self.workload = self.workload or other.workload
         return self._check()
 
     def details(self):
-        reasons = self._shortfalls()
-        if self.problem:
-            reasons.append(f"no bare-metal reference: {self.problem}")
+        reasons, against, problem = self._shortfalls()
+        if problem:
+            reasons.append(f"no bare-metal reference: {problem}"
+                           if self.baseline_path else problem)
+        reasons.extend(self.problems)
         if self.bad_guests:
             reasons.append("no valid result from "
                            + "; ".join(self.bad_guests))
@@ -121,7 +113,6 @@ class KvmtuneScaling(sla.SLA):
             reasons.append("no iteration left guest results to judge (its "
                            "errors say why)")
         if not reasons:
-            _, against = self._reference()
             return (f"per-VM throughput >= {self.min_share:.0%} of "
                     f"{against} at every VM count - {self.status()}")
         return " | ".join(reasons) + f" - {self.status()}"

@@ -31,8 +31,8 @@ from rally_scenarios.scenarios.kvmtune import utils
 class DiskScaling(utils.KvmTuneScenario):
 
     # throughput only: latency has its own chart (utils._add_charts)
-    _chart_metrics = (("iops", "IOPS"), ("events_s", "events/s"),
-                      ("bw_MiB_s", "MiB/s"))
+    _chart_metrics = (("iops", "IOPS", 1.0), ("events_s", "events/s", 1.0),
+                      ("bw_bytes_s", "MiB/s", 1.0 / 1048576.0))
 
     def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
             target="/dev/vdb", runtime=10, params=None, start_margin=45,
@@ -74,7 +74,7 @@ class DiskScaling(utils.KvmTuneScenario):
         :param emulated: the cloud runs guests under QEMU without KVM
             (TCG); results are labelled emulated
         :param record: what the task knows of how the results were made
-            (kvmtune.report.records: profile, nova.conf options, extra
+            (kvmtune.results.records: profile, nova.conf options, extra
             specs, the compute's facts digest); kept in Rally's result
             file with the other arguments, read back by `kvmtune report`
         """

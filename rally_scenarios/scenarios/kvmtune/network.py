@@ -29,7 +29,8 @@ from rally_scenarios.scenarios.kvmtune import utils
                     name="KvmTune.network_scaling", platform="openstack")
 class NetworkScaling(utils.KvmTuneScenario):
 
-    _chart_metrics = (("gbit_s", "Gbit/s"), ("tps", "transactions/s"))
+    _chart_metrics = (("gbit_s", "Gbit/s", 1.0),
+                      ("tps", "transactions/s", 1.0))
 
     def _address(self, server):
         """The server guest's first fixed address, from the Nova API."""

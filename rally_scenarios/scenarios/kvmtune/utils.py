@@ -2,13 +2,15 @@
 
 One iteration boots a batch of benchmark guests on one host, each with
 its job on the config drive, waits for every guest to print its verdict on
-the serial console, and turns the verdicts into output charts and the
-per-VM table the SLA and ``kvmtune report`` read. Nothing is reached
+the serial console, and turns the verdicts into Rows (kvmtune.results),
+output charts and the per-VM table the SLA and ``kvmtune report`` read
+(kvmtune.results.rally.table_output). Nothing is reached
 inside the guests: no SSH, floating IP or agent.
 """
 
 import concurrent.futures as futures
 import contextlib
+import dataclasses
 import time
 
 from rally.common import cfg
@@ -20,8 +22,10 @@ from rally.task import utils
 from rally_openstack.task.scenarios.nova import utils as nova_utils
 
 from kvmtune.errors import KvmtuneError
+from kvmtune.report import analysis
 from kvmtune.report import guests
-from kvmtune.report import vmtable
+from kvmtune.results import rally as results_rally
+from kvmtune.results import row as result_rows
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -311,7 +315,7 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         """This step's readiness in Rally's output: guest and host views
         of boot-to-ready, the start spread (the atomic actions hold the
         phases' durations)."""
-        said = [r["ready_s"] for r in rows if r.get("ready_s") is not None]
+        said = [r.ready_s for r in rows if r.ready_s is not None]
         seen = [t - created_at for t in ready_at.values()]
         data = [["guests", vms], ["guests ready", len(ready_at)],
                 ["guests started", len(sent)],
@@ -458,9 +462,9 @@ class KvmTuneScenario(nova_utils.NovaScenario):
     def _chart_lost(self, created, exc, workload):
         reason = (f"lost: the step failed before its verdict "
                   f"({type(exc).__name__}: {exc})").splitlines()[0][:300]
-        rows = [self._lost_read(vmtable.failed_row(
-            s.id, getattr(s, "kvmtune_role", "client"), vmtable.NO_RESULT,
-            reason, workload)) for s in created]
+        rows = [self._lost_read(result_rows.failed(
+            s.id, getattr(s, "kvmtune_role", "client"),
+            result_rows.NO_RESULT, reason, workload)) for s in created]
         try:
             self._add_charts(rows)
         except Exception:       # the error being raised says more
@@ -469,45 +473,49 @@ class KvmTuneScenario(nova_utils.NovaScenario):
     def _lost_read(self, row):
         """``row``, its reason saying so when the guest's console could
         not be read at the last attempt."""
-        reason = self._lost_reads.get(row["instance"])
-        if reason and row["status"] != vmtable.OK:
-            row = dict(row, reason=f"{row['reason']}; its console could "
-                                   f"not be read: {reason}")
+        reason = self._lost_reads.get(row.instance)
+        if reason and not row.ok:
+            row = dataclasses.replace(
+                row, reason=f"{row.reason}; its console could not be "
+                            f"read: {reason}")
         return row
 
     def _add_charts(self, rows):
         """Rally output of one iteration: trends across the sweep's steps
         (additive, one point per iteration) and this step's guests.
 
-        Throughput: the per-VM mean and the aggregate (sum). Latency is
-        never summed (a sum of different guests' latencies means
-        nothing): the mean of the guests' means and the worst guest's
-        p99, or its max where the tool gives no p99 (sysbench).
+        Throughput: the per-VM mean and the aggregate (sum), as the report
+        computes them (kvmtune.report.analysis.point). Latency is never
+        summed (a sum of different guests' latencies means nothing): the
+        mean of the guests' means and the worst guest's p99, or its max
+        where the tool gives no p99 (sysbench). Rally's charts print MiB/s
+        and microseconds; the per-VM table keeps the Rows' own units.
         """
         self._charted = True
-        cl = vmtable.clients(rows)
-        ok = [r for r in cl if r["status"] == vmtable.OK]
-        emulated = any(r["emulated"] for r in ok)
+        cl = results_rally.measuring(rows)
+        ok = [r for r in cl if r.ok]
+        emulated = any(r.emulated for r in ok)
         tag = " (emulated: QEMU TCG)" if emulated else ""
         axis = "Sweep step (iteration)"
-        metrics = [(key, unit) for key, unit in self._chart_metrics
-                   if any(r.get(key) is not None for r in ok)]
-        for key, unit in metrics or self._chart_metrics[:1]:
-            values = [r[key] for r in ok if r.get(key) is not None]
-            mean = sum(values) / len(values) if values else 0.0
+        metrics = [m for m in self._chart_metrics
+                   if any(r.figure(m[0]) is not None for r in ok)]
+        for key, unit, scale in metrics or self._chart_metrics[:1]:
+            step = analysis.point(len(cl), [cl], key)
             self.add_output(additive={
                 "title": f"{unit} by VM count{tag}",
                 "description": f"Per-VM mean and aggregate {unit} at "
                                f"{len(cl)} VMs; 0 means no valid guest",
                 "chart_plugin": "Lines", "axis_label": axis, "label": unit,
-                "data": [[f"per-VM {unit}", mean],
-                         [f"aggregate {unit}", sum(values)]]})
+                "data": [[f"per-VM {unit}", (step.per_vm or 0.0) * scale],
+                         [f"aggregate {unit}",
+                          (step.aggregate or 0.0) * scale]]})
             self.add_output(complete={
                 "title": f"{unit} per VM at {len(cl)} VMs{tag}",
                 "chart_plugin": "StackedArea", "axis_label": "VM",
                 "label": unit,
                 "data": [[f"{unit}",
-                          [[i, r.get(key) or 0.0]
+                          [[i, (r.figure(key) or 0.0) * scale if r.ok
+                            else 0.0]
                            for i, r in enumerate(cl, 1)]]]})
         self._add_latency_charts(cl, ok, tag, axis)
         self.add_output(additive={
@@ -516,23 +524,21 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             "label": "guests",
             "data": [["valid", len(ok)], ["no valid result",
                                           len(cl) - len(ok)]]})
-        self.add_output(complete=vmtable.table_output(rows, emulated))
+        self.add_output(complete=results_rally.table_output(rows, emulated))
 
     def _add_latency_charts(self, cl, ok, tag, axis):
-        """Latency across guests: mean of means, worst guest's tail."""
-        means = [r["lat_mean_us"] for r in ok
-                 if r.get("lat_mean_us") is not None]
-        if not means:
-            return
+        """Latency across guests (us): mean of means, worst guest's tail."""
         tail, name = next(
-            ((k, n) for k, n in (("lat_p99_us", "p99"),
-                                 ("lat_max_us", "max"))
-             if any(r.get(k) is not None for r in ok)), (None, None))
-        tails = [r[tail] for r in ok if tail and r.get(tail) is not None]
+            ((k, n) for k, n in analysis.TAILS
+             if any(r.figure(k) is not None for r in ok)), (None, None))
+        step = analysis.point(len(cl), [cl], None, tail)
+        if step.lat_mean_ns is None:
+            return
         data = [["mean of the guests' mean latency",
-                 sum(means) / len(means)]]
-        if tails:
-            data.append([f"worst guest's {name} latency", max(tails)])
+                 step.lat_mean_ns / 1000.0]]
+        if step.lat_tail_ns is not None:
+            data.append([f"worst guest's {name} latency",
+                         step.lat_tail_ns / 1000.0])
         self.add_output(additive={
             "title": f"latency across guests (us) by VM count{tag}",
             "description": "Mean of the guests' mean latencies and the "
@@ -540,11 +546,12 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             "chart_plugin": "Lines", "axis_label": axis, "label": "us",
             "data": data})
         per_vm = [["mean latency (us)",
-                   [[i, r.get("lat_mean_us") or 0.0]
+                   [[i, (r.lat_ns.mean or 0.0) / 1000.0 if r.ok else 0.0]
                     for i, r in enumerate(cl, 1)]]]
         if tail:
             per_vm.append([f"{name} latency (us)",
-                           [[i, r.get(tail) or 0.0]
+                           [[i, (r.figure(tail) or 0.0) / 1000.0
+                             if r.ok else 0.0]
                             for i, r in enumerate(cl, 1)]])
         self.add_output(complete={
             "title": f"latency per VM at {len(cl)} VMs{tag}",
@@ -552,10 +559,10 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             "data": per_vm})
 
     def _fail_on_bad_guests(self, rows):
-        bad = [r for r in vmtable.clients(rows)
-               if r["status"] != vmtable.OK]
+        cl = results_rally.measuring(rows)
+        bad = [r for r in cl if not r.ok]
         if bad:
             raise GuestResultsMissing(
-                count=len(bad), total=len(vmtable.clients(rows)),
-                which="; ".join(f"{r['instance']}: {r['status']}: "
-                                f"{r['reason']}" for r in bad))
+                count=len(bad), total=len(cl),
+                which="; ".join(f"{r.instance}: {r.status}: {r.reason}"
+                                for r in bad))

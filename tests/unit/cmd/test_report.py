@@ -14,9 +14,9 @@ from kvmtune import cli
 from tests import devices
 from tests import hang
 from tests.unit import fulldisk
-from tests.unit.report.test_scaling import baseline_file
-from tests.unit.report.test_scaling import new_format
-from tests.unit.report.test_scaling import write
+from tests.unit.results.test_rally import baseline_file
+from tests.unit.results.test_rally import new_format
+from tests.unit.results.test_rally import write
 
 
 def _one_line_exit_2(capsys, argv, *words):
@@ -58,7 +58,7 @@ def test_nan_in_a_row_is_not_a_figure(tmp_path, capsys, token):
     ({'iops': -1000.0}, 'below 0'),
     ({'iops': 'fast'}, 'not a number'),
     ({'iops': True}, 'not a number'),
-    ({'lat_p99_us': [1]}, 'not a number'),
+    ({'lat_p99_ns': [1]}, 'not a number'),
     ({'status': None}, 'without a status'),
 ])
 def test_malformed_rows(tmp_path, capsys, changes, words):

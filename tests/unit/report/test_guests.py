@@ -62,30 +62,30 @@ def console_log():
 def test_row_from_a_real_tcg_console():
     row = guests.row(console_log(), GUEST, 'client', 'fio-randread-4k',
                      emulated=True)
-    assert row['status'] == 'ok' and row['tool'] == 'fio'
-    assert row['iops'] == pytest.approx(3104.667)
-    assert row['emulated'] is True
+    assert row.status == 'ok' and row.tool == 'fio'
+    assert row.iops == pytest.approx(3104.667, abs=1e-3)
+    assert row.emulated is True
 
 
 def test_a_garbled_frame_is_invalid_with_the_checkers_reason():
     text = console_log().replace('"iops" : 3104.666667',
                                  '"iops" : 9104.666667', 1)
     row = guests.row(text, GUEST, 'client', 'fio-randread-4k', True)
-    assert row['status'] == 'invalid'
-    assert 'sha256 does not match' in row['reason']
+    assert row.status == 'invalid'
+    assert 'sha256 does not match' in row.reason
 
 
 def test_no_status_line_is_no_result():
     row = guests.row('SeaBIOS\nBooting from ROM...\n', GUEST, 'client',
                      'fio-randread-4k', True)
-    assert row['status'] == 'no-result' and 'KVMTUNE-STATUS' in row['reason']
+    assert row.status == 'no-result' and 'KVMTUNE-STATUS' in row.reason
 
 
 def test_a_guest_that_says_nothing_keeps_the_callers_label():
     # the capture is from an image that printed no KVMTUNE-GUEST line
     row = guests.row(console_log(), GUEST, 'client', 'fio-randread-4k',
                      emulated=False)
-    assert row['status'] == 'ok' and row['emulated'] is False
+    assert row.status == 'ok' and row.emulated is False
 
 
 def test_a_guest_that_says_tcg_is_emulated_whatever_the_caller_says():
@@ -95,8 +95,8 @@ def test_a_guest_that_says_tcg_is_emulated_whatever_the_caller_says():
         text = f.read()
     row = guests.row(text, GUEST, 'client', 'fio-randread-4k',
                      emulated=False)
-    assert row['status'] == 'ok' and row['emulated'] is True
-    assert row['iops'] > 0
+    assert row.status == 'ok' and row.emulated is True
+    assert row.iops > 0
 
 
 def test_a_held_guests_error_is_its_row():
@@ -105,8 +105,8 @@ def test_a_held_guests_error_is_its_row():
         text = f.read()
     row = guests.row(text, '33333333-4444-4555-8666-777777777777', 'client',
                      'fio-randwrite-4k', emulated=False)
-    assert row['status'] == 'error'
-    assert row['reason'] == 'refusing /dev/vda: it holds this image'
+    assert row.status == 'error'
+    assert row.reason == 'refusing /dev/vda: it holds this image'
 
 
 # Issue 15: guests started by a signal: the real TCG consoles that
@@ -133,8 +133,8 @@ def test_a_started_guests_row_has_its_times():
     assert guests.ready(text, NMI_START_ID)
     row = guests.row(text, NMI_START_ID, 'client', 'fio-randread-4k',
                      False, seen_ready_s=31.25)
-    assert row['status'] == 'ok' and row['iops'] > 0 and row['emulated']
-    assert (row['ready_s'], row['start_s'], row['seen_ready_s']) == (
+    assert row.status == 'ok' and row.iops > 0 and row.emulated
+    assert (row.ready_s, row.start_s, row.seen_ready_s) == (
         8.96, 10.43, 31.25)
 
 
@@ -145,18 +145,18 @@ def test_a_guest_ready_but_never_started_is_no_result_saying_so():
     assert guests.status(waiting, NMI_START_ID) is None
     row = guests.row(waiting, NMI_START_ID, 'client', 'fio-randread-4k',
                      True, seen_ready_s=200.0)
-    assert row['status'] == 'no-result' and row['iops'] is None
-    assert 'never joined the common start' in row['reason']
-    assert row['ready_s'] == 8.96 and row['start_s'] is None
+    assert row.status == 'no-result' and row.iops is None
+    assert 'never joined the common start' in row.reason
+    assert row.ready_s == 8.96 and row.start_s is None
 
 
 def test_a_guest_without_its_signal_is_late_with_its_reason():
     row = guests.row(_text(NMI_LATE), NMI_LATE_ID, 'client',
                      'fio-randread-4k', True)
-    assert row['status'] == 'late' and row['iops'] is None
-    assert row['reason'] == ('no start signal (NMI) within 15 s of ready '
-                             'at uptime 16.20')
-    assert row['ready_s'] == 16.2
+    assert row.status == 'late' and row.iops is None
+    assert row.reason == ('no start signal (NMI) within 15 s of ready '
+                          'at uptime 16.20')
+    assert row.ready_s == 16.2
 
 
 def test_a_booting_guest_is_not_ready():
@@ -191,6 +191,6 @@ def test_a_verified_frame_carrying_nan_is_invalid(value):
     text = _reframed(console_log().replace('\r\n', '\n'),
                      '"iops" : 3104.666667', f'"iops" : {value}')
     row = guests.row(text, GUEST, 'client', 'fio-randread-4k', True)
-    assert row['status'] == 'invalid', row
-    assert row['iops'] is None
-    assert row['reason']
+    assert row.status == 'invalid', row
+    assert row.iops is None
+    assert row.reason

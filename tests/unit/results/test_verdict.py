@@ -3,6 +3,7 @@
 calls it: the Rally scenarios' row (kvmtune.report.guests) and bench
 local's row agree on every console."""
 
+import dataclasses
 import os
 
 import pytest
@@ -11,6 +12,7 @@ from kvmtune import workloads
 from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.report import guests
+from kvmtune.results import bench as results_bench
 from kvmtune.results import verdict
 from tests import paths
 
@@ -106,9 +108,28 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
               errors='surrogateescape') as f:
         f.write(text)
     bench = local._verdict(guest, workloads.get(FIO), 'tcg')
-    assert rally['status'] == bench['status'], (rally, bench)
-    if rally['status'] == verdict.OK:
-        assert rally['iops'] == round(bench['result']['iops'], 3)
-    elif rally['status'] != verdict.NO_RESULT:
+    assert rally.status == bench['status'], (rally, bench)
+    if rally.status == verdict.OK:
+        assert rally.iops == bench['result']['iops']
+        # bench local's file, read back, is the same Row
+        read = results_bench.row_of(bench, 'b.json', 'rows[0]')
+        assert dataclasses.replace(read, accel=None, ready_s=None,
+                                   start_s=None, seconds=None) == rally
+    elif rally.status != verdict.NO_RESULT:
         # no-result reasons differ by design: Rally's timeout, QEMU's exit
-        assert rally['reason'] == bench['reason']
+        assert rally.reason == bench['reason']
+
+
+def test_verdict_is_the_row_of_the_reading():
+    text = console('console-tcg-fio-randread-4k.log')
+    instance = next(line.split()[1] for line in text.splitlines()
+                    if line.startswith('KVMTUNE-STATUS '))
+    row = verdict.verdict(text, instance, 'client', FIO, True, accel='tcg')
+    seen = verdict.read(text, instance, 'client', FIO, True)
+    assert row.ok and row.iops == seen.result['iops'] and row.emulated
+    assert row.lat_ns.p99 == seen.result['lat_ns']['p99']
+    assert row.bw_bytes_s == seen.result['bw_bytes_s'] and row.accel == 'tcg'
+    gone = verdict.verdict(None, instance, 'client', FIO, True,
+                           no_status='Nova gave no console log')
+    assert (gone.status, gone.reason) == (verdict.NO_RESULT,
+                                          'Nova gave no console log')

@@ -16,7 +16,8 @@ from rally import exceptions
 from rally import plugins
 from novaclient import api_versions
 
-from kvmtune.report import vmtable
+from kvmtune.results import rally as rally_results
+from kvmtune.results import row as rows_
 from rally_scenarios.scenarios.kvmtune import disk
 from rally_scenarios.scenarios.kvmtune import network
 from rally_scenarios.scenarios.kvmtune import utils
@@ -176,7 +177,8 @@ def scenario(cls, nova, iteration=1, networks=None):
 
 
 def table(scen):
-    return vmtable.rows_as_dicts(scen._output)
+    """The per-VM table, read back as the report reads it (flat Rows)."""
+    return [r.flat() for r in rally_results.rows_of(scen._output)]
 
 
 def test_disk_iteration_boots_its_step_and_reads_every_guest():
@@ -223,7 +225,7 @@ def test_a_bad_job_fails_the_iteration_naming_the_guest():
     server, = nova.servers.created
     assert (f'{server.id}: error: target /dev/vdz is not a block device '
             'here') in str(exc.value)
-    assert table(scen)[0]['status'] == vmtable.ERROR
+    assert table(scen)[0]['status'] == rows_.ERROR
     assert nova.servers.live == {}
 
 
@@ -234,7 +236,7 @@ def test_a_guest_that_stopped_before_being_read_is_a_no_result():
                        'gave no console log'):
         scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5)
     assert nova.servers.created[0].job['hold'] is True
-    assert table(scen)[0]['status'] == vmtable.NO_RESULT
+    assert table(scen)[0]['status'] == rows_.NO_RESULT
     assert nova.servers.live == {}
 
 
@@ -398,7 +400,7 @@ def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):
              record={'profile': 'baseline'})
     rows = table(scen)
     assert [r['events_s'] for r in rows] == [1539.48, 1539.48]
-    assert [r['lat_max_us'] for r in rows] == [14320.0, 14320.0]
+    assert [r['lat_max_ns'] for r in rows] == [14320000.0, 14320000.0]
     additive = {o['title']: o for o in scen._output['additive']}
     assert 'events/s by VM count (emulated: QEMU TCG)' in additive
     lat = additive['latency across guests (us) by VM count '
@@ -419,9 +421,9 @@ def test_fio_latency_chart_takes_the_worst_p99():
     lat = [o for o in scen._output['additive']
            if o['title'].startswith('latency across guests')][0]
     assert lat['data'][1] == ["worst guest's p99 latency",
-                              max(r['lat_p99_us'] for r in rows)]
+                              max(r['lat_p99_ns'] for r in rows) / 1000.0]
     assert lat['data'][0][1] == pytest.approx(
-        sum(r['lat_mean_us'] for r in rows) / 2)
+        sum(r['lat_mean_ns'] for r in rows) / 2 / 1000.0)
 
 
 def test_network_signal_mode_starts_the_clients_once_the_server_serves():
@@ -485,7 +487,7 @@ def test_a_dead_compute_mid_step_counts_guests_lost_and_still_deletes():
         scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=0,
                  ready_timeout=0)
     rows = table(scen)
-    assert [r['status'] for r in rows] == [vmtable.NO_RESULT] * 2
+    assert [r['status'] for r in rows] == [rows_.NO_RESULT] * 2
     for r in rows:
         assert 'its console could not be read: ServerError: Unexpected ' \
             'API Error' in r['reason'], r
@@ -511,7 +513,7 @@ def test_a_step_that_fails_before_its_verdicts_leaves_lost_rows(monkeypatch):
     with pytest.raises(exceptions.TimeoutException):
         scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
     rows = table(scen)
-    assert [r['status'] for r in rows] == [vmtable.NO_RESULT] * 2
+    assert [r['status'] for r in rows] == [rows_.NO_RESULT] * 2
     assert all(r['reason'].startswith('lost: the step failed before its '
                                       'verdict (TimeoutException')
                and r['workload'] == 'fio-randread-4k' for r in rows), rows
@@ -532,7 +534,7 @@ def test_network_lost_step_names_the_server_guest_apart():
                  workload='iperf3-tcp-stream', result_timeout=5)
     rows = table(scen)
     assert [r['role'] for r in rows] == ['server']
-    assert vmtable.clients(rows) == []
+    assert [r for r in rows if r['role'] != 'server'] == []
     assert nova.servers.live == {}
 
 
@@ -567,4 +569,4 @@ def test_a_delete_that_never_takes_ends_within_rallys_timeout():
         cfg.CONF.clear_override('nova_server_delete_timeout',
                                 group='openstack')
     # the lost guest was charted before the delete gave up
-    assert table(scen)[0]['status'] == vmtable.NO_RESULT
+    assert table(scen)[0]['status'] == rows_.NO_RESULT

@@ -5,10 +5,10 @@ import pytest
 from rally import plugins
 from rally.task import sla
 
-from kvmtune.report import vmtable
+from kvmtune.results import row as rows
 
-from tests.unit.report.test_scaling import baseline_file
-from tests.unit.report.test_scaling import iteration
+from tests.unit.results.test_rally import baseline_file
+from tests.unit.results.test_rally import iteration
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -53,7 +53,7 @@ def test_order_of_iterations_does_not_matter():
 def test_a_guest_without_valid_result_fails_naming_it():
     result = run({'min_share': 0.1}, [
         iteration([1000.0]),
-        iteration([900.0], bad=[(vmtable.ERROR, 'fio: no such job xyz')])])
+        iteration([900.0], bad=[(rows.ERROR, 'fio: no such job xyz')])])
     assert not result['success']
     assert ('no valid result from bad-0 (2 VMs): error: fio: no such job '
             'xyz') in result['detail']

@@ -8,7 +8,7 @@ import pytest
 
 from kvmtune.errors import InputError
 from kvmtune import facts
-from kvmtune.report import records
+from kvmtune.results import records
 from kvmtune import workloads
 from tests import paths
 

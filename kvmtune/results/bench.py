@@ -1,0 +1,120 @@
+"""The readers of ``kvmtune bench local --json`` and ``kvmtune bench
+nested -o`` files: their Runs (doc/design.md 9.4).
+
+bench local (kind ``kvmtune-bench-local``): one Run of ``vms`` guests.
+A ``--compare`` (kind ``kvmtune-bench-compare``): one Run per column
+that ran, and the bare host when the file holds a baseline.
+bench nested (kind ``kvmtune-bench-nested``): one Run per guest level
+(L1, L2) at one VM, the host level as the bare host.
+"""
+
+import os
+from typing import Any
+from typing import Mapping
+
+from kvmtune.errors import InputError
+from kvmtune.results import baseline
+from kvmtune.results import records
+from kvmtune.results import row as rows
+from kvmtune.results.row import Row
+from kvmtune.results.run import BASELINE
+from kvmtune.results.run import BENCH
+from kvmtune.results.run import NESTED
+from kvmtune.results.run import Run
+
+LOCAL = 'kvmtune-bench-local'
+COMPARE = 'kvmtune-bench-compare'
+NESTED_KIND = 'kvmtune-bench-nested'
+KINDS = (LOCAL, COMPARE, NESTED_KIND)
+
+
+def label_of(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def row_of(item: Mapping[str, Any], source: str, where: str) -> Row:
+    """The Row of one bench local row (``vm``, ``instance_id``, ``role``,
+    ``status``, ``reason``, ``result``, ``accel`` and times)."""
+    instance = item.get('instance_id') or f'VM {item.get("vm")}'
+    role = str(item.get('role') or 'client')
+    result = item.get('result')
+    if item.get('status') == rows.OK and isinstance(result, dict):
+        made = rows.from_result(instance, role, result, item.get('accel'))
+    else:
+        made = rows.failed(instance, role, str(item.get('status')),
+                           str(item.get('reason') or ''),
+                           accel=item.get('accel'))
+    flat = dict(made.flat(), **{k: item.get(k) for k in rows.TIMES})
+    return rows.from_flat(flat, source, where)      # every figure checked
+
+
+def local_run(doc: Mapping[str, Any], source: str, label: str,
+              record: dict[str, Any] | None) -> Run:
+    """The Run of one bench local run (its rows; servers left out)."""
+    guests = [row_of(item, source, f'rows[{i}]')
+              for i, item in enumerate(doc.get('rows') or [])
+              if item.get('status') != rows.SERVER]
+    guests = [g for g in guests if g.measuring]
+    return Run(label, source, BENCH, records.validate(record, source),
+               {len(guests): [guests]} if guests else {})
+
+
+def _compare_runs(doc: Mapping[str, Any], source: str) -> list[Run]:
+    runs = []
+    for item in doc.get('runs') or []:
+        if item.get('skipped'):
+            continue
+        record = dict(doc.get('record') or {},
+                      settings=item.get('settings'))
+        runs.append(local_run(dict(item, emulated=doc.get('emulated')),
+                              source, item.get('label') or '?', record))
+    if isinstance(doc.get('baseline'), dict):
+        runs.append(baseline.run_of(doc['baseline'], source))
+    if not runs:
+        raise InputError('holds no run with a result', source=source,
+                         fix='every run of the comparison was skipped: '
+                             'see its lines, then run again')
+    return runs
+
+
+def _nested_record(doc: Mapping[str, Any], level: str) -> dict[str, Any]:
+    host = level == 'host'
+    return {'kind': 'bench-nested',
+            'accel': 'bare' if host else str(doc.get('accel')),
+            'emulated': bool(doc.get('emulated')) and not host,
+            'settings': {'level': level},
+            'workload': {'name': doc.get('workload'),
+                         'params': dict(doc.get('params') or {}),
+                         'runtime': doc.get('runtime')}}
+
+
+def _nested_runs(doc: Mapping[str, Any], source: str,
+                 many: bool) -> list[Run]:
+    runs = []
+    for i, item in enumerate(doc.get('runs') or []):
+        level = str(item.get('level'))
+        guest = rows.from_flat(item.get('row'), source, f'runs[{i}].row')
+        host = level == 'host'
+        label = 'bare host' if host else level
+        runs.append(Run(
+            f'{label_of(source)}:{label}' if many else label, source,
+            BASELINE if host else NESTED,
+            _nested_record(doc, level), {1: [[guest]]}))
+    if not runs:
+        raise InputError('holds no level that ran', source=source,
+                         fix='run kvmtune bench nested again')
+    return runs
+
+
+def runs_of(doc: Any, source: str, many: bool = False) -> list[Run]:
+    """The Runs of a parsed bench local, compare or nested document."""
+    kind = doc.get('kind') if isinstance(doc, dict) else None
+    if kind == LOCAL:
+        return [local_run(doc, source, label_of(source),
+                          doc.get('record'))]
+    if kind == COMPARE:
+        return _compare_runs(doc, source)
+    if kind == NESTED_KIND:
+        return _nested_runs(doc, source, many)
+    raise InputError(f'not a bench result (kind {kind!r})', source=source,
+                     fix='pass bench local --json or bench nested -o JSON')

@@ -1,0 +1,306 @@
+"""Result records: what produced a result, so results compare like with like.
+
+Every result file kvmtune writes (``kvmtune bench local --json``,
+``kvmtune baseline``) carries a ``record``; a Rally sweep carries one in
+its scenario output when the task passed it (the main job does), and
+``kvmtune report`` makes one from the task's own arguments otherwise::
+
+    {"kvmtune_version": "0.0.1", "time": "2026-11-22T20:01:02Z",
+     "kind": "bench-local | bench-compare | baseline | rally-sweep",
+     "host": {"digest": "sha256 of the identity facts below",
+              "hostname", "cpu_model", "cpus", "sockets", "nodes",
+              "memory_mb", "kernel", "virt": "kvm | tcg",
+              "why": "how guests run here (bench.qemu.choose_accel)"},
+     "facts_digest": "sha256 of the whole facts document, or null",
+     "accel": "kvm | tcg | bare",   "emulated": true,
+     "profile": "pinned-hugepages | null",
+     "settings": {"cache": "none", ...},      # what the run varied/fixed
+     "nova_conf": {...} | null, "extra_specs": {...} | null,
+     "workload": {"name", "tool", "params", "runtime", "command"}}
+
+``host.digest`` covers what identifies a machine (host name, CPU model,
+CPU and NUMA topology, memory size), not what tuning changes (huge pages,
+kernel arguments, nova.conf): a before/after on one host keeps it, and
+``facts_digest`` tells whether anything else in the facts moved.
+
+``check(records, sources)`` is what ``kvmtune report`` applies before it
+compares several results: different workloads are refused (a table of
+randread IOPS next to randwrite IOPS says nothing), and different hosts,
+different accelerators, different parameters or runtimes, and results
+without a record are warned about, one line each.
+"""
+
+import datetime
+import hashlib
+import json
+from typing import Any
+from typing import NoReturn
+from typing import Sequence
+
+from kvmtune.errors import InputError
+
+KINDS = ('bench-local', 'bench-compare', 'baseline', 'rally-sweep')
+IDENTITY = ('hostname', 'cpu_model', 'cpus', 'sockets', 'nodes',
+            'memory_mb')
+
+
+def version() -> str:
+    """kvmtune's installed version (the wheel's metadata)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version('kvmtune')
+    except metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec='seconds').replace('+00:00', 'Z')
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def host(facts: Any, virt: str | None = None,
+         why: str | None = None) -> dict[str, Any] | None:
+    """The host part of a record from a facts document (design.md 1).
+
+    :param virt: ``kvm`` or ``tcg``: how guests run on this host, as the
+        caller chose it (``kvmtune.bench.qemu.choose_accel``), and ``why``
+    """
+    if not isinstance(facts, dict):
+        return None
+    cpu = facts.get('cpu') or {}
+    numa = (facts.get('numa') or {}).get('nodes') or []
+    identity = {
+        'hostname': facts.get('hostname'),
+        'cpu_model': cpu.get('model_name'),
+        'cpus': len(cpu.get('online') or []),
+        'sockets': cpu.get('sockets'),
+        'nodes': len(numa),
+        'memory_mb': (facts.get('memory') or {}).get('total_mb'),
+    }
+    return dict(identity, digest=_digest(identity),
+                kernel=(facts.get('kernel') or {}).get('release'),
+                virt=virt, why=why)
+
+
+def facts_digest(facts: Any) -> str | None:
+    """sha256 of the facts without what changes from second to second
+    (free huge pages) or with the place they were read from."""
+    if not isinstance(facts, dict):
+        return None
+    stable = json.loads(json.dumps(facts))
+    stable.pop('source', None)
+    for node in (stable.get('numa') or {}).get('nodes') or []:
+        for pool in node.get('hugepages') or []:
+            pool.pop('free', None)
+    return _digest(stable)
+
+
+def make(kind: str, workload: Any, facts: Any, accel: str,
+         params: dict[str, Any] | None = None,
+         runtime: int | float | None = None,
+         command: list[str] | None = None,
+         settings: dict[str, Any] | None = None,
+         profile: str | None = None,
+         nova_conf: dict[str, Any] | None = None,
+         extra_specs: dict[str, Any] | None = None,
+         virt: str | None = None, why: str | None = None
+         ) -> dict[str, Any]:
+    """A record (module docstring) for a result made on this host.
+
+    :param workload: a ``kvmtune.workloads.Workload``
+    :param accel: ``kvm``, ``tcg`` (guests) or ``bare`` (the bare host)
+    """
+    if kind not in KINDS:
+        raise ValueError(kind)
+    return {
+        'kvmtune_version': version(), 'time': now(), 'kind': kind,
+        'host': host(facts, virt, why), 'facts_digest': facts_digest(facts),
+        'accel': accel, 'emulated': accel == 'tcg',
+        'profile': profile, 'settings': dict(settings or {}),
+        'nova_conf': nova_conf, 'extra_specs': extra_specs,
+        'workload': {'name': workload.name, 'tool': workload.tool,
+                     'params': dict(params or {}),
+                     'runtime': runtime, 'command': command},
+    }
+
+
+def for_sweep(profile: str, facts: Any, accel: str, workload: str,
+              runtime: int | float | None = None,
+              params: dict[str, Any] | None = None,
+              dirs: Sequence[str] | None = None) -> dict[str, Any]:
+    """The record a Rally task passes for one flavor's sweep (the main
+    job does): the profile's plan on the compute's facts gives the
+    nova.conf options and flavor extra specs; facts None (an operator's
+    cloud without --compute-facts) leaves the host and plan unknown.
+
+    :param profile: the profile name the flavor was made from
+    :param workload: the workload name
+    :param dirs: the profile search path (profiles.configured_dirs)
+    """
+    from kvmtune import plan as plans
+    from kvmtune import profiles
+
+    nova_conf = extra_specs = None
+    if facts is not None:
+        made = plans.build_plan(profiles.load(
+            profile, dirs or profiles.search_dirs()), facts).to_dict()
+        nova_conf, extra_specs = made['nova_conf'], made['extra_specs']
+    return {
+        'kvmtune_version': version(), 'time': now(), 'kind': 'rally-sweep',
+        'host': host(facts, accel if accel in ('kvm', 'tcg') else None),
+        'facts_digest': facts_digest(facts), 'accel': accel,
+        'emulated': accel == 'tcg', 'profile': profile, 'settings': {},
+        'nova_conf': nova_conf, 'extra_specs': extra_specs,
+        'workload': {'name': workload, 'tool': None,
+                     'params': dict(params or {}), 'runtime': runtime,
+                     'command': None},
+    }
+
+
+def from_rally(args: dict[str, Any],
+               started: str | None = None) -> dict[str, Any]:
+    """A record for a Rally sweep made from the scenario's arguments.
+
+    The task may pass its own ``record`` argument (the main job does:
+    profile, nova.conf, extra specs and the compute host's facts); what it
+    does not say stays null. Rally runs elsewhere than the compute host,
+    so no facts are read here.
+    """
+    record = args.get('record')
+    given: dict[str, Any] = record if isinstance(record, dict) else {}
+    flavor = args.get('flavor')
+    if isinstance(flavor, dict):
+        flavor = flavor.get('name') or flavor.get('regex')
+    workload = args.get('workload')
+    return {
+        'kvmtune_version': given.get('kvmtune_version'),
+        'time': given.get('time') or started,
+        'kind': 'rally-sweep',
+        'host': given.get('host'),
+        'facts_digest': given.get('facts_digest'),
+        'accel': given.get('accel') or (
+            'tcg' if args.get('emulated') else None),
+        'emulated': bool(args.get('emulated') or given.get('emulated')),
+        'profile': given.get('profile'),
+        'settings': dict(given.get('settings') or {}, flavor=flavor),
+        'nova_conf': given.get('nova_conf'),
+        'extra_specs': given.get('extra_specs'),
+        'workload': {'name': workload, 'tool': None,
+                     'params': dict(args.get('params') or {}),
+                     'runtime': args.get('runtime'), 'command': None},
+    }
+
+
+# The shape of a record, checked before any field is read (issue 26: a
+# hand-edited record of the wrong shape was an internal error).
+_SHAPE: dict[str, Any] = {
+    'kind': str, 'accel': str, 'time': str, 'profile': str,
+    'kvmtune_version': str, 'facts_digest': str, 'emulated': bool,
+    'host': dict, 'settings': dict, 'workload': dict,
+    'nova_conf': dict, 'extra_specs': dict}
+_HOST_SHAPE: dict[str, Any] = {
+    'digest': str, 'hostname': str, 'cpu_model': str, 'virt': str,
+    'why': str}
+_WORKLOAD_SHAPE: dict[str, Any] = {
+    'name': str, 'tool': str, 'params': dict, 'runtime': (int, float),
+    'command': str}
+
+
+def validate(record: Any, source: str) -> dict[str, Any] | None:
+    """``record`` when it is None or of the module docstring's shape;
+    else the one InputError naming the first wrong key."""
+    if record is None:
+        return None
+
+    def wrong(key: str, want: Any) -> NoReturn:
+        name = {dict: 'a mapping', str: 'a string',
+                bool: 'true or false'}.get(want, 'a number')
+        raise InputError(f'must be {name} or null', source=source,
+                         key=key, fix='give the file kvmtune or Rally '
+                                      'wrote, unedited')
+
+    if not isinstance(record, dict):
+        wrong('record', dict)
+    for part, shape, prefix in ((record, _SHAPE, 'record.'),
+                                (record.get('host'), _HOST_SHAPE,
+                                 'record.host.'),
+                                (record.get('workload'), _WORKLOAD_SHAPE,
+                                 'record.workload.')):
+        for key, want in shape.items():
+            value = (part or {}).get(key)
+            if value is not None and (
+                    not isinstance(value, want) or
+                    (want != bool and isinstance(value, bool))):
+                wrong(prefix + key, want)
+    return record
+
+
+def _workload_of(record: dict[str, Any] | None) -> dict[str, Any]:
+    return ((record or {}).get('workload') or {})
+
+
+def check(records: Sequence[dict[str, Any] | None],
+          sources: Sequence[str]) -> list[str]:
+    """Warnings (list of lines) for results about to be compared.
+
+    Raises InputError when they measure different workloads. A result
+    without a record (written by an older kvmtune) is compared with a
+    warning: nothing can be checked for it.
+
+    :param records: one record (or None) per result, in report order
+    :param sources: the file each came from (same order)
+    """
+    warnings = []
+    named = [(r, s) for r, s in zip(records, sources) if r]
+    for record, source in zip(records, sources):
+        if not record:
+            warnings.append(f'warning: {source} carries no record (an older '
+                            'kvmtune wrote it): host, settings and workload '
+                            'cannot be checked')
+    if len(named) < 2:
+        return warnings
+    first, first_source = named[0]
+    name = _workload_of(first).get('name')
+    for record, source in named[1:]:
+        other = _workload_of(record).get('name')
+        if name and other and other != name:
+            raise InputError(
+                f'measures workload {other}, {first_source} measures '
+                f'{name}: figures of different workloads do not compare',
+                source=source, key='record.workload.name',
+                fix='compare results of one workload (kvmtune report '
+                    'A.json B.json with A and B of the same workload)')
+    for key, what in (('params', 'workload parameters'),
+                      ('runtime', 'runtimes')):
+        values = {json.dumps(_workload_of(r).get(key), sort_keys=True)
+                  for r, _ in named
+                  if r.get('kind') != 'baseline' or key == 'params'}
+        if len(values) > 1:
+            warnings.append(f'warning: different {what} '
+                            f'({", ".join(sorted(values))})')
+    hosts: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for record, source in named:
+        digest = (record.get('host') or {}).get('digest')
+        if digest:
+            hosts.setdefault(digest, []).append((record, source))
+    if len(hosts) > 1:
+        described = '; '.join(
+            f'{(members[0][0]["host"].get("hostname"))} '
+            f'({members[0][0]["host"].get("cpu_model")}): '
+            f'{", ".join(s for _, s in members)}'
+            for members in hosts.values())
+        warnings.append(f'warning: results from different hosts: '
+                        f'{described}')
+    guests = {str(r.get('accel')) for r, _ in named
+              if r.get('accel') not in (None, 'bare')}
+    if len(guests) > 1:
+        warnings.append('warning: guests ran under different accelerators '
+                        f'({", ".join(sorted(guests))}): KVM and TCG '
+                        'figures do not compare')
+    return warnings
