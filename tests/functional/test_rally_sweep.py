@@ -18,8 +18,10 @@ from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
 from kvmtune.mainjob import rally as mainjob_rally
-from kvmtune.report import rally_results
-from kvmtune.report import vmtable
+from kvmtune.report import analysis
+from kvmtune.report import render
+from kvmtune.results import rally as rally_results
+from kvmtune.results import row as rows_
 from tests import accel
 
 CLOUD = os.environ.get('KVMTUNE_TEST_CLOUD', 'kvmtune-admin')
@@ -145,13 +147,12 @@ def leftover_servers(conn):
 
 def valid_rows(doc, max_vms):
     """Every guest's row of a 1..max_vms sweep, each checked valid."""
-    sweep_, = rally_results.sweeps_from(doc)
-    assert sorted(sweep_.points) == list(range(1, max_vms + 1))
-    rows = [r for its in sweep_.points.values() for rows in its
-            for r in rows]
+    run, = rally_results.runs_from(doc)
+    assert sorted(run.iterations) == list(range(1, max_vms + 1))
+    rows = [r.flat() for r in run.rows]
     assert len(rows) == max_vms * (max_vms + 1) // 2
     for r in rows:
-        assert r['status'] == vmtable.OK, r
+        assert r['status'] == rows_.OK, r
     return rows
 
 
@@ -165,7 +166,12 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
         assert r['emulated'] is _emulated(), r
     assert sla_ok
     html = page.read_text()
-    assert vmtable.TITLE in html and 'IOPS by VM count' in html
+    assert rally_results.TITLE in html and 'IOPS by VM count' in html
+    # the report of the sweep: every guest valid, its figures the rows'
+    an = analysis.analyse(rally_results.runs_from(doc, 'sweep.json'))
+    one, two = an.points['sweep']
+    assert (one.valid, two.valid) == (1, 2) and two.per_vm > 0
+    assert 'per-VM IOPS' in render.text(an)
     assert leftover_servers(conn) == []
 
 
@@ -191,8 +197,8 @@ def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
     (_, _, data, sla), = rally_results.workloads(doc)
     detail = next(s['detail'] for s in sla
                   if s['criterion'] == 'kvmtune_scaling')
-    rows = vmtable.rows_as_dicts(data[0]['output'])
-    assert rows and rows[0]['status'] != vmtable.OK
+    rows = [r.flat() for r in rally_results.rows_of(data[0]['output'])]
+    assert rows and rows[0]['status'] != rows_.OK
     assert rows[0]['seen_ready_s'] is None      # start_at: no ready wait
     assert rows[0]['instance'] in detail and rows[0]['status'] in detail
     assert '/dev/vdz' in detail
@@ -232,7 +238,7 @@ def test_network_sweep_clients_load_a_server_guest(
         assert r['seen_ready_s'] is not None, r
     assert sla_ok
     html = (tmp_path / 'rally.html').read_text()
-    assert vmtable.TITLE in html
+    assert rally_results.TITLE in html
     assert leftover_servers(conn) == []
     # the network context removed its tenant network again
     assert leftover_networks(conn) == networks_before
