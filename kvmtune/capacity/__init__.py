@@ -190,7 +190,7 @@ def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
 
     facts_by_host = facts_by_host or {}
     reader = placement.Reader(cloud)
-    listing = cloud_flavors.Flavors(cloud)
+    listing = reader.flavors()
     if flavor_names:
         chosen = [listing.get(name) for name in flavor_names]
     else:
@@ -200,7 +200,6 @@ def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
             raise InputError('no flavor carries kvmtune\'s mark',
                              source=f'cloud {cloud.name}', key='--flavor',
                              fix='name the flavors with --flavor F')
-    reader.calls += 1
     wanted = []
     for flavor in chosen:
         try:

@@ -50,6 +50,16 @@ class Reader:
         self.calls += 1
         return self.cloud.placement('GET', path)
 
+    def flavors(self):
+        """Every flavor with its extra specs, read now in one GET (Nova
+        lists the specs with the flavor from 2.61): a
+        :class:`kvmtune.cloud.flavors.Flavors` to pick from."""
+        from kvmtune.cloud import flavors as cloud_flavors
+        listing = cloud_flavors.Flavors(self.cloud)
+        self.calls += 1
+        listing.all()
+        return listing
+
     def hosts(self):
         """Every compute node with its Placement view (errors per node
         are kept on the node: the answer is partial, not lost)."""
