@@ -254,17 +254,7 @@ def _fio_version(deb_paths):
 
 def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
               static_fio, log):
-    root = os.path.join(work, 'root')
-    kernel_root = os.path.join(work, 'kernel')
-    debs.extract(tool_debs, root)
-    debs.extract([kernel_deb], kernel_root)
-    (vmlinuz,) = [os.path.join(kernel_root, 'boot', n) for n in
-                  os.listdir(os.path.join(kernel_root, 'boot'))
-                  if n.startswith('vmlinuz-')]
-
-    with open(vmlinuz, 'rb') as src, \
-            open(os.path.join(work, image.KERNEL), 'wb') as dst:
-        dst.write(src.read())
+    root, kernel_root = unpack(work, tool_debs, kernel_deb)
     loaded = _initrd(root, kernel_root, os.path.join(work, image.INITRD),
                      with_net)
     log(f'initrd: {len(loaded)} modules in load order: {" ".join(loaded)}')
@@ -281,6 +271,28 @@ def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
     files += [(os.path.join(work, image.KERNEL), '/vmlinuz'),
               (os.path.join(work, image.INITRD), '/initrd.img'),
               (cfg, '/syslinux.cfg')]
+    return {'sizes': write_disks(work, files), 'tools': list(tools),
+            'modules': loaded}
+
+
+def unpack(work, tool_debs, kernel_deb):
+    """Extract the tools' and the kernel's packages under ``work`` and copy
+    the kernel to ``work/image.KERNEL``; return (root, kernel_root)."""
+    root = os.path.join(work, 'root')
+    kernel_root = os.path.join(work, 'kernel')
+    debs.extract(tool_debs, root)
+    debs.extract([kernel_deb], kernel_root)
+    (vmlinuz,) = [os.path.join(kernel_root, 'boot', n) for n in
+                  os.listdir(os.path.join(kernel_root, 'boot'))
+                  if n.startswith('vmlinuz-')]
+    shutil.copyfile(vmlinuz, os.path.join(work, image.KERNEL))
+    return root, kernel_root
+
+
+def write_disks(work, files):
+    """Put ``files`` ([(host path, image path)]) on the image's FAT
+    partition and write the raw and qcow2 disks under ``work``; return the
+    files' sizes in bytes (kernel, initrd, raw, qcow2, raw_xz)."""
     fat = os.path.join(work, 'part.fat')
     disk.make_fat(fat, files, image.TOOLS_LABEL)
     raw = os.path.join(work, image.RAW)
@@ -291,4 +303,4 @@ def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
              for name in (image.KERNEL, image.INITRD, image.RAW,
                           image.QCOW2)}
     sizes['raw_xz'] = _xz_size(raw)
-    return {'sizes': sizes, 'tools': list(tools), 'modules': loaded}
+    return sizes

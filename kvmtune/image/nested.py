@@ -21,7 +21,6 @@ files and names (vmlinuz, initrd.img, kvmtune-bench.raw/.qcow2/.json), so
 import fcntl
 import hashlib
 import os
-import shutil
 
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
@@ -172,14 +171,7 @@ def _build_locked(base_dir, out, base, static_fio, log):
 
 def _build_in(work, cache, base_dir, tool_debs, kernel_deb, tools,
               static_fio, log):
-    root = os.path.join(work, 'root')
-    kernel_root = os.path.join(work, 'kernel')
-    debs.extract(tool_debs, root)
-    debs.extract([kernel_deb], kernel_root)
-    (vmlinuz,) = [os.path.join(kernel_root, 'boot', n) for n in
-                  os.listdir(os.path.join(kernel_root, 'boot'))
-                  if n.startswith('vmlinuz-')]
-    shutil.copyfile(vmlinuz, os.path.join(work, image.KERNEL))
+    root, kernel_root = build.unpack(work, tool_debs, kernel_deb)
     loaded = build._initrd(root, kernel_root,
                            os.path.join(work, image.INITRD), False,
                            extra=_kvm_files)
@@ -202,15 +194,5 @@ def _build_in(work, cache, base_dir, tool_debs, kernel_deb, tools,
               (os.path.join(work, image.KERNEL), '/vmlinuz'),
               (os.path.join(work, image.INITRD), '/initrd.img'),
               (cfg, '/syslinux.cfg')]
-    fat = os.path.join(work, 'part.fat')
-    disk.make_fat(fat, files, image.TOOLS_LABEL)
-    raw = os.path.join(work, image.RAW)
-    disk.make_raw(raw, fat)
-    os.unlink(fat)
-    disk.make_qcow2(raw, os.path.join(work, image.QCOW2))
-    sizes = {name: os.path.getsize(os.path.join(work, name))
-             for name in (image.KERNEL, image.INITRD, image.RAW,
-                          image.QCOW2)}
-    sizes['raw_xz'] = build._xz_size(raw)
-    return {'sizes': sizes, 'tools': list(tools), 'modules': loaded,
-            'kvm_modules': list(KVM_MODULES)}
+    return {'sizes': build.write_disks(work, files), 'tools': list(tools),
+            'modules': loaded, 'kvm_modules': list(KVM_MODULES)}
