@@ -17,6 +17,9 @@ real lines, so a changed secret still shows up as a changed line.
 
 import difflib
 import re
+from collections.abc import Collection
+from collections.abc import Sequence
+from typing import Literal
 
 from kvmtune.errors import MASK
 from kvmtune.errors import mask_secrets
@@ -29,7 +32,13 @@ _SECRET_NAME = re.compile(
 _COMMENTED = re.compile(r'^(\s*[#;]\s*)([\w.-]+)(\s*[=:]\s*)(.*)')
 
 
-def is_secret(option, section=None, secrets=None):
+_Tag = Literal['replace', 'delete', 'insert', 'equal']
+# {(group, option)} Nova defines with secret=True
+Secrets = Collection[tuple[str, str]]
+
+
+def is_secret(option: str, section: str | None = None,
+              secrets: Secrets | None = None) -> bool:
     """True for an option whose value must never be shown.
 
     :param secrets: {(group, option)} Nova marks secret (groups lower case
@@ -44,7 +53,7 @@ def is_secret(option, section=None, secrets=None):
     return False
 
 
-def _mask_comment(text):
+def _mask_comment(text: str) -> str:
     found = _COMMENTED.match(text)
     if found and _SECRET_NAME.search(found.group(2)):
         return found.group(1) + found.group(2) + found.group(3) + MASK
@@ -55,9 +64,10 @@ class _Shown:
     """The file's lines as the diff shows them, secrets masked; a line is
     masked by shape only when it is shown (a hunk shows a few)."""
 
-    def __init__(self, ini, secrets=None):
+    def __init__(self, ini: inifile.IniFile,
+                 secrets: Secrets | None = None) -> None:
         self.ini = ini
-        self.masked = {}
+        self.masked: dict[int, str] = {}
         for block in ini.blocks:
             for entry in block.entries:
                 if not is_secret(entry.key, block.section, secrets):
@@ -66,20 +76,22 @@ class _Shown:
                 for index in range(entry.first + 1, entry.last + 1):
                     self.masked[index] = '    ' + MASK
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> str:
         if index not in self.masked:
             self.masked[index] = mask_secrets(
                 _mask_comment(self.ini.lines[index].text))
         return self.masked[index]
 
 
-def shown_lines(ini, secrets=None):
+def shown_lines(ini: inifile.IniFile,
+                secrets: Secrets | None = None) -> list[str]:
     """The file's lines as the diff shows them, secrets masked."""
     shown = _Shown(ini, secrets)
     return [shown[index] for index in range(len(ini.lines))]
 
 
-def _matched_pairs(a, b):
+def _matched_pairs(a: Sequence[str],
+                   b: Sequence[str]) -> list[tuple[int, int]]:
     """(i, j) with a[i] == b[j], increasing in both: common prefix and
     suffix, then lines unique on both sides as anchors (patience diff),
     again between anchors. O(n log n); difflib's SequenceMatcher without
@@ -107,34 +119,38 @@ def _matched_pairs(a, b):
     return sorted(pairs)
 
 
-def _anchors(a, alo, ahi, b, blo, bhi):
+def _anchors(a: Sequence[str], alo: int, ahi: int, b: Sequence[str],
+             blo: int, bhi: int) -> list[tuple[int, int]]:
     """The longest increasing run of lines unique in both ranges."""
-    count, where = {}, {}
+    count: dict[str, int] = {}
+    where: dict[str, int] = {}
     for i in range(alo, ahi):
         count[a[i]] = count.get(a[i], 0) + 1
         where[a[i]] = i
-    seen = {}
+    seen: dict[str, int] = {}
     for j in range(blo, bhi):
         if count.get(b[j]) == 1:
             seen[b[j]] = -1 if b[j] in seen else j
     unique = sorted((where[line], j) for line, j in seen.items() if j >= 0)
     # Longest increasing subsequence of j (patience sorting).
-    tails, links = [], []
-    for index, (_, j) in enumerate(unique):
+    tails: list[int] = []
+    links: list[int | None] = []
+    for position, (_, j) in enumerate(unique):
         pos = _bisect(unique, tails, j)
         links.append(tails[pos - 1] if pos else None)
         if pos == len(tails):
-            tails.append(index)
+            tails.append(position)
         else:
-            tails[pos] = index
-    chain, index = [], tails[-1] if tails else None
+            tails[pos] = position
+    chain: list[tuple[int, int]] = []
+    index: int | None = tails[-1] if tails else None
     while index is not None:
         chain.append(unique[index])
         index = links[index]
     return chain[::-1]
 
 
-def _bisect(unique, tails, j):
+def _bisect(unique: list[tuple[int, int]], tails: list[int], j: int) -> int:
     lo, hi = 0, len(tails)
     while lo < hi:
         mid = (lo + hi) // 2
@@ -145,24 +161,27 @@ def _bisect(unique, tails, j):
     return lo
 
 
-class _Matcher(difflib.SequenceMatcher):
+class _Matcher(difflib.SequenceMatcher[str]):
     """difflib's hunk grouping over _matched_pairs' opcodes."""
 
-    def __init__(self, a, b):     # no super(): its index is the cost
-        self.a, self.b = a, b
+    def __init__(self, a: Sequence[str],
+                 b: Sequence[str]) -> None:  # no super(): its index is the
+        self.a, self.b = a, b                # cost
 
-    def get_opcodes(self):
-        blocks = []
+    def get_opcodes(self) -> list[tuple[_Tag, int, int, int, int]]:
+        blocks: list[list[int]] = []
         for i, j in _matched_pairs(self.a, self.b):
             if blocks and blocks[-1][0] + blocks[-1][2] == i \
                     and blocks[-1][1] + blocks[-1][2] == j:
                 blocks[-1][2] += 1
             else:
                 blocks.append([i, j, 1])
-        codes, i, j = [], 0, 0
+        codes: list[tuple[_Tag, int, int, int, int]] = []
+        i, j = 0, 0
         for ai, bj, size in blocks + [[len(self.a), len(self.b), 0]]:
-            tag = ('replace' if i < ai and j < bj else 'delete' if i < ai
-                   else 'insert' if j < bj else None)
+            tag: _Tag | None = (
+                'replace' if i < ai and j < bj else 'delete' if i < ai
+                else 'insert' if j < bj else None)
             if tag:
                 codes.append((tag, i, ai, j, bj))
             if size:
@@ -171,28 +190,31 @@ class _Matcher(difflib.SequenceMatcher):
         return codes
 
 
-def _range(start, stop):
+def _range(start: int, stop: int) -> str:
     """difflib's unified range notation: 'start,length' (1-based)."""
     length = stop - start
     first = start + 1 if length else start
     return str(first) if length == 1 else f'{first},{length}'
 
 
-def _show(prefix, ini, shown, index):
+def _show(prefix: str, ini: inifile.IniFile, shown: _Shown,
+          index: int) -> str:
     text = prefix + shown[index] + '\n'
     if not ini.lines[index].end:
         text += '\\ No newline at end of file\n'
     return text
 
 
-def unified_diff(old, new, fromfile, tofile, context=3, secrets=None):
+def unified_diff(old: inifile.IniFile, new: inifile.IniFile, fromfile: str,
+                 tofile: str, context: int = 3,
+                 secrets: Secrets | None = None) -> str:
     """The diff from ``old`` to ``new`` (both IniFile), secrets masked;
     ``secrets`` as for is_secret()."""
     old_keys = [line.text + line.end for line in old.lines]
     new_keys = [line.text + line.end for line in new.lines]
     old_shown = _Shown(old, secrets)
     new_shown = _Shown(new, secrets)
-    out = []
+    out: list[str] = []
     for group in _Matcher(old_keys, new_keys).get_grouped_opcodes(context):
         if not out:
             out += [f'--- {fromfile}\n', f'+++ {tofile}\n']

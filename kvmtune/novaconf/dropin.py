@@ -20,6 +20,10 @@ has to be named too).
 
 import dataclasses
 import os
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.novaconf import effective
@@ -28,24 +32,28 @@ DROPIN_NAME = '50-kvmtune.conf'
 SYSTEMD_DIR = 'etc/systemd/system'
 
 
-def dropin_dir(service):
+# (section, option) -> (what the service reads instead, where from)
+Lost = dict[tuple[str, str], tuple[Any, Any]]
+
+
+def dropin_dir(service: str) -> str:
     """Where ``kvmtune export --target oslo-dropin`` puts a service's
     drop-in on the host: oslo.config's ``<prog>.conf.d`` in /etc/nova."""
     return f'/etc/nova/nova-{service}.conf.d'
 
 
-def dropin_path(service):
+def dropin_path(service: str) -> str:
     return os.path.join(dropin_dir(service), DROPIN_NAME)
 
 
-def config_files(argv):
+def config_files(argv: Sequence[str]) -> list[str]:
     """The ``--config-file``s of ``argv`` (the service's), in order."""
     args = effective.real_argv(argv)
     return [value for kind, value in effective._cli_sources(args[1:])
             if kind == '--config-file']
 
 
-def base_place(argv, base_path=None):
+def base_place(argv: Sequence[str], base_path: str | None = None) -> str:
     """The path on the host that the base nova.conf (``--nova-conf``)
     stands for in the service started with ``argv``: that path if argv
     names it, else argv's ``--config-file`` called nova.conf, else its
@@ -63,7 +71,7 @@ def base_place(argv, base_path=None):
     return f'/etc/{effective.PROJECT}/{effective.PROJECT}.conf'
 
 
-def _same(got, want):
+def _same(got: Any, want: Any) -> bool:
     if isinstance(want, list):
         if isinstance(got, str):        # the environment: one string
             got = [got]
@@ -72,13 +80,14 @@ def _same(got, want):
     return got is not None and got.strip() == str(want).strip()
 
 
-def lost(eff, conf):
+def lost(eff: effective.Effective,
+         conf: Mapping[str, Mapping[str, Any]]) -> Lost:
     """{(section, option): (value, where)} of the options of ``conf``
     ({section: {option: value}}, a list for a multi-valued one) that the
     service would not read with the planned value: what it reads instead
     (None: nothing) and where from (a path, a list of paths, or
     'environment')."""
-    found = {}
+    found: Lost = {}
     for section, options in conf.items():
         for option, want in options.items():
             got, where = eff.get(section, option,
@@ -92,19 +101,24 @@ def lost(eff, conf):
 class Placement:
     """What a service started with ``argv`` makes of a drop-in."""
     service: str
-    argv: list              # as oslo.config sees it (effective.real_argv)
-    lost: dict              # as started now: see lost()
-    fixed_argv: list = None  # argv with the --config-dirs that fix it
-    added: list = None      # those --config-dirs
-    fixed_lost: dict = None  # what is still lost with fixed_argv
+    # as oslo.config sees it (effective.real_argv)
+    argv: list[str]
+    # as started now: see lost()
+    lost: Lost
+    # argv with the --config-dirs that fix it
+    fixed_argv: list[str] | None = None
+    # those --config-dirs
+    added: list[str] | None = None
+    # what is still lost with fixed_argv
+    fixed_lost: Lost | None = None
 
     @property
-    def fixable(self):
+    def fixable(self) -> bool:
         return bool(self.lost) and self.fixed_argv is not None and \
             not self.fixed_lost
 
 
-def with_config_dirs(argv, dirs):
+def with_config_dirs(argv: Sequence[str], dirs: Iterable[str]) -> list[str]:
     """``argv`` with ``--config-dir DIR`` for each of ``dirs`` at its end
     (an earlier ``--config-dir`` for one of them removed: parsed twice, a
     multi-valued option would count twice)."""
@@ -127,14 +141,15 @@ def with_config_dirs(argv, dirs):
     return kept
 
 
-def dirs_to_add(argv, service, reader):
+def dirs_to_add(argv: Sequence[str], service: str,
+                reader: effective.Reader) -> list[str]:
     """The ``--config-dir``s that make the service read its drop-in last
     while still reading what it reads now: the default directories it
     reads today (no --config-dir in argv: an explicit one turns them all
     off) that exist, then its drop-in directory."""
     args = effective.real_argv(argv)
     own = dropin_dir(service)
-    dirs = []
+    dirs: list[str] = []
     if not any(kind == '--config-dir'
                for kind, _ in effective._cli_sources(args[1:])):
         prog = effective.prog_of(args)
@@ -145,40 +160,43 @@ def dirs_to_add(argv, service, reader):
     return dirs + [own]
 
 
-def place(service, argv, conf, files, under=None, environ=None):
+def place(service: str, argv: Sequence[str],
+          conf: Mapping[str, Mapping[str, Any]], files: Mapping[str, str],
+          under: effective.Reader | None = None,
+          environ: Mapping[str, str] | None = None) -> Placement:
     """The Placement of ``files`` ({host path: text}: the drop-in, the
     base nova.conf where the service reads it) for the service started
     with ``argv``, on the host ``under`` shows (a Reader; None: a host
     with only ``files``). ``conf``: the plan's options this service reads.
     """
-    argv = effective.real_argv(argv)
-    if not argv:
+    real = effective.real_argv(argv)
+    if not real:
         raise InputError('an empty command line', key='--service-cmdline',
                          fix='give the service\'s command line, e.g. '
                              '"/usr/bin/nova-compute --config-file '
                              '/etc/nova/nova.conf"')
     reader = effective.Overlay(files, under)
-    now = lost(effective.effective(argv, reader, environ), conf)
-    found = Placement(service=service, argv=argv, lost=now)
+    now = lost(effective.effective(real, reader, environ), conf)
+    found = Placement(service=service, argv=real, lost=now)
     if now:
-        added = dirs_to_add(argv, service, reader)
-        fixed = with_config_dirs(argv, added)
+        added = dirs_to_add(real, service, reader)
+        fixed = with_config_dirs(real, added)
         found.fixed_argv, found.added = fixed, added
         found.fixed_lost = lost(effective.effective(fixed, reader, environ),
                                 conf)
     return found
 
 
-def exec_argv(original, fixed):
+def exec_argv(original: Iterable[str], fixed: Iterable[str]) -> list[str]:
     """The command line for ExecStart=: ``fixed`` (a real_argv) behind the
     interpreter ``original`` ran it with, if any (``python3 -u
     /usr/bin/nova-compute``: the script's shebang may name another
     Python); oslo.service's retitled form is not a command line."""
-    original = list(original)
-    real = effective.real_argv(original)
-    if len(original) == 1 and real != original:
+    words = list(original)
+    real = effective.real_argv(words)
+    if len(words) == 1 and real != words:
         return list(fixed)              # retitled
-    return original[:len(original) - len(real)] + list(fixed)
+    return words[:len(words) - len(real)] + list(fixed)
 
 
 # -- the systemd drop-in ---------------------------------------------------
@@ -187,7 +205,7 @@ _PLAIN = set('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
              '0123456789_@+=:,./-')
 
 
-def systemd_word(word):
+def systemd_word(word: str) -> str:
     """``word`` as one word of an ExecStart= line (systemd.service(5)
     "Command lines": ``%`` starts a specifier, ``$`` a variable, quotes
     and backslashes are syntax)."""
@@ -197,11 +215,12 @@ def systemd_word(word):
     return '"' + word.replace('\\', '\\\\').replace('"', '\\"') + '"'
 
 
-def systemd_path(unit):
+def systemd_path(unit: str) -> str:
     return os.path.join(SYSTEMD_DIR, f'{unit}.d', DROPIN_NAME)
 
 
-def systemd_dropin(argv, comment_lines):
+def systemd_dropin(argv: Sequence[str],
+                   comment_lines: Iterable[str]) -> str:
     """A systemd drop-in replacing the unit's ExecStart= by ``argv``: an
     empty ``ExecStart=`` first (a service that is not Type=oneshot may have
     one command only, and a drop-in's assignment adds to the unit's list;
@@ -219,7 +238,7 @@ def systemd_dropin(argv, comment_lines):
     return '\n'.join(lines) + '\n'
 
 
-def unit_of(pid, proc='/proc'):
+def unit_of(pid: int | str, proc: str = '/proc') -> str | None:
     """The systemd unit a process runs in (/proc/<pid>/cgroup:
     ``0::/system.slice/nova-compute.service``), or None."""
     from kvmtune import inputs
@@ -235,12 +254,13 @@ def unit_of(pid, proc='/proc'):
     return None
 
 
-def running_cmdlines(proc='/proc'):
+def running_cmdlines(proc: str = '/proc'
+                     ) -> dict[str, tuple[list[str], str | None]]:
     """{service: (argv, unit)} of the Nova services running here (the
     first process of each: oslo.service's workers share its argv)."""
     from kvmtune.novaconf import services
 
-    found = {}
+    found: dict[str, tuple[list[str], str | None]] = {}
     for pid, service, argv in services.processes(proc):
         if service not in found:
             found[service] = (effective.real_argv(argv),
@@ -250,7 +270,7 @@ def running_cmdlines(proc='/proc'):
 
 # -- nova-conf apply: does the edited nova.conf win? ------------------------
 
-def _label(value, where):
+def _label(value: Any, where: Any) -> str:
     if where == 'environment':
         where = 'the service\'s environment'
     elif isinstance(where, list):
@@ -260,8 +280,10 @@ def _label(value, where):
             else 'no value (Nova\'s default)')
 
 
-def after_edit(path, text, service, argv, conf, under=None, pid=None,
-               strict=False):
+def after_edit(path: str, text: str, service: str, argv: Sequence[str],
+               conf: Mapping[str, Mapping[str, Any]],
+               under: effective.Reader | None = None,
+               pid: int | None = None, strict: bool = False) -> list[str]:
     """Notices about the options of ``conf`` ({section: {option: value}},
     what ``nova-conf apply`` writes into ``path`` as ``text``) that the
     service started with ``argv`` would not read as written, in

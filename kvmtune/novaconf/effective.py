@@ -31,6 +31,10 @@ import dataclasses
 import glob
 import os
 import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
@@ -48,7 +52,7 @@ class Source:
     origin: str          # 'default' or 'argv'
 
 
-def real_argv(argv):
+def real_argv(argv: Iterable[str]) -> list[str]:
     """The argv oslo.config saw: the script and its arguments, without
     the interpreter (``python3 /usr/bin/nova-compute ...``) and out of
     oslo.service's retitled form (``nova-compute: master process
@@ -65,15 +69,15 @@ def real_argv(argv):
     return argv
 
 
-def prog_of(argv):
+def prog_of(argv: Sequence[str]) -> str:
     """oslo.config's ``prog``: the script's base name without .py."""
     name = os.path.basename(real_argv(argv)[0]) if argv else PROJECT
     return name[:-3] if name.endswith('.py') else name
 
 
-def _cli_sources(args):
+def _cli_sources(args: Iterable[str]) -> list[tuple[str, str]]:
     """[(kind, value)] of --config-file/--config-dir in argv order."""
-    found = []
+    found: list[tuple[str, str]] = []
     words = iter(args)
     for word in words:
         for kind in ('--config-file', '--config-dir'):
@@ -89,14 +93,14 @@ def _cli_sources(args):
 class Reader:
     """Files and directories of one host, live or under a ``root``."""
 
-    def __init__(self, root='/', home=None):
+    def __init__(self, root: str = '/', home: str | None = None) -> None:
         self.root = root
         self.home = home
 
-    def at(self, path):
+    def at(self, path: str) -> str:
         return os.path.join(self.root, path.lstrip('/'))
 
-    def search_dirs(self):
+    def search_dirs(self) -> list[str]:
         dirs = []
         for directory in SEARCH_DIRS:
             if directory.startswith('~'):
@@ -106,7 +110,7 @@ class Reader:
             dirs.append(os.path.normpath(directory))
         return dirs
 
-    def first(self, name, is_dir):
+    def first(self, name: str, is_dir: bool) -> str | None:
         for directory in self.search_dirs():
             path = os.path.join(directory, name)
             check = os.path.isdir if is_dir else os.path.isfile
@@ -114,15 +118,15 @@ class Reader:
                 return path
         return None
 
-    def dir_files(self, directory):
+    def dir_files(self, directory: str) -> list[str]:
         return sorted(os.path.join(directory, os.path.basename(p))
                       for p in glob.glob(os.path.join(
                           glob.escape(self.at(directory)), '*.conf')))
 
-    def is_dir(self, path):
+    def is_dir(self, path: str) -> bool:
         return os.path.isdir(self.at(path))
 
-    def read_text(self, path):
+    def read_text(self, path: str) -> str:
         return inputs.read_text(self.at(path), source=path)
 
 
@@ -131,18 +135,19 @@ class Overlay(Reader):
     plus ``files`` {path: text} laid over it: the files an export is about
     to write, seen where the service will find them."""
 
-    def __init__(self, files, under=None):
+    def __init__(self, files: Mapping[str, str],
+                 under: Reader | None = None) -> None:
         super().__init__(under.root if under else '/',
                          under.home if under else None)
         self.files = {os.path.normpath(path): text
                       for path, text in files.items()}
         self.under = under
 
-    def _virtual_dir(self, path):
+    def _virtual_dir(self, path: str) -> bool:
         path = os.path.normpath(path)
         return any(os.path.dirname(name) == path for name in self.files)
 
-    def first(self, name, is_dir):
+    def first(self, name: str, is_dir: bool) -> str | None:
         for directory in self.search_dirs():
             path = os.path.join(directory, name)
             if is_dir and (self._virtual_dir(path) or self.is_dir(path)):
@@ -152,18 +157,18 @@ class Overlay(Reader):
                 return path
         return None
 
-    def is_dir(self, path):
+    def is_dir(self, path: str) -> bool:
         return self._virtual_dir(path) or bool(
             self.under and self.under.is_dir(path))
 
-    def dir_files(self, directory):
+    def dir_files(self, directory: str) -> list[str]:
         found = set(self.under.dir_files(directory)) if self.under else set()
         found.update(name for name in self.files
                      if os.path.dirname(name) == os.path.normpath(directory)
                      and name.endswith('.conf'))
         return sorted(found)
 
-    def read_text(self, path):
+    def read_text(self, path: str) -> str:
         path = os.path.normpath(path)
         if path in self.files:
             return self.files[path]
@@ -174,7 +179,8 @@ class Overlay(Reader):
         return self.under.read_text(path)
 
 
-def sources(argv, reader=None):
+def sources(argv: Sequence[str], reader: Reader | None = None
+            ) -> list[Source]:
     """[Source] the service started with ``argv`` parses, in order."""
     reader = reader or Reader()
     argv = real_argv(argv)
@@ -204,12 +210,16 @@ def sources(argv, reader=None):
 class Effective:
     """What a service reads: its files in order and each option's values
     (with the file each came from), after environment overrides."""
-    sources: list
-    unreadable: dict                   # path -> why it could not be read
-    values: dict                       # (section, option) -> [(value, path)]
-    environment: dict                  # (section, option) -> value
+    sources: list[Source]
+    # path -> why it could not be read
+    unreadable: dict[str, str]
+    # (section, option) -> [(value, path)]
+    values: dict[tuple[str, str], list[tuple[str, str]]]
+    # (section, option) -> value
+    environment: dict[tuple[str, str], str]
 
-    def get(self, section, option, multi=False):
+    def get(self, section: str, option: str,
+            multi: bool = False) -> tuple[Any, Any]:
         """(value, where): the value the service uses and the file (or
         ``environment``) it came from; (None, None) when no file sets it.
         ``multi``: the list of every file's values, and the files."""
@@ -225,7 +235,7 @@ class Effective:
         return found[-1]
 
 
-def _env_key(name):
+def _env_key(name: str) -> tuple[str, str] | None:
     """OS_<GROUP>__<OPTION> -> (section, option), or None."""
     if not name.startswith('OS_') or '__' not in name:
         return None
@@ -236,12 +246,14 @@ def _env_key(name):
     return section, option.lower()
 
 
-def effective(argv, reader=None, environ=None):
+def effective(argv: Sequence[str], reader: Reader | None = None,
+              environ: Mapping[str, str] | None = None) -> Effective:
     """The Effective configuration of a service started with ``argv``
     (its environment ``environ``, when known)."""
     reader = reader or Reader()
     parsed = sources(argv, reader)
-    values, unreadable = {}, {}
+    values: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    unreadable: dict[str, str] = {}
     for source in parsed:
         try:
             text = reader.read_text(source.path)

@@ -30,6 +30,7 @@ Choices where the file alone does not say what to do:
 import collections
 import dataclasses
 import re
+from collections.abc import Iterable
 
 DEFAULT_SECTION = 'DEFAULT'
 _LINE = re.compile(r'([^\r\n]*)(\r\n|\r|\n|\Z)')
@@ -39,7 +40,7 @@ _QUOTES = ('"', "'")
 class ParseError(ValueError):
     """The text is not something oslo.config would read."""
 
-    def __init__(self, lineno, problem):
+    def __init__(self, lineno: int, problem: str) -> None:
         self.lineno = lineno
         self.problem = problem
         super().__init__(f'line {lineno}: {problem}')
@@ -70,15 +71,15 @@ class Block:
     section: str
     header: int
     stop: int                 # index after the block's last line
-    entries: list
+    entries: list[Entry]
 
 
-def normalize_section(name):
+def normalize_section(name: str) -> str:
     """oslo.config's group name folding: DEFAULT stays, others lower."""
     return name if name == DEFAULT_SECTION else name.lower()
 
 
-def split_lines(text):
+def split_lines(text: str) -> list[Line]:
     """Lines with their endings, as Python's universal newlines splits."""
     lines = []
     for match in _LINE.finditer(text):
@@ -89,14 +90,14 @@ def split_lines(text):
     return lines
 
 
-def _unquote(value):
+def _unquote(value: str) -> str:
     value = value.strip()
     if value and value[0] == value[-1] and value.startswith(_QUOTES):
         value = value[1:-1]
     return value
 
 
-def _split_assignment(text):
+def _split_assignment(text: str) -> tuple[str, str, str] | None:
     """(key, spelling, raw value) with oslo.config's '=' or ':' rule."""
     cuts = [i for i in (text.find('='), text.find(':')) if i >= 0]
     if not cuts:
@@ -107,10 +108,10 @@ def _split_assignment(text):
     return text[:cut].strip(), text[:start], text[start:]
 
 
-def parse(lines):
+def parse(lines: list[Line]) -> list[Block]:
     """Return the file's blocks in order; raise ParseError on bad lines."""
-    blocks = []
-    entry = None
+    blocks: list[Block] = []
+    entry: Entry | None = None
     for index, line in enumerate(lines):
         lineno = index + 1
         text = line.text.rstrip()
@@ -154,7 +155,7 @@ def parse(lines):
     return blocks
 
 
-def format_value(value):
+def format_value(value: str) -> str:
     """The text that oslo.config reads back as exactly ``value``."""
     if '\n' in value or '\r' in value:
         raise ValueError('a value cannot span lines')
@@ -163,7 +164,7 @@ def format_value(value):
     return f'"{value}"' if needs_quotes else value
 
 
-def _spelling_of(entry):
+def _spelling_of(entry: Entry) -> str:
     """The `` = `` between an entry's key and its value."""
     return entry.spelling[len(entry.key):]
 
@@ -171,39 +172,39 @@ def _spelling_of(entry):
 class IniFile:
     """A parsed nova.conf that can set options and render itself back."""
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.lines = split_lines(text)
         self.blocks = parse(self.lines)
 
     @property
-    def text(self):
+    def text(self) -> str:
         return ''.join(line.text + line.end for line in self.lines)
 
     # -- reading -----------------------------------------------------------
 
-    def _blocks_of(self, section):
+    def _blocks_of(self, section: str) -> list[Block]:
         wanted = normalize_section(section)
         return [b for b in self.blocks
                 if normalize_section(b.section) == wanted]
 
-    def entries(self, section, key):
+    def entries(self, section: str, key: str) -> list[Entry]:
         return [e for b in self._blocks_of(section) for e in b.entries
                 if e.key == key]
 
-    def get(self, section, key):
+    def get(self, section: str, key: str) -> str | None:
         """The value oslo.config reads (the last one), or None."""
         found = self.entries(section, key)
         return found[-1].value if found else None
 
-    def get_all(self, section, key):
+    def get_all(self, section: str, key: str) -> list[str]:
         return [e.value for e in self.entries(section, key)]
 
-    def newline(self):
+    def newline(self) -> str:
         ends = collections.Counter(line.end for line in self.lines
                                    if line.end)
         return ends.most_common(1)[0][0] if ends else '\n'
 
-    def _separator(self, blocks):
+    def _separator(self, blocks: list[Block]) -> str:
         """The ``key = `` spacing used in these blocks, else in the file."""
         for scope in (blocks, self.blocks):
             styles = collections.Counter(
@@ -213,11 +214,11 @@ class IniFile:
                 return styles.most_common(1)[0][0]
         return ' = '
 
-    def _has_value(self, entry):
+    def _has_value(self, entry: Entry) -> bool:
         text = self.lines[entry.first].text.rstrip()
         return text != entry.spelling.rstrip()
 
-    def _spelling_for(self, entry):
+    def _spelling_for(self, entry: Entry) -> str:
         """``key = `` as the entry spells it, unless it had no value."""
         if self._has_value(entry):
             return entry.spelling
@@ -226,7 +227,7 @@ class IniFile:
 
     # -- editing -----------------------------------------------------------
 
-    def set(self, section, key, value):
+    def set(self, section: str, key: str, value: str) -> bool:
         """Set a single-valued option; return True when the text changed."""
         found = self.entries(section, key)
         if not found:
@@ -237,7 +238,8 @@ class IniFile:
                            for e in stale])
         return bool(stale)
 
-    def set_multi(self, section, key, values):
+    def set_multi(self, section: str, key: str,
+                  values: Iterable[str]) -> bool:
         """Make ``values`` the option's lines; return True when changed."""
         values = list(values)
         found = self.entries(section, key)
@@ -252,18 +254,19 @@ class IniFile:
             + [(e.first, e.last, []) for e in found[1:]])
         return True
 
-    def _replace(self, first, last, texts):
+    def _replace(self, first: int, last: int, texts: list[str]) -> None:
         """Lines first..last (inclusive) become ``texts``; keep endings."""
         self._replace_all([(first, last, texts)])
 
-    def _replace_all(self, edits):
+    def _replace_all(self, edits: list[tuple[int, int, list[str]]]) -> None:
         """Several non-overlapping _replace()s in one pass and one parse:
         linear in the file's size however many duplicates an option has
         (one parse per duplicate made 4,000 duplicates take minutes)."""
         if not edits:
             return
         newline = self.newline()
-        out, pos = [], 0
+        out: list[Line] = []
+        pos = 0
         for first, last, texts in sorted(edits, key=lambda e: e[0]):
             out.extend(self.lines[pos:first])
             final_end = self.lines[last].end
@@ -279,7 +282,7 @@ class IniFile:
         self.lines = out
         self.blocks = parse(self.lines)
 
-    def _add(self, section, key, values):
+    def _add(self, section: str, key: str, values: list[str]) -> bool:
         if not values:
             return False
         blocks = self._blocks_of(section)
@@ -294,7 +297,7 @@ class IniFile:
             self._append_section(section, texts)
         return True
 
-    def _insert(self, index, texts):
+    def _insert(self, index: int, texts: list[str]) -> None:
         newline = self.newline()
         new = [Line(t, newline) for t in texts]
         if index == len(self.lines) and self.lines and \
@@ -305,7 +308,7 @@ class IniFile:
         self.lines[index:index] = new
         self.blocks = parse(self.lines)
 
-    def _append_section(self, section, texts):
+    def _append_section(self, section: str, texts: list[str]) -> None:
         lead = []
         if self.lines and self.lines[-1].text.strip():
             lead = ['']
@@ -313,12 +316,13 @@ class IniFile:
 
     # -- undoing (the DevStack plugin puts back what it changed) -----------
 
-    def delete(self, section, key):
+    def delete(self, section: str, key: str) -> bool:
         """Remove every line of the option; return True when changed."""
         return self.set_multi(section, key, []) if self.entries(
             section, key) else False
 
-    def insert_after(self, section, anchor, key, values):
+    def insert_after(self, section: str, anchor: str | None, key: str,
+                     values: Iterable[str]) -> bool:
         """Add an option that is not set, right after option ``anchor``
         (its last occurrence), else where ``set_multi`` adds it."""
         if self.entries(section, key):
@@ -331,7 +335,8 @@ class IniFile:
                      [key + separator + format_value(v) for v in values])
         return True
 
-    def remove_section_if_empty(self, section, blank_before=True):
+    def remove_section_if_empty(self, section: str,
+                                blank_before: bool = True) -> bool:
         """Remove a ``[section]`` block that holds no option, with the blank
         lines after it (comments keep it); return True when removed.
 

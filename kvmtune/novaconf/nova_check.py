@@ -20,12 +20,16 @@ library, Nova and the oslo libraries Nova depends on are imported: the
 other Python does not have kvmtune.
 """
 
+# It may run under another Python than kvmtune's: annotations stay strings.
+from __future__ import annotations
+
 import difflib
 import importlib.metadata
 import importlib.util
 import json
 import sys
 import warnings
+from typing import Any
 
 # The option namespaces of Nova's sample configuration
 # (etc/nova/nova-config-generator.conf): together they define every option
@@ -43,16 +47,18 @@ RESERVED_HUGE_PAGES = ('DEFAULT', 'reserved_huge_pages')
 REFERENCE = 'https://docs.openstack.org/nova/latest/configuration/config.html'
 
 
-def _group_key(name):
+def _group_key(name: str | None) -> str:
     """oslo.config's folding of section names (DEFAULT is kept)."""
     name = name or 'DEFAULT'
     return name if name == 'DEFAULT' else name.lower()
 
 
-def _load_options():
+def _load_options() -> tuple[dict[str, dict[str, Any]],
+                             dict[tuple[str, str], tuple[str, Any]]]:
     """{group: {option name: opt}} and {(group, old name): opt}."""
     wanted = set(NAMESPACES)
-    options, deprecated = {}, {}
+    options: dict[str, dict[str, Any]] = {}
+    deprecated: dict[tuple[str, str], tuple[str, Any]] = {}
     points = importlib.metadata.entry_points(group='oslo.config.opts')
     for point in points:
         if point.name not in wanted:
@@ -68,7 +74,8 @@ def _load_options():
     return options, deprecated
 
 
-def _nova_semantics(section, option, values):
+def _nova_semantics(section: str, option: str,
+                    values: list[Any]) -> str | None:
     """Nova's own parsers for options whose type is a plain string."""
     from nova import exception
     from nova.virt import hardware
@@ -94,12 +101,16 @@ def _nova_semantics(section, option, values):
     return None
 
 
-def _problem(section, option, reason, fix):
+def _problem(section: str, option: str, reason: str,
+             fix: str) -> dict[str, str]:
     return {'section': section, 'option': option, 'reason': reason,
             'fix': fix}
 
 
-def _check_option(options, deprecated, section, option, value, notices):
+def _check_option(options: dict[str, dict[str, Any]],
+                  deprecated: dict[tuple[str, str], tuple[str, Any]],
+                  section: str, option: str, value: Any,
+                  notices: list[str]) -> dict[str, str] | None:
     group = _group_key(section)
     if group not in options:
         notices.append(f'[{section}] is not a group Nova defines; '
@@ -138,20 +149,20 @@ def _check_option(options, deprecated, section, option, value, notices):
     return None
 
 
-def secret_options(options):
+def secret_options(options: dict[str, dict[str, Any]]) -> list[list[str]]:
     """[[group, option]] of every option defined with secret=True."""
     return sorted([group, name] for group, opts in options.items()
                   for name, opt in opts.items()
                   if getattr(opt, 'secret', False))
 
 
-def nova_version():
+def nova_version() -> str | None:
     if importlib.util.find_spec('nova') is None:
         return None
     return importlib.metadata.version('nova')
 
 
-def check(changes):
+def check(changes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Check {section: {option: value}} against the Nova importable here."""
     version = nova_version()
     if version is None:
@@ -160,7 +171,8 @@ def check(changes):
         # Nova's imports warn about eventlet; nothing for the operator.
         warnings.simplefilter('ignore')
         options, deprecated = _load_options()
-        problems, notices = [], []
+        problems: list[dict[str, str]] = []
+        notices: list[str] = []
         for section, values in changes.items():
             for option, value in values.items():
                 problem = _check_option(options, deprecated, section,
@@ -171,7 +183,7 @@ def check(changes):
             'secrets': secret_options(options)}
 
 
-def main():
+def main() -> int:
     request = json.load(sys.stdin)
     json.dump(check(request['changes']), sys.stdout)
     sys.stdout.write('\n')

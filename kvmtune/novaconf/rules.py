@@ -8,8 +8,15 @@ definitions, when Nova is importable, are checked after these
 """
 
 import re
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.facts.cpulist import parse_cpu_spec
+
+# {section: {option: value}}: a str, a list of them (a multi-valued
+# option), or None (remove the option)
+Changes = Mapping[str, Mapping[str, Any]]
 
 _SECTION = re.compile(r'^[A-Za-z0-9_.\-]+\Z')
 _OPTION = re.compile(r'^[A-Za-z0-9_\-]+\Z')
@@ -24,13 +31,14 @@ HUGE_PAGES_KEYS = ('node', 'size', 'count')
 class Problem(ValueError):
     """A change that cannot go into nova.conf: what and how to fix it."""
 
-    def __init__(self, section, option, reason, fix):
+    def __init__(self, section: str, option: str, reason: str,
+                 fix: str) -> None:
         self.section, self.option = section, option
         self.reason, self.fix = reason, fix
         super().__init__(reason)
 
 
-def _check_huge_pages(item):
+def _check_huge_pages(item: str) -> None:
     pairs = dict(p.partition(':')[::2] for p in item.split(','))
     if sorted(pairs) != sorted(HUGE_PAGES_KEYS):
         raise ValueError(f'{item!r} is not node:N,size:S,count:N')
@@ -40,7 +48,7 @@ def _check_huge_pages(item):
                          'KiB or has a unit (2048, 2MB, 1GB)')
 
 
-def _check_value(section, option, value):
+def _check_value(section: str, option: str, value: object) -> None:
     if not isinstance(value, str):
         raise Problem(section, option, f'value {value!r} is not a string',
                       'give nova.conf values as strings')
@@ -57,7 +65,7 @@ def _check_value(section, option, value):
                       'give the value in the syntax Nova documents') from None
 
 
-def check(changes):
+def check(changes: Changes) -> None:
     """Raise Problem for the first change that cannot be written."""
     for section, options in changes.items():
         if not _SECTION.match(section or ''):
@@ -73,7 +81,7 @@ def check(changes):
     _check_cpu_sets_disjoint(changes.get('compute', {}))
 
 
-def _check_cpu_sets_disjoint(compute):
+def _check_cpu_sets_disjoint(compute: Mapping[str, Any]) -> None:
     shared = compute.get('cpu_shared_set')
     dedicated = compute.get('cpu_dedicated_set')
     if not shared or not dedicated:
@@ -96,7 +104,8 @@ CPU_MODE = ('libvirt', 'cpu_mode')
 CPU_MODELS = ('cpu_models', 'cpu_model')
 
 
-def follow_ups(changes, current):
+def follow_ups(changes: Changes, current: Callable[[str, str], str | None]
+               ) -> tuple[dict[str, dict[str, None]], list[str]]:
     """What Nova requires to go with ``changes`` in a file that has
     ``current(section, option)`` (its value or None).
 

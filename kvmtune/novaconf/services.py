@@ -21,6 +21,9 @@ conductor, api.
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 COMPUTE = 'compute'
 SCHEDULER = 'scheduler'
@@ -44,15 +47,15 @@ class Read:
     service: str
     path: str
     function: str
-    via: str = None
+    via: str | None = None
 
-    def cite(self):
+    def cite(self) -> str:
         where = f'nova/{self.path} {self.function}()'
         return f'{where} via {self.via}()' if self.via else where
 
 
 _R = Read
-READERS = {
+READERS: dict[tuple[str, str], tuple[Read, ...]] = {
     ('DEFAULT', 'reserved_host_memory_mb'): (
         _R(COMPUTE, 'compute/resource_tracker.py',
            '_update_usage_from_instances'),
@@ -126,7 +129,7 @@ class UnknownOption(KeyError):
     """An option kvmtune has no reader for: add it to READERS."""
 
 
-def readers(section, option):
+def readers(section: str, option: str) -> tuple[str, ...]:
     """The services that read ``[section] option``, in SERVICES order."""
     try:
         reads = READERS[(section, option)]
@@ -136,22 +139,25 @@ def readers(section, option):
     return tuple(service for service in SERVICES if service in found)
 
 
-def citation(section, option):
+def citation(section: str, option: str) -> str:
     """Where Nova reads it, for messages: 'nova/scheduler/...() ...'."""
     return '; '.join(read.cite() for read in READERS[(section, option)])
 
 
-def tag(nova_conf):
+def tag(nova_conf: Mapping[str, Mapping[str, Any]]
+        ) -> dict[str, dict[str, tuple[str, ...]]]:
     """{section: {option: (services...)}} for a plan's nova_conf."""
     return {section: {option: readers(section, option)
                       for option in options}
             for section, options in nova_conf.items()}
 
 
-def split(nova_conf, service):
+def split(nova_conf: Mapping[str, Mapping[str, Any]], service: str
+          ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(kept, left) of ``nova_conf``: options ``service`` reads, and the
     others, each {section: {option: value}}; service 'all' keeps all."""
-    kept, left = {}, {}
+    kept: dict[str, dict[str, Any]] = {}
+    left: dict[str, dict[str, Any]] = {}
     for section, options in nova_conf.items():
         for option, value in options.items():
             wanted = (service == 'all'
@@ -170,7 +176,7 @@ _PROGRAMS['nova-api-wsgi'] = API
 _PYTHON = re.compile(r'python[0-9.]*\Z')
 
 
-def service_of(argv):
+def service_of(argv: Sequence[str]) -> str | None:
     """The Nova service a process runs, from its argv (a list of str), or
     None. Nova's programs run as the script (``/usr/bin/nova-compute
     --config-file ...``), as python's first argument (``python3
@@ -194,13 +200,13 @@ def service_of(argv):
     return None
 
 
-def processes(proc='/proc'):
+def processes(proc: str = '/proc') -> list[tuple[int, str, list[str]]]:
     """[(pid, service, argv)] of every Nova service process under ``proc``
     (/proc/<pid>/cmdline read bounded; unreadable ones skipped)."""
     from kvmtune import inputs
     from kvmtune.errors import InputError
 
-    found = []
+    found: list[tuple[int, str, list[str]]] = []
     try:
         pids = sorted((name for name in os.listdir(proc) if name.isdigit()),
                       key=int)
@@ -220,12 +226,12 @@ def processes(proc='/proc'):
     return found
 
 
-def running(proc='/proc'):
+def running(proc: str = '/proc') -> set[str]:
     """The Nova services with a process on this host (a set, maybe empty)."""
     return {service for _, service, _ in processes(proc)}
 
 
-def default_service(proc='/proc'):
+def default_service(proc: str = '/proc') -> tuple[str, str]:
     """(service, why) for ``--service`` when none is given: what this host
     runs when that can be told, else compute."""
     here = running(proc)
@@ -238,7 +244,7 @@ def default_service(proc='/proc'):
     return COMPUTE, 'no Nova service runs here: taken as a compute host'
 
 
-def parse_cmdline(line):
+def parse_cmdline(line: str) -> tuple[list[str], str]:
     """(argv, service) of a ``--service-cmdline`` given as one shell line.
 
     :raises InputError: it does not split into words, or it is not the

@@ -19,6 +19,10 @@ next to itself, and the link stays a link.
 
 import dataclasses
 import os
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import fileio
 from kvmtune import inputs
@@ -28,6 +32,15 @@ from kvmtune.novaconf import inifile
 from kvmtune.novaconf import rules
 from kvmtune.novaconf import validate
 from kvmtune.tuners import base as tuners_base
+
+if TYPE_CHECKING:
+    from kvmtune.novaconf import effective
+    from kvmtune.plan import Plan
+
+# {section: {option: str | [str, ...] | None}}; None removes the option
+Changes = dict[str, dict[str, Any]]
+# called with the new text before anything is written: notices
+Check = Callable[[str], list[str]]
 
 BACKUP_SUFFIX = '.kvmtune.bak'
 
@@ -47,16 +60,16 @@ class ApplyResult:
     changed: bool           # the new text differs from the file
     written: bool           # and it was written (not a dry run)
     diff: str               # unified diff, secrets masked
-    notices: list
-    nova: str = None        # Nova version the values were checked with
-    backup: str = None
+    notices: list[str]
+    nova: str | None = None  # Nova version the values were checked with
+    backup: str | None = None
     # the service written for (apply_plan) and how many of the plan's
     # options it left to other services
-    service: str = None
+    service: str | None = None
     left_out: int = 0
-    applied: int = None
+    applied: int | None = None
 
-    def message(self, profile=None):
+    def message(self, profile: str | None = None) -> str:
         whose = f"profile {profile}'s" if profile else "the requested"
         if not self.changed and self.applied == 0:
             # Not "already has": nothing of the plan is this service's
@@ -74,7 +87,7 @@ class ApplyResult:
         return f'wrote {self.path} (previous content: {self.backup})'
 
 
-def read_config(path):
+def read_config(path: str) -> str:
     """The text of nova.conf, or InputError saying why it cannot be read."""
     fix = 'give the path of a readable nova.conf with --config'
     data = inputs.read_bytes(path, source=path or "''", fix=fix)
@@ -94,7 +107,7 @@ def read_config(path):
     return text
 
 
-def parse_config(path, text):
+def parse_config(path: str, text: str) -> inifile.IniFile:
     try:
         return inifile.IniFile(text)
     except inifile.ParseError as exc:
@@ -103,7 +116,7 @@ def parse_config(path, text):
                          '(Nova would not start with it either)') from None
 
 
-def extend_list(current, planned, default):
+def extend_list(current: str, planned: str, default: Sequence[str]) -> str:
     """``current`` with the items of ``planned`` that are not in ``default``
     appended when missing: 'A,B' + 'A,C' over default (A,) -> 'A,B,C'."""
     items = [i.strip() for i in current.split(',') if i.strip()]
@@ -112,9 +125,9 @@ def extend_list(current, planned, default):
     return ','.join(items + [i for i in needed if i not in items])
 
 
-def resolve_changes(ini, changes):
+def resolve_changes(ini: inifile.IniFile, changes: rules.Changes) -> Changes:
     """The values to write, given what nova.conf already has."""
-    resolved = {}
+    resolved: Changes = {}
     for section, options in changes.items():
         for option, value in options.items():
             default = EXTENDED_LISTS.get((section, option))
@@ -125,7 +138,8 @@ def resolve_changes(ini, changes):
     return resolved
 
 
-def add_follow_ups(path, ini, changes):
+def add_follow_ups(path: str, ini: inifile.IniFile, changes: rules.Changes
+                   ) -> tuple[Changes, list[str]]:
     """``changes`` plus the deletions Nova then requires (see
     kvmtune.novaconf.rules.follow_ups: a cpu_mode other than custom takes
     cpu_models away); returns (changes, notices). A deletion is None."""
@@ -135,27 +149,28 @@ def add_follow_ups(path, ini, changes):
         raise InputError(problem.reason, source=path,
                          key=f'[{problem.section}] {problem.option}',
                          fix=problem.fix) from None
-    merged = {section: dict(options) for section, options in changes.items()}
+    merged: Changes = {section: dict(options)
+                       for section, options in changes.items()}
     for section, options in gone.items():
         merged.setdefault(section, {}).update(options)
     return merged, notices
 
 
-def planned_changes(path, changes):
+def planned_changes(path: str, changes: rules.Changes) -> Changes:
     """What ``apply`` would set (and delete: None) in nova.conf at
     ``path``, given what the file has now; nothing is written."""
     old = parse_config(path, read_config(path))
-    changes = resolve_changes(old, changes)
-    check_rules(path, changes)
-    return add_follow_ups(path, old, changes)[0]
+    resolved = resolve_changes(old, changes)
+    check_rules(path, resolved)
+    return add_follow_ups(path, old, resolved)[0]
 
 
-def _set_only(changes):
+def _set_only(changes: rules.Changes) -> Changes:
     return {section: {o: v for o, v in options.items() if v is not None}
             for section, options in changes.items()}
 
 
-def edit(ini, changes):
+def edit(ini: inifile.IniFile, changes: rules.Changes) -> None:
     """Apply {section: {option: value | [values]}} to ``ini`` in place."""
     for section, options in changes.items():
         for option, value in options.items():
@@ -168,7 +183,8 @@ def edit(ini, changes):
                 ini.set(section, option, value)
 
 
-def _mask(option, value, text, section=None, secrets=None):
+def _mask(option: str, value: Any, text: str, section: str | None = None,
+          secrets: ini_diff.Secrets | None = None) -> str:
     if not ini_diff.is_secret(option, section, secrets):
         return text
     for item in value if isinstance(value, list) else [value]:
@@ -177,7 +193,7 @@ def _mask(option, value, text, section=None, secrets=None):
     return text
 
 
-def check_rules(path, changes):
+def check_rules(path: str, changes: rules.Changes) -> None:
     """kvmtune's own rules (kvmtune.novaconf.rules), Nova or not."""
     try:
         rules.check(changes)
@@ -189,7 +205,9 @@ def check_rules(path, changes):
                          fix=problem.fix) from None
 
 
-def check_nova(path, changes, nova_python=None):
+def check_nova(path: str, changes: rules.Changes,
+               nova_python: str | None = None
+               ) -> tuple[str | None, list[str], set[tuple[str, str]]]:
     """Nova's option definitions; return (Nova version, notices, secrets).
 
     ``secrets`` is {(group, option)} Nova defines with secret=True (empty
@@ -208,7 +226,7 @@ def check_nova(path, changes, nova_python=None):
     return answer['nova'], answer['notices'], secrets
 
 
-def write_config(path, old_text, new_text):
+def write_config(path: str, old_text: str, new_text: str) -> str:
     """Replace the file, then back up the old content; return the backup.
 
     Call it holding fileio.lock(path)."""
@@ -227,7 +245,9 @@ def write_config(path, old_text, new_text):
     return backup
 
 
-def apply(path, changes, dry_run=False, nova_python=None, check=None):
+def apply(path: str, changes: rules.Changes, dry_run: bool = False,
+          nova_python: str | None = None,
+          check: Check | None = None) -> ApplyResult:
     """Make nova.conf at ``path`` have ``changes``; return ApplyResult.
 
     :param changes: {section: {option: str | [str, ...]}}, as
@@ -248,14 +268,16 @@ def apply(path, changes, dry_run=False, nova_python=None, check=None):
         return _apply(path, changes, False, nova_python, check)
 
 
-def _apply(path, changes, dry_run, nova_python, check=None):
+def _apply(path: str, changes: rules.Changes, dry_run: bool,
+           nova_python: str | None, check: Check | None = None
+           ) -> ApplyResult:
     old_text = read_config(path)
     old = parse_config(path, old_text)
-    changes = resolve_changes(old, changes)
-    check_rules(path, changes)
-    changes, follow_notices = add_follow_ups(path, old, changes)
+    resolved = resolve_changes(old, changes)
+    check_rules(path, resolved)
+    resolved, follow_notices = add_follow_ups(path, old, resolved)
     new = parse_config(path, old_text)
-    edit(new, changes)
+    edit(new, resolved)
     new_text = new.text
     result = ApplyResult(path=path, changed=new_text != old_text,
                          written=False, diff='', notices=[])
@@ -266,7 +288,7 @@ def _apply(path, changes, dry_run, nova_python, check=None):
         result.notices = placed
         return result
     result.nova, result.notices, secrets = check_nova(
-        path, _set_only(changes), nova_python)
+        path, _set_only(resolved), nova_python)
     result.notices = follow_notices + list(result.notices) + placed
     result.diff = ini_diff.unified_diff(old, new, path, path,
                                         secrets=secrets)
@@ -276,8 +298,13 @@ def _apply(path, changes, dry_run, nova_python, check=None):
     return result
 
 
-def apply_plan(plan, path, service, *, dry_run=False, nova_python=None,
-               why=None, cmdlines=(), strict=False, under=None):
+def apply_plan(plan: 'Plan', path: str, service: str, *,
+               dry_run: bool = False, nova_python: str | None = None,
+               why: str | None = None,
+               cmdlines: Sequence[tuple[str, Sequence[str], int | None]] = (),
+               strict: bool = False,
+               under: 'effective.Reader | None' = None
+               ) -> ApplyResult:
     """Apply what ``plan`` (kvmtune.plan.Plan) sets for the Nova
     ``service`` ('compute', 'scheduler' or 'all') to the nova.conf at
     ``path``: the one call of ``kvmtune nova-conf apply`` (the CLI parses
@@ -307,8 +334,8 @@ def apply_plan(plan, path, service, *, dry_run=False, nova_python=None,
                 f'the hosts that run it (or see "kvmtune export")')
             left_out += 1
 
-    def check(text):
-        found = []
+    def check(text: str) -> list[str]:
+        found: list[str] = []
         for name, argv, pid in cmdlines:
             reads, _ = services.split(changes, name)
             found += dropin.after_edit(path, text, name, argv, reads,

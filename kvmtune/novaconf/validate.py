@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
@@ -27,7 +28,7 @@ NO_NOVA = ('Nova is not importable here (set KVMTUNE_NOVA_PYTHON to a '
            'Python that has it); checked with kvmtune\'s own rules only')
 
 
-def run_checker(python, changes):
+def run_checker(python: str, changes: Any) -> dict[str, Any]:
     """Run nova_check.py under ``python``; return its JSON answer."""
     request = json.dumps({'changes': changes})
     try:
@@ -61,11 +62,13 @@ def run_checker(python, changes):
     return answer
 
 
-def configured_python(cli_value=None, conf_value=None):
+def configured_python(cli_value: str | None = None,
+                      conf_value: str | None = None) -> str | None:
     return cli_value or os.environ.get(ENV_PYTHON) or conf_value or None
 
 
-def check_with_nova(changes, python=None):
+def check_with_nova(changes: Any,
+                    python: str | None = None) -> dict[str, Any]:
     """Nova's answer for ``changes``: {"nova", "problems", "notices", "via"}.
 
     ``python`` is the operator's choice (see configured_python); without
