@@ -37,19 +37,14 @@ INI_KINDS = ('nova_conf', 'tempest_conf')
 def build_plans(profiles, config_files=()):
     """The plans (as dicts) of the named profiles on this host; InputError
     when one withheld values it could not safely decide."""
-    from kvmtune import facts as host_facts
     from kvmtune import plan as plans
-    from kvmtune import profiles as profiles_mod
 
-    dirs = profiles_mod.configured_dirs(list(config_files))
-    facts = host_facts.resolve()
-    built = [plans.build_plan(profiles_mod.load(name, dirs), facts)
-             for name in profiles]
-    for plan in built:
-        # Values withheld for safety (facts missing or doubtful): refused
-        # before anything is written, as nova-conf apply does.
-        plans.refuse_withheld(plan)
-    return [plan.to_dict() for plan in built]
+    if not profiles:
+        return []
+    # The front door: values withheld for safety (facts missing or
+    # doubtful) are refused before anything is written.
+    return [plan.to_dict() for plan in
+            plans.for_host(list(profiles), config_files=config_files)]
 
 
 def nova_options(plans):

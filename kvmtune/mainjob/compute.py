@@ -47,10 +47,9 @@ def required_traits(plan):
 def check_traits(profile, facts):
     """The traits the tuned flavor requires must be ones `kvmtune host
     tag` sets from the same facts, else its guests get NoValidHost."""
-    from kvmtune import plan as plans
     from kvmtune import traits
 
-    missing = required_traits(plans.build_plan(profile, facts)) - \
+    missing = required_traits(pages.plan_for(profile, facts)) - \
         traits.from_facts(facts)
     if missing:
         raise KvmtuneError(
@@ -66,22 +65,23 @@ def check_traits(profile, facts):
 
 def apply_nova_conf(profile_name, facts, path, nova_python=None,
                     config_files=None):
-    """`kvmtune nova-conf apply` as a call: the profile's options into
+    """`kvmtune nova-conf apply --service all` as a call (the test cloud
+    runs every Nova service on this host): the profile's options into
     nova.conf at path, checked by Nova's own definitions; its message."""
     from kvmtune import conf
     from kvmtune import novaconf
     from kvmtune import plan as plans
-    from kvmtune import profiles
     from kvmtune.novaconf import validate
 
-    loaded = conf.load(list(config_files or []))
-    profile = profiles.load(profile_name,
-                            profiles.search_dirs(loaded.profile_dirs))
-    plan = plans.build_plan(profile, facts)
-    plans.refuse_withheld(plan)     # before anything is written
+    config_files = list(config_files or [])
+    loaded = conf.load(config_files)
+    # The front door refuses a plan that withheld values before anything
+    # is written.
+    [plan] = plans.for_host([profile_name], facts=facts,
+                            config_files=config_files)
     python = validate.configured_python(nova_python,
                                         loaded.nova.python_executable)
-    result = novaconf.apply(path, plan.nova_conf, nova_python=python)
+    result = novaconf.apply_plan(plan, path, 'all', nova_python=python)
     for notice in result.notices:
         print(f'notice: {notice}')
     print(result.diff, end='')
@@ -133,16 +133,16 @@ def local_setup(facts, nova_conf, max_vms, ram_mb, profile_name=None,
                 config_files=()):
     """The local compute's tuning for the tuned profile, decided from
     this host's facts; nothing runs here."""
-    from kvmtune import plan as plans
-
     name, why = tuned_profile(facts)
     if profile_name:
         name, why = profile_name, 'named by --tuned-profile'
     profile = load_profile(name)
     check_traits(profile, facts)
-    specs = plans.build_plan(profile, facts).extra_specs
+    plan = pages.plan_for(profile, facts)
+    specs = plan.extra_specs
     return LocalSetup(name, why,
-                      pages.guest_pages(profile, facts, max_vms, ram_mb),
+                      pages.guest_pages(profile, facts, max_vms, ram_mb,
+                                        plan=plan),
                       specs.get('hw:cpu_policy') == 'dedicated', facts,
                       tuple(config_files or ()), nova_conf)
 

@@ -54,7 +54,17 @@ def _hugepages_tuner(profile, facts, size_kb=None):
     return None
 
 
-def guest_pages(profile, facts, max_vms, ram_mb):
+def plan_for(profile, facts):
+    """The profile's plan for a compute's facts, through the one front
+    door (kvmtune.plan.for_host): a plan that withheld values is refused
+    here, before the job changes anything."""
+    from kvmtune import plan as plans
+
+    [plan] = plans.for_host([profile.path], facts=facts)
+    return plan
+
+
+def guest_pages(profile, facts, max_vms, ram_mb, plan=None):
     """Pages of the size the profile's flavor asks for (hw:mem_page_size),
     or None when its guests take no huge pages (small, any or unset).
 
@@ -62,11 +72,11 @@ def guest_pages(profile, facts, max_vms, ram_mb):
     guest's RAM (it tries them largest first); the candidates are the
     pool the profile's plan makes (1 GB with pdpe1gb, else 2 MB) and 2 MB.
     """
-    from kvmtune import plan as plans
     from kvmtune.tuners import hugepages
 
-    spec = plans.build_plan(profile, facts).extra_specs.get(
-        'hw:mem_page_size')
+    if plan is None:
+        plan = plan_for(profile, facts)
+    spec = plan.extra_specs.get('hw:mem_page_size')
     if spec is None:
         return None
     ram_kb = ram_mb * 1024

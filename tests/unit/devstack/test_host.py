@@ -193,3 +193,18 @@ def test_plan_pools_merge_and_refuse_disagreement():
                              'and 9 pages') as err:
         host.plan_pools([a, b])
     assert 'node 0 2 MB' in err.value.line()
+
+
+def test_build_plans_refuses_a_withheld_plan(monkeypatch):
+    # The real capture whose /proc/meminfo has no MemTotal: the hugepages
+    # tuner withholds the pool, and DevStack's post-config stops before it
+    # writes anything (through kvmtune.plan.for_host, the one front door).
+    from kvmtune import facts as host_facts
+    from tests import paths
+
+    real = host_facts.gather(os.path.join(paths.HOSTS, 'real',
+                                          'x86_64-epyc_7451'))
+    monkeypatch.setattr(host_facts, 'resolve', lambda **kw: real)
+    with pytest.raises(InputError, match='withheld.*memory size is unknown'):
+        host.build_plans(['hugepages'])
+    assert host.build_plans([]) == []

@@ -399,3 +399,15 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
             '"$(kvmtune rally task-path disk-scaling)" --task-args-file '
             f'{tmp_path}/disk-scaling-args.json') in out
     assert out.splitlines()[-1] == 'main-job: SLA: met'
+
+
+def test_a_withheld_plan_stops_the_job_before_it_changes_anything():
+    # A real capture whose /proc/meminfo has no MemTotal: the hugepages
+    # tuner withholds the pool size; the main job plans through
+    # kvmtune.plan.for_host and so refuses it at once.
+    from kvmtune.errors import InputError
+
+    found = facts.gather(os.path.join(HOSTS, 'real', 'x86_64-epyc_7451'))
+    with pytest.raises(InputError, match='withheld.*memory size is unknown'):
+        compute.local_setup(found, NOVA_CONF, 1, 256,
+                            profile_name='hugepages')
