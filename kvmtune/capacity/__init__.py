@@ -32,9 +32,9 @@ class Fit:
     """How many more instances of one flavor fit on one compute node."""
     host: str
     flavor: str
-    count: int = None          # None: not known (partial, see reason)
-    limit: str = None
-    reason: str = None
+    count: int | None = None   # None: not known (partial, see reason)
+    limit: str | None = None
+    reason: str | None = None
     aggregates: list = dataclasses.field(default_factory=list)
 
     def to_dict(self):

@@ -32,7 +32,7 @@ class Host:
     usages: dict = dataclasses.field(default_factory=dict)
     traits: frozenset = frozenset()
     aggregates: list = dataclasses.field(default_factory=list)
-    error: str = None
+    error: str | None = None
 
 
 class Reader:

@@ -69,7 +69,7 @@ class Request:
     resources: dict
     required: frozenset
     forbidden: frozenset
-    numa: NumaRequest = None
+    numa: NumaRequest | None = None
 
     def describe(self):
         parts = [f'{rc} {n}' for rc, n in sorted(self.resources.items())]

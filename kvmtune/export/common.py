@@ -14,6 +14,7 @@ so a second export with unchanged facts changes no byte (and no mtime).
 import dataclasses
 import os
 import re
+from typing import Any
 
 import yaml
 
@@ -50,10 +51,11 @@ class Context:
 
     plan: object            # kvmtune.plan.Plan
     facts: dict
-    host: str = None        # inventory / node name; None: the whole group
-    base: dict = None       # {section: {option: [values]}} of nova.conf
-    base_path: str = None
-    base_text: str = None   # that nova.conf as it is (oslo-dropin)
+    host: str | None = None  # inventory / node name; None: the whole group
+    # {section: {option: [values]}} of nova.conf
+    base: dict[str, Any] | None = None
+    base_path: str | None = None
+    base_text: str | None = None   # that nova.conf as it is (oslo-dropin)
     # oslo-dropin: {service: (argv, systemd unit or None)} of the services
     # the drop-ins are for (--service-cmdline, or read on this host)
     cmdlines: dict = dataclasses.field(default_factory=dict)

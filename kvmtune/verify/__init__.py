@@ -24,6 +24,7 @@ or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error.
 
 import dataclasses
 import importlib
+from typing import Any
 
 PASS = 'PASS'
 DRIFT = 'DRIFT'
@@ -47,12 +48,12 @@ class Check:
     layer: str
     name: str
     expected: str
-    live: str = None
+    live: str | None = None
     status: str = UNKNOWN
-    fix: str = None
-    reason: str = None
-    host: str = None
-    profile: str = None
+    fix: str | None = None
+    reason: str | None = None
+    host: str | None = None
+    profile: str | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -92,14 +93,14 @@ class Context:
     domains       [(source, domain XML)] given instead of reading libvirt
     """
     root: str = '/'
-    config_files: list = None
-    config_dirs: list = None
+    config_files: list[str] | None = None
+    config_dirs: list[str] | None = None
     service: str = 'compute'
     cloud: object = None
-    libvirt_uri: str = None
-    host: str = None
-    facts: dict = None
-    domains: list = None
+    libvirt_uri: str | None = None
+    host: str | None = None
+    facts: dict[str, Any] | None = None
+    domains: list[tuple[str, str]] | None = None
 
 
 def run(plans, ctx, layers=LAYERS):
