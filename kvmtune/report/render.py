@@ -303,7 +303,7 @@ _CSS = ('body{font-family:sans-serif;margin:2em;max-width:72em}'
         'td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}'
         'td:first-child,th:first-child{text-align:left}'
         '.emulated{color:#a40;font-weight:bold}'
-        'img{max-width:100%}')
+        'img{max-width:100%}pre{white-space:pre-wrap}')
 
 
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
