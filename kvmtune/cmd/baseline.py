@@ -12,7 +12,7 @@ file unless --destroy-data. Network workloads need --peer, a host where
 the server runs (iperf3 -s, or sockperf server --tcp -i 0.0.0.0). CPU
 and memory workloads (sysbench-*) need neither.
 
-The file carries a record (kvmtune.report.records): host facts digest
+The file carries a record (kvmtune.results.records): host facts digest
 and key facts, the workload, its parameters and command, kvmtune's
 version and the time, so that `kvmtune report` can check what it
 compares.

@@ -69,7 +69,7 @@ def _sweep_records(profiles_by_flavor, facts, emulated, workload, runtime,
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
     from kvmtune import profiles
-    from kvmtune.report import records
+    from kvmtune.results import records
 
     try:
         dirs = profiles.configured_dirs(config_files)
@@ -156,7 +156,7 @@ def _report_step(out_json, baseline, state_dir):
         fileio.write_atomic(paths['png'], png)
         fileio.write_atomic(paths['html'], report.render.html_page(
             analysed, png).encode('utf-8'))
-        s.done(f'{len(analysed)} sweep(s) analysed')
+        s.done(f'{len(analysed.guests)} sweep(s) analysed')
     return table, paths
 
 

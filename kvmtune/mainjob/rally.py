@@ -66,7 +66,7 @@ def task_args(max_vms, workload, flavors, image, baseline=None,
               records=None):
     """The disk scaling task's arguments; flavor_max_vms: {flavor: its
     largest VM count} for flavors of which fewer than max_vms fit;
-    records: {flavor: its result record} (kvmtune.report.records)."""
+    records: {flavor: its result record} (kvmtune.results.records)."""
     args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
             'image_name': image, 'emulated': emulated}
     if runtime:

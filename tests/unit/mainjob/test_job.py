@@ -134,3 +134,21 @@ def test_baseline_step_measures_the_bare_host(tmp_path, capsys):
     assert line.startswith('main-job: bare-host baseline: sysbench-cpu-1t '
                            'on this host: ')
     assert 'events_s' in line and path in line
+
+
+def test_report_step_reports_a_real_sweep(tmp_path, capsys):
+    """The report step on the disk sweep the test cloud ran (1, 6, 10
+    TCG guests): the table, the PNG and the HTML page."""
+    import os
+
+    from tests import paths
+
+    sweep = os.path.join(paths.FIXTURES, 'outputs',
+                         'rally-disk-sweep-1-6-10-signal-tcg.json')
+    table, out = job._report_step(sweep, None, str(tmp_path))
+    assert 'per-VM IOPS' in table and '10/10' in table
+    with open(out['png'], 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    with open(out['html'], encoding='utf-8') as f:
+        assert 'emulated' in f.read()
+    assert 'report: 1 sweep(s) analysed' in capsys.readouterr().out
