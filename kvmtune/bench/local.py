@@ -82,17 +82,6 @@ def _unwind_on_sigterm_or_sigint():
             signal.signal(sig, old)
 
 
-def _check_image(image_dir):
-    missing = [n for n in (image.RAW, image.KERNEL, image.INITRD)
-               if not os.path.exists(os.path.join(image_dir, n))]
-    if missing:
-        raise InputError(f'{missing[0]} missing', source=image_dir,
-                         fix='run kvmtune image build')
-    if not shutil.which(qemu.QEMU):
-        raise KvmtuneError(f'{qemu.QEMU} not found',
-                           fix='apt-get install qemu-system-x86')
-
-
 def _console_end(text):
     last = [line for line in text.replace('\r', '').splitlines()
             if line.strip()][-1:]
@@ -365,7 +354,7 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
     """
     check_start(start, delay, ready_wait)
     image_dir = image.image_dir(image_dir)
-    _check_image(image_dir)
+    qemu.check_image(image_dir)
     plan = _plan(workload, vms)
     if workload.target != 'disk':
         _check_net_image(image_dir, workload)

@@ -25,7 +25,6 @@ import uuid
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
-from kvmtune import image
 from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.image import nested as nested_image
@@ -84,17 +83,6 @@ def _figures(row):
             'events_s': row.get('events_s'),
             'lat_mean_us': scaled('lat_mean_ns', 1e-3),
             'lat_p99_us': scaled('lat_p99_ns', 1e-3)}
-
-
-def _check_image(image_dir):
-    missing = [n for n in (image.KERNEL, image.INITRD, image.RAW)
-               if not os.path.exists(os.path.join(image_dir, n))]
-    if missing:
-        raise InputError(f'{missing[0]} missing', source=image_dir,
-                         fix='run kvmtune image build --nested')
-    if not shutil.which(qemu.QEMU):
-        raise KvmtuneError(f'{qemu.QEMU} not found',
-                           fix='apt-get install qemu-system-x86')
 
 
 def guest_argv(guest, level, accel, cpu, vcpus, ram_mb, image_dir, data,
@@ -186,7 +174,7 @@ def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
         raise InputError(f'unknown level {unknown[0] if unknown else ""!r}',
                          key='--levels', fix='host, L1 and/or L2')
     image_dir = nested_image.image_dir(image_dir)
-    _check_image(image_dir)
+    qemu.check_image(image_dir, 'kvmtune image build --nested')
     accel, why = qemu.choose_accel(accel)
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
     started = time.monotonic()
@@ -349,7 +337,7 @@ def capture_l1(target, image_dir=None, cpu=TCG_CPU, vcpus=1, ram_mb=1024,
         raise InputError('not empty', source=target,
                          fix='give a new or empty directory')
     image_dir = nested_image.image_dir(image_dir)
-    _check_image(image_dir)
+    qemu.check_image(image_dir, 'kvmtune image build --nested')
     accel, _ = qemu.choose_accel(accel)
     workload = workloads.get('sysbench-cpu')
     workdir = tempfile.mkdtemp(prefix='kvmtune-nested-capture-',

@@ -24,6 +24,21 @@ QMP_SOCKET = 'qmp.sock'
 QMP_TIMEOUT = 10
 
 
+def check_image(image_dir, build='kvmtune image build'):
+    """Refuse a run whose guest image or QEMU is missing, in one line;
+    ``build`` is the command that makes the image."""
+    from kvmtune.errors import InputError
+
+    missing = [n for n in (image.KERNEL, image.INITRD, image.RAW)
+               if not os.path.exists(os.path.join(image_dir, n))]
+    if missing:
+        raise InputError(f'{missing[0]} missing', source=image_dir,
+                         fix=f'run {build}')
+    if not shutil.which(QEMU):
+        raise KvmtuneError(f'{QEMU} not found',
+                           fix='apt-get install qemu-system-x86')
+
+
 def choose_accel(requested, virt=None):
     """('kvm' | 'tcg', why).
 

@@ -156,3 +156,15 @@ def test_silence_times_out(workdir):
     with pytest.raises(KvmtuneError, match='no reply in time'):
         guest.qmp(timeout=0.3)
     server.close()
+
+
+@pytest.mark.parametrize('build', ['kvmtune image build',
+                                   'kvmtune image build --nested'])
+def test_check_image_names_the_missing_file_and_the_build(tmp_path, build):
+    from kvmtune import image
+
+    (tmp_path / image.KERNEL).write_bytes(b'k')
+    with pytest.raises(KvmtuneError) as raised:
+        qemu.check_image(str(tmp_path), build)
+    assert raised.value.line() == (
+        f'{tmp_path}: {image.INITRD} missing (fix: run {build})')
