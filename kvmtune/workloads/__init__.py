@@ -11,6 +11,9 @@ definition drives the guest (``kvmtune.workloads.job``) and the bare host
 import dataclasses
 import os
 import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.errors import InputError
 
@@ -20,7 +23,7 @@ WRITE_MODES = ('write', 'randwrite', 'rw', 'randrw', 'trim', 'randtrim')
 SIZE_RE = re.compile(r'^[0-9]+[KMG]?\Z')
 
 
-def workload_dirs():
+def workload_dirs() -> list[str]:
     """The packaged directory (package data)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return [d for d in (os.path.join(here, 'data', 'workloads'),)
@@ -35,10 +38,11 @@ class Workload:
     target: str
     access: str
     source: str
-    defaults: dict
-    options: dict
+    defaults: dict[str, Any]
+    options: dict[str, Any]
 
-    def settings(self, params=None):
+    def settings(self, params: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any]:
         """The options with ``params`` applied (only known keys)."""
         params = dict(params or {})
         known = set(self.options) | set(self.defaults)
@@ -54,7 +58,7 @@ class Workload:
                              fix='bytes with an optional K, M or G suffix')
         return merged
 
-    def check_params(self, params):
+    def check_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` a user gave (``--param``) as settings() takes them:
         a parameter whose default is a whole number (runtime, iodepth,
         port, ...) must be one, >= 1. "--param runtime=abc" was an
@@ -71,14 +75,14 @@ class Workload:
                                  fix=f'e.g. --param {key}={default}')
         return params
 
-    def writes(self, params=None):
+    def writes(self, params: Mapping[str, Any] | None = None) -> bool:
         """True when the workload overwrites its target disk."""
         if self.tool != 'fio':
             return False
         return self.settings(params).get('rw') in WRITE_MODES
 
 
-def _from_dict(data, source):
+def _from_dict(data: Any, source: str) -> Workload:
     if not isinstance(data, dict):
         raise InputError('not a mapping', source=source,
                          fix='a workload file maps name, tool and target')
@@ -101,7 +105,7 @@ def _from_dict(data, source):
         options=dict(data.get('options') or {}))
 
 
-def load_all(dirs=None):
+def load_all(dirs: Iterable[str] | None = None) -> dict[str, Workload]:
     """{name: Workload} from every ``*.yaml`` in ``dirs``."""
     from kvmtune import inputs
 
@@ -123,7 +127,7 @@ def load_all(dirs=None):
     return found
 
 
-def get(name, dirs=None):
+def get(name: str, dirs: Iterable[str] | None = None) -> Workload:
     workloads = load_all(dirs)
     if name not in workloads:
         raise InputError(f'unknown workload {name!r}', key='--workload',

@@ -5,9 +5,14 @@ substitutes ``nproc``): fio's numjobs=vcpus, sysbench's threads=vcpus.
 """
 
 import re
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.workloads import WRITE_MODES
+from kvmtune.workloads import Workload
 
 VCPUS = '@VCPUS@'
 # A server guest with several ports in its job starts one server per port,
@@ -18,7 +23,9 @@ PORT = '@PORT@'
 ONE_CLIENT_PER_SERVER = frozenset(('iperf3',))
 
 
-def _fio(workload, settings, role, target, peer, runtime):
+def _fio(workload: Workload, settings: Mapping[str, Any], role: str,
+         target: str | None, peer: str | None,
+         runtime: int | str) -> list[str]:
     numjobs = settings['numjobs']
     argv = ['fio', f'--name={workload.name}', f'--filename={target}']
     if settings['rw'] not in WRITE_MODES:
@@ -32,23 +39,29 @@ def _fio(workload, settings, role, target, peer, runtime):
     return argv
 
 
-def _iperf3(workload, settings, role, target, peer, runtime):
+def _iperf3(workload: Workload, settings: Mapping[str, Any], role: str,
+            target: str | None, peer: str | None,
+            runtime: int | str) -> list[str]:
     port = str(settings['port'])
     if role == 'server':
         return ['iperf3', '-s', '-p', port, '-1']
-    argv = ['iperf3', '-c', peer, '-p', port, '-t', str(runtime),
+    # a client has a peer: argv() refuses one without (cast)
+    argv = ['iperf3', '-c', cast(str, peer), '-p', port, '-t', str(runtime),
             '-P', str(settings['parallel']), '-J']
     if settings['protocol'] == 'udp':
         argv += ['-u', '-b', '0']
     return argv
 
 
-def _sockperf(workload, settings, role, target, peer, runtime):
+def _sockperf(workload: Workload, settings: Mapping[str, Any], role: str,
+              target: str | None, peer: str | None,
+              runtime: int | str) -> list[str]:
     proto = ['--tcp'] if settings['protocol'] == 'tcp' else []
     port = str(settings['port'])
     if role == 'server':
         return ['sockperf', 'server', '-i', '0.0.0.0', '-p', port, *proto]
-    return ['sockperf', 'ping-pong', '-i', peer, '-p', port, *proto,
+    return ['sockperf', 'ping-pong', '-i', cast(str, peer), '-p', port,
+            *proto,
             '-t', str(runtime), '-m', str(settings['msg_size']),
             '--full-rtt']
 
@@ -57,7 +70,8 @@ SYSBENCH_TESTS = ('cpu', 'memory')
 SYSBENCH_OPERS = ('read', 'write')
 
 
-def _positive(workload, settings, key):
+def _positive(workload: Workload, settings: Mapping[str, Any],
+              key: str) -> str:
     value = settings[key]
     if value == 'vcpus':
         return VCPUS
@@ -69,7 +83,9 @@ def _positive(workload, settings, key):
     return str(value)
 
 
-def _sysbench(workload, settings, role, target, peer, runtime):
+def _sysbench(workload: Workload, settings: Mapping[str, Any], role: str,
+              target: str | None, peer: str | None,
+              runtime: int | str) -> list[str]:
     """sysbench cpu | memory for ``runtime`` seconds (``--time``).
 
     memory: total_size is large (1T) so that the time, not the size, ends
@@ -105,12 +121,15 @@ def _sysbench(workload, settings, role, target, peer, runtime):
     return argv + ['run']
 
 
-BUILDERS = {'fio': _fio, 'iperf3': _iperf3, 'sockperf': _sockperf,
-            'sysbench': _sysbench}
+# (workload, settings, role, target, peer, runtime) -> argv
+BUILDERS: dict[str, Callable[..., list[str]]] = {
+    'fio': _fio, 'iperf3': _iperf3, 'sockperf': _sockperf,
+    'sysbench': _sysbench}
 
 
-def argv(workload, role='client', target=None, peer=None, runtime=None,
-         params=None):
+def argv(workload: Workload, role: str = 'client', target: str | None = None,
+         peer: str | None = None, runtime: int | str | None = None,
+         params: Mapping[str, Any] | None = None) -> list[str]:
     """The tool's argv for ``workload`` as ``role`` (client or server)."""
     settings = workload.settings(params)
     if runtime is None:
@@ -136,7 +155,8 @@ def argv(workload, role='client', target=None, peer=None, runtime=None,
                                    runtime)
 
 
-def client_ports(workload, clients, params=None):
+def client_ports(workload: Workload, clients: int,
+                 params: Mapping[str, Any] | None = None) -> list[int]:
     """The port each of ``clients`` clients of one server guest uses: the
     workload's port for all, or consecutive ports from it for a tool whose
     server takes one client at a time."""

@@ -19,6 +19,8 @@ else raises KvmtuneError naming what is wrong, never a half-read number.
 
 import hashlib
 import re
+from typing import Any
+from typing import TypeVar
 
 from kvmtune.errors import KvmtuneError
 
@@ -28,13 +30,14 @@ STATUS = 'KVMTUNE-STATUS'
 GUEST = 'KVMTUNE-GUEST'
 NET = 'KVMTUNE-NET'
 ACCELS = ('kvm', 'tcg', 'unknown')
+_T = TypeVar('_T')
 
 
 # printk lines ("[   12.345678] ...") that may cut into a payload.
 _KERNEL_LINE = re.compile(r'\[\s*\d+\.\d+\] [^\n]*\n')
 
 
-def _begin_re(instance_id):
+def _begin_re(instance_id: str) -> re.Pattern[str]:
     return re.compile(
         re.escape(BEGIN) + r' ' + re.escape(instance_id) +
         # At most 12 digits of byte count: a longer one (a garbled or
@@ -42,19 +45,24 @@ def _begin_re(instance_id):
         r' (\S+) (\S+) (\d{1,12}) ([0-9a-f]{64})[ \t]*\n')
 
 
-def _verified(payload, size, digest):
+def _verified(payload: str, size: int, digest: str) -> bool:
     data = payload.encode('utf-8', 'surrogateescape')
     return len(data) == size and hashlib.sha256(data).hexdigest() == digest
 
 
-def _normalise(text):
+def _normalise(text: str | bytes) -> str:
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'surrogateescape')
     # The guest tty turns \n into \r\n.
     return text.replace('\r\n', '\n')
 
 
-def status(text, instance_id):
+# (state, reason) or None; Any until kvmtune.report.guests.ready narrows
+# it (it tests bool(seen) before seen[0], which mypy does not follow).
+StatusLine = Any
+
+
+def status(text: str | bytes, instance_id: str) -> StatusLine:
     """(state, reason) of the guest's last status line, or None."""
     found = None
     pattern = re.compile(re.escape(STATUS) + ' ' + re.escape(instance_id) +
@@ -73,7 +81,7 @@ _TIMING = {'ready': ('uptime', 'time'),
 _SECONDS = re.compile(r'^\d{1,10}(\.\d{1,9})?\Z')
 
 
-def timing(text, instance_id):
+def timing(text: str | bytes | None, instance_id: str) -> dict[str, float]:
     """When the guest was ready and started, in its own words: ``{"ready":
     uptime s, "start": uptime s, "start_time": epoch s (guest clock),
     "end": uptime s}`` from its ``ok`` line, else ``{"ready", "time"}``
@@ -81,7 +89,7 @@ def timing(text, instance_id):
     say (images from before these fields) are absent. A value that is not
     a plain number is dropped, never guessed."""
     text = _normalise(text or '')
-    found = {}
+    found: dict[str, float] = {}
     pattern = re.compile(re.escape(STATUS) + ' ' + re.escape(instance_id) +
                          r' (ok|ready|serving)\b[ \t]*([^\n]*)')
     for match in pattern.finditer(text):
@@ -95,7 +103,8 @@ def timing(text, instance_id):
     return found
 
 
-def _last_line(text, marker, instance_id):
+def _last_line(text: str | bytes | None, marker: str,
+               instance_id: str) -> list[str] | None:
     """Words after ``<marker> <instance>`` on its last line, or None."""
     found = None
     pattern = re.compile(re.escape(marker) + ' ' + re.escape(instance_id) +
@@ -105,11 +114,12 @@ def _last_line(text, marker, instance_id):
     return found
 
 
-def _keyed(words):
+def _keyed(words: list[str]) -> dict[str, str]:
     return dict(w.split('=', 1) for w in words if '=' in w)
 
 
-def guest(text, instance_id):
+def guest(text: str | bytes | None,
+          instance_id: str) -> dict[str, str] | None:
     """What the guest said of its virtualization, or None (images built
     before the guest said it): ``{"accel": "kvm" | "tcg" | "unknown",
     "clocksource": ..., "hypervisor": ...}``."""
@@ -122,7 +132,8 @@ def guest(text, instance_id):
     return said
 
 
-def emulated(text, instance_id, default):
+def emulated(text: str | bytes | None, instance_id: str,
+             default: _T) -> bool | _T:
     """True when the guest said it runs under TCG, else ``default`` (the
     caller's knowledge): a guest that says kvm or nothing never clears a
     label the caller set."""
@@ -130,7 +141,8 @@ def emulated(text, instance_id, default):
     return True if said and said['accel'] == 'tcg' else default
 
 
-def net(text, instance_id):
+def net(text: str | bytes | None,
+        instance_id: str) -> dict[str, str] | None:
     """How the guest configured its NIC, or None: ``{"device": "eth0",
     "address": "10.0.0.5/24", "from": "job" | "network_data" | "dhcp",
     "mtu": "1500"}``."""
@@ -140,7 +152,7 @@ def net(text, instance_id):
     return dict(_keyed(words[2:]), device=words[0], address=words[1])
 
 
-def extract(text, instance_id):
+def extract(text: str | bytes, instance_id: str) -> list[dict[str, Any]]:
     """The verified payloads of ``instance_id`` in console order: dicts
     with instance_id, workload, tool, raw (the tool's output), bytes, sha256.
 

@@ -10,8 +10,14 @@ busybox init needs no JSON parser.
 import base64
 import json
 import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import TypedDict
+from typing import cast
 
 from kvmtune.errors import InputError
+from kvmtune.workloads import Workload
 from kvmtune.workloads import commands
 
 SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+\Z')
@@ -20,9 +26,35 @@ ROLES = ('client', 'server')
 START_MODES = (None, 'nmi')
 
 
-def build(workload, role='client', target=None, peer=None, start_at=None,
-          runtime=None, hold=False, params=None, address=None, ports=None,
-          start=None, start_timeout=None):
+class _Job(TypedDict):
+    workload: str
+    tool: str
+    target: str | None
+    peer: str | None
+    role: str
+    start_at: int | None
+    runtime: int
+    hold: bool
+    params: dict[str, Any]
+    command: str
+
+
+class Job(_Job, total=False):
+    """One guest's job (doc/design.md 6), as build() makes it."""
+
+    start: str
+    start_timeout: int
+    address: str
+    ports: str
+
+
+def build(workload: Workload, role: str = 'client',
+          target: str | None = None, peer: str | None = None,
+          start_at: float | None = None, runtime: int | str | None = None,
+          hold: bool = False, params: Mapping[str, Any] | None = None,
+          address: str | None = None, ports: Iterable[int] | None = None,
+          start: str | None = None,
+          start_timeout: int | None = None) -> Job:
     """The job dict for one guest.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -49,47 +81,50 @@ def build(workload, role='client', target=None, peer=None, start_at=None,
     if start and start_at is not None:
         raise InputError('a job starts on a signal or at start_at, not '
                          'both', key='start', fix='drop start_at')
-    ports = sorted(set(ports or ()))
-    if ports and role != 'server':
+    listened = sorted(set(ports or ()))
+    if listened and role != 'server':
         raise InputError('only a server listens on ports', key='ports',
                          fix='give clients their port in params')
-    if len(ports) == 1:
-        params = dict(params or {}, port=ports[0])
-    elif ports:
+    if len(listened) == 1:
+        params = dict(params or {}, port=listened[0])
+    elif listened:
         params = dict(params or {}, port=commands.PORT)
     settings = workload.settings(params)
-    runtime = int(runtime or settings.get('runtime', 10))
-    argv = commands.argv(workload, role, target, peer, runtime, params)
+    seconds = int(runtime or settings.get('runtime', 10))
+    argv = commands.argv(workload, role, target, peer, seconds, params)
     bad = [a for a in argv + ([address] if address else [])
            if not SAFE_ARG.match(a)]
     if bad:
         raise InputError(f'unsafe value {bad[0]!r} in the command',
                          source=workload.name,
                          fix='letters, digits and @._:/=,+%- only')
-    return {
+    # cast: mypy reads the optional keys' ** spreads as maybe-missing
+    # required ones
+    return cast(Job, {
         'workload': workload.name, 'tool': workload.tool,
         'target': target, 'peer': peer, 'role': role,
         'start_at': int(start_at) if start_at is not None else None,
-        'runtime': runtime, 'hold': bool(hold),
+        'runtime': seconds, 'hold': bool(hold),
         'params': dict(params or {}), 'command': ' '.join(argv),
         **({'start': start} if start else {}),
         **({'start_timeout': int(start_timeout)}
            if start and start_timeout is not None else {}),
         **({'address': address} if address else {}),
-        **({'ports': ','.join(map(str, ports))} if len(ports) > 1 else {}),
-    }
+        **({'ports': ','.join(map(str, listened))}
+           if len(listened) > 1 else {}),
+    })
 
 
-def roles(workload):
+def roles(workload: Workload) -> tuple[str, ...]:
     # disk and CPU/memory (target none) workloads have no server
     return ('client',) if workload.target in ('disk', 'none') else ROLES
 
 
-def templates(workloads):
+def templates(workloads: Mapping[str, Workload]) -> dict[str, str]:
     """{"<workload>.<role>": command} with @TARGET@, @PEER@, @RUNTIME@
     left for the guest: the image carries these, so a job holding only the
     design.md keys (no ``command``) runs the workload's defaults."""
-    found = {}
+    found: dict[str, str] = {}
     for workload in workloads.values():
         for role in roles(workload):
             found[f'{workload.name}.{role}'] = ' '.join(commands.argv(
@@ -98,10 +133,10 @@ def templates(workloads):
     return found
 
 
-def encode(job):
+def encode(job: Job | Mapping[str, Any]) -> str:
     """One line of JSON, as the guest init expects."""
     return json.dumps(job, sort_keys=True, separators=(', ', ': '))
 
 
-def cmdline(job):
+def cmdline(job: Job | Mapping[str, Any]) -> str:
     return 'kvmtune.job=' + base64.b64encode(encode(job).encode()).decode()

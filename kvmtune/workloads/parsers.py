@@ -10,6 +10,9 @@ raises KvmtuneError rather than yield a number.
 
 import math
 import re
+from collections.abc import Callable
+from typing import Any
+from typing import cast
 
 from kvmtune import inputs
 from kvmtune.errors import KvmtuneError
@@ -17,7 +20,12 @@ from kvmtune.errors import KvmtuneError
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
 
 
-def _shape(tool, workload, emulated, **values):
+# One tool run's figures (the shape above).
+Result = dict[str, Any]
+
+
+def _shape(tool: str, workload: str | None, emulated: bool | None,
+           **values: Any) -> Result:
     result = {'tool': tool, 'workload': workload, 'iops': None,
               'bw_bytes_s': None,
               'lat_ns': {'mean': None, 'p50': None, 'p95': None,
@@ -28,7 +36,7 @@ def _shape(tool, workload, emulated, **values):
     return result
 
 
-def _json(tool, raw):
+def _json(tool: str, raw: str) -> dict[str, Any]:
     # NaN, Infinity and 1e400 are refused here, nesting is bounded.
     try:
         doc = inputs.parse_json(raw, f'{tool} output')
@@ -42,7 +50,7 @@ def _json(tool, raw):
     return doc
 
 
-def _need(mapping, *keys, tool):
+def _need(mapping: Any, *keys: str, tool: str) -> Any:
     value = mapping
     for key in keys:
         if not isinstance(value, dict) or key not in value:
@@ -51,14 +59,16 @@ def _need(mapping, *keys, tool):
     return value
 
 
-def _num(mapping, *keys, tool, minimum=0.0):
+def _num(mapping: Any, *keys: str, tool: str,
+         minimum: float | None = 0.0) -> float:
     """A finite number (>= minimum) at ``keys``; never NaN or inf."""
     return inputs.number(_need(mapping, *keys, tool=tool),
                          source=f'{tool} output', key='.'.join(keys),
                          minimum=minimum)
 
 
-def parse_fio(raw, workload=None, emulated=None):
+def parse_fio(raw: str, workload: str | None = None,
+              emulated: bool | None = None) -> Result:
     """fio --output-format=json (--group_reporting: one job entry).
 
     Latency is fio's completion latency (clat): mean and percentiles.
@@ -99,7 +109,8 @@ def parse_fio(raw, workload=None, emulated=None):
                   cpu_pct=(usr + sys_) / len(jobs))
 
 
-def parse_iperf3(raw, workload=None, emulated=None):
+def parse_iperf3(raw: str, workload: str | None = None,
+                 emulated: bool | None = None) -> Result:
     """iperf3 -J: received rate, sender CPU, TCP round-trip time."""
     doc = _json('iperf3', raw)
     if doc.get('error'):
@@ -141,7 +152,8 @@ _SOCKPERF = {
 }
 
 
-def parse_sockperf(raw, workload=None, emulated=None):
+def parse_sockperf(raw: str, workload: str | None = None,
+                   emulated: bool | None = None) -> Result:
     """sockperf ping-pong --full-rtt: one message in flight, so
     transactions/s = received replies / valid run time (netperf RR)."""
     text = _ANSI.sub('', raw).replace('\r\n', '\n')
@@ -185,7 +197,7 @@ _SYSBENCH = {
 }
 
 
-def _finite(tool, what, text):
+def _finite(tool: str, what: str, text: Any) -> float:
     """A finite, non-negative number read from the tool's output."""
     try:
         value = float(text)
@@ -196,7 +208,8 @@ def _finite(tool, what, text):
     return value
 
 
-def parse_sysbench(raw, workload=None, emulated=None):
+def parse_sysbench(raw: str, workload: str | None = None,
+                   emulated: bool | None = None) -> Result:
     """sysbench 1.0 ``cpu`` or ``memory`` ... ``run`` (text output).
 
     cpu: ``events_s`` = events (prime searches) per second over all
@@ -209,8 +222,9 @@ def parse_sysbench(raw, workload=None, emulated=None):
     text = _ANSI.sub('', raw).replace('\r', '')
     cpu = _SYSBENCH['cpu'].search(text)
     memory = _SYSBENCH['memory'].search(text)
-    found = {k: _SYSBENCH[k].search(text)
-             for k in ('threads', 'time', 'events')}
+    # Match objects, None checked below (missing)
+    found: dict[str, Any] = {k: _SYSBENCH[k].search(text)
+                             for k in ('threads', 'time', 'events')}
     missing = [k for k, v in found.items() if v is None]
     if (cpu is None) == (memory is None) or missing:
         names = {'threads': 'Number of threads', 'time': 'total time',
@@ -234,8 +248,9 @@ def parse_sysbench(raw, workload=None, emulated=None):
         figures['events_s'] = _finite('sysbench', 'events per second',
                                       cpu.group(1))
     else:
-        figures['bw_bytes_s'] = _finite('sysbench', 'MiB/sec',
-                                        memory.group(2)) * 1048576.0
+        figures['bw_bytes_s'] = _finite(  # memory matched: cpu did not
+            'sysbench', 'MiB/sec',
+            cast(re.Match[str], memory).group(2)) * 1048576.0
     if not any(figures.values()):
         raise KvmtuneError('sysbench measured a rate of 0')
     return _shape(
@@ -247,11 +262,13 @@ def parse_sysbench(raw, workload=None, emulated=None):
         **figures)
 
 
-PARSERS = {'fio': parse_fio, 'iperf3': parse_iperf3,
-           'sockperf': parse_sockperf, 'sysbench': parse_sysbench}
+PARSERS: dict[str, Callable[..., Result]] = {
+    'fio': parse_fio, 'iperf3': parse_iperf3,
+    'sockperf': parse_sockperf, 'sysbench': parse_sysbench}
 
 
-def parse(tool, raw, workload=None, emulated=None):
+def parse(tool: str, raw: object, workload: str | None = None,
+          emulated: bool | None = None) -> Result:
     """The result of ``tool``'s output ``raw``; KvmtuneError (never
     KeyError, TypeError, ...: in Rally that would kill the iteration instead
     of recording an invalid guest) for anything that is not a result."""
@@ -273,7 +290,7 @@ def parse(tool, raw, workload=None, emulated=None):
     return result
 
 
-def _check_figures(tool, result, key=''):
+def _check_figures(tool: str, result: dict[str, Any], key: str = '') -> None:
     """Every figure of a result finite and not negative (or None)."""
     for name, value in result.items():
         where = f'{key}{name}'
