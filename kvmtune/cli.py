@@ -16,6 +16,10 @@ command is never left out quietly. A command that needs an optional part
 import argparse
 import importlib
 import sys
+from collections.abc import Iterator
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 from kvmtune import extras
 from kvmtune.errors import KvmtuneError
@@ -43,7 +47,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
 # [extras], kvmtune.extras) names it, and the modules of it it imports
 # (default: all of the extra's), and says which pip install to run when
 # they are missing.
-COMMANDS = [
+COMMANDS: list[tuple[Any, ...]] = [
     (('host', 'inspect'), 'host_inspect',
      'Read this host\'s (or a captured tree\'s) KVM, NUMA, hugepage facts.'),
     (('host', 'capture'), 'host_capture',
@@ -98,7 +102,7 @@ class CommandImportError(Exception):
     a bug, never a command to leave out quietly."""
 
 
-def _load_commands():
+def _load_commands() -> Iterator[tuple[Any, ModuleType, str, Any]]:
     """Yield (words, module, help, (extra, modules) or None) of every
     registered command."""
     for words, module, help_, *needs in COMMANDS:
@@ -119,7 +123,9 @@ class _StoreOnce(argparse._StoreAction):
     last one (``--target kolla --target helm`` exported for helm only;
     issue 26). Repeatable options say so with action='append'."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser,
+                 namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
         if option_string is not None:
             # Which options this parse has set (a Namespace is not
             # hashable: the record lives on it, like _run and _extra).
@@ -135,13 +141,13 @@ class _StoreOnce(argparse._StoreAction):
 class _Parser(argparse.ArgumentParser):
     """kvmtune's parsers (and their sub-parsers): plain options once."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.register('action', None, _StoreOnce)
         self.register('action', 'store', _StoreOnce)
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog='kvmtune', description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,7 +158,7 @@ def build_parser():
     parser.add_argument('--debug', action='store_true',
                         help='Show tracebacks for unexpected errors.')
     top = parser.add_subparsers(dest='command', metavar='COMMAND')
-    groups = {}
+    groups: dict[tuple[str, ...], Any] = {}
     for words, mod, help_, extra in _load_commands():
         subparsers = top
         for depth, word in enumerate(words[:-1]):
@@ -172,7 +178,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
     except CommandImportError as exc:
@@ -185,7 +191,8 @@ def main(argv=None):
         return 2
     try:
         if args._extra:
-            extras.require(*args._extra, what=args._name)
+            # _extra is (extra, modules): two positionals
+            extras.require(*args._extra, what=args._name)  # type: ignore[misc]
         return args._run(args) or 0
     except ModuleNotFoundError as exc:
         extra = extras.extra_of(exc.name)
@@ -207,7 +214,7 @@ def main(argv=None):
         return _internal_error(args, exc)
 
 
-def _internal_error(args, exc):
+def _internal_error(args: argparse.Namespace, exc: BaseException) -> int:
     if args.debug:
         raise exc
     msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())

@@ -9,6 +9,7 @@ starts, and a missing one is one line naming the ``pip install`` to run.
 """
 
 import importlib.util
+from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 
@@ -24,7 +25,7 @@ class MissingExtra(KvmtuneError):
     """A command needs an extra that is not installed."""
 
 
-def _installed(module):
+def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -33,17 +34,18 @@ def _installed(module):
         return False
 
 
-def missing(extra, modules=None):
+def missing(extra: str, modules: Sequence[str] | None = None) -> list[str]:
     """The extra's modules (or those of them given) this Python cannot
     import; none: installed."""
     return [m for m in (modules or MODULES[extra]) if not _installed(m)]
 
 
-def install_hint(extra):
+def install_hint(extra: str) -> str:
     return f"pip install 'kvmtune[{extra}]'"
 
 
-def require(extra, modules=None, what='kvmtune'):
+def require(extra: str, modules: Sequence[str] | None = None,
+            what: str = 'kvmtune') -> None:
     """Raise MissingExtra naming the pip install when extra is missing.
 
     :param extra: a key of MODULES
@@ -56,7 +58,7 @@ def require(extra, modules=None, what='kvmtune'):
                            f'{", ".join(absent)})', fix=install_hint(extra))
 
 
-def extra_of(module_name):
+def extra_of(module_name: str | None) -> str | None:
     """The extra a module (dotted name) belongs to, or None."""
     top = (module_name or '').split('.')[0]
     for extra, modules in MODULES.items():

@@ -20,6 +20,10 @@ root: the writes go through ``sudo -n`` (kvmtune.privileged).
 import dataclasses
 import os
 import re
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune import privileged
 from kvmtune.errors import InputError
@@ -45,10 +49,10 @@ class Pool:
     count: int
 
     @property
-    def label(self):
+    def label(self) -> str:
         return f'node {self.node} {label(self.size_kb)}'
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
 
 
@@ -56,10 +60,10 @@ class Pool:
 class Applied:
     pool: Pool
     before: int
-    after: int
+    after: int | None
 
 
-def label(size_kb):
+def label(size_kb: int) -> str:
     """'2 MB', '1 GB' for a page size in KiB."""
     if size_kb >= 1024 * 1024 and not size_kb % (1024 * 1024):
         return f'{size_kb // 1024 // 1024} GB'
@@ -68,7 +72,7 @@ def label(size_kb):
     return f'{size_kb} kB'
 
 
-def size_kb(text):
+def size_kb(text: object) -> int:
     """'2M', '2MB', '1G', '2048' (KiB) -> KiB; ValueError otherwise."""
     text = str(text).strip()
     if text.isdigit():
@@ -79,7 +83,7 @@ def size_kb(text):
     return int(match.group(1)) * _UNIT_KB[match.group(2).upper()]
 
 
-def parse_pool(text):
+def parse_pool(text: object) -> Pool:
     """'NODE:SIZE:COUNT' (e.g. 0:2M:512) -> Pool; ValueError otherwise."""
     parts = str(text).split(':')
     if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit():
@@ -87,7 +91,7 @@ def parse_pool(text):
     return Pool(int(parts[0]), size_kb(parts[1]), int(parts[2]))
 
 
-def pools_from(items):
+def pools_from(items: Iterable[Pool | Mapping[str, Any]]) -> list[Pool]:
     """Pools from dicts ({'node', 'size_kb', 'count'}, as a plan's
     ``hugepages`` key has them) or Pool objects."""
     return [item if isinstance(item, Pool) else
@@ -95,11 +99,11 @@ def pools_from(items):
             for item in items]
 
 
-def pool_path(node, size_kb, root='/'):
+def pool_path(node: int, size_kb: int, root: str = '/') -> str:
     return os.path.join(root, NODES, POOL.format(node=node, size_kb=size_kb))
 
 
-def read_count(node, size_kb, root='/'):
+def read_count(node: int, size_kb: int, root: str = '/') -> int | None:
     """Pages in the pool now, or None when the kernel has no such pool."""
     try:
         with open(pool_path(node, size_kb, root)) as handle:
@@ -108,7 +112,7 @@ def read_count(node, size_kb, root='/'):
         return None
 
 
-def read_pools(root='/'):
+def read_pools(root: str = '/') -> dict[tuple[int, int], int | None]:
     """{(node, size_kb): count} for every pool the kernel has."""
     found = {}
     base = os.path.join(root, NODES)
@@ -125,7 +129,7 @@ def read_pools(root='/'):
     return found
 
 
-def free_kb(node, root='/'):
+def free_kb(node: int, root: str = '/') -> int | None:
     """The node's MemFree in KiB (its meminfo), or None if unreadable."""
     path = os.path.join(root, NODES, f'node{node}', 'meminfo')
     try:
@@ -139,7 +143,7 @@ def free_kb(node, root='/'):
     return None
 
 
-def _boot_fix(pools):
+def _boot_fix(pools: list[Pool]) -> str:
     sizes = sorted({p.size_kb for p in pools})
     args = ' '.join(
         f'hugepagesz={label(kb).replace(" ", "")[:-1]} hugepages='
@@ -148,11 +152,11 @@ def _boot_fix(pools):
             f'(kernel arguments {args})')
 
 
-def check(pools, root='/'):
+def check(pools: list[Pool], root: str = '/') -> dict[tuple[int, int], int]:
     """Refuse (PagesRefused) what cannot be had, before any write;
     return {(node, size_kb): count now}."""
-    now = {}
-    growth = {}
+    now: dict[tuple[int, int], int] = {}
+    growth: dict[int, int] = {}
     for pool in pools:
         if pool.count < 0:
             raise InputError(f'{pool.count} pages', key=pool.label,
@@ -185,7 +189,8 @@ def check(pools, root='/'):
     return now
 
 
-def apply(pools, root='/', say=None):
+def apply(pools: Iterable[Pool | Mapping[str, Any]], root: str = '/',
+          say: Callable[[str], object] | None = None) -> list[Applied]:
     """Make each pool hold exactly ``pool.count`` pages; [Applied].
 
     :param pools: Pool objects, or dicts as ``pools_from`` takes.
@@ -196,10 +201,10 @@ def apply(pools, root='/', say=None):
         every pool changed here is put back first).
     :raises kvmtune.privileged.NotAllowed: not root and sudo refused.
     """
-    pools = pools_from(pools)
-    now = check(pools, root)
+    wanted = pools_from(pools)
+    now = check(wanted, root)
     done = []
-    for pool in pools:
+    for pool in wanted:
         before = now[(pool.node, pool.size_kb)]
         path = pool_path(pool.node, pool.size_kb, root)
         if before != pool.count:
@@ -211,7 +216,7 @@ def apply(pools, root='/', say=None):
             raise PagesRefused(
                 f'the kernel gave {after} of {pool.count} '
                 f'{label(pool.size_kb)} pages; every pool is back as it was',
-                source=path, fix=_boot_fix(pools))
+                source=path, fix=_boot_fix(wanted))
         if say:
             say(f'hugepages: {pool.label}: {before} -> {after}'
                 if before != after else
@@ -219,7 +224,7 @@ def apply(pools, root='/', say=None):
     return done
 
 
-def _put_back(done, root):
+def _put_back(done: list[Applied], root: str) -> None:
     for applied in reversed(done):
         if applied.after != applied.before:
             privileged.write_knob(

@@ -11,6 +11,7 @@ when sudo is missing or says no, the caller gets one line saying so.
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 
@@ -22,7 +23,7 @@ class NotAllowed(KvmtuneError):
     """Neither this user nor sudo may make the change."""
 
 
-def _writable(path):
+def _writable(path: str) -> bool:
     if os.geteuid() == 0:
         return True
     if os.path.exists(path):
@@ -30,7 +31,7 @@ def _writable(path):
     return os.access(os.path.dirname(path) or '.', os.W_OK | os.X_OK)
 
 
-def sudo(argv, path, data=None):
+def sudo(argv: Sequence[str], path: str, data: str | None = None) -> None:
     """Run ``sudo -n argv`` (stdin ``data``); NotAllowed when refused."""
     if shutil.which('sudo') is None:
         raise NotAllowed('not root, and there is no sudo to change it',
@@ -43,7 +44,7 @@ def sudo(argv, path, data=None):
                          source=path, fix=SUDO_FIX)
 
 
-def write_knob(path, text):
+def write_knob(path: str, text: str) -> None:
     """Write a kernel knob (/proc/sys, /sys) in place."""
     if _writable(path):
         try:
@@ -56,7 +57,7 @@ def write_knob(path, text):
     sudo(['tee', path], path, data=text)
 
 
-def write_file(path, text, mode=0o644):
+def write_file(path: str, text: str, mode: int = 0o644) -> None:
     """Replace a file atomically: with kvmtune.fileio (the one writer) when
     this process may, else a temporary file and a rename through sudo.
     ``mode`` is for a file that does not exist yet."""
@@ -80,7 +81,7 @@ def write_file(path, text, mode=0o644):
         raise
 
 
-def remove_file(path):
+def remove_file(path: str) -> None:
     if not os.path.lexists(path):
         return
     directory = os.path.dirname(os.path.abspath(path))

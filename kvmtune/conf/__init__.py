@@ -7,6 +7,10 @@ new module and nothing else.
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
 
 from oslo_config import cfg
 
@@ -14,24 +18,24 @@ CONF = cfg.ConfigOpts()
 DEFAULT_CONFIG_FILES = ['/etc/kvmtune/kvmtune.conf']
 
 
-def _modules():
+def _modules() -> Iterator[ModuleType]:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         yield importlib.import_module(f'{__name__}.{info.name}')
 
 
-def register_opts(conf=CONF):
+def register_opts(conf: cfg.ConfigOpts = CONF) -> None:
     for mod in _modules():
         mod.register_opts(conf)
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
     """oslo-config-generator's entry point: [(group, [opts])]."""
-    merged = {}
+    merged: dict[Any, list[cfg.Opt]] = {}
     for mod in _modules():
         for group, opts in mod.list_opts():
             merged.setdefault(group, []).extend(opts)
 
-    def name(group):
+    def name(group: Any) -> str:
         return getattr(group, 'name', group)
 
     # DEFAULT first, then by name; a group is a str or an OptGroup.
@@ -42,7 +46,8 @@ def list_opts():
 _registered = False
 
 
-def load(config_files=None, conf=CONF):
+def load(config_files: Iterable[str] | None = None,
+         conf: cfg.ConfigOpts = CONF) -> cfg.ConfigOpts:
     """Register and parse kvmtune.conf; the CLI calls this lazily.
 
     :param config_files: paths given with --config-file; when empty the

@@ -1,5 +1,7 @@
 """kvmtune's [DEFAULT] options."""
 
+from typing import Any
+
 from oslo_config import cfg
 
 default_opts = [
@@ -26,9 +28,9 @@ Related options:
 ]
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(default_opts)
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
     return [('DEFAULT', default_opts)]

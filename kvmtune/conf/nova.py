@@ -1,5 +1,7 @@
 """kvmtune's [nova] options: where this host's Nova and nova.conf are."""
 
+from typing import Any
+
 from oslo_config import cfg
 
 nova_group = cfg.OptGroup(
@@ -49,10 +51,10 @@ Related options:
 ]
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(nova_group)
     conf.register_opts(nova_opts, group=nova_group)
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
     return [(nova_group, nova_opts)]

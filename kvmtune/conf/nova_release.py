@@ -4,6 +4,8 @@ It joins the [nova] group of kvmtune/conf/nova.py (the same OptGroup
 object, so oslo.config and the sample generator see one group).
 """
 
+from typing import Any
+
 from oslo_config import cfg
 
 from kvmtune.conf import nova
@@ -37,10 +39,10 @@ Related options:
 ]
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(nova.nova_group)
     conf.register_opts(release_opts, group=nova.nova_group)
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
     return [(nova.nova_group, release_opts)]

@@ -5,6 +5,8 @@ the library behind it (kvmtune/testcloud/api.py), which the main job and the
 functional tests call. doc/testcloud.md describes the cloud.
 """
 
+from typing import Any
+
 from oslo_config import cfg
 
 testcloud_group = cfg.OptGroup(
@@ -90,10 +92,10 @@ PORT_OPTS = {'keystone_port': 'keystone', 'placement_port': 'placement',
              'network_port': 'network'}
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_group(testcloud_group)
     conf.register_opts(testcloud_opts, group=testcloud_group)
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
     return [(testcloud_group, testcloud_opts)]
