@@ -10,8 +10,17 @@ tool".
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
+
+if TYPE_CHECKING:
+    from kvmtune.export.common import OutFile
+    from kvmtune.novaconf.effective import Reader
+    from kvmtune.plan import Plan
 
 # --target name -> module under kvmtune.export
 TARGETS = {
@@ -27,19 +36,22 @@ TARGETS = {
 @dataclasses.dataclass
 class Result:
     target: str
-    files: list             # [(path, 'created'|'unchanged')]
-    notes: list
+    files: list[tuple[str, str]]  # [(path, 'created'|'unchanged')]
+    notes: list[str]
 
 
-def module(target):
+def module(target: str) -> ModuleType:
     if target not in TARGETS:
         raise InputError(f'unknown target {target!r}', key='--target',
                          fix='one of ' + ', '.join(TARGETS))
     return importlib.import_module(f'kvmtune.export.{TARGETS[target]}')
 
 
-def build(target, plan, facts, host=None, base_path=None, cmdlines=None,
-          under=None, anyway=False):
+def build(target: str, plan: 'Plan', facts: Facts, host: str | None = None,
+          base_path: str | None = None,
+          cmdlines: Mapping[str, tuple[list[str], str | None]] | None = None,
+          under: 'Reader | None' = None, anyway: bool = False
+          ) -> tuple[list['OutFile'], list[str]]:
     """([OutFile], notes) for ``target``; nothing is written.
 
     ``cmdlines`` {service: (argv, unit)}, ``under`` (the host's files, a
@@ -62,13 +74,15 @@ def build(target, plan, facts, host=None, base_path=None, cmdlines=None,
                          base_path=base_path, base_text=text,
                          cmdlines=dict(cmdlines or {}), under=under,
                          anyway=anyway)
-    notes = []
-    files = mod.build(ctx, notes)
+    notes: list[str] = []
+    files: list[OutFile] = mod.build(ctx, notes)
     return files, notes
 
 
-def export(target, plan, facts, output, host=None, base_path=None,
-           cmdlines=None, under=None, anyway=False):
+def export(target: str, plan: 'Plan', facts: Facts, output: str,
+           host: str | None = None, base_path: str | None = None,
+           cmdlines: Mapping[str, tuple[list[str], str | None]] | None = None,
+           under: 'Reader | None' = None, anyway: bool = False) -> Result:
     """Build and write ``target``'s files under ``output``; Result.
 
     :raises InputError: unknown target, a host that is not a KVM compute

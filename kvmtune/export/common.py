@@ -14,6 +14,10 @@ so a second export with unchanged facts changes no byte (and no mtime).
 import dataclasses
 import os
 import re
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from typing import Any
 
 import yaml
@@ -22,8 +26,13 @@ from kvmtune import fileio
 from kvmtune import inputs
 from kvmtune import traits as kvmtune_traits
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
 from kvmtune.novaconf import inifile
 from kvmtune.novaconf import services
+
+if TYPE_CHECKING:
+    from kvmtune.novaconf.effective import Reader
+    from kvmtune.plan import Plan
 
 # Drop-in name: RHOSO/EDPM reserve numbers below 25 for themselves, SUSE
 # gives 100-499 to config management; 50 sorts after a tool's own files.
@@ -49,8 +58,8 @@ class OutFile:
 class Context:
     """Everything a target needs, as plain values."""
 
-    plan: object            # kvmtune.plan.Plan
-    facts: dict
+    plan: 'Plan'
+    facts: Facts
     host: str | None = None  # inventory / node name; None: the whole group
     # {section: {option: [values]}} of nova.conf
     base: dict[str, Any] | None = None
@@ -58,21 +67,22 @@ class Context:
     base_text: str | None = None   # that nova.conf as it is (oslo-dropin)
     # oslo-dropin: {service: (argv, systemd unit or None)} of the services
     # the drop-ins are for (--service-cmdline, or read on this host)
-    cmdlines: dict = dataclasses.field(default_factory=dict)
-    under: object = None    # a novaconf.effective.Reader of this host
+    cmdlines: dict[str, tuple[list[str], str | None]] = dataclasses.field(
+        default_factory=dict)
+    under: 'Reader | None' = None    # this host's files
     anyway: bool = False    # --dropin-anyway
 
     @property
-    def header(self):
+    def header(self) -> str:
         return (f'Written by "kvmtune export" from profile '
                 f'{self.plan.profile} and the facts of '
                 f'{self.plan.facts_source}; an export with other facts or '
                 f'another profile replaces it.')
 
-    def by_service(self):
+    def by_service(self) -> dict[str, dict[str, dict[str, Any]]]:
         """{service: {section: {option: value}}} of the plan's nova.conf:
         an option goes to every service that reads it."""
-        found = {}
+        found: dict[str, dict[str, dict[str, Any]]] = {}
         for section, options in self.plan.nova_conf.items():
             for option, value in options.items():
                 for service in services.readers(section, option):
@@ -80,11 +90,11 @@ class Context:
                         section, {})[option] = value
         return found
 
-    def traits(self):
+    def traits(self) -> list[str]:
         return sorted(kvmtune_traits.from_facts(self.facts))
 
 
-def check_host(name, facts):
+def check_host(name: str | None, facts: Facts) -> str | None:
     """The host name an export is for, or InputError: a name a tool would
     not take, or facts of a host that is not a KVM compute node."""
     source = facts.get('source') or 'the facts'
@@ -112,7 +122,7 @@ def check_host(name, facts):
     return name
 
 
-def read_base(path, with_text=False):
+def read_base(path: str, with_text: bool = False) -> Any:
     """nova.conf at ``path`` as {section: {option: [values]}} (and its
     text, ``with_text``)."""
     from kvmtune.novaconf import update
@@ -122,8 +132,8 @@ def read_base(path, with_text=False):
     return (_ini_items(ini), text) if with_text else _ini_items(ini)
 
 
-def _ini_items(ini):
-    items = {}
+def _ini_items(ini: inifile.IniFile) -> dict[str, dict[str, list[str]]]:
+    items: dict[str, dict[str, list[str]]] = {}
     for block in ini.blocks:
         if block.section is None:
             continue
@@ -134,7 +144,7 @@ def _ini_items(ini):
     return items
 
 
-def render_ini(conf, header):
+def render_ini(conf: Mapping[str, Mapping[str, Any]], header: str) -> str:
     """oslo.config INI: a list value is a multi-valued option, one line per
     value (oslo.config's MultiOpt)."""
     lines = [f'# {line}' for line in _wrap(header)]
@@ -150,14 +160,14 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
-def _str(dumper, value):
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     style = "'" if value in ('', 'yes', 'no', 'on', 'off', 'true',
                              'false', 'null', '~') else None
     return dumper.represent_scalar('tag:yaml.org,2002:str', value,
                                    style=style)
 
 
-def _set(dumper, value):
+def _set(dumper: yaml.SafeDumper, value: set[Any]) -> yaml.Node:
     # Sorted: a set's own order changes from run to run (hash seeds).
     return dumper.represent_mapping('tag:yaml.org,2002:set',
                                     {item: None for item in sorted(value)})
@@ -167,15 +177,16 @@ _Dumper.add_representer(str, _str)
 _Dumper.add_representer(set, _set)
 
 
-def render_yaml(data, header):
+def render_yaml(data: Any, header: str) -> str:
     body = yaml.dump(data, Dumper=_Dumper, default_flow_style=False,
                      sort_keys=False, width=1000)
     lines = [f'# {line}' for line in _wrap(header)]
     return '---\n' + '\n'.join(lines) + '\n' + body
 
 
-def _wrap(text, width=76):
-    words, lines, line = text.split(), [], ''
+def _wrap(text: str, width: int = 76) -> list[str]:
+    words, line = text.split(), ''
+    lines: list[str] = []
     for word in words:
         if line and len(line) + 1 + len(word) > width:
             lines.append(line)
@@ -185,7 +196,7 @@ def _wrap(text, width=76):
     return lines + ([line] if line else [])
 
 
-def provider_config(traits):
+def provider_config(traits: Iterable[str]) -> dict[str, Any]:
     """Nova's provider config (doc/source/admin/managing-resource-
     providers.rst): kvmtune's traits on this compute node's provider."""
     return {'meta': {'schema_version': '1.0'},
@@ -193,16 +204,16 @@ def provider_config(traits):
                            'traits': {'additional': list(traits)}}]}
 
 
-def modprobe_text(plan):
+def modprobe_text(plan: 'Plan') -> str | None:
     """One file for all kvm modules' options, or None."""
-    lines = []
+    lines: list[str] = []
     for path in sorted(plan.modprobe):
         lines.extend(line for line in plan.modprobe[path].splitlines()
                      if line.strip())
     return '\n'.join(lines) + '\n' if lines else None
 
 
-def host_files(ctx, prefix=''):
+def host_files(ctx: Context, prefix: str = '') -> list[OutFile]:
     """The kernel arguments and modprobe lines, as files for the host
     (``prefix`` puts them under hosts/<host>/ for a tool that does not
     manage them)."""
@@ -225,17 +236,20 @@ def host_files(ctx, prefix=''):
 
 # -- writing ---------------------------------------------------------------
 
-def _flatten(data, prefix=''):
+def _flatten(data: Any, prefix: str = '') -> dict[str, Any]:
     if isinstance(data, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in data.items():
             out.update(_flatten(value, f'{prefix}{key}.'))
         return out
     return {prefix.rstrip('.'): data}
 
 
-def _differing_key(path, old, new, fmt):
+def _differing_key(path: str, old: str, new: str, fmt: str) -> str:
     """A phrase naming what ``old`` sets differently from ``new``."""
+    olds: dict[str, Any] | None
+    news: dict[str, Any] | None
+    spell: Callable[[Any], str]
     try:
         if fmt == 'ini':
             olds = _ini_items(inifile.IniFile(old))
@@ -253,7 +267,7 @@ def _differing_key(path, old, new, fmt):
             spell = repr
         else:
             olds = news = None
-        if olds is not None:
+        if olds is not None and news is not None:   # both or neither
             # The key, never the value found there: an override file may
             # hold a password (kolla's passwords, an OSA become password)
             # or be a link to a private file (issue 26). The plan's own
@@ -280,7 +294,7 @@ def _differing_key(path, old, new, fmt):
     return 'its content differs from what kvmtune writes'
 
 
-def _existing_ancestor(path):
+def _existing_ancestor(path: str) -> str:
     """The nearest existing path from ``path`` up (a relative path ends
     at '.')."""
     probe = path
@@ -292,7 +306,7 @@ def _existing_ancestor(path):
     return probe
 
 
-def _check_output(output):
+def _check_output(output: str) -> None:
     fix = 'give --output a directory you can write'
     if not output or not output.strip():
         # os.path.join('', path) is relative: files would land in the
@@ -318,7 +332,7 @@ def _check_output(output):
                          'written', source=probe, key='--output', fix=fix)
 
 
-def _inside(output, target):
+def _inside(output: str, target: str) -> bool:
     """Whether ``target``'s directory, links resolved, stays under
     ``output``: a link inside --output must not carry files out of it
     (issue 26)."""
@@ -327,11 +341,12 @@ def _inside(output, target):
     return os.path.commonpath([root, real]) == root
 
 
-def plan_writes(output, files):
+def plan_writes(output: str, files: Iterable[OutFile]
+                ) -> list[tuple[OutFile, str, str]]:
     """[(OutFile, target path, 'unchanged'|'created'|'replaced')], or
     InputError for the first file that may not be written."""
     _check_output(output)
-    planned = []
+    planned: list[tuple[OutFile, str, str]] = []
     for item in files:
         target = os.path.join(output, item.path)
         if not _inside(output, target):
@@ -364,10 +379,11 @@ def plan_writes(output, files):
     return planned
 
 
-def write(output, files):
+def write(output: str, files: Iterable[OutFile]) -> list[tuple[str, str]]:
     """Write ``files`` under ``output``; return [(path, status)]."""
     planned = plan_writes(output, files)
-    done, made = [], []
+    done: list[tuple[str, str]] = []
+    made: list[str] = []
     try:
         for item, target, status in planned:
             if status == 'created':
@@ -394,7 +410,7 @@ def write(output, files):
     return done
 
 
-def _makedirs(path, made):
+def _makedirs(path: str, made: list[str]) -> None:
     """os.makedirs(path), appending each directory it makes to ``made``
     as it goes (so a failure half-way can be undone)."""
     missing = []

@@ -14,14 +14,17 @@ node (``hosts/<node>/``).
 """
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.export import common
 
 VALUES = 'values-kvmtune.yaml'
 
 
-def helm_conf(conf):
-    out = {}
+def helm_conf(conf: Mapping[str, Mapping[str, Any]]
+              ) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for section, options in conf.items():
         for option, value in options.items():
             out.setdefault(section, {})[option] = (
@@ -30,9 +33,9 @@ def helm_conf(conf):
     return out
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     by_service = ctx.by_service()
-    shared = {}
+    shared: dict[str, dict[str, Any]] = {}
     for service in ('scheduler', 'conductor'):
         for section, options in by_service.get(service, {}).items():
             shared.setdefault(section, {}).update(options)
@@ -40,7 +43,7 @@ def build(ctx, notes):
     if not ctx.host:
         for section, options in compute.items():
             shared.setdefault(section, {}).update(options)
-    values = {'conf': {}}
+    values: dict[str, dict[str, Any]] = {'conf': {}}
     if shared:
         values['conf']['nova'] = helm_conf(shared)
     if ctx.host and compute:

@@ -29,7 +29,7 @@ from kvmtune.export import common
 CONFIG = 'etc/kolla/config/nova'
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     files = []
     for service, conf in sorted(ctx.by_service().items()):
         if service == 'compute':

@@ -22,17 +22,24 @@ same file. Kernel arguments are not OSA's: a file for the host.
 """
 
 import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune.export import common
+
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
 
 DEPLOY = 'etc/openstack_deploy'
 # What os_nova's files/kvm.conf sets (it also sets enable_apicv=0).
 OSA_NESTED = {'kvm_intel': {'nested': '1'}, 'kvm_amd': {'nested': '1'}}
 
 
-def overrides(conf):
+def overrides(conf: Mapping[str, Mapping[str, Any]]
+              ) -> dict[str, dict[str, Any]]:
     """config_template's shape: multi-valued options as a set."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for section, options in conf.items():
         for option, value in options.items():
             out.setdefault(section, {})[option] = (
@@ -40,21 +47,22 @@ def overrides(conf):
     return out
 
 
-def _module_options(plan):
-    found = {}
+def _module_options(plan: 'Plan') -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
     for text in plan.modprobe.values():
         for line in text.splitlines():
             words = line.split()
             if len(words) > 2 and words[0] == 'options':
                 found.setdefault(words[1], {}).update(
-                    word.split('=', 1) for word in words[2:] if '=' in word)
+                    word.split('=', 1)  # type: ignore[misc]  # two items
+                    for word in words[2:] if '=' in word)
     return found
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     by_service = ctx.by_service()
     files = []
-    host_vars = {}
+    host_vars: dict[str, Any] = {}
     if 'compute' in by_service:
         host_vars['nova_nova_conf_overrides'] = overrides(
             by_service['compute'])
@@ -81,7 +89,7 @@ def build(ctx, notes):
                                                'nova_compute.yml'))
         files.append(common.OutFile(where, common.render_yaml(
             host_vars, ctx.header), 'yaml'))
-    controller = {}
+    controller: dict[str, dict[str, Any]] = {}
     for service in ('scheduler', 'conductor'):
         for section, options in by_service.get(service, {}).items():
             controller.setdefault(section, {}).update(options)

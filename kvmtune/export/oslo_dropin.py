@@ -31,6 +31,9 @@ nova.conf beats the drop-in (issue 28). So with the base nova.conf
 """
 
 import os
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.export import common
@@ -41,12 +44,18 @@ DIRS = {'compute': 'etc/nova/nova-compute.conf.d',
         'conductor': 'etc/nova/nova-conductor.conf.d'}
 
 
-def fold_multi(conf, ctx, notes):
+# {section: {option: value}}
+Conf = dict[str, dict[str, Any]]
+# [(section, option, base value, planned value)]
+Conflicts = list[tuple[str, str, str, Any]]
+
+
+def fold_multi(conf: Conf, ctx: common.Context, notes: list[str]) -> Conf:
     """``conf`` without the multi-valued options the base nova.conf already
     has with the same values; InputError when it has other values."""
     if ctx.base is None:
         return conf
-    folded = {}
+    folded: Conf = {}
     for section, options in conf.items():
         for option, value in options.items():
             have = ctx.base.get(section, {}).get(option)
@@ -69,11 +78,11 @@ def fold_multi(conf, ctx, notes):
     return folded
 
 
-def conflicts(conf, ctx):
+def conflicts(conf: Conf, ctx: common.Context) -> Conflicts:
     """[(section, option, base value, planned value)] of the single-valued
     options of ``conf`` that the base nova.conf sets to another value (the
     last line setting it: the one oslo.config keeps)."""
-    found = []
+    found: Conflicts = []
     for section, options in conf.items():
         for option, value in options.items():
             have = (ctx.base or {}).get(section, {}).get(option)
@@ -83,11 +92,11 @@ def conflicts(conf, ctx):
     return found
 
 
-def _keys(found):
+def _keys(found: Sequence[Sequence[Any]]) -> str:
     return ', '.join(f'[{item[0]}] {item[1]}' for item in found)
 
 
-def _where(where):
+def _where(where: Any) -> str:
     if where == 'environment':
         return 'the service\'s environment (OS_<GROUP>__<OPTION>)'
     if isinstance(where, list):
@@ -95,13 +104,14 @@ def _where(where):
     return where or 'no file (its default)'
 
 
-def _spell(value):
+def _spell(value: Any) -> str:
     if value is None:
         return 'nothing'
     return ', '.join(value) if isinstance(value, list) else value
 
 
-def _unplaced(service, conf, found, ctx, notes):
+def _unplaced(service: str, conf: Conf, found: Conflicts,
+              ctx: common.Context, notes: list[str]) -> None:
     """No command line for the service: a base value that would win in
     some start-up shape is refused, or stated (--dropin-anyway)."""
     if not found:
@@ -135,7 +145,8 @@ def _unplaced(service, conf, found, ctx, notes):
             f'the systemd drop-in that adds the --config-dir)')
 
 
-def _comments(ctx, service, place, added):
+def _comments(ctx: common.Context, service: str, place: str,
+              added: list[str]) -> list[str]:
     return common._wrap(
         f'{ctx.header} nova-{service} reads oslo.config\'s default '
         f'drop-in directories before its --config-file files '
@@ -148,7 +159,8 @@ def _comments(ctx, service, place, added):
         f'daemon-reload and restart the service.')
 
 
-def _placed(service, conf, text, found, ctx, notes):
+def _placed(service: str, conf: Conf, text: str | None, found: Conflicts,
+            ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     """The service's command line is known: where its drop-in stands in
     oslo.config's order, and the systemd drop-in that makes it win."""
     original, unit = ctx.cmdlines[service]
@@ -173,12 +185,14 @@ def _placed(service, conf, text, found, ctx, notes):
     (section, option), (value, where) = next(iter(got.lost.items()))
     want = conf[section][option]
     if got.fixable:
+        # fixable: fixed_argv and added are set
+        dirs = cast(list[str], got.added)
         unit = unit or f'nova-{service}.service'
         path = placing.systemd_path(unit)
-        command = placing.exec_argv(original, got.fixed_argv)
+        command = placing.exec_argv(original, cast(list[str], got.fixed_argv))
         body = placing.systemd_dropin(
-            command, _comments(ctx, service, place, got.added))
-        added = ' '.join(f'--config-dir {d}' for d in got.added)
+            command, _comments(ctx, service, place, dirs))
+        added = ' '.join(f'--config-dir {d}' for d in dirs)
         more = (f' (and so would {_keys(list(got.lost)[1:])})'
                 if len(got.lost) > 1 else '')
         notes.append(
@@ -188,7 +202,7 @@ def _placed(service, conf, text, found, ctx, notes):
             f'{path} starts '
             f'{unit} with {added} after its --config-files, so the '
             f'drop-in wins: systemctl daemon-reload, then restart {unit}')
-        if ctx.under is None and len(got.added) == 1:
+        if ctx.under is None and len(dirs) == 1:
             notes.append(
                 f'an explicit --config-dir turns oslo.config\'s default '
                 f'directories off: if the host has /etc/nova/nova.conf.d, '
@@ -216,7 +230,7 @@ def _placed(service, conf, text, found, ctx, notes):
     return []
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     files = []
     for service, conf in sorted(ctx.by_service().items()):
         if service not in DIRS:

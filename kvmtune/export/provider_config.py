@@ -17,7 +17,7 @@ from kvmtune.export import common
 DIR = 'etc/nova/provider_config'
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     traits = ctx.traits()
     files = []
     if traits:

@@ -20,7 +20,7 @@ from kvmtune.export import common
 VARIABLES = 'etc/tuned/cpu-partitioning-variables.conf'
 
 
-def build(ctx, notes):
+def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
     plan = ctx.plan
     cores = plan.nova_conf.get('compute', {}).get('cpu_dedicated_set')
     isolates = any(arg.startswith('isolcpus=') for arg in plan.kernel_args)
