@@ -9,6 +9,8 @@ kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
   kvmtune cloud up [--compute fake|libvirt] [--network neutron|stub]
                    [--facts FILE] [--virt-type kvm|qemu]
                    [--computes N [--compute-facts FILE ...]]
+                   [--rotate-credentials]   new passwords (default: the
+                                            last up's, kept)
   eval "$(kvmtune cloud env)"               OS_CLOUD, KVMTUNE_NOVA_CONF, ...
   kvmtune cloud restart-compute [--host H]  after editing KVMTUNE_NOVA_CONF
   kvmtune cloud status                      what runs, ports, memory,
@@ -55,6 +57,11 @@ def add_arguments(parser):
                         '(repeatable: compute 2, 3, ...); default: the '
                         'shipped shapes (2-socket Intel with 1 GiB pages, '
                         '4-node AMD EPYC, ...)')
+    p.add_argument('--rotate-credentials', action='store_true',
+                   help='new passwords (admin, kvmtune-member, services, '
+                        'database) instead of the last up\'s: copies of '
+                        'clouds.yaml and Rally environments made before '
+                        'stop working (default: kept across down and up)')
     sub.add_parser('down', help='stop exactly what up started')
     sub.add_parser('status', help='what runs, its ports and memory')
     sub.add_parser('env', help='shell exports for tests and tools (no '
@@ -103,7 +110,8 @@ def _up(args, api, layout):
     done = api.up(compute=args.compute, network=args.network,
                   facts=args.facts, virt_type=args.virt_type,
                   layout=layout, say=print, computes=args.computes,
-                  compute_facts=args.compute_facts)
+                  compute_facts=args.compute_facts,
+                  rotate_credentials=args.rotate_credentials)
     print('kvmtune test cloud up (%s compute%s, network %s%s) in %.1f s' % (
         done['mode'], ', virt_type=%s' % done['virt_type']
         if done['mode'] == 'libvirt' else '', done['network'],
@@ -123,9 +131,24 @@ def _up(args, api, layout):
         print('    inventory: %s' % _inventory(entry['inventory']))
     print('  clouds.yaml: %s (kvmtune-admin, kvmtune-member)'
           % done['clouds_yaml'])
+    print('  credentials: %s' % _credentials(done['credentials']))
     print('  compute config: %s' % done['compute_conf'])
     print('  stop it: %s' % api.STOP_HINT)
     return 0
+
+
+def _credentials(how):
+    """What `up` did with the passwords, and what that means."""
+    from kvmtune.testcloud import services
+
+    if how == 'rotated':
+        return ('rotated: new passwords, which invalidates %s'
+                % services.ROTATION_INVALIDATES)
+    if how == 'kept':
+        return ('kept from the last up (clouds.yaml copies and Rally '
+                'environments keep working; new ones: kvmtune cloud up '
+                '--rotate-credentials)')
+    return 'new (no earlier ones here)'
 
 
 def _shape(entry):

@@ -14,8 +14,9 @@ main job and the functional tests; plain arguments, results as data:
                               KVMTUNE_CLOUD_VENV take precedence
   install(libvirt=True)       what is missing (apt, venv, fake driver)
   up(compute='fake', network=None, facts=None, virt_type=None,
-     computes=1, compute_facts=None)
-                              a fresh cloud; returns its figures
+     computes=1, compute_facts=None, rotate_credentials=False)
+                              a fresh cloud (the last up's passwords
+                              unless rotated); returns its figures
   down()                      stop exactly what up() started
   status()                    what runs, its ports, memory, computes;
                               None if down
@@ -267,11 +268,17 @@ def _prepare_extra_computes(lay, extras):
 
 
 def up(compute='fake', network=None, facts=None, virt_type=None,
-       layout=None, say=_quiet, computes=1, compute_facts=None):
+       layout=None, say=_quiet, computes=1, compute_facts=None,
+       rotate_credentials=False):
     """Start a fresh cloud: databases, RabbitMQ vhost and state directory
     are emptied first. Returns when every nova-compute's resource provider
     is in Placement with its inventory and its host is mapped to cell1
     (and, with Neutron, the OVS agent is alive).
+
+    The passwords (admin, kvmtune-member, the services', the database's)
+    are the last up's, from secrets.json: clouds.yaml copies and Rally
+    environments made from it keep working across down and up
+    (services.load_secrets). ``rotate_credentials`` makes new ones.
 
     With ``computes`` N > 1, N-1 more nova-compute services run beside
     the first (``compute``'s driver), all on the NUMA fake driver, each
@@ -295,7 +302,9 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
     :param computes: how many nova-compute services (1 to
         config.MAX_COMPUTES)
     :param compute_facts: facts JSON files of computes 2, 3, ...
+    :param rotate_credentials: new passwords instead of the last up's
     :returns: {'mode', 'network', 'virt_type', 'seconds', 'phases',
+               'credentials' ('kept', 'new' or 'rotated'),
                'compute_host', 'provider', 'inventory': {class: total},
                'clouds_yaml', 'compute_conf',
                'computes': [{'host', 'driver', 'provider', 'conf',
@@ -334,7 +343,8 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
         shutil.rmtree(os.path.join(lay.root, sub), ignore_errors=True)
         os.makedirs(os.path.join(lay.root, sub), exist_ok=True)
     os.chmod(lay.root, 0o700)
-    secrets = services.new_secrets()
+    secrets, credentials = services.load_secrets(lay.secrets,
+                                                 rotate_credentials)
     procs.write_file(lay.secrets, json.dumps(secrets), 0o600)
     pids = state['services']
 
@@ -454,7 +464,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
             lay, token, entry['provider']), rss_kb=procs.tree_rss_kb(
             pids[entry['service']]) if entry['index'] > 1 else None))
     return {'mode': compute, 'network': network,
-            'virt_type': state['virt_type'],
+            'virt_type': state['virt_type'], 'credentials': credentials,
             'seconds': state['up_seconds'], 'phases': timer.phases,
             'compute_host': provider['name'], 'provider': provider['uuid'],
             'inventory': listed[0]['inventory'],

@@ -7,6 +7,7 @@ import base64
 import concurrent.futures
 import glob
 import os
+import re
 import secrets as secrets_mod
 import shutil
 import time
@@ -48,12 +49,51 @@ def install_driver(lay):
     return True
 
 
+SECRET_NAMES = ('db', 'admin', 'member') + config.SERVICE_USERS
+_HEX_SECRET = re.compile(r'[0-9a-f]{36}')
+# What a rotation makes stale, for the line `cloud up` prints.
+ROTATION_INVALIDATES = ('every copy of its clouds.yaml made before and '
+                        'every Rally environment made from it (refresh '
+                        'one: kvmtune rally env)')
+
+
 def new_secrets():
     # Hex, never token_urlsafe: a secret starting with '-' was read as an
     # option by keystone-manage bootstrap --bootstrap-password (seen: cloud
     # up failed, "expected one argument"); hex needs no quoting anywhere.
-    return {k: secrets_mod.token_hex(18) for k in
-            ('db', 'admin', 'member') + config.SERVICE_USERS}
+    return {k: secrets_mod.token_hex(18) for k in SECRET_NAMES}
+
+
+def load_secrets(path, rotate=False):
+    """The cloud's passwords for an ``up``, and how they came:
+    ``(secrets, 'kept' | 'new' | 'rotated')``.
+
+    The ones in ``path`` (secrets.json, 0600, beside the state) are kept
+    across down and up, a reboot included, so that copies of clouds.yaml
+    and the Rally environments made from them keep working (issue 30).
+    A name the file lacks (a newer kvmtune's service user) gets a new
+    one; a value that is not one of new_secrets()'s hex strings (a
+    hand-edited file: it goes into SQL and command lines) is replaced.
+    No file, or no usable value in it: 'new'. ``rotate``: every one is
+    new ('rotated' when there were some), which invalidates
+    ROTATION_INVALIDATES.
+    """
+    import json
+
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        old = {}
+    if not isinstance(old, dict):
+        old = {}
+    fresh = new_secrets()
+    if rotate:
+        return fresh, 'rotated' if old else 'new'
+    kept = {k: v for k, v in old.items()
+            if k in SECRET_NAMES and isinstance(v, str)
+            and _HEX_SECRET.fullmatch(v)}
+    return dict(fresh, **kept), 'kept' if kept else 'new'
 
 
 def write_configs(lay, secrets, mode, virt_type, network):
