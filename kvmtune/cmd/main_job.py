@@ -2,7 +2,7 @@
 
     kvmtune main-job [--os-cloud CLOUD [--compute-facts FILE]]
                      [--max-vms 3] [--runtime SECONDS] [--baseline FILE]
-                     [--strict] [--verbose]
+                     [--strict] [--verbose] [--setup-only]
 
 Builds the benchmark guest image, brings up the embedded single-host
 cloud (libvirt compute; QEMU TCG where KVM cannot run guests) unless
@@ -59,6 +59,11 @@ def add_arguments(parser):
     parser.add_argument('--strict', action='store_true',
                         help='Exit 1 when an SLA failed (default: the '
                              'verdict is printed, exit 0).')
+    parser.add_argument('--setup-only', action='store_true',
+                        help='Everything up to the sweep (image, cloud, '
+                             'flavors, compute tuning, the task arguments '
+                             'file), no sweep: for rally task start by '
+                             'hand (the re-run line the job prints).')
     parser.add_argument('--verbose', action='store_true',
                         help='Also show what the steps print (apt, pip, '
                              'Rally, the cloud); it always goes to the log.')
@@ -82,4 +87,4 @@ def run(args):
         baseline=args.baseline, emulated=args.emulated,
         tuned_profile=args.tuned_profile, state_dir=args.state_dir,
         strict=args.strict, verbose=args.verbose,
-        config_files=args.config_file)
+        config_files=args.config_file, setup_only=args.setup_only)

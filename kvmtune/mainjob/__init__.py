@@ -46,6 +46,8 @@ import os
 # The job in parts, each importing only the ones before it:
 #   steps    how a step runs and what the job says (say, step, detail,
 #            run, the log)
+#   rallyenv Rally's database and environment for a cloud (also `kvmtune
+#            rally env`, for plain rally)
 #   rally    Rally's environment, task arguments and the sweep
 #   pages    the huge pages the tuned guests need, and reserving them
 #   cloud    the embedded cloud, the benchmark image, the base flavor

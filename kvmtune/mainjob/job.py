@@ -160,13 +160,54 @@ def _report_step(out_json, baseline, state_dir):
     return table, paths
 
 
+def rerun_line(os_cloud=None, compute_facts=None, max_vms=3,
+               workload='fio-randread-4k', runtime=None, baseline=None,
+               emulated=False, tuned_profile=None,
+               state_dir=mainjob.STATE_DIR, config_files=(),
+               args_file=None):
+    """The shell line that runs the sweep again by hand, whatever became
+    of the cloud since (a `kvmtune cloud down` and `up`, a reboot: a
+    fresh embedded cloud has none of the job's image, flavors or compute
+    tuning): the job's setup again (--setup-only: no baseline with
+    --baseline, no sweep), Rally's environment for plain rally
+    (`kvmtune rally env`, its credentials refreshed), then Rally with
+    the job's task arguments."""
+    import shlex
+
+    q = shlex.quote
+    job = ['kvmtune'] + [f'--config-file {q(f)}' for f in config_files]
+    job.append('main-job')
+    for flag, value in (('--os-cloud', os_cloud),
+                        ('--compute-facts', compute_facts),
+                        ('--max-vms', max_vms),
+                        ('--workload', None if workload == 'fio-randread-4k'
+                         else workload),
+                        ('--runtime', runtime), ('--baseline', baseline),
+                        ('--tuned-profile', tuned_profile),
+                        ('--state-dir', None if state_dir ==
+                         mainjob.STATE_DIR else state_dir)):
+        if value is not None:
+            job.append(f'{flag} {q(str(value))}')
+    if emulated:
+        job.append('--emulated')
+    job.append('--setup-only')
+    env = ['kvmtune'] + [f'--config-file {q(f)}' for f in config_files]
+    env += ['rally', 'env'] + ([f'--os-cloud {q(os_cloud)}'] if os_cloud
+                               else [])
+    sweep = ('rally task start "$(kvmtune rally task-path disk-scaling)" '
+             f'--task-args-file {q(args_file)}')
+    return f'{" ".join(job)} && {" ".join(env)} && {sweep}'
+
+
 def run(os_cloud=None, compute_facts=None, max_vms=3,
         workload='fio-randread-4k', runtime=None, baseline=None,
         emulated=False, tuned_profile=None,
         state_dir=mainjob.STATE_DIR, strict=False, verbose=False,
-        config_files=()):
+        config_files=(), setup_only=False):
     """The whole job; its exit status (0 ran, 1 SLA failed with strict,
-    2 a step could not run)."""
+    2 a step could not run). ``setup_only``: everything up to the
+    sweep (image, cloud, flavors, compute, the task arguments), for
+    `rally task start` by hand (rerun_line)."""
     try:
         os.makedirs(state_dir, exist_ok=True)
         log = os.path.join(state_dir, LOG_NAME)
@@ -182,7 +223,7 @@ def run(os_cloud=None, compute_facts=None, max_vms=3,
     try:
         return _run(os_cloud, compute_facts, max_vms, workload, runtime,
                     baseline, emulated, tuned_profile, state_dir, strict,
-                    config_files)
+                    config_files, setup_only)
     except KvmtuneError as exc:
         steps.say(f'error: {exc.line()}')
     except Exception as exc:  # openstacksdk's own errors: one line too
@@ -198,8 +239,14 @@ def run(os_cloud=None, compute_facts=None, max_vms=3,
 
 
 def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
-         emulated, tuned_profile, state_dir, strict, config_files):
+         emulated, tuned_profile, state_dir, strict, config_files,
+         setup_only=False):
     import openstack
+
+    given = dict(os_cloud=os_cloud, compute_facts=compute_facts,
+                 max_vms=max_vms, workload=workload, runtime=runtime,
+                 emulated=emulated, tuned_profile=tuned_profile,
+                 state_dir=state_dir, config_files=config_files)
 
     this_facts = _facts_step()
     _image_step()
@@ -242,14 +289,6 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
             s.done(f'{setup.summary}')
     counts = _sweep_counts(setup, flavors, max_vms, fits)
 
-    runner = rally.Rally(state_dir)
-    with steps.step('rally environment') as s:
-        runner.use_cloud(f'kvmtune-{cloud_name}',
-                         rally.rally_spec(conn.config))
-        s.done(f'kvmtune-{cloud_name}, from the cloud\'s credentials '
-               '(not shown)')
-    out_json = os.path.join(state_dir, 'disk-scaling.json')
-    out_html = os.path.join(state_dir, 'disk-scaling.html')
     records = _sweep_records(
         dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
         setup.facts if os_cloud else this_facts, emulated, workload,
@@ -258,6 +297,25 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
                            baseline, emulated, runtime, counts, records)
     args_file = os.path.join(state_dir, 'disk-scaling-args.json')
     fileio.write_atomic(args_file, json.dumps(args, indent=2) + '\n')
+    # the baseline as a file of its own path: the re-run measures none
+    rerun = rerun_line(baseline=os.path.abspath(baseline) if baseline
+                       else None, args_file=args_file, **given)
+    if setup_only:
+        steps.say(f'set up for the sweep (--setup-only: no sweep); Rally\'s '
+                  f'task arguments: {args_file}')
+        steps.say(f're-run the sweep by hand: {rerun}')
+        hint = None if os_cloud else cloud.stop_hint()
+        if hint:
+            steps.say(hint)
+        return 0
+
+    runner = rally.Rally(state_dir)
+    with steps.step('rally environment') as s:
+        done = runner.use_cloud(cloud_name, rally.rally_spec(conn.config))
+        s.done(f'{cloud_name}, {done["environment"]} from the cloud\'s '
+               'credentials (not shown)')
+    out_json = os.path.join(state_dir, 'disk-scaling.json')
+    out_html = os.path.join(state_dir, 'disk-scaling.html')
     counts_by_flavor = rally.vm_counts(max_vms, flavors, counts)
     progress = rally.Progress(flavors, counts_by_flavor)
     with steps.step('rally sweep') as s:
@@ -274,12 +332,9 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
         steps.say('  ' + line)
     steps.say(f'report: {paths["html"]} (plot {paths["png"]}); Rally: '
               f'{out_json}, {out_html}')
-    # the job's Rally keeps its database and current environment in its
-    # own directory: README's `rally task start` needs them (issue 13)
-    steps.say(f're-run the sweep by hand: HOME={runner.dir} rally '
-              f'--config-file {runner.conf} task start '
-              f'"$(kvmtune rally task-path disk-scaling)" --task-args-file '
-              f'{args_file}')
+    # the job's own Rally stays in its state directory; by hand, plain
+    # rally gets an environment from `kvmtune rally env` (issue 30)
+    steps.say(f're-run the sweep by hand: {rerun}')
     if sla_ok:
         steps.say('SLA: met')
     else:

@@ -11,7 +11,11 @@ import subprocess
 from kvmtune import fileio
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
+from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import steps
+
+# the environment spec from a cloud: rallyenv has it (`kvmtune rally env`)
+rally_spec = rallyenv.rally_spec
 
 # The task files are package data of the Rally plugins' package, installed
 # beside them (pbr puts every git-tracked file in the wheel).
@@ -44,21 +48,6 @@ def task_path(name):
                          source=str(_tasks_dir()),
                          fix=f'one of: {", ".join(names)}')
     return os.fspath(_tasks_dir().joinpath(name + TASK_SUFFIX))
-
-
-def rally_spec(cloud):
-    """An existing@openstack spec from an openstacksdk CloudRegion."""
-    auth = cloud.config['auth']
-    admin = {k: auth[k] for k in ('username', 'password', 'project_name',
-                                  'user_domain_name', 'project_domain_name')
-             if auth.get(k)}
-    spec = {'auth_url': auth['auth_url'], 'admin': admin,
-            'endpoint_type': cloud.config.get('interface') or 'public'}
-    if cloud.get_region_name():
-        spec['region_name'] = cloud.get_region_name()
-    if cloud.config.get('verify') is False:
-        spec['https_insecure'] = True
-    return {'existing@openstack': spec}
 
 
 def task_args(max_vms, workload, flavors, image, baseline=None,
@@ -97,25 +86,16 @@ class Rally:
                           self.conf, *args], env=self.env, capture=capture)
 
     def use_cloud(self, name, spec):
-        self('db', 'ensure')
-        envs = json.loads(self('env', 'list', '--json', capture=True)
-                          or '[]')
-        if any(e['name'] == name for e in envs):
-            self('env', 'destroy', name, capture=True)
-            self('env', 'delete', name, capture=True)
-        path = os.path.join(self.dir, 'spec.json')
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, 'w') as f:
-            json.dump(spec, f)
-        try:
-            # Rally prints the spec back, password included: keep it quiet
-            self('env', 'create', '--name', name, '--spec', path,
-                 capture=True)
-        finally:
-            os.unlink(path)
-        steps.detail(f'rally env {name}: created from cloud credentials '
-                     '(not shown)')
-        self('env', 'check')
+        """Its database and the environment ``name`` for ``spec``, the
+        current one, checked (what `kvmtune rally env` does for plain
+        rally: kvmtune.mainjob.rallyenv); that module's result."""
+        command = rallyenv.RallyCommand(
+            config_file=self.conf, home=self.dir,
+            rally=steps.bin_path('rally'), log=steps.detail)
+        done = rallyenv.use(command, name, spec)
+        steps.detail(f'rally env {name}: {done["environment"]} from cloud '
+                     'credentials (not shown)')
+        return done
 
     def start_task(self, task, args, progress=None):
         """Run the task, its output to the job's log; its UUID. Rally

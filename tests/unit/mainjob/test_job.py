@@ -27,7 +27,8 @@ class FakeRally:
             'm1.bench.baseline: kvmtune_scaling: per-VM share 0.31 < 0.5']
 
     def use_cloud(self, name, spec):
-        pass
+        return {'environment': 'created', 'replaced': None,
+                'database': 'sqlite:///x'}
 
     def sweep(self, task, args, out_json, out_html, progress=None):
         FakeRally.args = args
@@ -152,3 +153,41 @@ def test_report_step_reports_a_real_sweep(tmp_path, capsys):
     with open(out['html'], encoding='utf-8') as f:
         assert 'emulated' in f.read()
     assert 'report: 1 sweep(s) analysed' in capsys.readouterr().out
+
+
+def test_setup_only_stops_before_the_sweep_with_the_rerun_line(
+        local_job, capsys):
+    # issue 30: the re-run line sets a fresh cloud up again (`cloud down`
+    # and `up`, a reboot), refreshes plain rally's environment, then
+    # sweeps with the job's arguments; --setup-only is its first part
+    FakeRally.args = None
+    assert job.run(max_vms=2, runtime=5, state_dir=local_job,
+                   baseline='/b/base.json', setup_only=True) == 0
+    assert FakeRally.args is None
+    lines = capsys.readouterr().out.splitlines()
+    rerun = (f'main-job: re-run the sweep by hand: kvmtune main-job '
+             f'--max-vms 2 --runtime 5 --baseline /b/base.json --state-dir '
+             f'{local_job} --setup-only && kvmtune rally env && rally task '
+             'start "$(kvmtune rally task-path disk-scaling)" '
+             f'--task-args-file {local_job}/disk-scaling-args.json')
+    assert rerun in lines
+    assert lines[-1] == 'main-job: ' + STOP
+    # the whole job prints the same line
+    assert job.run(max_vms=2, runtime=5, state_dir=local_job,
+                   baseline='/b/base.json') == 0
+    assert rerun in capsys.readouterr().out.splitlines()
+
+
+def test_rerun_line_quotes_what_the_shell_would_split():
+    line = job.rerun_line(os_cloud='my cloud', max_vms=1,
+                          workload='sysbench-cpu', emulated=True,
+                          tuned_profile='pinned-hugepages',
+                          config_files=['/etc/k.conf'],
+                          args_file='/s d/args.json')
+    assert line == (
+        "kvmtune --config-file /etc/k.conf main-job --os-cloud 'my cloud' "
+        '--max-vms 1 --workload sysbench-cpu --tuned-profile '
+        'pinned-hugepages --emulated --setup-only && kvmtune --config-file '
+        "/etc/k.conf rally env --os-cloud 'my cloud' && rally task start "
+        '"$(kvmtune rally task-path disk-scaling)" --task-args-file '
+        "'/s d/args.json'")

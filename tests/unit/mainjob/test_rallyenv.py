@@ -1,0 +1,191 @@
+"""Rally's database and environment for a cloud (`kvmtune rally env`):
+the spec from clouds.yaml, where plain rally's database goes, and the
+environment made, left or refreshed, with the real rally program in a
+HOME of the test's own. No cloud: Rally does not reach one when it
+stores an environment (``rally env check`` is the functional tier's,
+tests/functional/test_rally_env.py)."""
+
+import json
+
+import pytest
+from openstack import config as os_config
+
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
+from kvmtune.mainjob import rallyenv
+
+CLOUDS = """\
+clouds:
+  c:
+    auth:
+      auth_url: http://127.0.0.1:5000/v3
+      username: admin
+      password: secret
+      project_name: admin
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+    interface: internal
+    verify: false
+"""
+PASSWORD = 'f00dfeed' * 4
+
+
+def test_rally_spec_from_clouds_yaml(tmp_path):
+    path = tmp_path / 'clouds.yaml'
+    path.write_text(CLOUDS)
+    cloud = os_config.OpenStackConfig(
+        config_files=[str(path)]).get_one(cloud='c')
+    spec = rallyenv.rally_spec(cloud)
+    assert spec == {'existing@openstack': {
+        'auth_url': 'http://127.0.0.1:5000/v3', 'region_name': 'RegionOne',
+        'endpoint_type': 'internal', 'https_insecure': True,
+        'admin': {'username': 'admin', 'password': 'secret',
+                  'project_name': 'admin', 'user_domain_name': 'Default',
+                  'project_domain_name': 'Default'}}}
+
+
+def test_rally_spec_passes_rallys_own_schema(tmp_path):
+    import jsonschema
+    from rally_openstack.environment.platforms import existing
+
+    path = tmp_path / 'clouds.yaml'
+    path.write_text(CLOUDS)
+    cloud = os_config.OpenStackConfig(
+        config_files=[str(path)]).get_one(cloud='c')
+    jsonschema.validate(rallyenv.rally_spec(cloud)['existing@openstack'],
+                        existing.OpenStack.CONFIG_SCHEMA)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A HOME and TMPDIR of the test's own (Rally's default database is
+    $TMPDIR/rally.sqlite)."""
+    import tempfile
+
+    home = tmp_path / 'home'
+    home.mkdir()
+    monkeypatch.setenv('TMPDIR', str(tmp_path))
+    monkeypatch.setattr(tempfile, 'tempdir', None)
+    return str(home)
+
+
+def test_search_paths_are_rallys_order(home):
+    import sys
+
+    paths = rallyenv.search_paths(home=home)
+    assert paths == [f'{sys.prefix}/etc/rally/rally.conf',
+                     f'{home}/.rally/rally.conf', '/etc/rally/rally.conf']
+
+
+def test_without_a_rally_conf_one_is_written_in_home(home):
+    config, wrote = rallyenv.rally_config(home=home)
+    assert config == wrote == f'{home}/.rally/rally.conf'
+    with open(config) as f:
+        assert f.read() == (f'[database]\nconnection = sqlite:///{home}/'
+                            '.rally/rally.sqlite\n')
+    # found the next time, not written again
+    assert rallyenv.rally_config(home=home) == (config, None)
+
+
+def test_rallys_default_database_in_use_is_kept(home, tmp_path):
+    (tmp_path / 'rally.sqlite').write_bytes(b'')
+    assert rallyenv.rally_config(home=home) == (None, None)
+
+
+def test_a_home_rally_cannot_use_is_one_line(home):
+    with open(f'{home}/.rally', 'w'):
+        pass
+    with pytest.raises(InputError, match=r"Rally's directory cannot be "
+                                         r'made: File exists') as err:
+        rallyenv.rally_config(home=home)
+    assert '\n' not in err.value.line()
+
+
+def _spec(password, auth_url='http://127.0.0.1:9/v3'):
+    return {'existing@openstack': {
+        'auth_url': auth_url, 'endpoint_type': 'public',
+        'admin': {'username': 'admin', 'password': password,
+                  'project_name': 'admin', 'user_domain_name': 'Default',
+                  'project_domain_name': 'Default'}}}
+
+
+def test_created_left_and_refreshed_never_showing_the_password(home):
+    log = []
+    config, _ = rallyenv.rally_config(home=home)
+    rally = rallyenv.RallyCommand(config_file=config, home=home,
+                                  log=log.append)
+    done = rallyenv.store(rally, 'c', _spec(PASSWORD))
+    assert done == {'environment': 'created', 'replaced': None,
+                    'database': f'sqlite:///{home}/.rally/rally.sqlite'}
+    assert rallyenv.store(rally, 'c', _spec(PASSWORD))['environment'] \
+        == 'unchanged'
+    # new credentials: Rally cannot change an environment's spec, so the
+    # old one is renamed, its tasks with it, and a new one made
+    done = rallyenv.store(rally, 'c', _spec('0' * 32))
+    assert done['environment'] == 'refreshed'
+    assert done['replaced'].startswith('c@')
+    rc, out = rally.run('env', 'list', '--json', secret=True)
+    envs = {e['name']: e for e in json.loads(out)}
+    assert set(envs) == {'c', done['replaced']}
+    assert envs['c']['spec'] == _spec('0' * 32)
+    with open(f'{home}/.rally/globals') as f:
+        assert f.read().strip() == f'RALLY_ENV={envs["c"]["uuid"]}'
+    assert not any(PASSWORD in line for line in log)
+
+
+def test_a_database_rally_cannot_write_is_one_line(home, tmp_path):
+    (tmp_path / 'afile').write_text('')
+    config = tmp_path / 'rally.conf'
+    config.write_text(f'[database]\nconnection = sqlite:///{tmp_path}/'
+                      'afile/rally.sqlite\n')
+    rally = rallyenv.RallyCommand(config_file=str(config), home=home)
+    with pytest.raises(InputError, match=r"Rally's database cannot be "
+                                         r'written: .*unable to open') as err:
+        rallyenv.store(rally, 'c', _spec(PASSWORD))
+    assert err.value.source == f'sqlite:///{tmp_path}/afile/rally.sqlite'
+    assert '\n' not in err.value.line()
+
+
+def test_an_unknown_cloud_is_named_with_the_known_ones(
+        tmp_path, monkeypatch):
+    path = tmp_path / 'clouds.yaml'
+    path.write_text(CLOUDS)
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(path))
+    with pytest.raises(InputError, match=r"no cloud 'nosuch' .*one of: "
+                                         r'c \(clouds.yaml'):
+        rallyenv.cloud_config('nosuch')
+    name, region = rallyenv.cloud_config('c')
+    assert name == 'c' and region.config['auth']['username'] == 'admin'
+
+
+def test_no_embedded_cloud_says_how_to_start_one(tmp_path, monkeypatch):
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
+    with pytest.raises(InputError, match='no embedded cloud has been up '
+                                         r'here \(fix: kvmtune cloud up'):
+        rallyenv.cloud_config(None)
+
+
+def test_the_embedded_cloud_is_its_own_clouds_yaml(tmp_path, monkeypatch):
+    # whatever OS_CLIENT_CONFIG_FILE says: the embedded cloud's own file
+    (tmp_path / 'clouds.yaml').write_text(CLOUDS.replace(
+        '  c:', '  kvmtune-admin:'))
+    other = tmp_path / 'other.yaml'
+    other.write_text(CLOUDS.replace('  c:', '  kvmtune-admin:').replace(
+        'username: admin', 'username: someone'))
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(other))
+    name, region = rallyenv.cloud_config(None)
+    assert name == 'kvmtune-admin'
+    assert region.config['auth']['username'] == 'admin'
+
+
+def test_an_unreachable_cloud_is_one_cloud_error_line(tmp_path):
+    path = tmp_path / 'clouds.yaml'
+    path.write_text(CLOUDS.replace('127.0.0.1:5000', '127.0.0.1:9'))
+    region = os_config.OpenStackConfig(
+        config_files=[str(path)]).get_one(cloud='c')
+    with pytest.raises(CloudError) as err:
+        rallyenv.check_credentials('c', region)
+    assert err.value.line().startswith('cloud c: ')
+    assert 'secret' not in err.value.line()
