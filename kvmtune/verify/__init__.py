@@ -24,7 +24,15 @@ or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error.
 
 import dataclasses
 import importlib
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
+
+from kvmtune.facts.types import Facts
+
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
 
 PASS = 'PASS'
 DRIFT = 'DRIFT'
@@ -55,15 +63,16 @@ class Check:
     host: str | None = None
     profile: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f'status {self.status!r} not in {STATUSES}')
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def compare(layer, name, expected, live, fix, **where):
+def compare(layer: str, name: str, expected: str, live: str | None,
+            fix: str | None, **where: Any) -> Check:
     """A Check that is PASS when ``live == expected``, else DRIFT."""
     status = PASS if live == expected else DRIFT
     return Check(layer=layer, name=name, expected=expected, live=live,
@@ -71,7 +80,8 @@ def compare(layer, name, expected, live, fix, **where):
                  **where)
 
 
-def unknown(layer, name, expected, reason, **where):
+def unknown(layer: str, name: str, expected: str, reason: str,
+            **where: Any) -> Check:
     """A Check that could not be made, and why."""
     return Check(layer=layer, name=name, expected=expected, live=None,
                  status=UNKNOWN, reason=reason, **where)
@@ -99,13 +109,14 @@ class Context:
     cloud: object = None
     libvirt_uri: str | None = None
     host: str | None = None
-    facts: dict[str, Any] | None = None
+    facts: Facts | None = None
     domains: list[tuple[str, str]] | None = None
 
 
-def run(plans, ctx, layers=LAYERS):
+def run(plans: Sequence['Plan'], ctx: Context,
+        layers: Iterable[str] = LAYERS) -> list[Check]:
     """Every layer's checks for ``plans`` (kvmtune.plan.Plan objects)."""
-    found = []
+    found: list[Check] = []
     for layer in layers:
         if layer not in LAYERS:
             raise ValueError(f'unknown layer {layer!r}')
@@ -114,7 +125,7 @@ def run(plans, ctx, layers=LAYERS):
     return found
 
 
-def exit_code(checks):
+def exit_code(checks: Iterable[Check]) -> int:
     """0 in sync, 1 when anything drifted (UNKNOWN alone is not drift,
     and not a pass either: the table says why)."""
     return 1 if any(check.status == DRIFT for check in checks) else 0

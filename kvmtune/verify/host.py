@@ -25,11 +25,20 @@ What cannot be read is UNKNOWN with the reason, never a pass.
 """
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune import verify
 from kvmtune.facts import kernel as kernel_args
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpulist
+from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts.types import Facts
+
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
 
 LAYER = 'host'
 CPU_SET_ARGS = ('isolcpus', 'nohz_full', 'rcu_nocbs')
@@ -41,7 +50,7 @@ REBOOT_FIX = ('add {arg} to GRUB_CMDLINE_LINUX (the grub file kvmtune export '
               'writes has it), then update-grub and reboot')
 
 
-def _facts(ctx):
+def _facts(ctx: verify.Context) -> Facts:
     if ctx.facts is None:
         from kvmtune import facts as host_facts
         ctx.facts = host_facts.gather(ctx.root, probe_kvm=False)
@@ -52,31 +61,33 @@ class _Rows:
     """Checks in order, one per (name, expected); a row that several
     plans share names all their profiles."""
 
-    def __init__(self, host):
+    def __init__(self, host: str | None) -> None:
         self.host = host
-        self.rows = {}
+        self.rows: dict[tuple[str, str], verify.Check] = {}
 
-    def add(self, check, profile):
+    def add(self, check: verify.Check, profile: str) -> None:
         key = (check.name, check.expected)
         if key in self.rows:
             have = self.rows[key]
-            if profile not in have.profile.split(','):
-                have.profile += f',{profile}'
+            known = cast(str, have.profile)     # set when it was added
+            if profile not in known.split(','):
+                have.profile = known + f',{profile}'
             return
         check.host, check.profile = self.host, profile
         self.rows[key] = check
 
-    def list(self):
+    def list(self) -> list[verify.Check]:
         return list(self.rows.values())
 
 
 # -- the kernel command line ------------------------------------------------
 
-def _live_pairs(cmdline):
+def _live_pairs(cmdline: str) -> list[tuple[str, str | None]]:
     return kernel_args.split_cmdline(cmdline)
 
 
-def _hugepages_after(pairs, size):
+def _hugepages_after(pairs: list[tuple[str, str | None]],
+                     size: str | None) -> str | None:
     """The hugepages= value that follows hugepagesz=``size`` (or the first
     one before any hugepagesz= when ``size`` is None)."""
     current = None
@@ -89,7 +100,7 @@ def _hugepages_after(pairs, size):
     return None
 
 
-def _same_cpus(planned, live):
+def _same_cpus(planned: str | None, live: str | None) -> bool:
     """The same CPUs, and the planned isolcpus flags among the live ones
     (an operator's extra managed_irq or domain is theirs to keep)."""
     try:
@@ -102,7 +113,7 @@ def _same_cpus(planned, live):
         return False
 
 
-def _same_count(a, b):
+def _same_count(a: str | None, b: str | None) -> bool:
     try:
         return (a is not None and b is not None and
                 kernel_args._hugepages_count(a) ==
@@ -111,7 +122,7 @@ def _same_count(a, b):
         return False
 
 
-def cmdline_checks(plan, cmdline):
+def cmdline_checks(plan: 'Plan', cmdline: str | None) -> list[verify.Check]:
     """[Check] of ``plan``'s kernel arguments against the booted
     ``cmdline`` (None: /proc/cmdline could not be read)."""
     planned = kernel_args.split_cmdline(' '.join(plan.kernel_args))
@@ -151,12 +162,12 @@ def cmdline_checks(plan, cmdline):
 
 # -- huge page pools -------------------------------------------------------
 
-def _size_label(size_kb):
+def _size_label(size_kb: int) -> str:
     return f'{size_kb // (1024 * 1024)}G' if size_kb >= 1024 * 1024 \
         else f'{size_kb // 1024}M'
 
 
-def pool_checks(plan, facts):
+def pool_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
     """[Check] of ``plan``'s huge page pools against the live ones."""
     nodes = {node['id']: node for node in
              (facts.get('numa') or {}).get('nodes') or []}
@@ -169,8 +180,9 @@ def pool_checks(plan, facts):
                + (' (1G pages usually need hugepagesz=1G hugepages=N on '
                   'the kernel command line and a reboot)'
                   if pool['size_kb'] >= 1024 * 1024 else ''))
-        live = next((p for p in (nodes.get(pool['node']) or {}).get(
-            'hugepages', []) if p.get('size_kb') == pool['size_kb']), None)
+        node: Any = nodes.get(pool['node']) or {}
+        live = next((p for p in node.get('hugepages', [])
+                     if p.get('size_kb') == pool['size_kb']), None)
         if pool['node'] not in nodes:
             checks.append(verify.unknown(
                 LAYER, name, expected, f'no NUMA node {pool["node"]} here'))
@@ -179,7 +191,8 @@ def pool_checks(plan, facts):
                 LAYER, name, expected, f'the {size} pool of node '
                 f'{pool["node"]} could not be read'))
         else:
-            total, free = live['total'], live.get('free')
+            # total is known: checked above
+            total, free = cast(int, live['total']), live.get('free')
             used = '' if free is None else \
                 f' ({free} free, {total - free} in use)'
             ok = total >= pool['count']
@@ -193,7 +206,7 @@ def pool_checks(plan, facts):
 
 # -- kvm module parameters -------------------------------------------------
 
-def planned_module_options(plan):
+def planned_module_options(plan: 'Plan') -> dict[tuple[str, str], str]:
     """{(module, param): value} from the plan's modprobe lines."""
     found = {}
     for text in plan.modprobe.values():
@@ -207,7 +220,7 @@ def planned_module_options(plan):
     return found
 
 
-def _normal(value):
+def _normal(value: str | None) -> str | None:
     if value in TRUE:
         return 'Y'
     if value in FALSE:
@@ -215,7 +228,7 @@ def _normal(value):
     return value
 
 
-def module_checks(plan, files):
+def module_checks(plan: 'Plan', files: HostFiles) -> list[verify.Check]:
     """[Check] of the plan's module options against /sys/module."""
     from kvmtune.facts import virt
 
@@ -250,7 +263,7 @@ def module_checks(plan, files):
 
 # -- vhost-net and tuned ---------------------------------------------------
 
-def vhost_checks(plan, facts):
+def vhost_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
     if not any(check.tuner == 'vhost_net' for check in plan.checks):
         return []
     vhost = facts.get('vhost_net') or {}
@@ -264,7 +277,7 @@ def vhost_checks(plan, facts):
                          'vhost_net to /etc/modules)')]
 
 
-def _read_small(root, path):
+def _read_small(root: str, path: str) -> str | None:
     from kvmtune import inputs
     from kvmtune.errors import InputError
     try:
@@ -274,15 +287,16 @@ def _read_small(root, path):
         return None
 
 
-def tuned_checks(plan, root):
+def tuned_checks(plan: 'Plan', root: str) -> list[verify.Check]:
     # tuned's package ships this file (isolated_cores from a function):
     # only one written by "kvmtune export --target tuned" says the tuned
     # target was chosen for this host.
     text = _read_small(root, TUNED_VARIABLES)
     if text is None or 'Written by "kvmtune export"' not in text:
         return []
-    dedicated = (plan.nova_conf.get('compute') or {}).get(
-        'cpu_dedicated_set')
+    # a single-valued option: a string
+    dedicated = cast(str | None, (plan.nova_conf.get('compute') or {}).get(
+        'cpu_dedicated_set'))
     checks = []
     active = _read_small(root, TUNED_ACTIVE)
     if active is None:
@@ -319,7 +333,8 @@ def tuned_checks(plan, root):
     return checks
 
 
-def checks(plans, ctx):
+def checks(plans: Sequence['Plan'],
+           ctx: verify.Context) -> list[verify.Check]:
     """The host layer's checks for ``plans`` on ``ctx.root``."""
     from kvmtune.facts import hostfs
 

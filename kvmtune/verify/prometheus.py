@@ -19,6 +19,7 @@ one writer, kvmtune.fileio). Metrics:
 """
 
 import time
+from collections.abc import Sequence
 
 from kvmtune import fileio
 from kvmtune import verify
@@ -28,21 +29,22 @@ CHECKS = 'kvmtune_verify_checks'
 LAST_RUN = 'kvmtune_verify_last_run_timestamp_seconds'
 
 
-def _label(value):
+def _label(value: object) -> str:
     """A label value escaped as the text format wants: backslash, double
     quote and line feed."""
     return (str('' if value is None else value).replace('\\', '\\\\')
             .replace('"', '\\"').replace('\n', '\\n'))
 
 
-def labels(**labels):
+def labels(**labels: object) -> str:
     """``{name="value",...}`` in the text format, values escaped (the
     one label writer of kvmtune's textfiles, capacity's too)."""
     return '{' + ','.join(f'{name}="{_label(value)}"'
                           for name, value in labels.items()) + '}'
 
 
-def render(checks, host=None, now=None):
+def render(checks: Sequence[verify.Check], host: str | None = None,
+           now: float | None = None) -> str:
     """The textfile for ``checks`` (kvmtune.verify.Check list)."""
     now = time.time() if now is None else now
     hosts = sorted({check.host or host or '' for check in checks} or
@@ -71,7 +73,8 @@ def render(checks, host=None, now=None):
     return '\n'.join(lines) + '\n'
 
 
-def write(path, checks, host=None, now=None):
+def write(path: str, checks: Sequence[verify.Check], host: str | None = None,
+          now: float | None = None) -> None:
     """Write the textfile atomically (same directory, then rename)."""
     fileio.write_atomic(path, render(checks, host=host, now=now),
                         mode=0o644, source=path,
