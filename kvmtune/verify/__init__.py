@@ -106,7 +106,7 @@ class Context:
     config_files: list[str] | None = None
     config_dirs: list[str] | None = None
     service: str = 'compute'
-    cloud: object = None
+    cloud: Any = None
     libvirt_uri: str | None = None
     host: str | None = None
     facts: Facts | None = None

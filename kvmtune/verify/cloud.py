@@ -20,6 +20,10 @@ one-line error, never a traceback.
 """
 
 import socket
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import verify
 from kvmtune.cloud import flavors as cloud_flavors
@@ -29,10 +33,15 @@ from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
 
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
+
+Plans = Sequence['Plan']
+
 LAYER = 'cloud'
 
 
-def _planned(plans, option):
+def _planned(plans: Plans, option: str) -> Any:
     for plan in plans:
         value = plan.nova_conf.get('compute', {}).get(option)
         if value is not None:
@@ -40,14 +49,16 @@ def _planned(plans, option):
     return None
 
 
-def required_traits(plans):
+def required_traits(plans: Plans) -> list[str]:
     """The traits the plans' flavors require, sorted."""
     return sorted({key.partition(':')[2] for plan in plans
                    for key, value in plan.extra_specs.items()
                    if key.startswith('trait:') and value == 'required'})
 
 
-def inventory_checks(plans, inventories, where, restart_fix):
+def inventory_checks(plans: Plans, inventories: Any,
+                     where: dict[str, Any],
+                     restart_fix: str) -> list[verify.Check]:
     """PCPU and VCPU totals against the planned CPU sets (pure)."""
     found = []
     for option, rc in (('cpu_dedicated_set', 'PCPU'),
@@ -70,7 +81,8 @@ def inventory_checks(plans, inventories, where, restart_fix):
     return found
 
 
-def trait_check(plans, traits, where, tag_fix):
+def trait_check(plans: Plans, traits: Sequence[str] | set[str],
+                where: dict[str, Any], tag_fix: str) -> verify.Check | None:
     """The plans' required traits among the provider's (pure); None when
     the plans require none."""
     wanted = required_traits(plans)
@@ -86,7 +98,9 @@ def trait_check(plans, traits, where, tag_fix):
         fix=tag_fix if missing else None, **where)
 
 
-def flavor_checks(plans, flavor_list, cloud_name, where=None):
+def flavor_checks(plans: Plans, flavor_list: Sequence[dict[str, Any]],
+                  cloud_name: str, where: dict[str, Any] | None = None
+                  ) -> list[verify.Check]:
     """Each flavor kvmtune made for one of the plans' profiles against
     that profile's extra specs (pure)."""
     where = where or {}
@@ -122,7 +136,8 @@ def flavor_checks(plans, flavor_list, cloud_name, where=None):
     return found
 
 
-def provider_checks(plans, cloud, hostname, uuid):
+def provider_checks(plans: Plans, cloud: Any, hostname: str,
+                    uuid: str) -> list[verify.Check]:
     """Inventory and trait checks for one compute node's provider."""
     where = {'host': hostname}
     restart_fix = (f'restart nova-compute on {hostname} so it reports its '
@@ -146,11 +161,11 @@ def provider_checks(plans, cloud, hostname, uuid):
     return found
 
 
-def _compute_nodes(cloud):
+def _compute_nodes(cloud: Any) -> Any:
     return placement.Placement(cloud).compute_nodes()
 
 
-def checks(plans, ctx):
+def checks(plans: Plans, ctx: verify.Context) -> list[verify.Check]:
     where = {'host': ctx.host}
     if ctx.cloud is None:
         return [verify.unknown(LAYER, 'cloud', 'Placement and Nova read',
@@ -175,7 +190,8 @@ def checks(plans, ctx):
                                  {'host': node[0]})
 
 
-def fleet(plans_for, cloud):
+def fleet(plans_for: Callable[[str], Plans | None],
+          cloud: Any) -> list[verify.Check]:
     """The provider checks of every compute node in the cloud, each with
     the plans ``plans_for(hostname)`` returns (None: no facts for it, an
     UNKNOWN row), then the flavors once.
@@ -188,7 +204,8 @@ def fleet(plans_for, cloud):
         return [verify.unknown(LAYER, 'compute nodes',
                                'every compute node in Placement',
                                exc.line())]
-    found, seen = [], []
+    found: list[verify.Check] = []
+    seen: list['Plan'] = []
     for hostname, uuid in sorted(nodes):
         plans = plans_for(hostname)
         if plans is None:
@@ -207,7 +224,7 @@ def fleet(plans_for, cloud):
                                            'the profiles\' flavors',
                                            exc.line())]
         # Flavors are the cloud's, not a host's: one plan per profile.
-        first = {}
+        first: dict[str, 'Plan'] = {}
         for plan in seen:
             first.setdefault(plan.profile, plan)
         found.extend(flavor_checks(list(first.values()), listing,

@@ -20,16 +20,23 @@ and no files given, or /proc/<pid> unreadable: UNKNOWN with the reason.
 """
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune import verify
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.novaconf import effective
 from kvmtune.novaconf import services
 
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
+
 LAYER = 'novacompute'
 
 
-def _read(path, limit=1 << 20):
+def _read(path: str, limit: int = 1 << 20) -> bytes | None:
     from kvmtune import inputs
     from kvmtune.errors import InputError
     try:
@@ -38,10 +45,10 @@ def _read(path, limit=1 << 20):
         return None
 
 
-def environ_of(proc, pid):
+def environ_of(proc: str, pid: int) -> dict[str, str]:
     """The process's environment ({} when unreadable: not root)."""
     data = _read(os.path.join(proc, str(pid), 'environ'))
-    env = {}
+    env: dict[str, str] = {}
     for item in (data or b'').split(b'\0'):
         key, sep, value = item.decode('utf-8', 'replace').partition('=')
         if sep:
@@ -49,7 +56,7 @@ def environ_of(proc, pid):
     return env
 
 
-def started_at(proc, pid):
+def started_at(proc: str, pid: int) -> float | None:
     """The process's start as Unix time, or None: /proc/<pid>/stat field
     22 (clock ticks after boot) plus /proc/stat's btime (proc(5))."""
     stat = _read(os.path.join(proc, str(pid), 'stat'))
@@ -67,7 +74,7 @@ def started_at(proc, pid):
     return btime + ticks / os.sysconf('SC_CLK_TCK')
 
 
-def _same(option, planned, live):
+def _same(option: str, planned: Any, live: Any) -> bool:
     if isinstance(planned, list):
         return live is not None and all(item in live for item in planned)
     if live is None:
@@ -83,13 +90,13 @@ def _same(option, planned, live):
     return planned == live
 
 
-def _shown(value):
+def _shown(value: Any) -> str:
     if isinstance(value, list):
         return '; '.join(value)
     return 'unset' if value is None else value
 
 
-def _reads(service, section, option):
+def _reads(service: str, section: str, option: str) -> bool:
     try:
         readers = services.readers(section, option)
     except services.UnknownOption:
@@ -99,7 +106,8 @@ def _reads(service, section, option):
     return service in readers
 
 
-def _target(ctx):
+def _target(ctx: verify.Context) -> tuple[
+        list[str] | None, int | None, dict[str, str], str | None]:
     """(argv, pid or None, environ, why-not) of the service to check."""
     name = f'nova-{ctx.service}'
     if ctx.config_files or ctx.config_dirs:
@@ -119,11 +127,12 @@ def _target(ctx):
     return argv, pid, environ_of(proc, pid), None
 
 
-def checks(plans, ctx):
+def checks(plans: Sequence['Plan'],
+           ctx: verify.Context) -> list[verify.Check]:
     """The nova-compute layer's checks for ``plans``."""
     name = f'nova-{ctx.service}'
     argv, pid, env, why = _target(ctx)
-    planned = []
+    planned: list[tuple[str, str, str, Any]] = []
     for plan in plans:
         for section, options in plan.nova_conf.items():
             for option, value in options.items():
@@ -133,9 +142,10 @@ def checks(plans, ctx):
         return [verify.unknown(LAYER, f'{name} options', 'running', why,
                                host=ctx.host)]
     reader = effective.Reader(ctx.root, home=env.get('HOME'))
-    eff = effective.effective(argv, reader, environ=env)
+    # argv is None only with a why, returned above
+    eff = effective.effective(cast(list[str], argv), reader, environ=env)
     found = []
-    seen = set()
+    seen: set[tuple[str, str, str]] = set()
     for profile, section, option, value in planned:
         key = (section, option, str(value))
         if key in seen:
@@ -170,7 +180,8 @@ def checks(plans, ctx):
     return found
 
 
-def _restart(ctx, pid, eff, name):
+def _restart(ctx: verify.Context, pid: int, eff: effective.Effective,
+             name: str) -> verify.Check:
     proc = os.path.join(ctx.root, 'proc')
     started = started_at(proc, pid)
     expected = 'started after its files last changed'
