@@ -21,10 +21,12 @@ Example:
   kvmtune baseline --workload fio-randread-4k --output baseline.json
 """
 
+import argparse
+
 from kvmtune.errors import InputError
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--workload', required=True,
                         help='Workload name (kvmtune/data/workloads).')
     where = parser.add_mutually_exclusive_group()
@@ -58,7 +60,7 @@ def parse_params(pairs):
     return params
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.bench import baseline
     from kvmtune import workloads
 

@@ -46,11 +46,13 @@ Examples:
   kvmtune bench local --vms 1 --workload sysbench-cpu --json cpu.json
 """
 
+import argparse
+
 from kvmtune.bench.compare import CHOICES
 from kvmtune.errors import InputError
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--vms', type=int, required=True,
                         help='Guests to boot at once.')
     parser.add_argument('--workload', required=True,
@@ -243,7 +245,7 @@ def _save(doc, path):
     print(f'written {path}')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.bench import qemu
     from kvmtune.cmd.baseline import parse_params
     from kvmtune import workloads

@@ -17,6 +17,7 @@ cannot start (--l1-cpu EPYC,-svm, a module that refuses), its row says
 why. Exit 0 when every cell is valid, 1 when one is not, 2 on bad input.
 """
 
+import argparse
 import json
 import sys
 
@@ -26,7 +27,7 @@ COLUMNS = ['level', 'status', 'events_s', 'iops', 'bw_MiB_s',
            'lat_mean_us', 'seconds', 'reason']
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--workload',
                         help='a disk or CPU/memory workload '
                              '(e.g. sysbench-cpu, fio-randread-4k)')
@@ -67,7 +68,7 @@ def _log(line):
     print(f'bench nested: {line}', file=sys.stderr, flush=True)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.errors import InputError
     from kvmtune import fileio
     from kvmtune import workloads

@@ -21,6 +21,7 @@ is marked partial (count "?", with the reason); the totals say so.
 Exit 0 (also when partial), 2 on bad input.
 """
 
+import argparse
 import sys
 
 from kvmtune.cmd import output
@@ -28,7 +29,7 @@ from kvmtune.cmd import output
 COLUMNS = ['host', 'flavor', 'fits', 'limit', 'aggregates']
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
                         help='cloud name in clouds.yaml (an admin one)')
     parser.add_argument('--flavor', action='append', metavar='NAME',
@@ -86,7 +87,7 @@ def dedicated_set(path):
                          ) from None
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import capacity
     from kvmtune.capacity import prometheus
     from kvmtune.cloud.connection import Cloud

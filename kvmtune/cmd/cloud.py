@@ -21,11 +21,12 @@ kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
 services stopped. doc/testcloud.md describes what runs and why.
 """
 
+import argparse
 import shlex
 import subprocess
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest='cloud_command', metavar='SUBCOMMAND')
     sub.required = True
     p = sub.add_parser('install', help='install what is missing (apt, the '
@@ -82,7 +83,7 @@ def _count(text):
         raise argparse.ArgumentTypeError('not a number: %r' % text)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.errors import CloudError
     from kvmtune.testcloud import api
     from kvmtune.testcloud import rest

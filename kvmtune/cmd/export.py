@@ -50,6 +50,7 @@ overwritten: the run stops naming the key, and nothing is written. A second
 run with the same facts changes no byte.
 """
 
+import argparse
 import sys
 
 from kvmtune import cmd
@@ -58,7 +59,7 @@ TARGETS = ('oslo-dropin', 'kolla', 'openstack-ansible', 'helm',
            'provider-config', 'tuned')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_profile(parser)
     parser.add_argument('--target', required=True, metavar='TARGET',
                         help='one of: ' + ', '.join(TARGETS))
@@ -126,7 +127,7 @@ def cmdlines(args):
     return found, under
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import export
     from kvmtune import facts as host_facts
     from kvmtune import plan as plans

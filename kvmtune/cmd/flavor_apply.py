@@ -24,10 +24,12 @@ a stopped run left unfinished is named incomplete and finished
 (doc/design.md 9.8).
 """
 
+import argparse
+
 from kvmtune import cmd
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_os_cloud(parser)
     cmd.add_profile(parser)
     parser.add_argument('--from', dest='base', metavar='BASE',
@@ -39,7 +41,7 @@ def add_arguments(parser):
     cmd.add_dry_run(parser)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.cloud import flavors as tuned
 
     tuned.apply_profile(args.os_cloud, args.profile, base=args.base,

@@ -12,13 +12,15 @@ specs; doc/design.md 9.8) is named incomplete and differs. Only GET
 requests are sent.
 """
 
+import argparse
+
 from kvmtune import cmd
 from kvmtune.cmd.flavor_output import print_diff
 
 DIFFERS = 3
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_os_cloud(parser)
     cmd.add_profile(parser)
     parser.add_argument('--name', required=True,
@@ -26,7 +28,7 @@ def add_arguments(parser):
     cmd.add_facts_source(parser)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.cloud import flavors as tuned
     from kvmtune.cloud import planning
     from kvmtune.cloud.connection import Cloud

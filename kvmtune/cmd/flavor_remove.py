@@ -14,12 +14,14 @@ says so); any other flavor is refused. A second run changes nothing and
 sends no write request.
 """
 
+import argparse
+
 from kvmtune import cmd
 from kvmtune.cmd.flavor_output import print_diff
 from kvmtune.errors import InputError
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_os_cloud(parser)
     cmd.add_profile(parser)
     parser.add_argument('--name', required=True, help='The tuned flavor.')
@@ -29,7 +31,7 @@ def add_arguments(parser):
     cmd.add_dry_run(parser)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.cloud import flavors as tuned
     from kvmtune.cloud import planning
     from kvmtune.cloud.connection import Cloud

@@ -16,18 +16,19 @@ kvmtune does not ask yet; it has the shape of tests/fixtures/hosts/real/.
 DIR must be empty or not exist yet.
 """
 
+import argparse
 import os
 import sys
 
 from kvmtune.errors import InputError
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('directory', metavar='DIR',
                         help='where to write the captured tree')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.facts import capture
     target = args.directory
     if not target.strip():

@@ -13,6 +13,7 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 ``qemu-system-x86_64 --version``; nothing else is run.
 """
 
+import argparse
 import json
 import sys
 
@@ -20,7 +21,7 @@ from kvmtune.errors import InputError
 from kvmtune.cmd import output
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument('--root', metavar='DIR',
                         help='read a tree made by "kvmtune host capture" '
@@ -36,7 +37,7 @@ def add_arguments(parser):
                         help='write to FILE (atomically) instead of stdout')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import facts as host_facts
     if args.versions and (args.root or args.facts):
         raise InputError('--versions asks this host\'s libvirtd and QEMU, '

@@ -16,12 +16,13 @@ kvmtune's; a capability the host lost takes only its own trait away. A
 second run finds nothing to change and sends no write request.
 """
 
+import argparse
 import socket
 
 from kvmtune import cmd
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_os_cloud(parser)
     parser.add_argument('--hypervisor', metavar='NAME',
                         help='Hypervisor hostname of the compute node '
@@ -30,7 +31,7 @@ def add_arguments(parser):
     cmd.add_dry_run(parser)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import facts as host_facts
     from kvmtune import traits
     from kvmtune.cloud import placement

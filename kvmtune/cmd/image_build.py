@@ -28,7 +28,7 @@ more).
 import argparse
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--output', metavar='DIR',
                         help='Image directory (default $KVMTUNE_IMAGE_DIR '
                              'or /var/lib/kvmtune/images).')
@@ -54,7 +54,7 @@ def _mb(n):
     return f'{n / 1e6:.1f} MB' if n is not None else 'n/a'
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.errors import InputError
     from kvmtune.image import build
 

@@ -19,13 +19,14 @@ SLA said (the verdict is printed); 1 with --strict when an SLA failed;
 2 when a step could not run.
 """
 
+import argparse
 import os
 
 DEFAULT_STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
                                    '/var/lib/kvmtune/main-job')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--os-cloud', metavar='CLOUD',
                         help='Use this cloud (clouds.yaml, admin) instead '
                              'of bringing up the embedded test cloud; '
@@ -69,7 +70,7 @@ def add_arguments(parser):
                              'Rally, the cloud); it always goes to the log.')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.errors import InputError
     from kvmtune.mainjob import job
 

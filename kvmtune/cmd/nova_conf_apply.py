@@ -41,12 +41,13 @@ this host without it, the running services' /proc/<pid>/cmdline are
 checked the same way and each such option is a notice.
 """
 
+import argparse
 import sys
 
 from kvmtune import cmd
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_profile(parser)
     parser.add_argument('--config', metavar='PATH',
                         help='the nova.conf to edit (default: [nova] '
@@ -97,7 +98,7 @@ def service_cmdlines(args, service):
             if name in wanted], False
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
     from kvmtune import novaconf
     from kvmtune import plan as plans

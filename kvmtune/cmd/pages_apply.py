@@ -13,10 +13,16 @@ pages rarely exist after boot) every pool is put back and the command
 fails with the kernel arguments that reserve them at boot instead.
 """
 
+import argparse
+from typing import TYPE_CHECKING
+
 from kvmtune.errors import InputError
 
+if TYPE_CHECKING:
+    from kvmtune.plan import HugepageRequest
 
-def add_arguments(parser):
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('pools', nargs='*', metavar='NODE:SIZE:COUNT',
                         help='a pool and its page count, e.g. 0:2M:512')
     parser.add_argument('--profile', metavar='NAME|FILE',
@@ -24,7 +30,7 @@ def add_arguments(parser):
                              'this host (its "hugepages" key)')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import pages
 
     if bool(args.pools) == bool(args.profile):
@@ -38,7 +44,7 @@ def run(args):
         # never applied in part
         plan, = plans.for_host([args.profile],
                                config_files=args.config_file or ())
-        pools = plan.hugepages
+        pools: list[pages.Pool] | list[HugepageRequest] = plan.hugepages
         if not pools:
             print(f'profile {plan.profile} plans no huge page pool')
             return 0

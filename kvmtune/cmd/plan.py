@@ -21,13 +21,14 @@ the option, exit 2.
 plan. The JSON keys are stable (doc/design.md section 4).
 """
 
+import argparse
 import sys
 
 from kvmtune import cmd
 from kvmtune.cmd import output
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_profile(parser)
     cmd.add_facts_source(parser)
     output.add_format(parser, columns=False,
@@ -40,7 +41,7 @@ def add_arguments(parser):
                              'the newest kvmtune knows')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import facts as host_facts
     from kvmtune import plan as plans
     from kvmtune import profiles

@@ -7,16 +7,17 @@ profile_dirs`` in kvmtune.conf (a later directory wins on equal names).
   kvmtune profile list --format json
 """
 
+import argparse
 import sys
 
 from kvmtune.cmd import output
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_format(parser, legacy={'text': 'table'})
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import profiles
 
     dirs = profiles.configured_dirs(args.config_file)

@@ -7,20 +7,21 @@ you read is what ``kvmtune plan`` uses.
   kvmtune profile show io-tuned --format json
 """
 
+import argparse
 import json
 import sys
 
 from kvmtune.cmd import output
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('name', metavar='NAME|FILE',
                         help='profile name or profile YAML file')
     output.add_format(parser, default='yaml', columns=False,
                       formats=('yaml', 'json'))
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     import yaml
 
     from kvmtune import profiles

@@ -17,13 +17,15 @@ Exit status: 0 done; 2 an unknown cloud, credentials the cloud refuses,
 a Rally database that cannot be written (one line).
 """
 
+import argparse
+
 COLUMNS = ['field', 'value']
 FIELDS = ('name', 'cloud', 'auth_url', 'username', 'project_name',
           'region_name', 'environment', 'replaced', 'current', 'database',
           'rally_config')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kvmtune.cmd import output
 
     parser.add_argument('--os-cloud', metavar='CLOUD',
@@ -36,7 +38,7 @@ def add_arguments(parser):
     output.add_format(parser, formats=('table', 'json', 'yaml', 'value'))
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     import sys
 
     from kvmtune.cmd import output

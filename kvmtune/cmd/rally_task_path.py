@@ -9,14 +9,16 @@ beside its Rally plugins; without a name this lists them with their paths.
 Rally itself comes with the bench extra: pip install 'kvmtune[bench]'.
 """
 
+import argparse
 
-def add_arguments(parser):
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('name', nargs='?', metavar='TASK',
                         help='task name, e.g. disk-scaling or '
                              'network-scaling (default: list them all)')
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune.mainjob import rally
 
     if args.name:

@@ -26,8 +26,10 @@ tables and the plot. Figures from QEMU without KVM (TCG) are labelled
 "emulated" in the table, the plot and the page.
 """
 
+import argparse
 
-def add_arguments(parser):
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('results', metavar='RESULTS.json', nargs='+',
                         help='Rally task result (report --json or '
                              'results), bench local --json, bench nested '
@@ -73,7 +75,7 @@ def _same_file(a, b):
         return False
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import report
 
     _check_outputs(args)

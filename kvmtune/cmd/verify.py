@@ -28,6 +28,7 @@ cloud answering 5xx); UNKNOWN never counts as a pass. Exit status: 0 in
 sync, 1 when anything drifted, 2 when verify could not run (bad input).
 """
 
+import argparse
 import importlib.util
 import sys
 
@@ -38,7 +39,7 @@ COLUMNS = ['layer', 'check', 'expected', 'live', 'status', 'fix']
 LAYERS = ('host', 'novacompute', 'cloud', 'guests')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument('--profile', action='append', metavar='NAME|FILE',
                        help='a profile that was applied (repeatable, as '
@@ -116,7 +117,7 @@ def _layers(args):
             if layer != 'cloud' or args.os_cloud]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int | None:
     from kvmtune import plan as plans
     from kvmtune import verify
 

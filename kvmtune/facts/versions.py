@@ -8,6 +8,9 @@ import os
 import re
 import shutil
 import subprocess
+from typing import cast
+
+from kvmtune.facts.types import Versions
 
 COMMANDS = {
     'libvirt': ['libvirtd', '--version'],
@@ -35,6 +38,7 @@ def _version(argv: list[str]) -> str | None:
     return match.group(1) if match else None
 
 
-def probe() -> dict[str, str | None]:
+def probe() -> Versions:
     """{'libvirt': '9.0.0' | None, 'qemu': '7.2.19' | None}."""
-    return {name: _version(argv) for name, argv in COMMANDS.items()}
+    return cast(Versions, {name: _version(argv)
+                           for name, argv in COMMANDS.items()})
