@@ -23,8 +23,12 @@ Exit 0 (also when partial), 2 on bad input.
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from kvmtune.cmd import output
+
+if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
 
 COLUMNS = ['host', 'flavor', 'fits', 'limit', 'aggregates']
 
@@ -56,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'textfile collector (atomically)')
 
 
-def facts_dir(directory):
+def facts_dir(directory: str
+              ) -> tuple[dict[str, 'Facts'], dict[str, set[int]]]:
     """({host name: facts} from DIR/*.json, {host name: dedicated CPUs}
     from the ``[compute] cpu_dedicated_set`` of DIR/*.conf)."""
     from kvmtune import facts
@@ -69,7 +74,7 @@ def facts_dir(directory):
             {host: dedicated_set(path) for host, path in confs.items()})
 
 
-def dedicated_set(path):
+def dedicated_set(path: str) -> set[int]:
     """The CPUs of ``[compute] cpu_dedicated_set`` in a nova.conf (an empty
     set when it sets none)."""
     from kvmtune.errors import InputError

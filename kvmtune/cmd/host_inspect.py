@@ -16,9 +16,19 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 import argparse
 import json
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.cmd import output
+
+if TYPE_CHECKING:   # kvmtune.facts imports only when run() needs it
+    from kvmtune.facts.types import CpuFacts
+    from kvmtune.facts.types import Facts
+    from kvmtune.facts.types import HugepagePool
+    from kvmtune.facts.types import KernelArgs
+    from kvmtune.facts.types import VirtFacts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,9 +74,9 @@ def run(args: argparse.Namespace) -> int | None:
     return 0
 
 
-def to_json(facts):
+def to_json(facts: 'Facts | dict[str, Any]') -> str:
     """Indented JSON with short lists (CPUs, a pool) kept on one line."""
-    def encode(value, indent):
+    def encode(value: Any, indent: int) -> str:
         if isinstance(value, dict) and value:
             pad = '  ' * (indent + 1)
             items = [f'{pad}{json.dumps(k)}: {encode(v, indent + 1)}'
@@ -81,7 +91,7 @@ def to_json(facts):
     return encode(facts, 0) + '\n'
 
 
-def write_atomic(path, text):
+def write_atomic(path: str, text: str) -> None:
     """Write path with kvmtune.fileio (a device, FIFO or directory is
     refused, the file replaced in one rename); leave it alone if equal."""
     from kvmtune import fileio
@@ -101,28 +111,28 @@ def write_atomic(path, text):
     print(f'{path}: written', file=sys.stderr)
 
 
-def _yes(value):
+def _yes(value: bool | None) -> str:
     return {True: 'yes', False: 'no', None: 'unknown'}[value]
 
 
-def _size(kb):
+def _size(kb: int) -> str:
     for unit, factor in (('G', 1024 * 1024), ('M', 1024)):
         if kb % factor == 0:
             return f'{kb // factor}{unit}'
     return f'{kb}k'
 
 
-def _pools(pools):
+def _pools(pools: 'Iterable[HugepagePool]') -> str:
     return ', '.join(f'{_size(p["size_kb"])} {p["total"]} ({p["free"]} '
                      f'free)' for p in pools) or 'none'
 
 
-def _cpus(cpus):
+def _cpus(cpus: Iterable[int]) -> str:
     from kvmtune.facts.cpulist import format_cpulist
     return format_cpulist(cpus) or '-'
 
 
-def _smt(cpu):
+def _smt(cpu: 'CpuFacts') -> str:
     if cpu['thread_siblings'] is None:
         return 'unknown (the kernel lists no thread siblings)'
     pairs = [group for group in cpu['thread_siblings'] if len(group) > 1]
@@ -133,9 +143,9 @@ def _smt(cpu):
     return f'{len(pairs)} sibling groups: {shown}{more}'
 
 
-def _shape(cpu):
+def _shape(cpu: 'CpuFacts') -> str:
     """``2 socket(s) x 8 cores x 2 thread(s)``; ``?`` where unknown."""
-    def say(value):
+    def say(value: object) -> object:
         return '?' if value is None else value
     threads = f'{say(cpu["threads_per_core"])} thread(s)'
     if cpu['cores_per_socket'] is not None:
@@ -145,13 +155,13 @@ def _shape(cpu):
             f'socket(s), up to {threads} per core')
 
 
-def _node_cpus(cpus):
+def _node_cpus(cpus: list[int] | None) -> str:
     if cpus is None:
         return 'unknown'
     return _cpus(cpus) if cpus else 'none (memory only)'
 
 
-def _virt(virt):
+def _virt(virt: 'VirtFacts') -> str:
     usable = _yes(virt['kvm_usable'])
     if virt.get('kvm_error'):
         usable += f' ({virt["kvm_error"]})'
@@ -165,8 +175,8 @@ def _virt(virt):
             f'EPT/NPT {_yes(virt["ept"])}{guest}')
 
 
-def _kernel_args(args):
-    parts = []
+def _kernel_args(args: 'KernelArgs') -> str:
+    parts: list[str] = []
     if args['isolcpus']:
         flags = ','.join(args['isolcpus_flags'])
         parts.append(f'isolcpus {_cpus(args["isolcpus"])}'
@@ -182,7 +192,7 @@ def _kernel_args(args):
     return '; '.join(parts) or 'none that kvmtune tunes'
 
 
-def to_table(facts, versions_asked=False):
+def to_table(facts: 'Facts', versions_asked: bool = False) -> str:
     cpu, virt, mem = facts['cpu'], facts['virt'], facts['memory']
     vhost = facts['vhost_net']
     versions = facts['versions']

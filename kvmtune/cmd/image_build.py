@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'dpkg-dev.')
 
 
-def _mb(n):
+def _mb(n: float | None) -> str:
     return f'{n / 1e6:.1f} MB' if n is not None else 'n/a'
 
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _nested(args):
+def _nested(args: argparse.Namespace) -> int:
     from kvmtune.image import nested
 
     manifest = nested.build_nested(args.output, static_fio=args.static_fio)

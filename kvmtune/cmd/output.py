@@ -13,16 +13,22 @@ say what happened to each file in one line from ``wrote()``.
 doc/design.md section 9 is the contract.
 """
 
+import argparse
 import json
 import sys
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import TextIO
 
 from kvmtune.errors import InputError
 
 FORMATS = ('table', 'json', 'yaml', 'value')
 
 
-def add_format(parser, default='table', columns=True, formats=FORMATS,
-               legacy=None):
+def add_format(parser: argparse.ArgumentParser, default: str = 'table',
+               columns: bool = True, formats: Sequence[str] = FORMATS,
+               legacy: Mapping[str, str] | None = None) -> None:
     """-f/--format and, for a table, -c/--column.
 
     ``formats``: a command that prints one document, not rows, has no
@@ -45,7 +51,7 @@ def add_format(parser, default='table', columns=True, formats=FORMATS,
                                  'table and value formats)')
 
 
-def format_of(args, stream=None):
+def format_of(args: argparse.Namespace, stream: TextIO | None = None) -> str:
     """The format asked for, an old spelling turned into its new one with
     a deprecation line on stderr."""
     legacy = getattr(args, '_format_legacy', None) or {}
@@ -58,13 +64,14 @@ def format_of(args, stream=None):
     return args.format
 
 
-def add_output(parser, what='file', required=False):
+def add_output(parser: argparse.ArgumentParser, what: str = 'file',
+               required: bool = False) -> None:
     """-o/--output PATH for a file (or directory) the command writes."""
     parser.add_argument('-o', '--output', metavar='PATH', required=required,
                         help=f'write the {what} to PATH')
 
 
-def _selected(columns, wanted):
+def _selected(columns: Sequence[str], wanted: Sequence[str]) -> list[str]:
     if not wanted:
         return list(columns)
     unknown = [name for name in wanted if name not in columns]
@@ -74,7 +81,7 @@ def _selected(columns, wanted):
     return list(wanted)
 
 
-def _cell(value):
+def _cell(value: object) -> str:
     if value is None:
         return ''
     if isinstance(value, float):
@@ -85,13 +92,13 @@ def _cell(value):
     return ' '.join(str(value).split())
 
 
-def table(columns, rows):
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Aligned text of ``rows`` (sequences in ``columns`` order)."""
     cells = [[_cell(value) for value in row] for row in rows]
     widths = [max([len(name)] + [len(row[i]) for row in cells])
               for i, name in enumerate(columns)]
 
-    def line(values):
+    def line(values: Sequence[str]) -> str:
         return '  '.join(value.ljust(width) for value, width
                          in zip(values, widths)).rstrip()
 
@@ -100,7 +107,9 @@ def table(columns, rows):
     return '\n'.join(out) + '\n'
 
 
-def emit(args, columns, rows, document=None, stream=None):
+def emit(args: argparse.Namespace, columns: Sequence[str],
+         rows: Sequence[Sequence[Any]], document: Any = None,
+         stream: TextIO | None = None) -> None:
     """Print ``rows`` (sequences in ``columns`` order) as ``args.format``.
 
     ``document``, when given, is what json and yaml print instead of the
@@ -129,7 +138,8 @@ def emit(args, columns, rows, document=None, stream=None):
     stream.write(table(shown, picked))
 
 
-def wrote(path, changed=True, stream=None):
+def wrote(path: str, changed: bool = True,
+          stream: TextIO | None = None) -> None:
     """The one line a command prints for a file it wrote (or left)."""
     stream = stream or sys.stdout
     stream.write(f'{"wrote" if changed else "unchanged"} {path}\n')

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='Write a self-contained HTML report here.')
 
 
-def _check_outputs(args):
+def _check_outputs(args: argparse.Namespace) -> None:
     """Every output writable and none of them an input, before the first
     is written (a PNG written, then the HTML refused, was half a run)."""
     import os
@@ -66,7 +66,7 @@ def _check_outputs(args):
                          source=args.png, fix='give two paths')
 
 
-def _same_file(a, b):
+def _same_file(a: str, b: str) -> bool:
     import os
 
     try:

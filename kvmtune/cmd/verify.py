@@ -31,9 +31,15 @@ sync, 1 when anything drifted, 2 when verify could not run (bad input).
 import argparse
 import importlib.util
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import cmd
 from kvmtune.cmd import output
+
+if TYPE_CHECKING:
+    from kvmtune.verify import Check
 
 COLUMNS = ['layer', 'check', 'expected', 'live', 'status', 'fix']
 LAYERS = ('host', 'novacompute', 'cloud', 'guests')
@@ -92,14 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'atomically)')
 
 
-def available_layers():
+def available_layers() -> list[str]:
     """The layers this kvmtune has (a layer module that is not there is
     not offered, never faked)."""
     return [layer for layer in LAYERS
             if importlib.util.find_spec(f'kvmtune.verify.{layer}')]
 
 
-def _layers(args):
+def _layers(args: argparse.Namespace) -> list[str]:
     have = available_layers()
     if args.layer:
         from kvmtune.errors import InputError
@@ -149,7 +155,7 @@ def run(args: argparse.Namespace) -> int | None:
                  layers, host=ctx.host)
 
 
-def run_fleet(args):
+def run_fleet(args: argparse.Namespace) -> int:
     """--all-hosts: the cloud layer for every compute node."""
     import os
 
@@ -179,7 +185,7 @@ def run_fleet(args):
                          'HOST.json facts files')
     fixed = [plans.load(args.plan)] if args.plan else None
 
-    def plans_for(hostname):
+    def plans_for(hostname: str) -> list[plans.Plan] | None:
         if fixed is not None:
             return fixed
         path = os.path.join(args.facts_dir, f'{hostname}.json')
@@ -191,12 +197,17 @@ def run_fleet(args):
 
     cloud = Cloud.connect(args.os_cloud)
     checks = cloud_layer.fleet(plans_for, cloud)
+    # --profile and --plan: one of them, required (add_arguments)
     return _show(args, checks, ['host'] + COLUMNS,
-                 args.profile or [plan.profile for plan in fixed],
+                 args.profile or [
+                     plan.profile
+                     for plan in fixed],  # type: ignore[union-attr]
                  ['cloud'])
 
 
-def _show(args, checks, columns, profiles, layers, host=None):
+def _show(args: argparse.Namespace, checks: Sequence['Check'],
+          columns: list[str], profiles: Any, layers: Sequence[str],
+          host: str | None = None) -> int:
     """Print the checks (table or the JSON/YAML document), write the
     Prometheus file when asked; the exit status."""
     from kvmtune import verify
@@ -221,7 +232,7 @@ def _show(args, checks, columns, profiles, layers, host=None):
     return verify.exit_code(checks)
 
 
-def domain_files(directory):
+def domain_files(directory: str | None) -> list[tuple[str, str]] | None:
     """[(file name, XML)] of the *.xml files in directory, or None."""
     if directory is None:
         return None
@@ -237,7 +248,7 @@ def domain_files(directory):
     return found
 
 
-def summary(checks):
+def summary(checks: Sequence['Check']) -> dict[str, int]:
     from kvmtune import verify
     return {status: sum(1 for c in checks if c.status == status)
             for status in verify.STATUSES}
