@@ -21,10 +21,21 @@ partial with the reason, never counted as 0 or as room.
 """
 
 import dataclasses
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune.capacity import numa as numa_fit
 from kvmtune.capacity import request as requests
 from kvmtune.errors import InputError
+
+if TYPE_CHECKING:
+    from kvmtune.capacity.placement import Host
+    from kvmtune.plan import Plan
 
 
 @dataclasses.dataclass
@@ -35,34 +46,34 @@ class Fit:
     count: int | None = None   # None: not known (partial, see reason)
     limit: str | None = None
     reason: str | None = None
-    aggregates: list = dataclasses.field(default_factory=list)
+    aggregates: list[str] = dataclasses.field(default_factory=list)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
 class Capacity:
     """Every (host, flavor) fit, and the totals."""
-    fits: list
+    fits: list[Fit]
     calls: int = 0
 
     @property
-    def partial(self):
+    def partial(self) -> bool:
         return any(fit.count is None for fit in self.fits)
 
-    def by_flavor(self):
+    def by_flavor(self) -> dict[str, tuple[int, bool]]:
         """{flavor: (instances that fit in all, partial?)}."""
-        totals = {}
+        totals: dict[str, tuple[int, bool]] = {}
         for fit in self.fits:
             count, partial = totals.get(fit.flavor, (0, False))
             totals[fit.flavor] = (count + (fit.count or 0),
                                   partial or fit.count is None)
         return totals
 
-    def by_aggregate(self):
+    def by_aggregate(self) -> dict[tuple[str, str], tuple[int, bool]]:
         """{(aggregate, flavor): (instances, partial?)}."""
-        totals = {}
+        totals: dict[tuple[str, str], tuple[int, bool]] = {}
         for fit in self.fits:
             for aggregate in fit.aggregates:
                 key = (aggregate, fit.flavor)
@@ -71,7 +82,7 @@ class Capacity:
                                partial or fit.count is None)
         return totals
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             'fits': [fit.to_dict() for fit in self.fits],
             'totals': {flavor: {'count': count, 'partial': partial}
@@ -86,7 +97,8 @@ class Capacity:
         }
 
 
-def placement_fit(host, request):
+def placement_fit(host: 'Host', request: requests.Request
+                  ) -> tuple[int, str | None]:
     """(count, limit) from the node's Placement view alone."""
     # a forbidden trait first: COMPUTE_STATUS_DISABLED (a disabled
     # compute) is the reason before anything the flavor asks for
@@ -96,7 +108,7 @@ def placement_fit(host, request):
     for trait in sorted(request.required):
         if trait not in host.traits:
             return 0, f'trait:{trait}'
-    best = None
+    best: tuple[int, str] | None = None
     for rc, amount in sorted(request.resources.items()):
         inv = host.inventories.get(rc)
         if inv is None:
@@ -114,7 +126,9 @@ def placement_fit(host, request):
     return best if best is not None else (0, None)
 
 
-def cpu_sets(host, facts, plans, dedicated=None):
+def cpu_sets(host: 'Host', facts: Mapping[str, Any],
+             plans: Sequence['Plan'] | None,
+             dedicated: Iterable[int] | None = None) -> set[int] | None:
     """The node's dedicated CPUs for the NUMA fit, or None (unknown).
 
     The node's own ``[compute] cpu_dedicated_set`` when given (its
@@ -127,8 +141,8 @@ def cpu_sets(host, facts, plans, dedicated=None):
         return set(dedicated)
     for plan in plans or ():
         value = plan.nova_conf.get('compute', {}).get('cpu_dedicated_set')
-        if value is not None:
-            return set(parse_cpu_spec(value))
+        if value is not None:   # a single-valued option: a string
+            return set(parse_cpu_spec(cast(str, value)))
     online = set((facts.get('cpu') or {}).get('online') or ())
     pcpu = host.inventories.get('PCPU')
     if pcpu is None:
@@ -138,8 +152,11 @@ def cpu_sets(host, facts, plans, dedicated=None):
     return None
 
 
-def host_fit(host, request, facts=None, plans=None, servers=None,
-             dedicated=None):
+def host_fit(host: 'Host', request: requests.Request,
+             facts: Mapping[str, Any] | None = None,
+             plans: Sequence['Plan'] | None = None,
+             servers: Sequence[tuple[Any, Any]] | None = None,
+             dedicated: Iterable[int] | None = None) -> Fit:
     """One Fit for a node already read."""
     fit = Fit(host=host.name, flavor=request.flavor,
               aggregates=list(host.aggregates))
@@ -171,8 +188,13 @@ def host_fit(host, request, facts=None, plans=None, servers=None,
     return fit
 
 
-def compute(cloud, flavor_names=None, *, facts_by_host=None, hosts=None,
-            aggregates=None, plans_for=None, dedicated_by_host=None):
+def compute(cloud: Any, flavor_names: Sequence[str] | None = None, *,
+            facts_by_host: Mapping[str, Any] | None = None,
+            hosts: Sequence[str] | None = None,
+            aggregates: Sequence[str] | None = None,
+            plans_for: Callable[[Any], Sequence['Plan']] | None = None,
+            dedicated_by_host: Mapping[str, set[int]] | None = None
+            ) -> Capacity:
     """The capacity of the cloud for the flavors named (default: every
     flavor with kvmtune's mark).
 

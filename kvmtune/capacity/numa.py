@@ -23,6 +23,13 @@ vPMEM affinity, ``[compute] packing_host_numa_cells_allocation_strategy``
 """
 
 import dataclasses
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+
+if TYPE_CHECKING:
+    from kvmtune.capacity.request import NumaRequest
 
 SMALL_KB = 4
 
@@ -31,32 +38,34 @@ SMALL_KB = 4
 class Node:
     """One host NUMA node's free resources for guests."""
     id: int
-    pcpus: set            # dedicated CPUs not pinned by a guest
-    cores: list           # [set of sibling CPUs] among the dedicated ones
-    pages: dict           # {size_kb: free pages}; SMALL_KB: small pages
+    pcpus: set[int]       # dedicated CPUs not pinned by a guest
+    # [set of sibling CPUs] among the dedicated ones
+    cores: list[frozenset[int]]
+    pages: dict[int, int]  # {size_kb: free pages}; SMALL_KB: small pages
     smt: bool = False     # a core of the node has more than one thread
 
 
-def host_nodes(facts, dedicated, servers):
+def host_nodes(facts: Mapping[str, Any], dedicated: Iterable[int],
+               servers: Iterable[tuple[Any, Any]]) -> list[Node]:
     """The nodes of a host with what its servers already use.
 
     :param facts: kvmtune facts (numa nodes with cpus, memory_mb, pools)
     :param dedicated: the host's cpu_dedicated_set (a set of CPUs)
     :param servers: [(server, topology or None)] on this host
     """
-    siblings = {}
+    siblings: dict[int, frozenset[int]] = {}
     for group in (facts.get('cpu') or {}).get('thread_siblings') or ():
         for cpu in group:
             siblings[cpu] = frozenset(group)
-    nodes = {}
+    nodes: dict[int, Node] = {}
     for node in facts['numa']['nodes']:
         cpus = set(node.get('cpus') or ()) & set(dedicated)
-        cores = []
+        cores: list[frozenset[int]] = []
         for cpu in sorted(cpus):
             core = siblings.get(cpu, frozenset({cpu})) & cpus
             if core and core not in cores:
                 cores.append(core)
-        pages = {}
+        pages: dict[int, int] = {}
         huge_kb = 0
         for pool in node.get('hugepages') or ():
             pages[pool['size_kb']] = pool.get('total') or 0
@@ -80,7 +89,7 @@ def host_nodes(facts, dedicated, servers):
     return [nodes[k] for k in sorted(nodes)]
 
 
-def _page_order(node, page_kb):
+def _page_order(node: Node, page_kb: int | str | None) -> list[Any]:
     """Page sizes a guest node may take on this node, in Nova's order."""
     huge = sorted((s for s in node.pages if s != SMALL_KB), reverse=True)
     if page_kb in (None, 'small'):
@@ -92,7 +101,7 @@ def _page_order(node, page_kb):
     return [page_kb]
 
 
-def _pages_fit(node, memory_mb, page_kb):
+def _pages_fit(node: Node, memory_mb: int, page_kb: int | str | None) -> int:
     """Guest nodes of memory_mb this node's pages still hold."""
     total = 0
     for size in _page_order(node, page_kb):
@@ -102,7 +111,7 @@ def _pages_fit(node, memory_mb, page_kb):
     return total
 
 
-def _cpus_fit(node, request, first):
+def _cpus_fit(node: Node, request: 'NumaRequest', first: bool) -> int | None:
     need = request.pcpus + (1 if request.isolate and first else 0)
     if not need:
         return None
@@ -115,7 +124,8 @@ def _cpus_fit(node, request, first):
     return len(node.pcpus) // need
 
 
-def node_units(nodes, request):
+def node_units(nodes: Iterable[Node], request: 'NumaRequest'
+               ) -> dict[int, tuple[int | None, int]]:
     """{node id: (guest nodes it holds by CPUs or None, by pages)}."""
     return {node.id: (_cpus_fit(node, request, True),
                       _pages_fit(node, request.memory_mb,
@@ -123,7 +133,7 @@ def node_units(nodes, request):
             for node in nodes}
 
 
-def _spread(units, k):
+def _spread(units: Iterable[int], k: int) -> int:
     """Instances of k guest nodes, each on k different host nodes: the
     largest t with sum(min(units_n, t)) >= k * t."""
     t = 0
@@ -132,7 +142,7 @@ def _spread(units, k):
     return t
 
 
-def fit(nodes, request):
+def fit(nodes: Iterable[Node], request: 'NumaRequest') -> tuple[int, str]:
     """(how many more guests fit, the limit) for a NumaRequest.
 
     The limit is ``pages:<size> KiB`` when the pages run out first,

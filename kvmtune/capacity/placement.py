@@ -10,6 +10,7 @@ flavors: every flavor is counted from the same reads.
 """
 
 import dataclasses
+from typing import Any
 
 from kvmtune.errors import CloudError
 
@@ -28,29 +29,30 @@ class Host:
     name: str
     service_host: str
     uuid: str
-    inventories: dict = dataclasses.field(default_factory=dict)
-    usages: dict = dataclasses.field(default_factory=dict)
-    traits: frozenset = frozenset()
-    aggregates: list = dataclasses.field(default_factory=list)
+    inventories: dict[str, dict[str, Any]] = dataclasses.field(
+        default_factory=dict)
+    usages: dict[str, int] = dataclasses.field(default_factory=dict)
+    traits: frozenset[str] = frozenset()
+    aggregates: list[str] = dataclasses.field(default_factory=list)
     error: str | None = None
 
 
 class Reader:
     """The reads capacity makes; counts its API calls."""
 
-    def __init__(self, cloud):
+    def __init__(self, cloud: Any) -> None:
         self.cloud = cloud
         self.calls = 0
 
-    def _compute(self, path):
+    def _compute(self, path: str) -> Any:
         self.calls += 1
         return self.cloud.compute('GET', path)
 
-    def _placement(self, path):
+    def _placement(self, path: str) -> Any:
         self.calls += 1
         return self.cloud.placement('GET', path)
 
-    def flavors(self):
+    def flavors(self) -> Any:
         """Every flavor with its extra specs, read now in one GET (Nova
         lists the specs with the flavor from 2.61): a
         :class:`kvmtune.cloud.flavors.Flavors` to pick from."""
@@ -60,12 +62,12 @@ class Reader:
         listing.all()
         return listing
 
-    def hosts(self):
+    def hosts(self) -> list[Host]:
         """Every compute node with its Placement view (errors per node
         are kept on the node: the answer is partial, not lost)."""
         nodes = self._compute('/os-hypervisors/detail')['hypervisors']
         aggregates = self._compute('/os-aggregates')['aggregates']
-        by_host = {}
+        by_host: dict[str, list[str]] = {}
         for aggregate in aggregates:
             for member in aggregate.get('hosts') or ():
                 by_host.setdefault(member, []).append(aggregate['name'])
@@ -90,14 +92,14 @@ class Reader:
             found.append(host)
         return found
 
-    def read(self, host):
+    def read(self, host: Host) -> None:
         base = f'/resource_providers/{host.uuid}'
         host.inventories = self._placement(base + '/inventories')[
             'inventories']
         host.usages = self._placement(base + '/usages')['usages']
         host.traits = frozenset(self._placement(base + '/traits')['traits'])
 
-    def servers(self, host):
+    def servers(self, host: Host) -> list[tuple[Any, Any]]:
         """The servers on one compute node, each with its flavor's extra
         specs and its NUMA topology when it has one (admin, 2.78)."""
         from urllib.parse import urlencode

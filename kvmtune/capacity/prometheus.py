@@ -11,9 +11,13 @@ timestamps (the textfile collector refuses them).
 """
 
 import time
+from typing import TYPE_CHECKING
 
 from kvmtune import fileio
 from kvmtune.verify.prometheus import labels
+
+if TYPE_CHECKING:
+    from kvmtune.capacity import Capacity
 
 BY_HOST = 'openstack_free_capacity_hypervisor_by_flavor'
 TOTAL = 'openstack_free_capacity_by_flavor_total'
@@ -22,7 +26,7 @@ PARTIAL = 'kvmtune_capacity_partial'
 LAST_RUN = 'kvmtune_capacity_last_run_timestamp_seconds'
 
 
-def render(result, now=None):
+def render(result: 'Capacity', now: float | None = None) -> str:
     now = time.time() if now is None else now
     lines = [f'# HELP {BY_HOST} Instances of the flavor that still fit on '
              'the hypervisor (kvmtune capacity).',
@@ -57,7 +61,7 @@ def render(result, now=None):
     return '\n'.join(lines) + '\n'
 
 
-def write(path, result, now=None):
+def write(path: str, result: 'Capacity', now: float | None = None) -> None:
     fileio.write_atomic(path, render(result, now=now), mode=0o644,
                         source=path,
                         fix='give --prometheus a file in a directory you '

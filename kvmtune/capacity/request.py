@@ -26,6 +26,7 @@ PCI and vGPU requests, server groups.
 import dataclasses
 import math
 import re
+from typing import Any
 
 from kvmtune import extra_specs
 from kvmtune.facts.cpulist import parse_cpu_spec
@@ -57,7 +58,7 @@ class NumaRequest:
     pcpus: int
     vcpus: int
     memory_mb: int
-    page_kb: object
+    page_kb: int | str | None
     isolate: bool = False
     thread_policy: str = 'prefer'
 
@@ -66,12 +67,12 @@ class NumaRequest:
 class Request:
     """One flavor's request: Placement amounts, traits, NUMA needs."""
     flavor: str
-    resources: dict
-    required: frozenset
-    forbidden: frozenset
+    resources: dict[str, int]
+    required: frozenset[str]
+    forbidden: frozenset[str]
     numa: NumaRequest | None = None
 
-    def describe(self):
+    def describe(self) -> str:
         parts = [f'{rc} {n}' for rc, n in sorted(self.resources.items())]
         parts += [f'trait {t}' for t in sorted(self.required)]
         if self.numa:
@@ -81,7 +82,7 @@ class Request:
         return ', '.join(parts)
 
 
-def page_size(spec):
+def page_size(spec: str | None) -> int | str | None:
     """``hw:mem_page_size`` as Nova reads it (small, large, any, or KiB)."""
     try:
         return extra_specs.page_size_kb(spec)
@@ -90,7 +91,7 @@ def page_size(spec):
                           'Nova reads') from None
 
 
-def _int(value, key):
+def _int(value: object, key: str) -> int:
     try:
         number = int(str(value).strip())
     except ValueError:
@@ -101,7 +102,7 @@ def _int(value, key):
     return number
 
 
-def from_flavor(flavor):
+def from_flavor(flavor: dict[str, Any]) -> Request:
     """The Request for a Nova flavor (the API's dict, with extra_specs).
 
     :raises Unsupported: an extra spec kvmtune cannot count, named
@@ -112,7 +113,7 @@ def from_flavor(flavor):
     policy = specs.get('hw:cpu_policy', 'shared')
     isolate = specs.get('hw:emulator_threads_policy') == 'isolate'
     thread_policy = specs.get('hw:cpu_thread_policy', 'prefer')
-    resources = {}
+    resources: dict[str, int] = {}
     if policy == 'dedicated':
         pcpus = vcpus
     elif policy == 'mixed':
@@ -142,7 +143,8 @@ def from_flavor(flavor):
             + math.ceil(int(flavor.get('swap') or 0) / 1024))
     if disk:
         resources['DISK_GB'] = disk
-    required, forbidden = set(), set()
+    required: set[str] = set()
+    forbidden: set[str] = set()
     for key, value in sorted(specs.items()):
         match = _GRANULAR.match(key)
         if not match:
@@ -170,7 +172,8 @@ def from_flavor(flavor):
                               isolate, thread_policy))
 
 
-def _numa(specs, vcpus, ram, pcpus, isolate, thread_policy):
+def _numa(specs: dict[str, str], vcpus: int, ram: int, pcpus: int,
+          isolate: bool, thread_policy: str) -> NumaRequest | None:
     pages = specs.get('hw:mem_page_size')
     nodes = specs.get('hw:numa_nodes')
     if not (pages or nodes or pcpus):
