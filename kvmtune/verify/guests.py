@@ -37,12 +37,21 @@ import dataclasses
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import extra_specs
 from kvmtune import verify
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
 from kvmtune.facts.cpulist import parse_cpulist
+
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
+
+# the host and profile a check is about (verify.Check's keywords)
+Where = dict[str, Any]
 
 LAYER = 'guests'
 NOVA_NS_PREFIX = '{http://openstack.org/xmlns/libvirt/nova/'
@@ -69,28 +78,28 @@ class Guest:
     name: str
     flavor: str
     vcpus: int
-    extra_specs: dict
-    vcpupins: dict
-    emulatorpin: frozenset
-    page_kb: list
-    cells: dict
-    memnodes: dict
-    disks: list
-    interfaces: list
+    extra_specs: dict[str, str]
+    vcpupins: dict[int, frozenset[int]]
+    emulatorpin: frozenset[int] | None
+    page_kb: list[int | None]
+    cells: dict[int, frozenset[int]]
+    memnodes: dict[int, frozenset[int]]
+    disks: list[tuple[str | None, str | None, str | None, str | None]]
+    interfaces: list[tuple[str | None, str | None, str | None]]
 
     @property
-    def dedicated(self):
+    def dedicated(self) -> bool:
         return self.extra_specs.get('hw:cpu_policy') == 'dedicated'
 
-    def pinned_cpus(self):
+    def pinned_cpus(self) -> frozenset[int]:
         return frozenset().union(*self.vcpupins.values())
 
 
-def _cpus(text):
+def _cpus(text: str | None) -> frozenset[int]:
     return frozenset(parse_cpulist(text or ''))
 
 
-def _nova(root):
+def _nova(root: Any) -> Any:
     """Nova's <nova:instance> element (any version of its namespace)."""
     metadata = root.find('metadata')
     if metadata is None:
@@ -102,18 +111,20 @@ def _nova(root):
     return None
 
 
-def _child(element, local):
+def _child(element: Any, local: str) -> Any:
     for child in element if element is not None else ():
         if child.tag.endswith('}' + local):
             return child
     return None
 
 
-def parse_domain(text):
+def parse_domain(text: str) -> Guest | None:
     """A Guest from one domain's XML, or None when Nova did not make it.
 
     :raises ValueError: the text is not a libvirt domain's XML
     """
+    # ElementTree's optional attributes are read as libvirt writes them
+    root: Any
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -138,7 +149,7 @@ def parse_domain(text):
             pins[int(pin.get('vcpu'))] = _cpus(pin.get('cpuset'))
         if cputune.find('emulatorpin') is not None:
             emulator = _cpus(cputune.find('emulatorpin').get('cpuset'))
-    pages = []
+    pages: list[int | None] = []
     for page in root.findall('memoryBacking/hugepages/page'):
         pages.append(_kib(page.get('size'), page.get('unit') or 'KiB'))
     if root.find('memoryBacking/hugepages') is not None and not pages:
@@ -181,7 +192,7 @@ def parse_domain(text):
 _UNITS = dict(extra_specs.KIB_PER_UNIT, b=1 / 1024, bytes=1 / 1024)
 
 
-def _kib(size, unit):
+def _kib(size: str | None, unit: str | None) -> int:
     """A libvirt size and unit in KiB (libvirt's units are binary)."""
     factor = _UNITS.get((unit or 'KiB').lower())
     if size is None or factor is None:
@@ -189,7 +200,7 @@ def _kib(size, unit):
     return int(int(size) * factor)
 
 
-def _planned(plans, section, option):
+def _planned(plans: Sequence['Plan'], section: str, option: str) -> Any:
     """The value the plans give one option, or None."""
     for plan in plans:
         value = plan.nova_conf.get(section, {}).get(option)
@@ -198,18 +209,19 @@ def _planned(plans, section, option):
     return None
 
 
-def _pins_text(guest):
+def _pins_text(guest: Guest) -> str:
     return ', '.join(f'{v}->{format_cpulist(sorted(c))}'
                      for v, c in sorted(guest.vcpupins.items())) or 'none'
 
 
-def _hard_reboot(guest):
+def _hard_reboot(guest: Guest) -> str:
     label = guest.name or guest.uuid
     return (f'openstack server reboot --hard {label} (Nova writes the '
             'domain again from the placement it stored)')
 
 
-def _pin_check(guest, dedicated_set, where):
+def _pin_check(guest: Guest, dedicated_set: frozenset[int],
+               where: Where) -> verify.Check:
     expected = (f'each of {guest.vcpus} vCPUs on a CPU of its own in '
                 f'{format_cpulist(sorted(dedicated_set))}'
                 if dedicated_set else
@@ -229,10 +241,12 @@ def _pin_check(guest, dedicated_set, where):
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _emulator_check(guest, dedicated_set, shared_set, where):
+def _emulator_check(guest: Guest, dedicated_set: frozenset[int],
+                    shared_set: frozenset[int],
+                    where: Where) -> verify.Check:
     policy = guest.extra_specs.get('hw:emulator_threads_policy')
     vcpu_cpus = guest.pinned_cpus()
-    live_cpus = guest.emulatorpin
+    live_cpus = guest.emulatorpin or frozenset()   # None: not pinned
     if policy == 'isolate':
         expected = 'a dedicated CPU of its own, none of its vCPUs\''
         ok = bool(live_cpus) and not (live_cpus & vcpu_cpus) and (
@@ -254,7 +268,7 @@ def _emulator_check(guest, dedicated_set, shared_set, where):
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _page_check(guest, where):
+def _page_check(guest: Guest, where: Where) -> verify.Check | None:
     spec = guest.extra_specs.get('hw:mem_page_size')
     try:
         wanted = extra_specs.page_size_kb(spec)
@@ -283,7 +297,7 @@ def _page_check(guest, where):
         f'--layer host), then {_hard_reboot(guest)}', **where)
 
 
-def _node_of(facts):
+def _node_of(facts: Any) -> dict[int, int]:
     nodes = {}
     for node in ((facts or {}).get('numa') or {}).get('nodes') or ():
         # facts carry CPU numbers (kvmtune.facts.schema); None: unknown
@@ -292,7 +306,8 @@ def _node_of(facts):
     return nodes
 
 
-def _numa_check(guest, facts, where):
+def _numa_check(guest: Guest, facts: Any,
+                where: Where) -> verify.Check | None:
     if not guest.memnodes or not guest.vcpupins:
         return None
     name = f'{guest.domain} numa memory'
@@ -319,7 +334,7 @@ def _numa_check(guest, facts, where):
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _cachemodes(text):
+def _cachemodes(text: str | list[str] | None) -> dict[str, str]:
     """``[libvirt] disk_cachemodes`` ('file=none,block=none') as a dict."""
     modes = {}
     for item in (text if isinstance(text, list) else (text or '').split(',')):
@@ -330,11 +345,14 @@ def _cachemodes(text):
 
 
 # [libvirt] images_type -> the driver type of the root disk Nova writes
-_FORMAT = {'raw': 'raw', 'flat': 'raw', 'lvm': 'raw', 'rbd': 'raw',
-           'qcow2': 'qcow2', 'ploop': 'ploop'}
+_FORMAT: dict[str | None, str] = {
+    'raw': 'raw', 'flat': 'raw', 'lvm': 'raw', 'rbd': 'raw',
+    'qcow2': 'qcow2', 'ploop': 'ploop'}
 
 
-def _disk_checks(guest, cachemodes, images_type, where):
+def _disk_checks(guest: Guest, cachemodes: dict[str, str],
+                 images_type: str | None,
+                 where: Where) -> list[verify.Check]:
     found = []
     if cachemodes:
         wrong = [(dev, kind, cache) for kind, cache, _, dev in guest.disks
@@ -364,7 +382,8 @@ def _disk_checks(guest, cachemodes, images_type, where):
     return found
 
 
-def _vhost_check(guest, rx_queue_size, where):
+def _vhost_check(guest: Guest, rx_queue_size: str | None,
+                 where: Where) -> verify.Check | None:
     nics = [nic for nic in guest.interfaces if nic[0] == 'virtio']
     if not nics:
         return None
@@ -384,10 +403,11 @@ def _vhost_check(guest, rx_queue_size, where):
         **where)
 
 
-def shared_pin_check(guests, where=None):
+def shared_pin_check(guests: Sequence[Guest],
+                     where: Where | None = None) -> verify.Check:
     """No host CPU pinned by two dedicated guests."""
     where = where or {}
-    users = {}
+    users: dict[int, list[str]] = {}
     for guest in guests:
         if guest.dedicated:
             for cpu in guest.pinned_cpus():
@@ -404,7 +424,9 @@ def shared_pin_check(guests, where=None):
         if shared else None, **where)
 
 
-def check_guests(guests, plans, facts=None, where=None):
+def check_guests(guests: Sequence[Guest], plans: Sequence['Plan'],
+                 facts: Any = None,
+                 where: Where | None = None) -> list[verify.Check]:
     """The checks for parsed guests against plans (pure: no libvirt)."""
     where = where or {}
     dedicated_set = _planned(plans, 'compute', 'cpu_dedicated_set')
@@ -435,7 +457,7 @@ class LibvirtUnavailable(Exception):
     """libvirt could not be read; the message says why."""
 
 
-def read_domains(uri=None):
+def read_domains(uri: str | None = None) -> list[tuple[str, str]]:
     """[(name, live XML)] of every running domain, through a read-only
     connection: libvirt-python when installed, else ``virsh -r``.
 
@@ -467,7 +489,7 @@ def read_domains(uri=None):
             for name in names.split() if name]
 
 
-def _virsh(virsh, uri, *argv):
+def _virsh(virsh: str, uri: str, *argv: str) -> str:
     try:
         done = subprocess.run([virsh, '-r', '-c', uri, *argv],
                               capture_output=True, text=True,
@@ -481,7 +503,8 @@ def _virsh(virsh, uri, *argv):
     return done.stdout
 
 
-def checks(plans, ctx):
+def checks(plans: Sequence['Plan'],
+           ctx: verify.Context) -> list[verify.Check]:
     where = {'host': ctx.host}
     if ctx.domains is not None:
         texts = list(ctx.domains)
