@@ -4,6 +4,8 @@ DevStack's kvmtune plugin writes these at its test-config phase; by hand,
 take the names from ``kvmtune flavor apply`` and ``kvmtune host tag``.
 """
 
+from typing import Any
+
 from oslo_config import cfg
 
 kvmtune_group = cfg.OptGroup(
@@ -49,5 +51,5 @@ KvmtuneGroup = [
 ]
 
 
-def list_opts():
+def list_opts() -> list[tuple[Any, list[Any]]]:
     return [(kvmtune_group, KvmtuneGroup)]

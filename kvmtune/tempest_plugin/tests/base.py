@@ -4,13 +4,15 @@ The tests compare the cloud with what kvmtune itself computes (the plan
 for a profile on the compute host), so they import kvmtune's library.
 """
 
+from typing import Any
+
 from tempest.api.compute import base
 from tempest import config
 
 CONF = config.CONF
 
 
-def profile_plan(profile):
+def profile_plan(profile: str) -> Any:
     """kvmtune's FlavorPlan (extra_specs, owned_extra_specs) for profile."""
     from kvmtune.cloud import planning
 
@@ -29,37 +31,38 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
     placement_min_microversion = '1.6'
 
     @classmethod
-    def setup_clients(cls):
+    def setup_clients(cls) -> None:
         super().setup_clients()
         cls.providers_client = cls.os_admin.resource_providers_client
         cls.placement_client = cls.os_admin.placement_client
         cls.hypervisors_client = cls.os_admin.hypervisor_client
 
     @classmethod
-    def compute_providers(cls):
+    def compute_providers(cls) -> dict[str, str]:
         """{hypervisor hostname: resource provider uuid}, from Nova."""
         hypervisors = cls.hypervisors_client.list_hypervisors()
         return {h['hypervisor_hostname']: h['id']
                 for h in hypervisors['hypervisors']}
 
     @classmethod
-    def provider_traits(cls, uuid):
+    def provider_traits(cls, uuid: str) -> set[str]:
         body = cls.providers_client.list_resource_provider_traits(uuid)
         return set(body['traits'])
 
     @classmethod
-    def kvmtune_traits(cls, uuid):
+    def kvmtune_traits(cls, uuid: str) -> set[str]:
         """The provider's traits that kvmtune host tag manages."""
         from kvmtune.traits import KVMTUNE_TRAITS
 
         return cls.provider_traits(uuid) & KVMTUNE_TRAITS
 
     @classmethod
-    def provider_inventories(cls, uuid):
+    def provider_inventories(cls, uuid: str) -> dict[str, Any]:
         body = cls.providers_client.list_resource_provider_inventories(uuid)
         return body['inventories']
 
-    def tuned_flavor(self, profile, name):
+    def tuned_flavor(self, profile: str,
+                     name: str) -> tuple[dict[str, Any], dict[str, str]]:
         """The flavor and its extra specs; fails when it is missing."""
         flavors = self.admin_flavors_client.list_flavors(
             detail=True, is_public='None')['flavors']
@@ -71,7 +74,8 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
             found[0]['id'])['extra_specs']
         return found[0], specs
 
-    def boot(self, flavor_id, image_id=None, wait_until='ACTIVE', **kwargs):
+    def boot(self, flavor_id: str, image_id: str | None = None,
+             wait_until: str | None = 'ACTIVE', **kwargs: Any) -> Any:
         """A server without networks; deleted at the end of the test.
 
         clients=self.os_admin boots as admin (an image only admin sees).

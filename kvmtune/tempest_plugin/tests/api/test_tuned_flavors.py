@@ -12,7 +12,7 @@ class TunedFlavorsTest(base.KvmtuneAdminTest):
     """Each configured tuned flavor carries its profile's plan."""
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.kvmtune.flavors:
             raise cls.skipException(
@@ -20,7 +20,7 @@ class TunedFlavorsTest(base.KvmtuneAdminTest):
                 '(run kvmtune flavor apply, or the DevStack plugin)')
 
     @decorators.idempotent_id('8d9abcbd-c212-4d69-bbef-4270c41f399d')
-    def test_tuned_flavor_extra_specs_match_plan(self):
+    def test_tuned_flavor_extra_specs_match_plan(self) -> None:
         for profile, name in sorted(CONF.kvmtune.flavors.items()):
             with self.subTest(profile=profile, flavor=name):
                 plan = base.profile_plan(profile)
@@ -32,7 +32,7 @@ class TunedFlavorsTest(base.KvmtuneAdminTest):
                                  f'the plan of profile {profile}')
 
     @decorators.idempotent_id('61a4bb78-022d-49f1-aa19-20920da84d40')
-    def test_tuned_flavor_has_no_stale_owned_keys(self):
+    def test_tuned_flavor_has_no_stale_owned_keys(self) -> None:
         from kvmtune.cloud import flavors as tuned
 
         for profile, name in sorted(CONF.kvmtune.flavors.items()):
@@ -52,7 +52,7 @@ class HostTraitsTest(base.KvmtuneAdminTest):
     """The compute nodes carry the kvmtune traits configured."""
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.kvmtune.traits_tagged:
             raise cls.skipException(
@@ -60,7 +60,7 @@ class HostTraitsTest(base.KvmtuneAdminTest):
                 '([kvmtune] traits_tagged = False)')
 
     @decorators.idempotent_id('3ba52dd4-fa5b-4782-92f4-d4bcc4f290a5')
-    def test_configured_traits_on_compute_nodes(self):
+    def test_configured_traits_on_compute_nodes(self) -> None:
         on_hosts = set()
         for uuid in self.compute_providers().values():
             on_hosts |= self.kvmtune_traits(uuid)

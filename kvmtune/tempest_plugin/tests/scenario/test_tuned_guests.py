@@ -2,6 +2,7 @@
 
 import base64
 import time
+from typing import Any
 
 from tempest.common import waiters
 from tempest import config
@@ -19,13 +20,13 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
     """A tuned flavor with dedicated vCPUs and large pages boots."""
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.kvmtune.flavors:
             raise cls.skipException(
                 'no tuned flavor configured ([kvmtune] flavors is empty)')
 
-    def _pinned_hugepages_flavor(self):
+    def _pinned_hugepages_flavor(self) -> Any:
         """A configured pinned + large-page flavor some host can take."""
         on_hosts = set()
         for uuid in self.compute_providers().values():
@@ -50,7 +51,7 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
             '([kvmtune] flavors: add a pinned-hugepages-ept flavor)')
 
     @decorators.idempotent_id('4842b42d-3f1e-4a99-a16c-d15640cc17e4')
-    def test_pinned_hugepages_flavor_boots_active(self):
+    def test_pinned_hugepages_flavor_boots_active(self) -> None:
         flavor = self._pinned_hugepages_flavor()
         pcpus = {host: inv['PCPU']['total']
                  for host, uuid in self.compute_providers().items()
@@ -65,7 +66,7 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
         # Dedicated vCPUs are PCPU in Placement: the server must hold them.
         allocations = self.placement_client.list_allocations(
             server['id'])['allocations']
-        resources = {}
+        resources: dict[str, int] = {}
         for provider in allocations.values():
             for rc, amount in provider['resources'].items():
                 resources[rc] = resources.get(rc, 0) + amount
@@ -78,14 +79,14 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
 class TraitPlacementTest(base.KvmtuneAdminTest):
     """A flavor requiring a kvmtune trait lands only on a tagged host."""
 
-    def _tagged(self):
-        tagged = {}
+    def _tagged(self) -> dict[str, set[str]]:
+        tagged: dict[str, set[str]] = {}
         for host, uuid in self.compute_providers().items():
             for trait in self.kvmtune_traits(uuid):
                 tagged.setdefault(trait, set()).add(host)
         return tagged
 
-    def _trait_flavor(self, trait):
+    def _trait_flavor(self, trait: str) -> Any:
         size = self.admin_flavors_client.show_flavor(
             CONF.compute.flavor_ref)['flavor']
         flavor = self.create_flavor(ram=size['ram'], vcpus=size['vcpus'],
@@ -95,7 +96,7 @@ class TraitPlacementTest(base.KvmtuneAdminTest):
         return flavor
 
     @decorators.idempotent_id('e2dc07db-2fee-41d9-8538-a765375591d7')
-    def test_trait_flavor_lands_on_tagged_host(self):
+    def test_trait_flavor_lands_on_tagged_host(self) -> None:
         tagged = self._tagged()
         if not tagged:
             raise self.skipException(
@@ -111,7 +112,7 @@ class TraitPlacementTest(base.KvmtuneAdminTest):
                       'host carrying it')
 
     @decorators.idempotent_id('30b937bb-e422-4236-a369-1aa77ecc2d90')
-    def test_trait_flavor_refused_without_tagged_host(self):
+    def test_trait_flavor_refused_without_tagged_host(self) -> None:
         from kvmtune import traits as kvmtune_traits
 
         absent = sorted(set(kvmtune_traits.KVMTUNE_TRAITS)
@@ -137,14 +138,14 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
     """The benchmark guest runs fio and returns it on the console."""
 
     @classmethod
-    def skip_checks(cls):
+    def skip_checks(cls) -> None:
         super().skip_checks()
         if not CONF.kvmtune.benchmark_image:
             raise cls.skipException(
                 'no benchmark image ([kvmtune] benchmark_image unset; '
                 'build it with kvmtune image build)')
 
-    def _image(self):
+    def _image(self) -> Any:
         images = self.admin_image_client.list_images(
             params={'name': CONF.kvmtune.benchmark_image})['images']
         if not images:
@@ -153,7 +154,7 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
                 'in Glance')
         return images[0]
 
-    def _check_driver_runs_guests(self):
+    def _check_driver_runs_guests(self) -> None:
         hypervisors = self.hypervisors_client.list_hypervisors(
             detail=True)['hypervisors']
         types = {h.get('hypervisor_type') for h in hypervisors}
@@ -163,7 +164,7 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
                 'fake): no console output to read')
 
     @decorators.idempotent_id('962cb83e-84cd-426d-9f41-3a48f934d41f')
-    def test_benchmark_guest_returns_fio_result(self):
+    def test_benchmark_guest_returns_fio_result(self) -> None:
         from kvmtune import workloads
         from kvmtune.workloads import console
         from kvmtune.workloads import job as jobs
