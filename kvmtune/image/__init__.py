@@ -22,7 +22,7 @@ MANIFEST = 'kvmtune-bench.json'
 TOOLS_LABEL = 'KVMTUNE'
 
 
-def image_dir(override=None):
+def image_dir(override: str | None = None) -> str:
     """The directory images are built into and read from."""
     return (override or os.environ.get('KVMTUNE_IMAGE_DIR')
             or DEFAULT_IMAGE_DIR)

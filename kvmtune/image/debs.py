@@ -9,6 +9,8 @@ every .deb already there.
 import os
 import re
 import subprocess
+from collections.abc import Iterable
+from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 
@@ -17,14 +19,14 @@ KERNEL_META = 'linux-image-amd64'
 _INST = re.compile(r'^Inst (\S+) \((\S+) .*\[([a-z0-9]+)\]\)')
 
 
-def _apt_options(cache_dir):
+def _apt_options(cache_dir: str) -> list[str]:
     return ['-o', 'Dir::State::status=/dev/null',
             '-o', 'Debug::NoLocking=1',
             '-o', f'Dir::Cache::archives={cache_dir}',
             '-o', 'APT::Sandbox::User=root']
 
 
-def _run(argv):
+def _run(argv: Sequence[str]) -> str:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True)
     except FileNotFoundError:
@@ -37,7 +39,7 @@ def _run(argv):
     return proc.stdout
 
 
-def kernel_package():
+def kernel_package() -> str:
     """The versioned linux-image package the amd64 meta package names."""
     out = _run(['apt-cache', 'show', '--no-all-versions', KERNEL_META])
     for line in out.splitlines():
@@ -50,7 +52,7 @@ def kernel_package():
                        fix='apt-get update')
 
 
-def closure(cache_dir, packages):
+def closure(cache_dir: str, packages: Iterable[str]) -> list[str]:
     """The .deb file names of ``packages`` and all they depend on."""
     out = _run(['apt-get', '-s', *_apt_options(cache_dir), 'install',
                 '--no-install-recommends', *packages])
@@ -64,7 +66,8 @@ def closure(cache_dir, packages):
     return names
 
 
-def fetch(cache_dir, packages):
+def fetch(cache_dir: str, packages: Sequence[str]
+          ) -> tuple[list[str], list[str]]:
     """Download ``packages`` and their closure; return (debs, fetched).
 
     ``fetched`` lists the .debs this call downloaded (empty: all reused).
@@ -83,7 +86,7 @@ def fetch(cache_dir, packages):
     return debs, missing
 
 
-def fetch_kernel(cache_dir, package):
+def fetch_kernel(cache_dir: str, package: str) -> tuple[str, bool]:
     """Download one kernel .deb (not its dependencies: only files needed)."""
     os.makedirs(cache_dir, exist_ok=True)
     out = _run(['apt-cache', 'show', '--no-all-versions', package])
@@ -100,7 +103,7 @@ def fetch_kernel(cache_dir, package):
     return path, True
 
 
-def extract(debs, dest):
+def extract(debs: Iterable[str], dest: str) -> None:
     """dpkg -x every .deb into ``dest``."""
     for deb in debs:
         _run(['dpkg-deb', '-x', deb, dest])

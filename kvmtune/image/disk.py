@@ -7,6 +7,7 @@ import os
 import shutil
 import struct
 import subprocess
+from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 
@@ -33,7 +34,7 @@ HOST_TOOLS = {
 }
 
 
-def check_host_tools():
+def check_host_tools() -> None:
     for tool, package in HOST_TOOLS.items():
         if not shutil.which(tool):
             raise KvmtuneError(f'{tool} not found', fix=f'apt-get install '
@@ -43,7 +44,7 @@ def check_host_tools():
                            fix='apt-get install syslinux-common')
 
 
-def _run(*argv):
+def _run(*argv: str) -> None:
     env = dict(os.environ, MTOOLS_SKIP_CHECK='1')
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     if proc.returncode:
@@ -51,7 +52,7 @@ def _run(*argv):
                            f'{" ".join(proc.stderr.split())}')
 
 
-def make_fat(path, files, label):
+def make_fat(path: str, files: Sequence[tuple[str, str]], label: str) -> None:
     """A FAT16 filesystem image holding ``files`` plus syslinux.
 
     :param files: [(host path, path inside the FAT)], parents first
@@ -75,7 +76,7 @@ def make_fat(path, files, label):
     _run('syslinux', '--install', path)
 
 
-def make_raw(path, fat_image):
+def make_raw(path: str, fat_image: str) -> None:
     """MBR (syslinux mbr.bin + one bootable partition) then the FAT."""
     fat_size = os.path.getsize(fat_image)
     with open(MBR_BIN, 'rb') as f:
@@ -90,6 +91,6 @@ def make_raw(path, fat_image):
         shutil.copyfileobj(fat, out, 1024 * 1024)
 
 
-def make_qcow2(raw, path):
+def make_qcow2(raw: str, path: str) -> None:
     """Compressed qcow2 (what Glance gets)."""
     _run('qemu-img', 'convert', '-c', '-f', 'raw', '-O', 'qcow2', raw, path)

@@ -12,6 +12,9 @@ import glob
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 
@@ -27,7 +30,8 @@ HOST_TOOLS = {'gcc': 'gcc', 'make': 'make', 'dpkg-source': 'dpkg-dev',
               'strip': 'binutils'}
 
 
-def _run(argv, cwd=None, env=None):
+def _run(argv: Sequence[str], cwd: str | None = None,
+         env: Mapping[str, str] | None = None) -> str:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True,
                           text=True)
     if proc.returncode:
@@ -37,7 +41,7 @@ def _run(argv, cwd=None, env=None):
     return proc.stdout
 
 
-def _deb_src_lists(root='/'):
+def _deb_src_lists(root: str = '/') -> tuple[str, str]:
     """The host's own apt sources as source-package entries.
 
     The machine's mirrors (or an operator's) serve the source packages
@@ -45,7 +49,8 @@ def _deb_src_lists(root='/'):
     ``deb URI SUITE ...`` becomes ``deb-src ...``; deb822 stanzas get
     ``Types: deb-src``. Returns (one-line text, deb822 text).
     """
-    one_line, stanzas = [], []
+    one_line: list[str] = []
+    stanzas: list[str] = []
     lists = [root.rstrip('/') + APT_SOURCES] + sorted(
         glob.glob(root.rstrip('/') + APT_SOURCE_PARTS + '/*.list'))
     for path in lists:
@@ -72,7 +77,7 @@ def _deb_src_lists(root='/'):
     return '\n'.join(one_line) + '\n', '\n\n'.join(stanzas) + '\n'
 
 
-def _fetch_source(src_dir, version):
+def _fetch_source(src_dir: str, version: str) -> str:
     """dpkg .dsc of fio ``version`` through a private deb-src list."""
     dsc = os.path.join(src_dir, f'fio_{version.split(":")[-1]}.dsc')
     if os.path.exists(dsc):
@@ -97,7 +102,8 @@ def _fetch_source(src_dir, version):
     return dsc
 
 
-def build(cache_dir, version, sysroot, work, log=print):
+def build(cache_dir: str, version: str, sysroot: str, work: str,
+          log: Callable[[str], object] = print) -> str:
     """Path of a static, stripped fio ``version``; built once, cached.
 
     :param sysroot: extracted packages holding libaio.a and libaio.h

@@ -6,6 +6,7 @@ field in its ``.modinfo`` ELF section says what must be loaded first.
 
 import os
 import struct
+from collections.abc import Iterable
 
 from kvmtune.errors import KvmtuneError
 
@@ -24,7 +25,7 @@ WANTED = (
 )
 
 
-def modinfo(path):
+def modinfo(path: str) -> dict[str, list[str]]:
     """Return the ``.modinfo`` section of a .ko as a dict of lists."""
     with open(path, 'rb') as f:
         data = f.read()
@@ -33,7 +34,7 @@ def modinfo(path):
     shoff, = struct.unpack_from('<Q', data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from('<HHH', data, 0x3A)
 
-    def section(index):
+    def section(index: int) -> tuple[int, bytes]:
         # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size
         name, _, _, _, off, size = struct.unpack_from(
             '<IIQQQQ', data, shoff + index * shentsize)
@@ -44,7 +45,7 @@ def modinfo(path):
         name_off, body = section(index)
         name = names[name_off:names.index(b'\0', name_off)]
         if name == b'.modinfo':
-            info = {}
+            info: dict[str, list[str]] = {}
             for entry in body.split(b'\0'):
                 key, sep, value = entry.decode('utf-8', 'replace').partition(
                     '=')
@@ -54,7 +55,7 @@ def modinfo(path):
     raise KvmtuneError('no .modinfo section', source=path)
 
 
-def index(modules_root):
+def index(modules_root: str) -> dict[str, str]:
     """Map module name (with underscores) to its .ko path."""
     found = {}
     for dirpath, _, files in os.walk(modules_root):
@@ -65,19 +66,21 @@ def index(modules_root):
     return found
 
 
-def load_order(modules_root, wanted=WANTED, builtin=()):
+def load_order(modules_root: str, wanted: Iterable[str] = WANTED,
+               builtin: Iterable[str] = ()) -> list[str]:
     """Paths of ``wanted`` and their dependencies, dependencies first.
 
     :param builtin: module names built into the kernel (modules.builtin),
         which need no loading.
     """
     available = index(modules_root)
-    builtin = {b.replace('-', '_') for b in builtin}
-    ordered, visiting = [], set()
+    built_in = {b.replace('-', '_') for b in builtin}
+    ordered: list[str] = []
+    visiting: set[str] = set()
 
-    def visit(name):
+    def visit(name: str) -> None:
         name = name.replace('-', '_')
-        if name in builtin or available.get(name) in ordered:
+        if name in built_in or available.get(name) in ordered:
             return
         if name not in available:
             raise KvmtuneError(f'kernel module {name} not found',
@@ -98,7 +101,7 @@ def load_order(modules_root, wanted=WANTED, builtin=()):
     return ordered
 
 
-def builtin_names(modules_dir):
+def builtin_names(modules_dir: str) -> set[str]:
     """Module names listed in ``modules.builtin`` (kernel/.../name.ko)."""
     path = os.path.join(modules_dir, 'modules.builtin')
     if not os.path.exists(path):
