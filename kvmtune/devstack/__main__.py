@@ -13,12 +13,14 @@
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='python -m kvmtune.devstack',
                                      description=__doc__.split('\n')[0])
     parser.add_argument('--state-dir', required=True,
@@ -61,7 +63,7 @@ def build_parser():
     return parser
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     from kvmtune.devstack import changes as changes_mod
     from kvmtune.devstack import cloud
     from kvmtune.devstack import host
@@ -101,7 +103,7 @@ def run(args):
     return 0
 
 
-def _pools(text, plans):
+def _pools(text: str | None, plans: list[dict[str, Any]]) -> list[Any] | None:
     from kvmtune import pages
     from kvmtune.devstack import host
 
@@ -117,7 +119,7 @@ def _pools(text, plans):
                              '"0:2M:256 1:2M:256", or "plan"') from None
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)

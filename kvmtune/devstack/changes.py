@@ -25,6 +25,7 @@ kept across repeated runs so undoing always returns to the original.
 
 import json
 import os
+from typing import Any
 
 from kvmtune import privileged
 from kvmtune.errors import InputError
@@ -35,14 +36,14 @@ SCHEMA = 1
 
 class Changes:
 
-    def __init__(self, state_dir):
+    def __init__(self, state_dir: str) -> None:
         self.path = os.path.join(state_dir, FILE_NAME)
         self.data = self._load()
 
-    def _load(self):
+    def _load(self) -> dict[str, Any]:
         try:
             with open(self.path) as handle:
-                data = json.load(handle)
+                data: dict[str, Any] = json.load(handle)
         except FileNotFoundError:
             return {'schema': SCHEMA}
         except ValueError as exc:
@@ -56,7 +57,7 @@ class Changes:
                                  'its changes by hand, then remove it')
         return data
 
-    def save(self):
+    def save(self) -> None:
         self.data = {k: v for k, v in self.data.items() if v or k == 'schema'}
         if set(self.data) == {'schema'}:
             # Nothing left to undo: no record at all.
@@ -68,16 +69,18 @@ class Changes:
             self.path, json.dumps(self.data, indent=2, sort_keys=True) + '\n',
             mode=0o600)
 
-    def entries(self, kind):
-        return self.data.setdefault(kind, [])
+    def entries(self, kind: str) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self.data.setdefault(kind, [])
+        return entries
 
-    def find(self, kind, **keys):
+    def find(self, kind: str, **keys: Any) -> dict[str, Any] | None:
         for entry in self.data.get(kind, []):
             if all(entry.get(k) == v for k, v in keys.items()):
-                return entry
+                found: dict[str, Any] = entry
+                return found
         return None
 
-    def drop(self, kind, entry=None):
+    def drop(self, kind: str, entry: dict[str, Any] | None = None) -> None:
         """Forget one entry of kind (or all of them)."""
         if entry is None:
             self.data.pop(kind, None)

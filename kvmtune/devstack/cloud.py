@@ -11,44 +11,53 @@ the uploaded image is deleted.
 
 import os
 import socket
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune.errors import CloudError
+
+if TYPE_CHECKING:
+    from kvmtune.devstack.changes import Changes
 
 IMAGE_FILE = 'kvmtune-bench.raw'
 
 
-def _connect(os_cloud):
+def _connect(os_cloud: str) -> Any:
     from kvmtune.cloud.connection import Cloud
 
     return Cloud.connect(os_cloud)
 
 
-def _flavors(cloud):
+def _flavors(cloud: Any) -> Any:
     """A fresh Flavors: it caches its listing, and ours must be current."""
     from kvmtune.cloud.flavors import Flavors
 
     return Flavors(cloud)
 
 
-def _placement(cloud):
+def _placement(cloud: Any) -> Any:
     from kvmtune.cloud.placement import Placement
 
     return Placement(cloud)
 
 
-def _kvmtune_traits(traits):
+def _kvmtune_traits(traits: Iterable[str]) -> list[str]:
     """The traits among traits that kvmtune host tag manages."""
     from kvmtune.traits import KVMTUNE_TRAITS
 
     return sorted(set(traits) & KVMTUNE_TRAITS)
 
 
-def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,
-          image_dir, image_name, compute_only=False):
+def extra(changes: 'Changes', os_cloud: str, profiles: Iterable[str],
+          base_flavor: str, tag_host: bool, build_image: bool,
+          image_dir: str, image_name: str,
+          compute_only: bool = False) -> dict[str, Any]:
     from kvmtune.cloud.flavors import tuned_name
 
     cloud = _connect(os_cloud)
-    found = {'flavors': {}, 'host_traits': [], 'traits_tagged': tag_host,
+    found: dict[str, Any] = {
+             'flavors': {}, 'host_traits': [], 'traits_tagged': tag_host,
              'benchmark_image': None}
     for profile in [] if compute_only else profiles:
         name = tuned_name(base_flavor, profile)
@@ -78,7 +87,7 @@ def extra(changes, os_cloud, profiles, base_flavor, tag_host, build_image,
     return found
 
 
-def _tag_host(changes, cloud, os_cloud):
+def _tag_host(changes: 'Changes', cloud: Any, os_cloud: str) -> None:
     api = _placement(cloud)
     before = {uuid: api.provider_traits(uuid)[0]
               for _, uuid in api.compute_nodes()}
@@ -102,7 +111,7 @@ def _tag_host(changes, cloud, os_cloud):
         changes.save()
 
 
-def _set_host_traits(api):
+def _set_host_traits(api: Any) -> None:
     """What ``kvmtune host tag`` does: this host's kvmtune traits on its
     compute node's resource provider."""
     from kvmtune import facts as host_facts
@@ -121,7 +130,8 @@ def _set_host_traits(api):
         print(f'kvmtune: compute node {hostname}: {line}')
 
 
-def _upload_image(changes, cloud, build_image, image_dir, image_name):
+def _upload_image(changes: 'Changes', cloud: Any, build_image: bool,
+                  image_dir: str, image_name: str) -> bool:
     path = os.path.join(image_dir, IMAGE_FILE)
     if build_image and not os.path.exists(path):
         from kvmtune.image import build
@@ -152,7 +162,7 @@ def _upload_image(changes, cloud, build_image, image_dir, image_name):
     return True
 
 
-def unstack(changes, os_cloud):
+def unstack(changes: 'Changes', os_cloud: str) -> None:
     if not any(changes.data.get(k) for k in ('flavors', 'traits', 'images')):
         print('kvmtune: no flavor, trait or image of the plugin to remove')
         return
@@ -176,7 +186,7 @@ def unstack(changes, os_cloud):
         changes.save()
 
 
-def _undo_flavor(flavors, entry):
+def _undo_flavor(flavors: Any, entry: dict[str, Any]) -> None:
     from kvmtune.cloud.flavors import diff_extra_specs
 
     current = flavors.find(entry['name'])
@@ -196,7 +206,7 @@ def _undo_flavor(flavors, entry):
               'their earlier values')
 
 
-def _undo_traits(api, entry):
+def _undo_traits(api: Any, entry: dict[str, Any]) -> None:
     uuid = entry['provider']
     try:
         current, generation = api.provider_traits(uuid)

@@ -21,12 +21,20 @@ as an unprivileged user, so they are changed through ``sudo -n``
 """
 
 import os
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 from kvmtune import pages
 from kvmtune import privileged
 from kvmtune.errors import InputError
 from kvmtune.novaconf import inifile
 from kvmtune.novaconf import update
+from kvmtune.devstack.changes import Changes
+
+# plan dicts (kvmtune.plan.Plan.to_dict())
+Plans = Sequence[dict[str, Any]]
 
 # "kvmtune nova-conf apply" keeps the previous nova.conf there.
 NOVA_CONF_BACKUP_SUFFIX = update.BACKUP_SUFFIX
@@ -34,7 +42,8 @@ NOVA_CONF_BACKUP_SUFFIX = update.BACKUP_SUFFIX
 INI_KINDS = ('nova_conf', 'tempest_conf')
 
 
-def build_plans(profiles, config_files=()):
+def build_plans(profiles: Iterable[str],
+                config_files: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The plans (as dicts) of the named profiles on this host; InputError
     when one withheld values it could not safely decide."""
     from kvmtune import plan as plans
@@ -47,10 +56,10 @@ def build_plans(profiles, config_files=()):
             plans.for_host(list(profiles), config_files=config_files)]
 
 
-def nova_options(plans):
+def nova_options(plans: Plans) -> dict[str, dict[str, Any]]:
     """{section: {option: value}} over all plans; conflicts refused."""
-    merged = {}
-    owner = {}
+    merged: dict[str, dict[str, Any]] = {}
+    owner: dict[tuple[str, str], str] = {}
     for built in plans:
         for section, options in built.get('nova_conf', {}).items():
             for option, value in options.items():
@@ -68,9 +77,9 @@ def nova_options(plans):
     return merged
 
 
-def plan_pools(plans):
+def plan_pools(plans: Plans) -> list[pages.Pool]:
     """The plans' huge page pools (their ``hugepages`` key), merged."""
-    wanted = {}
+    wanted: dict[tuple[int, int], pages.Pool] = {}
     for built in plans:
         for pool in pages.pools_from(built.get('hugepages', [])):
             key = (pool.node, pool.size_kb)
@@ -83,22 +92,22 @@ def plan_pools(plans):
     return [wanted[key] for key in sorted(wanted)]
 
 
-def read_ini(path):
+def read_ini(path: str) -> inifile.IniFile:
     return update.parse_config(path, update.read_config(path))
 
 
-def write_ini(path, ini):
+def write_ini(path: str, ini: inifile.IniFile) -> None:
     privileged.write_file(path, ini.text,
                           mode=os.stat(path).st_mode & 0o7777)
 
 
-def _has_section(ini, section):
+def _has_section(ini: inifile.IniFile, section: str) -> bool:
     wanted = inifile.normalize_section(section)
     return any(inifile.normalize_section(block.section) == wanted
                for block in ini.blocks)
 
 
-def _anchor(ini, section, option):
+def _anchor(ini: inifile.IniFile, section: str, option: str) -> str | None:
     """The option just before ``option`` in its section, if any."""
     keys = [e.key for b in ini.blocks
             if inifile.normalize_section(b.section) ==
@@ -109,11 +118,13 @@ def _anchor(ini, section, option):
     return keys[at - 1] if at else None
 
 
-def _values(ini, section, option):
+def _values(ini: inifile.IniFile, section: str,
+            option: str) -> list[str] | None:
     return ini.get_all(section, option) or None
 
 
-def _record(changes, kind, path, ini, keys):
+def _record(changes: Changes, kind: str, path: str, ini: inifile.IniFile,
+            keys: Iterable[tuple[str, str]]) -> None:
     """Remember each option's values before kvmtune's first change."""
     for section, option in keys:
         if changes.find(kind, path=path, section=section,
@@ -129,14 +140,16 @@ def _record(changes, kind, path, ini, keys):
     changes.save()
 
 
-def _record_after(changes, kind, path, ini):
+def _record_after(changes: Changes, kind: str, path: str,
+                  ini: inifile.IniFile) -> None:
     for entry in changes.entries(kind):
         if entry['path'] == path:
             entry['after'] = _values(ini, entry['section'], entry['option'])
     changes.save()
 
 
-def set_options(changes, kind, path, section, pairs):
+def set_options(changes: Changes, kind: str, path: str, section: str,
+                pairs: Sequence[tuple[str, str]]) -> None:
     """Set [section] option = value for (option, value) pairs in the INI
     file at path (tempest.conf), recorded under ``kind`` for clean."""
     if not os.path.exists(path):
@@ -152,8 +165,10 @@ def set_options(changes, kind, path, section, pairs):
     _record_after(changes, kind, path, read_ini(path))
 
 
-def post_config(changes, nova_conf, plans, modprobe_dir=None,
-                hugepages=None, nova_python=None):
+def post_config(changes: Changes, nova_conf: str, plans: Plans,
+                modprobe_dir: str | None = None,
+                hugepages: Sequence[Any] | None = None,
+                nova_python: str | None = None) -> None:
     """Write the plans into nova.conf and, when asked, the host.
 
     :param plans: plan dicts (build_plans).
@@ -204,18 +219,18 @@ def post_config(changes, nova_conf, plans, modprobe_dir=None,
                   'does not change the boot loader; add them and reboot')
 
 
-def _wants_hugepages(built):
+def _wants_hugepages(built: dict[str, Any]) -> bool:
     return 'hw:mem_page_size' in built.get('extra_specs', {})
 
 
-def _say_skipped(plans, kind, setting):
+def _say_skipped(plans: Plans, kind: str, setting: str) -> None:
     for built in plans:
         for path in sorted(built.get(kind, {})):
             print(f'kvmtune: profile {built["profile"]} asks for {path}; '
                   f'not written (set {setting})')
 
 
-def _read(path):
+def _read(path: str) -> str | None:
     try:
         with open(path) as handle:
             return handle.read()
@@ -223,7 +238,7 @@ def _read(path):
         return None
 
 
-def _write_file(changes, path, text):
+def _write_file(changes: Changes, path: str, text: str) -> None:
     entry = changes.find('files', path=path)
     if entry is None:
         entry = {'path': path, 'before': _read(path), 'after': None}
@@ -238,7 +253,7 @@ def _write_file(changes, path, text):
     changes.save()
 
 
-def _set_pools(changes, pools):
+def _set_pools(changes: Changes, pools: Sequence[Any] | None) -> None:
     if not pools:
         print('kvmtune: no huge page pool to set (no profile plans one, '
               'and KVMTUNE_HUGEPAGES is empty)')
@@ -255,17 +270,17 @@ def _set_pools(changes, pools):
     changes.save()
     for applied in pages.apply(pools, say=lambda line: print(
             f'kvmtune: {line}')):
-        entry = changes.find('pages', node=applied.pool.node,
-                             size_kb=applied.pool.size_kb)
+        entry = cast(dict[str, Any], changes.find(  # recorded above
+            'pages', node=applied.pool.node, size_kb=applied.pool.size_kb))
         entry['after'] = applied.after
     changes.save()
 
 
-def clean(changes, also=()):
+def clean(changes: Changes, also: Iterable[str] = ()) -> None:
     """Undo post-config; ``also``: files made as copies of nova.conf after
     post-config (nova-cpu.conf), undone under the same rule."""
     for kind in INI_KINDS:
-        by_path = {}
+        by_path: dict[str, list[dict[str, Any]]] = {}
         for entry in changes.entries(kind):
             by_path.setdefault(entry['path'], []).append(entry)
         for path, entries in by_path.items():
@@ -304,7 +319,8 @@ def clean(changes, also=()):
     changes.save()
 
 
-def _undo_options(path, entries, copy_of=None):
+def _undo_options(path: str, entries: list[dict[str, Any]],
+                  copy_of: str | None = None) -> None:
     if not os.path.exists(path):
         print(f'kvmtune: {path} is gone; nothing to undo there')
         return
@@ -342,7 +358,7 @@ def _undo_options(path, entries, copy_of=None):
         write_ini(path, ini)
 
 
-def _undo_file(entry):
+def _undo_file(entry: dict[str, Any]) -> None:
     path = entry['path']
     now = _read(path)
     if now != entry['after']:

@@ -11,6 +11,7 @@ plugin's (kvmtune/tempest_plugin/config.py).
 
 import json
 import os
+from typing import Any
 
 from kvmtune import privileged
 from kvmtune.errors import InputError
@@ -18,14 +19,14 @@ from kvmtune.errors import InputError
 FOUND_FILE = 'found.json'
 
 
-def save_found(state_dir, found):
+def save_found(state_dir: str, found: dict[str, Any]) -> None:
     os.makedirs(state_dir, exist_ok=True)
     privileged.write_file(
         os.path.join(state_dir, FOUND_FILE),
         json.dumps(found, indent=2, sort_keys=True) + '\n')
 
 
-def load_found(state_dir):
+def load_found(state_dir: str) -> Any:
     path = os.path.join(state_dir, FOUND_FILE)
     try:
         with open(path) as handle:
@@ -35,7 +36,7 @@ def load_found(state_dir):
                          fix='run the stack extra phase first')
 
 
-def options(found):
+def options(found: dict[str, Any]) -> list[tuple[str, str]]:
     """[(option, value)] in the Tempest plugin's formats."""
     lines = [
         ('flavors', ','.join(f'{profile}:{name}' for profile, name
@@ -48,7 +49,7 @@ def options(found):
     return lines
 
 
-def remove_found(state_dir):
+def remove_found(state_dir: str) -> None:
     path = os.path.join(state_dir, FOUND_FILE)
     if os.path.exists(path):
         os.unlink(path)
