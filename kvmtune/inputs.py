@@ -256,7 +256,8 @@ def _expanded_size(root: Any, limit: int, source: object) -> int:
 
 def _children(node: Any, yaml: Any) -> list[Any]:
     if isinstance(node, yaml.SequenceNode):
-        return node.value
+        children: list[Any] = node.value
+        return children
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []

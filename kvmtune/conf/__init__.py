@@ -36,7 +36,8 @@ def list_opts() -> list[tuple[Any, list[cfg.Opt]]]:
             merged.setdefault(group, []).extend(opts)
 
     def name(group: Any) -> str:
-        return getattr(group, 'name', group)
+        found: str = getattr(group, 'name', group)
+        return found
 
     # DEFAULT first, then by name; a group is a str or an OptGroup.
     return sorted(merged.items(),

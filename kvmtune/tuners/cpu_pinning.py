@@ -81,7 +81,8 @@ class CpuPinning(base.Tuner):
         return values
 
     def mixed_mask(self) -> str | None:
-        return self.params['dedicated_mask']
+        mask: str | None = self.params['dedicated_mask']
+        return mask
 
     # -- host-derived values ---------------------------------------------
 

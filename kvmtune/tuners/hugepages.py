@@ -81,7 +81,7 @@ class Hugepages(base.Tuner):
 
     def pool_size(self) -> str:
         """'1G' or '2M': the host pool the plan makes."""
-        wanted = self.params['host_page_size']
+        wanted: str = self.params['host_page_size']
         if wanted != 'auto':
             return wanted
         return '1G' if self.fact('cpu.pdpe1gb') else '2M'
@@ -146,9 +146,10 @@ class Hugepages(base.Tuner):
                 for node in self.numa_nodes()}
 
     def host_memory_mb(self) -> int:
-        if self.params['reserved_host_memory_mb'] is not None:
-            return self.params['reserved_host_memory_mb']
-        total = self.fact('memory.total_mb', 0)
+        reserved: int | None = self.params['reserved_host_memory_mb']
+        if reserved is not None:
+            return reserved
+        total: int = self.fact('memory.total_mb', 0)
         return min(HOST_RESERVED_MB, max(NOVA_RESERVED_MB, total // 8))
 
     def pool_pages(self) -> int:
@@ -158,7 +159,8 @@ class Hugepages(base.Tuner):
         if percent is None and now:
             return now
         percent = percent or DEFAULT_PERCENT
-        usable_mb = self.fact('memory.total_mb', 0) - self.host_memory_mb()
+        usable_mb: int = (self.fact('memory.total_mb', 0)
+                          - self.host_memory_mb())
         page_mb = PAGE_KB[self.pool_size()] // 1024
         return max(0, usable_mb * percent // 100 // page_mb)
 

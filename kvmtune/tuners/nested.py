@@ -61,8 +61,9 @@ class Nested(base.Tuner):
         """kvm or qemu: the param, or with auto what kvmtune cloud's
         detect_virt_type picks (kvm only with vmx/svm and a /dev/kvm that
         is not PVM's; facts without a probe count as usable)."""
-        if self.params['virt_type'] != 'auto':
-            return self.params['virt_type']
+        virt_type: str = self.params['virt_type']
+        if virt_type != 'auto':
+            return virt_type
         usable = self.fact('virt.kvm_usable')
         if self.hardware_module() and usable is not False:
             return 'kvm'

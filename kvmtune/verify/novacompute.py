@@ -87,7 +87,8 @@ def _same(option: str, planned: Any, live: Any) -> bool:
     if ',' in planned or ',' in live:
         return ({item.strip() for item in planned.split(',')} ==
                 {item.strip() for item in live.split(',')})
-    return planned == live
+    same: bool = planned == live
+    return same
 
 
 def _shown(value: Any) -> str:
