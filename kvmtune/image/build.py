@@ -9,6 +9,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
@@ -33,19 +36,20 @@ NET_MODULES = ('virtio_net',)
 HERE = os.path.dirname(__file__)
 
 
-def _data(name):
+def _data(name: str) -> bytes:
     with open(os.path.join(HERE, name), 'rb') as f:
         return f.read()
 
 
-def _templates():
+def _templates() -> dict[str, str]:
     from kvmtune import workloads
     from kvmtune.workloads import job
 
     return job.templates(workloads.load_all())
 
 
-def _fingerprint(deb_paths, with_net, static_fio):
+def _fingerprint(deb_paths: Sequence[str], with_net: bool,
+                 static_fio: bool) -> str:
     h = hashlib.sha256(f'layout={LAYOUT} net={with_net} '
                        f'static_fio={static_fio}\n'.encode())
     if static_fio:
@@ -60,7 +64,7 @@ def _fingerprint(deb_paths, with_net, static_fio):
     return h.hexdigest()
 
 
-def _libraries(root, binary):
+def _libraries(root: str, binary: str) -> list[tuple[str, str]]:
     """(soname, path in root) for every library ``binary`` loads.
 
     The guest's own loader resolves them with only ``root``'s library
@@ -86,13 +90,14 @@ def _libraries(root, binary):
     return found
 
 
-def _tool_files(root, tools, static_fio=None):
+def _tool_files(root: str, tools: Sequence[str],
+                static_fio: str | None = None) -> list[tuple[str, str]]:
     """[(path in root, path on the image)] for the tools and libraries.
 
     mtools copies them straight from the extracted packages, each under
     the name the loader looks for (the soname).
     """
-    files = {}
+    files: dict[str, str] = {}
     for tool in tools:
         if tool == 'fio' and static_fio:
             files['/kvmtune/bin/fio'] = static_fio   # needs no library
@@ -104,7 +109,9 @@ def _tool_files(root, tools, static_fio=None):
     return [(src, dest) for dest, src in sorted(files.items())]
 
 
-def _initrd(root, kernel_root, dest, with_net, extra=None):
+def _initrd(root: str, kernel_root: str, dest: str, with_net: bool,
+            extra: Callable[[cpio.Archive, str, set[str]], object] | None
+            = None) -> list[str]:
     """:param extra: called with (archive, modules_dir, builtin names)
         to add files (the nested image's, kvmtune.image.nested)"""
     (modules_dir,) = [os.path.join(kernel_root, 'lib/modules', v)
@@ -147,13 +154,15 @@ def _initrd(root, kernel_root, dest, with_net, extra=None):
     return [n[:-3] for n in names]
 
 
-def _xz_size(path):
+def _xz_size(path: str) -> int | None:
     proc = subprocess.run(['xz', '-T0', '-6', '-c', path],
                           stdout=subprocess.PIPE)
     return len(proc.stdout) if proc.returncode == 0 else None
 
 
-def build(output=None, with_net=False, static_fio=False, log=print):
+def build(output: str | None = None, with_net: bool = False,
+          static_fio: bool = False,
+          log: Callable[[str], object] = print) -> dict[str, Any]:
     """Build (or find up to date) the image; return the manifest dict."""
     out = image.image_dir(output)
     os.makedirs(out, exist_ok=True)
@@ -167,7 +176,8 @@ def build(output=None, with_net=False, static_fio=False, log=print):
         return _build_locked(out, with_net, static_fio, log)
 
 
-def _build_locked(out, with_net, static_fio, log):
+def _build_locked(out: str, with_net: bool, static_fio: bool,
+                  log: Callable[[str], object]) -> dict[str, Any]:
     disk.check_host_tools()
     # One cache may serve several image directories (the disk-only and the
     # --with-net image share their .debs and the compiled static fio).
@@ -206,7 +216,9 @@ def _build_locked(out, with_net, static_fio, log):
              debs=[os.path.basename(p) for p in tool_debs + [kernel_deb]]))
 
 
-def publish(out, outputs, manifest_path, build, extra):
+def publish(out: str, outputs: Sequence[str], manifest_path: str,
+            build: Callable[[str], dict[str, Any]],
+            extra: dict[str, Any]) -> dict[str, Any]:
     """Build in a temporary directory beside the image (``build(work)``
     returns the manifest), move ``outputs`` into ``out`` and write the
     manifest (with ``extra``) last: a reader never sees half an image."""
@@ -228,7 +240,7 @@ def publish(out, outputs, manifest_path, build, extra):
     return manifest
 
 
-def _remove_stale_builds(out, keep):
+def _remove_stale_builds(out: str, keep: str) -> None:
     """Work directories of builds that were killed (no finally ran)."""
     for name in os.listdir(out):
         path = os.path.join(out, name)
@@ -236,15 +248,16 @@ def _remove_stale_builds(out, keep):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _read_manifest(path):
+def _read_manifest(path: str) -> dict[str, Any]:
     try:
         with open(path) as f:
-            return json.load(f)
+            manifest: dict[str, Any] = json.load(f)
+            return manifest
     except (OSError, ValueError):
         return {}
 
 
-def _fio_version(deb_paths):
+def _fio_version(deb_paths: Sequence[str]) -> str:
     for path in deb_paths:
         name = os.path.basename(path)
         if name.startswith('fio_'):
@@ -252,8 +265,9 @@ def _fio_version(deb_paths):
     raise KvmtuneError('no fio package among the fetched .debs')
 
 
-def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
-              static_fio, log):
+def _build_in(work: str, cache: str, tool_debs: list[str], kernel_deb: str,
+              tools: Sequence[str], with_net: bool, static_fio: bool,
+              log: Callable[[str], object]) -> dict[str, Any]:
     root, kernel_root = unpack(work, tool_debs, kernel_deb)
     loaded = _initrd(root, kernel_root, os.path.join(work, image.INITRD),
                      with_net)
@@ -275,7 +289,8 @@ def _build_in(work, cache, tool_debs, kernel_deb, tools, with_net,
             'modules': loaded}
 
 
-def unpack(work, tool_debs, kernel_deb):
+def unpack(work: str, tool_debs: Sequence[str],
+           kernel_deb: str) -> tuple[str, str]:
     """Extract the tools' and the kernel's packages under ``work`` and copy
     the kernel to ``work/image.KERNEL``; return (root, kernel_root)."""
     root = os.path.join(work, 'root')
@@ -289,7 +304,8 @@ def unpack(work, tool_debs, kernel_deb):
     return root, kernel_root
 
 
-def write_disks(work, files):
+def write_disks(work: str, files: Sequence[tuple[str, str]]
+                ) -> dict[str, int | None]:
     """Put ``files`` ([(host path, image path)]) on the image's FAT
     partition and write the raw and qcow2 disks under ``work``; return the
     files' sizes in bytes (kernel, initrd, raw, qcow2, raw_xz)."""
@@ -299,8 +315,8 @@ def write_disks(work, files):
     disk.make_raw(raw, fat)
     os.unlink(fat)
     disk.make_qcow2(raw, os.path.join(work, image.QCOW2))
-    sizes = {name: os.path.getsize(os.path.join(work, name))
-             for name in (image.KERNEL, image.INITRD, image.RAW,
-                          image.QCOW2)}
+    sizes: dict[str, int | None] = {
+        name: os.path.getsize(os.path.join(work, name))
+        for name in (image.KERNEL, image.INITRD, image.RAW, image.QCOW2)}
     sizes['raw_xz'] = _xz_size(raw)
     return sizes

@@ -21,10 +21,15 @@ files and names (vmlinuz, initrd.img, kvmtune-bench.raw/.qcow2/.json), so
 import fcntl
 import hashlib
 import os
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
 from kvmtune.image import build
+from kvmtune.image import cpio
 from kvmtune.image import debs
 from kvmtune.image import disk
 from kvmtune.image import fio_static
@@ -48,18 +53,19 @@ KERNEL_CMDLINE = f'{disk.KERNEL_CMDLINE} {LEVEL_ARG}'
 HERE = os.path.dirname(__file__)
 
 
-def image_dir(base=None):
+def image_dir(base: str | None = None) -> str:
     """Where the nested image is: ``<benchmark image dir>/nested``."""
     return os.path.join(image.image_dir(base), SUBDIR)
 
 
-def _kvm_files(archive, modules_dir, builtin):
+def _kvm_files(archive: cpio.Archive, modules_dir: str,
+               builtin: Iterable[str]) -> None:
     """The KVM modules and their load orders, apart from load.order (the
     benchmark guest's, loaded at boot): nested.sh loads the one vendor
     module the CPU has, with nested=1."""
     archive.add_dir('lib/modules/kvm')
     archive.add_file('etc/kvmtune/nested.sh', build._data('nested.sh'))
-    added = set()
+    added: set[str] = set()
     for vendor in KVM_MODULES:
         ordered = modules.load_order(modules_dir, (vendor,), builtin)
         names = [os.path.basename(path) for path in ordered]
@@ -74,7 +80,7 @@ def _kvm_files(archive, modules_dir, builtin):
                          ('\n'.join(names) + '\n').encode())
 
 
-def _firmware(root):
+def _firmware(root: str) -> list[tuple[str, str]]:
     """[(path in root, path on the image)] for QEMU's firmware files."""
     found = []
     for name in FIRMWARE:
@@ -89,7 +95,7 @@ def _firmware(root):
     return found
 
 
-def _resolve(root, path):
+def _resolve(root: str, path: str) -> str:
     """``path`` with its absolute symlinks resolved inside ``root``."""
     for _ in range(16):
         if not os.path.islink(path):
@@ -102,7 +108,8 @@ def _resolve(root, path):
     raise KvmtuneError('symlink loop', source=path)
 
 
-def _fingerprint(deb_paths, base_manifest):
+def _fingerprint(deb_paths: Sequence[str],
+                 base_manifest: dict[str, Any]) -> str:
     h = hashlib.sha256(f'nested layout={LAYOUT} base={build.LAYOUT}\n'
                        .encode())
     for path in deb_paths:
@@ -115,7 +122,8 @@ def _fingerprint(deb_paths, base_manifest):
     return h.hexdigest()
 
 
-def build_nested(base_dir=None, static_fio=True, log=print):
+def build_nested(base_dir: str | None = None, static_fio: bool = True,
+                 log: Callable[[str], object] = print) -> dict[str, Any]:
     """Build (or find up to date) the nested image; return its manifest.
 
     The benchmark image (the L2 guest) is built or reused first, in
@@ -136,7 +144,9 @@ def build_nested(base_dir=None, static_fio=True, log=print):
         return _build_locked(base_dir, out, base, static_fio, log)
 
 
-def _build_locked(base_dir, out, base, static_fio, log):
+def _build_locked(base_dir: str, out: str, base: dict[str, Any],
+                  static_fio: bool,
+                  log: Callable[[str], object]) -> dict[str, Any]:
     cache = (os.environ.get('KVMTUNE_IMAGE_CACHE')
              or os.path.join(base_dir, 'cache'))
     tools = build.DISK_TOOLS + (QEMU_BINARY,)
@@ -169,8 +179,9 @@ def _build_locked(base_dir, out, base, static_fio, log):
              debs=[os.path.basename(p) for p in tool_debs + [kernel_deb]]))
 
 
-def _build_in(work, cache, base_dir, tool_debs, kernel_deb, tools,
-              static_fio, log):
+def _build_in(work: str, cache: str, base_dir: str, tool_debs: list[str],
+              kernel_deb: str, tools: Sequence[str], static_fio: bool,
+              log: Callable[[str], object]) -> dict[str, Any]:
     root, kernel_root = build.unpack(work, tool_debs, kernel_deb)
     loaded = build._initrd(root, kernel_root,
                            os.path.join(work, image.INITRD), False,
