@@ -123,9 +123,10 @@ class LocalSetup:
     pinned: bool          # the tuned flavor asks for dedicated CPUs
     facts: dict           # this host's
     config_files: tuple = ()
-    nova_conf: str = None     # the compute's nova.conf, once the cloud is up
-    nova_python: str = None   # a Python with Nova, to check values
-    pcpu: int = None          # PCPU in Placement after the tuning
+    # the compute's nova.conf, once the cloud is up
+    nova_conf: str | None = None
+    nova_python: str | None = None  # a Python with Nova, to check values
+    pcpu: int | None = None   # PCPU in Placement after the tuning
     summary: str = ''         # what the tuning did, in a few words
 
 
