@@ -256,7 +256,13 @@ def compute(layout, mode, virt_type):
     }
     if mode == 'libvirt':
         conf['DEFAULT'].update({'force_config_drive': 'true',
-                                'mkisofs_cmd': 'genisoimage'})
+                                'mkisofs_cmd': 'genisoimage',
+                                # A guest Nova deleted while this compute
+                                # was down (a local delete) keeps running
+                                # until the compute's reaper destroys it
+                                # (default every 1800 s).
+                                'running_deleted_instance_poll_interval':
+                                    30})
         conf['libvirt'] = {'virt_type': virt_type}
         # TCP serial consoles on loopback log through virtlogd, so the
         # console log API still answers after the guest powered off (a

@@ -14,9 +14,13 @@ object is in a state no guest can be placed on while it is incomplete, and
 a plain re-run converges.
 """
 
+import contextlib
 import json
+import os
 import re
 import signal
+import threading
+import time
 
 import pytest
 import yaml
@@ -33,6 +37,12 @@ from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
 from tests.functional.faultproxy import FaultProxy
 from tests.functional.test_flavors import expected_specs
+# module fixtures of the Rally sweep: the libvirt cloud, the bench image
+# and flavor (made when missing, removed after)
+from tests.functional.test_rally_sweep import bench_flavor_and_image  # noqa: F401,E501
+from tests.functional.test_rally_sweep import conn  # noqa: F401
+from tests.functional.test_rally_sweep import FLAVOR as SWEEP_FLAVOR
+from tests.functional.test_rally_sweep import libvirt_cloud  # noqa: F401
 
 # The spec that keeps a flavor unplaceable while kvmtune changes it; spelt
 # out here so that the test also runs against code that lacks it.
@@ -275,28 +285,48 @@ _RETRY_LINE = re.compile(r'^kvmtune: cloud ' + FAULTY + r': (GET|HEAD) \S+: '
                          r'(\d) of 3 in [\d.]+ s$')
 
 
+def _proxied_cloud(admin, tmp_path, monkeypatch, stack, services):
+    """clouds.yaml with the test cloud's clouds and FAULTY: kvmtune-admin
+    with each of ``services`` ('compute', 'placement') behind a
+    FaultProxy of its own; returns {service: proxy}."""
+    import os
+
+    with open(os.environ['OS_CLIENT_CONFIG_FILE']) as f:
+        clouds_yaml = yaml.safe_load(f)
+    config = admin.config.config
+    cloud = {'auth': dict(config['auth']),
+             'region_name': config.get('region_name'),
+             'identity_api_version': '3',
+             'api_timeout': API_TIMEOUT}
+    proxies = {}
+    for service in services:
+        endpoint = getattr(admin, service).get_endpoint()
+        proxy = stack.enter_context(FaultProxy(endpoint))
+        cloud[f'{service}_endpoint_override'] = proxy.url(endpoint)
+        proxies[service] = proxy
+    clouds = tmp_path / 'clouds.yaml'
+    clouds_yaml['clouds'][FAULTY] = cloud
+    clouds.write_text(yaml.safe_dump(clouds_yaml))
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
+    return proxies
+
+
 @pytest.fixture
 def faulty(admin, tmp_path, monkeypatch):
     """A FaultProxy in front of Nova, and a clouds.yaml with the test
     cloud's clouds and FAULTY: kvmtune-admin with the compute endpoint
     behind the proxy."""
-    import os
+    with contextlib.ExitStack() as stack:
+        yield _proxied_cloud(admin, tmp_path, monkeypatch, stack,
+                             ['compute'])['compute']
 
-    with open(os.environ['OS_CLIENT_CONFIG_FILE']) as f:
-        clouds_yaml = yaml.safe_load(f)
-    endpoint = admin.compute.get_endpoint()
-    with FaultProxy(endpoint) as proxy:
-        config = admin.config.config
-        cloud = {'auth': dict(config['auth']),
-                 'region_name': config.get('region_name'),
-                 'identity_api_version': '3',
-                 'compute_endpoint_override': proxy.url(endpoint),
-                 'api_timeout': API_TIMEOUT}
-        clouds = tmp_path / 'clouds.yaml'
-        clouds_yaml['clouds'][FAULTY] = cloud
-        clouds.write_text(yaml.safe_dump(clouds_yaml))
-        monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
-        yield proxy
+
+@pytest.fixture
+def faulty_placement(admin, tmp_path, monkeypatch):
+    """The same with Placement behind the proxy (Nova direct)."""
+    with contextlib.ExitStack() as stack:
+        yield _proxied_cloud(admin, tmp_path, monkeypatch, stack,
+                             ['placement'])['placement']
 
 
 def retry_lines(err):
@@ -427,3 +457,267 @@ def test_verify_and_capacity_read_through_503s_as_without(faulty, admin,
     through = kvmtune(verify[0], '--os-cloud', FAULTY, *verify[1:])
     assert len(retry_lines(through.err)) == 2, through.err
     assert _json_out(through)['checks'] == plain['checks']
+
+
+def test_capacity_and_verify_ride_out_placement_503s_and_name_a_give_up(
+        faulty_placement, admin, base_flavor):
+    """Placement behind the proxy: capacity reads each node's inventories,
+    usages and traits there, verify --layer cloud its provider. A few 503s
+    are retried with a line each and change nothing; a Placement that
+    keeps failing is named (endpoint, request id) on the node's line, not
+    a traceback; once it answers again the same run gives the same
+    answer."""
+    proxy = faulty_placement
+    capacity = ('capacity', '--flavor', base_flavor.name, '-f', 'json')
+    plain = _json_out(kvmtune(capacity[0], '--os-cloud', ADMIN,
+                              *capacity[1:]))
+    proxy.fail_next(2, status=503, method='GET',
+                    path_part='/resource_providers')
+    through = kvmtune(capacity[0], '--os-cloud', FAULTY, *capacity[1:])
+    assert len(retry_lines(through.err)) == 2, through.err
+    assert _json_out(through) == plain
+    assert proxy.faults_left() == 0
+
+    proxy.fail_next(1000, status=503, method='GET',
+                    path_part='/resource_providers')
+    down = kvmtune(capacity[0], '--os-cloud', FAULTY, *capacity[1:])
+    print(f'\ncapacity, Placement down: rc {down.rc}\n{down.err}'
+          f'{down.out[:600]}')
+    assert 'Traceback' not in down.err
+    assert f'gave up after 3 retries of {proxy.root}/' in \
+        down.out + down.err
+    assert re.search(r'\(request req-[0-9a-f-]{36}\)', down.out + down.err)
+    proxy.clear()
+    assert _json_out(kvmtune(capacity[0], '--os-cloud', FAULTY,
+                             *capacity[1:])) == plain
+
+    verify = ('verify', '--profile', 'hugepages', '--root', INTEL_HOST,
+              '--layer', 'cloud', '-f', 'json')
+    plain = _json_out(kvmtune(verify[0], '--os-cloud', ADMIN, *verify[1:]))
+    proxy.fail_next(2, status=503, method='GET',
+                    path_part='/resource_providers')
+    through = kvmtune(verify[0], '--os-cloud', FAULTY, *verify[1:])
+    assert len(retry_lines(through.err)) == 2, through.err
+    assert _json_out(through)['checks'] == plain['checks']
+    proxy.fail_next(1000, status=503, method='GET',
+                    path_part='/resource_providers')
+    down = kvmtune(verify[0], '--os-cloud', FAULTY, *verify[1:])
+    print(f'verify, Placement down: rc {down.rc}\n{down.err}'
+          f'{down.out[:600]}')
+    assert 'Traceback' not in down.err
+    assert f'gave up after 3 retries of {proxy.root}/' in \
+        down.out + down.err
+    proxy.clear()
+    assert _json_out(kvmtune(verify[0], '--os-cloud', FAULTY,
+                             *verify[1:]))['checks'] == plain['checks']
+
+
+# -- a sweep whose nova-compute dies, or whose cloud goes down ---------------
+#
+# A real `rally task start` of the disk scenario (1 guest, as in
+# test_rally_sweep.py) on the libvirt cloud. The fault comes when Rally
+# says the step's guest is ACTIVE (the scenario's first "guests ready"
+# line); the sweep must end within its own timeouts (the task's
+# ready_timeout and result_timeout, Rally's delete timeout and HTTP
+# timeout, set below), the guest count as invalid, and nothing stay: no
+# server, port or volume in the API, no libvirt domain on the host.
+
+SWEEP_READY_TIMEOUT = 75       # from the create call: ACTIVE came after 4 s
+SWEEP_RALLY_CONF = {'DEFAULT': {'openstack_client_http_timeout': 30},
+                    'openstack': {'nova_server_delete_timeout': 240,
+                                  'nova_server_boot_timeout': 300}}
+SWEEP_HANG_BOUND = 900         # hang bound: the sweep's own are far below
+
+
+@pytest.fixture(scope='module')
+def sweeping(request, tmp_path_factory):
+    """(Rally with the timeouts above, openstacksdk connection, the
+    libvirt TestCloud), with test_rally_sweep's module fixtures."""
+    from kvmtune.mainjob import rally as mainjob_rally
+
+    cloud = request.getfixturevalue('libvirt_cloud')
+    sdk = request.getfixturevalue('conn')
+    request.getfixturevalue('bench_flavor_and_image')
+    r = mainjob_rally.Rally(str(tmp_path_factory.mktemp('rally')))
+    with open(r.conf, 'a') as f:
+        for section, options in SWEEP_RALLY_CONF.items():
+            f.write(f'[{section}]\n' + ''.join(
+                f'{k} = {v}\n' for k, v in options.items()))
+    r.use_cloud('kvmtune-faults', mainjob_rally.rally_spec(sdk.config))
+    return r, sdk, cloud
+
+
+class RallyLines:
+    """Rally's output lines as they come, with events on them."""
+
+    def __init__(self):
+        self.lines = []
+        self._waits = []
+        self._lock = threading.Lock()
+
+    def when(self, pattern):
+        event = threading.Event()
+        with self._lock:
+            self._waits.append((re.compile(pattern), event))
+            if any(re.search(pattern, line) for line in self.lines):
+                event.set()
+        return event
+
+    def line(self, line):
+        with self._lock:
+            self.lines.append(line)
+            for pattern, event in self._waits:
+                if pattern.search(line):
+                    event.set()
+
+    def finish(self):
+        pass
+
+
+def start_sweep(rally, tmp_path, lines):
+    """The disk sweep at 1 VM in a thread; returns (thread, outcome)."""
+    from kvmtune import mainjob
+    from kvmtune.mainjob import cloud as mainjob_cloud
+    from kvmtune.mainjob import rally as mainjob_rally
+
+    args = dict(mainjob_rally.task_args(
+        1, 'fio-randread-4k', [SWEEP_FLAVOR], mainjob.IMAGE_NAME,
+        emulated=mainjob_cloud.local_cloud_emulated()),
+        runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
+    outcome = {}
+
+    def run():
+        started = time.monotonic()
+        try:
+            outcome['uuid'], outcome['sla_ok'] = rally.sweep(
+                mainjob_rally.task_path('disk-scaling'), args,
+                str(tmp_path / 'results.json'), str(tmp_path / 'rally.html'),
+                progress=lines)
+        except BaseException as exc:    # the test names it
+            outcome['error'] = exc
+        outcome['seconds'] = time.monotonic() - started
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def sweep_rows(tmp_path):
+    from kvmtune.report import rally_results
+    from kvmtune.report import vmtable
+
+    with open(tmp_path / 'results.json') as f:
+        doc = json.load(f)
+    (_, _, data, sla), = rally_results.workloads(doc)
+    rows = [r for iteration in data
+            for r in vmtable.rows_as_dicts(iteration['output']) or []]
+    return rows, sla
+
+
+def nothing_left(sdk, uuids):
+    """No server, port or volume of the cloud's projects, and none of the
+    sweep's guests (``uuids``) left as a libvirt domain."""
+    from kvmtune.testcloud import host
+
+    assert list(sdk.compute.servers(all_projects=True)) == []
+    ports = [p for p in sdk.network.ports()
+             if (p.device_owner or '').startswith('compute:')]
+    assert ports == []
+    if sdk.has_service('block-storage'):
+        assert list(sdk.block_storage.volumes(all_projects=True)) == []
+
+    def domains():
+        listed = host.virsh('list', '--all', '--uuid').stdout.split()
+        return set(listed) & set(uuids)
+    # A server Nova deleted while its compute was down leaves the domain
+    # to that compute's reaper ([DEFAULT]
+    # running_deleted_instance_poll_interval in the test cloud).
+    wait_for(lambda: not domains(), 300, 'the guests\' domains to go')
+
+
+def wait_for(predicate, timeout, what):
+    from kvmtune.testcloud import procs
+
+    procs.wait_until(predicate, timeout, what, interval=1)
+
+
+@pytest.mark.compute('libvirt')
+def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, tmp_path):
+    """nova-compute is SIGKILLed once the step's guest is ACTIVE and stays
+    dead until the sweep has ended. Console reads then fail (Nova's RPC
+    to the compute times out: HTTP 500) until the step's deadline; the
+    delete Nova first ignores (the server is 'deleting' while the
+    service still counts as up) is sent again until Nova deletes it
+    locally."""
+    from kvmtune.testcloud import api
+    from kvmtune.testcloud import procs
+
+    rally, sdk, cloud = sweeping
+    lines = RallyLines()
+    active = lines.when(r'kvmtune: guests ready \d+/1')
+    started = time.monotonic()
+    thread, outcome = start_sweep(rally, tmp_path, lines)
+    try:
+        assert active.wait(SWEEP_READY_TIMEOUT + 60), ''.join(lines.lines)
+        compute = procs.load_state(api.layout())['services']['nova-compute']
+        os.kill(compute, signal.SIGKILL)
+        killed_at = time.monotonic() - started
+        thread.join(SWEEP_HANG_BOUND)
+        assert not thread.is_alive(), 'the sweep did not end'
+    finally:
+        cloud.restart_compute()
+    assert 'error' not in outcome, outcome
+    rows, sla = sweep_rows(tmp_path)
+    assert [r['status'] for r in rows] == ['no-result'], rows
+    assert not outcome['sla_ok']
+    detail = next(s['detail'] for s in sla
+                  if s['criterion'] == 'kvmtune_scaling')
+    assert rows[0]['instance'] in detail and 'no valid result' in detail
+    nothing_left(sdk, {rows[0]['instance']})
+    print(f'\nnova-compute SIGKILLed {killed_at:.0f} s into the sweep; '
+          f'the sweep ended after {outcome["seconds"]:.0f} s; guest row: '
+          f'{rows[0]["status"]}: {rows[0]["reason"]}; SLA: {detail}')
+
+
+@pytest.mark.compute('libvirt')
+def test_a_sweep_whose_whole_cloud_stops_mid_step(sweeping, tmp_path):
+    """Every process of the cloud (its services, their workers, libvirtd
+    when the cloud started it) is stopped (SIGSTOP: no answer, connections
+    hang) once the step's guest is ACTIVE, and let go on once the sweep,
+    having given the guest up, is trying to delete it into the dead cloud.
+    Rally's HTTP timeout ends each hung call; the delete goes through
+    once the cloud is back."""
+    from kvmtune.testcloud import api
+    from kvmtune.testcloud import procs
+
+    rally, sdk, cloud = sweeping
+    lines = RallyLines()
+    active = lines.when(r'kvmtune: guests ready \d+/1')
+    deleting = lines.when(r'kvmtune: deleting [0-9a-f-]{36}: ')
+    started = time.monotonic()
+    thread, outcome = start_sweep(rally, tmp_path, lines)
+    stopped = []
+    try:
+        assert active.wait(SWEEP_READY_TIMEOUT + 60), ''.join(lines.lines)
+        stopped = procs.owned_pids(api.layout())
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        stopped_at = time.monotonic() - started
+        assert deleting.wait(SWEEP_READY_TIMEOUT + 300), \
+            ''.join(lines.lines[-30:])
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    back_at = time.monotonic() - started
+    thread.join(SWEEP_HANG_BOUND)
+    assert not thread.is_alive(), 'the sweep did not end'
+    assert 'error' not in outcome, outcome
+    rows, sla = sweep_rows(tmp_path)
+    assert [r['status'] for r in rows] == ['no-result'], rows
+    assert not outcome['sla_ok']
+    nothing_left(sdk, {rows[0]['instance']})
+    print(f'\n{len(stopped)} cloud processes stopped {stopped_at:.0f} s '
+          f'into the sweep, back at {back_at:.0f} s; the sweep ended '
+          f'after {outcome["seconds"]:.0f} s; guest row: '
+          f'{rows[0]["status"]}: {rows[0]["reason"]}')
