@@ -76,7 +76,11 @@ class Rally:
         self.dir = os.path.join(state_dir, 'rally')
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.conf = os.path.join(self.dir, 'rally.conf')
-        fileio.write_atomic(self.conf, '[database]\nconnection = sqlite:///'
+        # raw_result_chunk_size 1: Rally writes each iteration to its
+        # database when it ends (1000 by default: at the workload's end),
+        # where the job follows the sweep through Rally's API (Progress)
+        fileio.write_atomic(self.conf, '[DEFAULT]\nraw_result_chunk_size = 1'
+                            '\n[database]\nconnection = sqlite:///'
                             + os.path.join(self.dir, 'rally.sqlite') + '\n')
         # Rally keeps the "current" env and task under ~/.rally
         self.env = dict(os.environ, HOME=self.dir)
@@ -100,21 +104,33 @@ class Rally:
     def start_task(self, task, args, progress=None):
         """Run the task, its output to the job's log; its UUID. Rally
         exits non-zero when an iteration failed: the report still
-        follows. progress (a Progress) hears of each line."""
+        follows. progress (a Progress) follows the task in Rally's
+        database through its Python API (``follow``) while it runs."""
+        import threading
+
         argv = [steps.bin_path('rally'), '--config-file', self.conf, 'task',
                 'start', task, '--task-args', json.dumps(args)]
         steps.detail('$ ' + ' '.join(argv))
-        uuid = None
-        with subprocess.Popen(argv, env=self.env, text=True,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT) as proc:
-            for line in proc.stdout:
-                steps.OUT.detail(line)
-                found = _UUID.search(line) if uuid is None else None
-                if found and 'Task' in line:
-                    uuid = found.group(0)
-                if progress:
-                    progress.line(line)
+        uuid, stop, follower = None, threading.Event(), None
+        try:
+            with subprocess.Popen(argv, env=self.env, text=True,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT) as proc:
+                for line in proc.stdout:
+                    steps.OUT.detail(line)
+                    # the CLI's answer names the task it started
+                    found = _UUID.search(line) if uuid is None else None
+                    if found and 'Task' in line:
+                        uuid = found.group(0)
+                        if progress:
+                            follower = threading.Thread(
+                                target=follow, daemon=True,
+                                args=(self.conf, uuid, progress, stop))
+                            follower.start()
+        finally:
+            stop.set()
+            if follower:
+                follower.join()
         if progress:
             progress.finish()
         if uuid is None:
@@ -168,24 +184,45 @@ def sla_failures(report_json):
     return failed
 
 
+FOLLOW_POLL = 2.0
+
+
+def follow(conf, uuid, progress, stop, poll=FOLLOW_POLL):
+    """Hand ``progress`` Rally's record of task ``uuid`` (its Python API,
+    ``rally.api.API(...).task.get(uuid, detailed=True)``) every ``poll``
+    seconds until ``stop`` is set, and once more then. A read that fails
+    (the database busy while Rally writes) is tried again next time."""
+    try:
+        # kvmtune[bench]'s Rally; imported by name: mypy runs without
+        # the extras installed
+        rally_api = importlib.import_module('rally.api')
+        api = rally_api.API(config_file=conf)
+    except Exception as exc:    # no progress is no reason to stop the job
+        steps.detail(f'rally API: no progress line ({exc})')
+        return
+    while True:
+        last = stop.is_set()
+        try:
+            progress.update(api.task.get(uuid, detailed=True))
+        except Exception as exc:
+            steps.detail(f'rally API: task {uuid} not read ({exc})')
+        if last:
+            return
+        stop.wait(poll)
+
+
 class Progress:
-    """The sweep's progress line from Rally's log lines: which flavor and
-    VM count run, and how many guests reported of how many expected.
-
-    Rally's engine logs "Running workload:" and the workload's config as
-    JSON (rally/task/engine.py ``_run_workload``) when a subtask starts;
-    the flavor is the first ``"name"`` in it that is one of the sweep's
-    flavors (its "position" is the workload's place in its subtask, 0 for
-    every subtask of these tasks). Rally's runner logs "ITER: i START" for
-    iteration i (the i-th VM count), and the scenarios log "kvmtune: guests
-    ready|reported k/n". On a terminal the line is rewritten in place;
-    otherwise one line per finished iteration goes out.
+    """The sweep's progress from Rally's own record of the task (the
+    dict of ``rally.api.API().task.get(uuid, detailed=True)``, see
+    ``follow``): which flavor's workload runs (its ``args``) and at how
+    many VMs (the next of its VM counts, one iteration each), and for
+    every iteration that ended (its ``data``, written when it ends: the
+    job's rally.conf sets raw_result_chunk_size 1) the guests with a
+    valid result and the per-VM figure, read as the report reads them
+    (kvmtune.results.rally, kvmtune.report.analysis). On a terminal the
+    running step's line is rewritten in place; every ended step prints
+    one line.
     """
-
-    _WORKLOAD = re.compile(r'Running workload:')
-    _NAME = re.compile(r'^\s*"name": "([^"]*)"')
-    _ITER = re.compile(r'ITER: (\d+) (START|END)')
-    _GUESTS = re.compile(r'kvmtune: guests (ready|reported) (\d+)/(\d+)')
 
     def __init__(self, flavors, counts, show=None, tty=None):
         self.flavors = list(flavors)
@@ -194,63 +231,90 @@ class Progress:
         self.tty = steps.OUT.isatty() if tty is None else tty
         self.flavor = None
         self.vms = None
-        self.guests = None
         self.started = None
         self.shown = False
-        self.naming = False     # in a workload's config, before its flavor
+        self.ended = {}             # workload uuid -> iterations seen
 
     def text(self):
         import time
 
-        guests = (f', guests {self.guests[0]} {self.guests[1]}/'
-                  f'{self.guests[2]}' if self.guests else '')
         took = steps.elapsed_label(time.monotonic() - self.started)
-        return (f'sweep: {self.flavor}, {self.vms} VM(s){guests} '
-                f'({took})')
+        return f'sweep: {self.flavor}, {self.vms} VM(s) ({took})'
 
-    def line(self, line):
+    def update(self, task):
+        """Take Rally's record of the task (detailed, with each
+        workload's ``data``)."""
         import time
 
-        if self._WORKLOAD.search(line):
-            self.flavor, self.naming = None, True
-            return
-        if self.naming:
-            m = self._NAME.search(line)
-            if m and m.group(1) in self.flavors:
-                self.flavor, self.naming = m.group(1), False
-            elif line.startswith('}'):      # the config's end: no flavor
-                self.naming = False
-            return
-        if (m := self._ITER.search(line)) and self.flavor:
-            i = int(m.group(1))
-            counts = self.counts.get(self.flavor) or []
-            if m.group(2) == 'START':
-                self.vms = counts[i - 1] if i <= len(counts) else '?'
-                self.guests, self.started = None, time.monotonic()
-            elif self.started is not None:
-                self._update(final=True)
-                return
-        elif (m := self._GUESTS.search(line)) and self.started:
-            self.guests = (m.group(1), int(m.group(2)), int(m.group(3)))
-        else:
-            return
-        if self.tty and self.started is not None:
-            self._update()
+        from kvmtune.results import rally as rally_results
 
-    def _update(self, final=False):
-        if self.tty:
-            steps.OUT.show('\r\033[K' + steps.PREFIX + self.text()
-                           + ('\n' if final else ''))
-            self.shown = not final
-            if final:
-                steps.OUT.to_log(steps.PREFIX + self.text() + '\n')
-        elif final:
-            self.show(self.text())
+        running = None
+        for subtask in task.get('subtasks') or []:
+            for workload in subtask.get('workloads') or []:
+                args = workload.get('args') or {}
+                flavor = rally_results.name_of(args.get('flavor'))
+                if flavor not in self.flavors:
+                    continue
+                counts = self.counts.get(flavor) or args.get('vm_counts') \
+                    or []
+                data = workload.get('data') or []
+                seen = self.ended.get(workload['uuid'], 0)
+                for i, iteration in enumerate(data[seen:], seen):
+                    self._ended(flavor, counts[i] if i < len(counts)
+                                else '?', iteration)
+                self.ended[workload['uuid']] = len(data)
+                if subtask.get('status') == 'running' and \
+                        len(data) < len(counts):
+                    running = (flavor, counts[len(data)])
+        if running and running != (self.flavor, self.vms):
+            (self.flavor, self.vms), self.started = running, \
+                time.monotonic()
+        if not running:
+            self.flavor = self.vms = None
+        if self.tty and self.flavor:
+            steps.OUT.show('\r\033[K' + steps.PREFIX + self.text())
+            self.shown = True
+
+    def _ended(self, flavor, vms, iteration):
+        took = (iteration.get('duration') or 0.0) + (
+            iteration.get('idle_duration') or 0.0)
+        if self.shown:
+            steps.OUT.show('\r\033[K')
+            self.shown = False
+        self.show(f'sweep: {flavor}, {vms} VM(s): {step_result(iteration)} '
+                  f'({steps.elapsed_label(took)})')
 
     def finish(self):
         if self.shown:
             steps.OUT.show('\n')
             self.shown = False
+
+
+def step_result(iteration):
+    """One sweep step in words, from Rally's record of its iteration: the
+    guests with a valid result and their per-VM figure, as the report
+    computes it, or why the iteration left no per-VM table."""
+    from kvmtune.errors import KvmtuneError
+    from kvmtune.report import analysis
+    from kvmtune.results import rally as rally_results
+    from kvmtune.results import run
+
+    try:
+        rows = rally_results.rows_of(iteration.get('output'))
+    except KvmtuneError as exc:
+        return exc.line()
+    if rows is None:
+        error = ' '.join(': '.join(
+            str(e) for e in (iteration.get('error') or [])[:2]).split())
+        return f'iteration failed: {error or "no per-VM table"}'
+    guests = rally_results.measuring(rows)
+    metric, unit, scale = analysis.metric_of(
+        [run.Run('step', 'rally', run.RALLY, None, {len(guests): [guests]})])
+    step = analysis.point(len(guests), [guests], metric)
+    figure = (f', per-VM {step.per_vm * scale:,.0f} {unit}'
+              if step.per_vm is not None else '')
+    return f'guests valid {step.valid}/{step.total}{figure}' if metric \
+        else f'guests valid 0/{len(guests)}'
 
 
 def vm_counts(max_vms, flavors, flavor_max_vms=None):

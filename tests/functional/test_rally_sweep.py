@@ -104,14 +104,14 @@ def rally(conn, bench_flavor_and_image, tmp_path_factory):
     return r
 
 
-def sweep(rally, tmp_path, **args):
+def sweep(rally, tmp_path, progress=None, **args):
     out = str(tmp_path / 'results.json')
     uuid, sla_ok = rally.sweep(
         DISK_TASK, dict(mainjob_rally.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], mainjob.IMAGE_NAME,
             emulated=cloud.local_cloud_emulated()), **args),
-        out, str(tmp_path / 'rally.html'))
+        out, str(tmp_path / 'rally.html'), progress)
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
 
@@ -160,7 +160,16 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     # Two TCG guests share this host's 2 cores: per-VM IOPS at 2 VMs is
     # about half of 1 VM's (48 % seen with other work on the host), right
     # at the task's default min_share 0.5; 0.25 still fails a collapse.
-    doc, sla_ok, page = sweep(rally, tmp_path, max_vms=2, min_share=0.25)
+    shown = []
+    progress = mainjob_rally.Progress([FLAVOR], {FLAVOR: [1, 2]},
+                                      show=shown.append, tty=False)
+    doc, sla_ok, page = sweep(rally, tmp_path, progress, max_vms=2,
+                              min_share=0.25)
+    # the job followed the sweep in Rally's database: a line per step
+    assert [line.split(', per-VM ')[0] for line in shown] == [
+        f'sweep: {FLAVOR}, 1 VM(s): guests valid 1/1',
+        f'sweep: {FLAVOR}, 2 VM(s): guests valid 2/2'], shown
+    print('\n'.join(shown))
     for r in valid_rows(doc, 2):
         assert r['tool'] == 'fio' and r['iops'] > 0
         assert r['emulated'] is _emulated(), r
