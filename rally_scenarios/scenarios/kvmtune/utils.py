@@ -362,7 +362,8 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 logs[server.id] = text
                 if guests.status(text, server.id):
                     pending.remove(server)
-            # the main job's progress line reads this
+            # a person following Rally's log reads this (the main job
+            # follows the task in Rally's database: mainjob.rally.follow)
             LOG.info(f"kvmtune: guests reported "
                      f"{len(servers) - len(pending)}/{len(servers)}")
             if not pending or time.time() >= deadline:
