@@ -52,7 +52,7 @@ class KvmtuneError(Exception):
     exit_code = 2
 
     def __init__(self, problem: object, source: object = None,
-                 key: object = None, fix: str | None = None) -> None:
+                 key: str | None = None, fix: str | None = None) -> None:
         self.problem = str(problem)
         self.source = source
         self.key = key

@@ -34,7 +34,7 @@ _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 _T = TypeVar('_T')
 
 
-def plain_text(value: _T, *, source: object, key: object,
+def plain_text(value: _T, *, source: object, key: str | None,
                fix: str | None = None) -> _T:
     """``value`` (a string, or a list of them) when it holds no control
     character; else the one InputError. Every value that reaches a
@@ -388,7 +388,7 @@ def load_json(path: str, *, max_bytes: int = MAX_BYTES,
 
 # -- numbers ---------------------------------------------------------------
 
-def number(value: object, *, source: object, key: object,
+def number(value: object, *, source: object, key: str | None,
            minimum: float | None = 0.0, unit: str | None = None,
            fix: str | None = None) -> float:
     """``value`` (a number or its text) as a finite float >= ``minimum``

@@ -116,7 +116,8 @@ class _Merge:
         self.values: dict[Any, Any] = {}
         self.owners: dict[Hashable, str] = {}
 
-    def add(self, key: Hashable, value: Any, tuner: str,
+    # key: a str, or a tuple that comes with its label
+    def add(self, key: Any, value: Any, tuner: str,
             label: str | None = None) -> None:
         # Whatever a tuner computed (from params or facts) reaches a
         # generated file only on one line.

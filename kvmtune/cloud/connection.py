@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import uuid
+from typing import Any
 
 from kvmtune.cloud import errors
 
@@ -60,27 +61,27 @@ class RequestLog:
     it is counted apart so that ``writes`` means changes to the cloud.
     """
 
-    def __init__(self):
-        self.counts = collections.Counter()
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
         self.token_requests = 0
         self.kill_after = _kill_after_call()
 
     @property
-    def writes(self):
+    def writes(self) -> int:
         return sum(n for m, n in self.counts.items()
                    if m in WRITE_METHODS) - self.token_requests
 
     @property
-    def total(self):
+    def total(self) -> int:
         return sum(self.counts.values())
 
-    def record(self, method, url):
+    def record(self, method: str, url: str) -> None:
         method = method.upper()
         self.counts[method] += 1
         if method == 'POST' and _is_token_request(url):
             self.token_requests += 1
 
-    def summary(self):
+    def summary(self) -> str:
         """'4 requests (GET 3, POST 1), 1 for a token, 0 writes'."""
         by_method = ', '.join(f'{m} {n}' for m, n in
                               sorted(self.counts.items()))
@@ -88,7 +89,7 @@ class RequestLog:
                 f'{self.token_requests} for a Keystone token), '
                 f'{self.writes} writes')
 
-    def answered(self, method, url):
+    def answered(self, method: str, url: str) -> None:
         """Called once a request's answer arrived (the test kill hook)."""
         if self.kill_after is not None and self.total == self.kill_after:
             sys.stdout.flush()
@@ -99,7 +100,7 @@ class RequestLog:
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def install(self, http_session):
+    def install(self, http_session: Any) -> None:
         """Count every request the session's transport adapters send."""
         for prefix, adapter in list(http_session.adapters.items()):
             if not isinstance(adapter, _CountingAdapter):
@@ -107,13 +108,13 @@ class RequestLog:
                                                                  self)
 
 
-def _kill_after_call():
+def _kill_after_call() -> int | None:
     """N from KVMTUNE_TEST_KILL_AFTER_CALL (tests only), else None."""
     value = os.environ.get(KILL_AFTER_CALL_ENV, '')
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def _is_token_request(url):
+def _is_token_request(url: str) -> bool:
     import urllib.parse
 
     return urllib.parse.urlsplit(url).path.rstrip('/').endswith(
@@ -123,17 +124,17 @@ def _is_token_request(url):
 class _CountingAdapter:
     """A transport adapter that counts, then lets the real one send."""
 
-    def __init__(self, adapter, log):
+    def __init__(self, adapter: Any, log: RequestLog) -> None:
         self._adapter = adapter
         self._log = log
 
-    def send(self, request, **kwargs):
+    def send(self, request: Any, **kwargs: Any) -> Any:
         self._log.record(request.method, request.url)
         response = self._adapter.send(request, **kwargs)
         self._log.answered(request.method, request.url)
         return response
 
-    def close(self):
+    def close(self) -> None:
         self._adapter.close()
 
 
@@ -142,16 +143,17 @@ class _RetryLines(logging.Handler):
     whose arguments carry the delay (and the status code or the error)
     before it sleeps and sends again."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.cloud = None
-        self.request = None    # 'GET /v2.1/flavors/detail' being sent
+        self.cloud: str | None = None
+        # 'GET /v2.1/flavors/detail' being sent
+        self.request: str | None = None
         self.count = 0
 
-    def start(self, cloud, request):
+    def start(self, cloud: str | None, request: str | None) -> None:
         self.cloud, self.request, self.count = cloud, request, 0
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, dict) else {}
         if self.request is None or 'delay' not in args:
             return
@@ -173,7 +175,7 @@ _RETRY_LINES = _RetryLines()
 class Cloud:
     """A named cloud from clouds.yaml; requests raise CloudError only."""
 
-    def __init__(self, name, conn):
+    def __init__(self, name: str, conn: Any) -> None:
         self.name = name
         self.conn = conn
         self.requests = RequestLog()
@@ -183,7 +185,7 @@ class Cloud:
                 logging.getLogger(logger).addHandler(_RETRY_LINES)
 
     @classmethod
-    def connect(cls, name):
+    def connect(cls, name: str) -> 'Cloud':
         import openstack
 
         # The libraries log warnings (failed discovery, deprecations) that
@@ -195,7 +197,7 @@ class Cloud:
         except Exception as exc:
             raise errors.from_exception(exc, name)
 
-    def _secrets(self):
+    def _secrets(self) -> list[str]:
         auth = self.conn.config.config.get('auth') or {}
         found = [str(auth[k]) for k in _SECRET_AUTH_KEYS if auth.get(k)]
         auth_ref = getattr(self.conn.session.auth, 'auth_ref', None)
@@ -203,7 +205,8 @@ class Cloud:
             found.append(auth_ref.auth_token)
         return found
 
-    def _request(self, service, microversion, method, path, body=None):
+    def _request(self, service: str, microversion: str, method: str,
+                 path: str, body: Any = None) -> Any:
         from openstack import exceptions as sdk_exc
 
         request_id = f'req-{uuid.uuid4()}'
@@ -234,18 +237,19 @@ class Cloud:
             return None
         return response.json()
 
-    def compute(self, method, path, body=None):
+    def compute(self, method: str, path: str, body: Any = None) -> Any:
         """A Nova API call at microversion 2.86; returns the JSON body."""
         return self._request('compute', COMPUTE_MICROVERSION,
                              method, path, body)
 
-    def placement(self, method, path, body=None):
+    def placement(self, method: str, path: str, body: Any = None) -> Any:
         """A Placement API call at microversion 1.6; returns the JSON."""
         return self._request('placement', PLACEMENT_MICROVERSION,
                              method, path, body)
 
 
-def _name_the_failure(error, request, request_id, retries, proxy):
+def _name_the_failure(error: errors.CloudError, request: str,
+                      request_id: str, retries: int, proxy: Any) -> None:
     """Add the request id kvmtune sent when the service gave none (and the
     error is about that request, not the Keystone token before it), and,
     after retries, the endpoint that kept failing."""

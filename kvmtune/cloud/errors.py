@@ -7,6 +7,7 @@ the connection knows is masked before the line is built.
 
 import re
 import urllib.parse
+from collections.abc import Iterable
 
 from kvmtune.errors import CloudError
 
@@ -18,7 +19,7 @@ _URL_QUERY = re.compile(r'(https?://[^\s?\'"<>]+)\?[^\s\'"<>]*')
 _KS_SUFFIX = re.compile(r' \(HTTP \d+\)( \(Request-ID: [^)]*\))?$')
 
 # What an operator can do about a status code, when the code says enough.
-_FIXES = {
+_FIXES: dict[int | None, str] = {
     400: 'correct the value the cloud names',
     401: 'check the credentials of cloud {cloud} in clouds.yaml',
     403: 'use a cloud with the admin role (e.g. kvmtune-admin)',
@@ -30,7 +31,7 @@ _UNREACHABLE_FIX = ('check the cloud is running and auth_url in clouds.yaml '
                     'points at it')
 
 
-def describe_request(method, url):
+def describe_request(method: str | None, url: str | None) -> str | None:
     """'POST /v2.1/flavors' from a method and a full URL (no query)."""
     if not url:
         return method or None
@@ -38,7 +39,7 @@ def describe_request(method, url):
     return f'{method} {path}' if method else path
 
 
-def redact(text, secrets):
+def redact(text: object, secrets: Iterable[str]) -> str:
     """Mask every secret (and every URL query string) in text."""
     text = _URL_QUERY.sub(r'\1', str(text))
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
@@ -46,12 +47,15 @@ def redact(text, secrets):
     return text
 
 
-def http_error(cloud, method, url, status, message, request_id=None,
-               secrets=()):
+def http_error(cloud: str, method: str | None, url: str | None,
+               status: int | None, message: str | None,
+               request_id: str | None = None,
+               secrets: Iterable[str] = ()) -> CloudError:
     """The CloudError for an HTTP error response."""
     problem = f'HTTP {status}: {message}' if message else f'HTTP {status}'
     if request_id:
         problem += f' (request {request_id})'
+    fix: str | None
     if status is not None and status >= 500:
         fix = _SERVER_FIX
     else:
@@ -60,11 +64,13 @@ def http_error(cloud, method, url, status, message, request_id=None,
                        key=redact(describe_request(method, url) or '',
                                   secrets) or None,
                        fix=fix)
-    error.http_status = status  # for callers that retry on a conflict
+    # for callers that retry on a conflict
+    error.http_status = status  # type: ignore[attr-defined]
     return error
 
 
-def from_exception(exc, cloud, secrets=()):
+def from_exception(exc: BaseException, cloud: str,
+                   secrets: Iterable[str] = ()) -> BaseException:
     """Map any exception openstacksdk or keystoneauth raised to CloudError.
 
     Exceptions that are not the cloud's or the client's (programming
@@ -102,7 +108,7 @@ def from_exception(exc, cloud, secrets=()):
     return exc
 
 
-def _api_errors(exc):
+def _api_errors(exc: BaseException) -> tuple[str | None, str | None]:
     """(detail, request id) of an API-WG error body, ``{"errors": [{"status",
     "title", "detail", "request_id", ...}]}``, as Placement answers
     (placement/util.py json_error_formatter; openstacksdk finds no
@@ -123,7 +129,7 @@ def _api_errors(exc):
         str(ids[0]) if ids else None)
 
 
-def _unreachable(exc):
+def _unreachable(exc: BaseException) -> str:
     """'cannot reach URL: [Errno 111] Connection refused' from urllib3's
     nested retry message."""
     text = _first_line(exc)
@@ -136,6 +142,6 @@ def _unreachable(exc):
     return f'cannot reach {where}: {reason[0].strip()}'
 
 
-def _first_line(exc):
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]

@@ -30,8 +30,14 @@ apply`` finishes it.
 import dataclasses
 import fnmatch
 import re
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import cast
 
-from kvmtune.errors import CloudError, InputError
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
 
 MARK = 'Tuned by kvmtune'
 # Present while a multi-call change is under way; no host has the trait.
@@ -56,40 +62,42 @@ IMMUTABLE_PROPERTIES = (
 class SpecDiff:
     """How a flavor's extra specs must change; the keys are sorted."""
 
-    added: dict
-    changed: dict   # key -> (current, wanted)
-    removed: dict   # key -> current
+    added: dict[str, str]
+    changed: dict[str, tuple[str, str]]   # key -> (current, wanted)
+    removed: dict[str, str]   # key -> current
 
     @property
-    def empty(self):
+    def empty(self) -> bool:
         return not (self.added or self.changed or self.removed)
 
-    def to_set(self):
+    def to_set(self) -> dict[str, str]:
         """The keys and values one POST os-extra_specs must carry."""
         wanted = dict(self.added)
         wanted.update((k, new) for k, (_, new) in self.changed.items())
         return dict(sorted(wanted.items()))
 
-    def lines(self):
+    def lines(self) -> list[str]:
         out = [f'+ {k}={v}' for k, v in self.added.items()]
         out += [f'~ {k}: {old} -> {new}'
                 for k, (old, new) in self.changed.items()]
         out += [f'- {k} (was {v})' for k, v in self.removed.items()]
         return out
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {'added': self.added,
                 'changed': {k: {'current': o, 'wanted': n}
                             for k, (o, n) in self.changed.items()},
                 'removed': self.removed}
 
 
-def is_owned(key, owned):
+def is_owned(key: str, owned: Iterable[str]) -> bool:
     """Whether a tuner owns key; owned entries may be globs (hw:numa_*)."""
     return any(fnmatch.fnmatchcase(key, pattern) for pattern in owned)
 
 
-def diff_extra_specs(current, wanted, owned):
+def diff_extra_specs(current: Mapping[str, str] | None,
+                     wanted: Mapping[str, str],
+                     owned: Iterable[str]) -> SpecDiff:
     """The change from current to wanted, removing only owned keys.
 
     A key that is wanted is always set; a key present but not wanted is
@@ -98,7 +106,9 @@ def diff_extra_specs(current, wanted, owned):
     """
     current = {k: str(v) for k, v in (current or {}).items()
                if k != INCOMPLETE}
-    added, changed, removed = {}, {}, {}
+    added: dict[str, str] = {}
+    changed: dict[str, tuple[str, str]] = {}
+    removed: dict[str, str] = {}
     for key in sorted(wanted):
         value = str(wanted[key])
         if key not in current:
@@ -111,17 +121,19 @@ def diff_extra_specs(current, wanted, owned):
     return SpecDiff(added, changed, removed)
 
 
-def owned_present(current, owned):
+def owned_present(current: Mapping[str, str] | None,
+                  owned: Iterable[str]) -> SpecDiff:
     """The diff that removes every owned key a flavor has (flavor remove)."""
     return diff_extra_specs(current, {}, owned)
 
 
-def is_incomplete(specs):
+def is_incomplete(specs: Mapping[str, str] | None) -> bool:
     """Whether a flavor's extra specs carry the INCOMPLETE marker."""
     return INCOMPLETE in (specs or {})
 
 
-def incomplete_lines(flavor, plan_specs):
+def incomplete_lines(flavor: Mapping[str, Any],
+                     plan_specs: Mapping[str, str]) -> list[str]:
     """Lines saying why a flavor is unfinished (flavor diff, apply), or []:
     it carries the marker, or kvmtune made it and it has none of the specs
     its profile wants (born, then killed before its specs were set)."""
@@ -141,7 +153,7 @@ def incomplete_lines(flavor, plan_specs):
     return []
 
 
-def rejected_specs(message, specs):
+def rejected_specs(message: str, specs: Mapping[str, str]) -> str:
     """'key=value' for the specs whose value Nova's message quotes, else
     for all of them."""
     named = {k: v for k, v in specs.items() if f"'{v}'" in message or
@@ -149,21 +161,22 @@ def rejected_specs(message, specs):
     return ', '.join(f'{k}={v}' for k, v in sorted((named or specs).items()))
 
 
-def tuned_name(base, profile):
+def tuned_name(base: str, profile: str) -> str:
     return f'{base}.{profile}'
 
 
-def description(profile, base):
+def description(profile: str, base: str) -> str:
     return f'{MARK} (profile {profile}, from {base}).'
 
 
-def made_by_kvmtune(flavor):
+def made_by_kvmtune(flavor: Mapping[str, Any]) -> tuple[str, str] | None:
     """(profile, base) when kvmtune created the flavor, else None."""
     match = _MARK_RE.match(flavor.get('description') or '')
     return (match['profile'], match['base']) if match else None
 
 
-def property_differences(flavor, base):
+def property_differences(flavor: Mapping[str, Any],
+                         base: Mapping[str, Any]) -> list[str]:
     """Lines naming each immutable size where flavor and base differ."""
     diffs = []
     for field, label in IMMUTABLE_PROPERTIES:
@@ -176,9 +189,11 @@ def property_differences(flavor, base):
     return diffs
 
 
-def create_body(name, base, profile):
+def create_body(name: str, base: Mapping[str, Any],
+                profile: str) -> dict[str, Any]:
     """The POST /flavors body: the base's sizes under a new name."""
-    body = {'name': name, 'description': description(profile, base['name'])}
+    body: dict[str, Any] = {'name': name,
+                            'description': description(profile, base['name'])}
     for field, _ in IMMUTABLE_PROPERTIES:
         if base.get(field) is not None:
             body[field] = base[field]
@@ -193,11 +208,11 @@ class Flavors:
     reading everything kvmtune needs is one GET.
     """
 
-    def __init__(self, cloud):
+    def __init__(self, cloud: Any) -> None:
         self.cloud = cloud
-        self._listing = None
+        self._listing: list[dict[str, Any]] | None = None
 
-    def _all(self):
+    def _all(self) -> list[dict[str, Any]]:
         # One listing per command: the flavors kvmtune reads are few and
         # nothing else in the command changes the ones it has not made.
         if self._listing is None:
@@ -205,11 +220,11 @@ class Flavors:
                 'GET', '/flavors/detail?is_public=none')['flavors']
         return self._listing
 
-    def all(self):
+    def all(self) -> list[dict[str, Any]]:
         """Every flavor, public and private, with its extra specs."""
         return list(self._all())
 
-    def find(self, name):
+    def find(self, name: str) -> dict[str, Any] | None:
         """The flavor named name (public or private), or None."""
         found = [f for f in self._all() if f['name'] == name]
         if len(found) > 1:
@@ -219,7 +234,7 @@ class Flavors:
                 fix='rename the duplicates so the name is unique')
         return found[0] if found else None
 
-    def get(self, name):
+    def get(self, name: str) -> dict[str, Any]:
         flavor = self.find(name)
         if flavor is None:
             raise InputError(f'no flavor named {name!r}',
@@ -227,11 +242,15 @@ class Flavors:
                              fix='give an existing flavor name')
         return flavor
 
-    def create(self, name, base, profile):
+    def create(self, name: str, base: Mapping[str, Any],
+               profile: str) -> dict[str, Any]:
         body = create_body(name, base, profile)
-        return self.cloud.compute('POST', '/flavors', body)['flavor']
+        flavor: dict[str, Any] = self.cloud.compute(
+            'POST', '/flavors', body)['flavor']
+        return flavor
 
-    def set_extra_specs(self, flavor_id, specs):
+    def set_extra_specs(self, flavor_id: str,
+                        specs: Mapping[str, str]) -> None:
         try:
             self.cloud.compute('POST',
                                f'/flavors/{flavor_id}/os-extra_specs',
@@ -242,17 +261,18 @@ class Flavors:
             exc.problem += f' (setting {rejected_specs(exc.problem, shown)})'
             raise
 
-    def unset_extra_spec(self, flavor_id, key):
+    def unset_extra_spec(self, flavor_id: str, key: str) -> None:
         from urllib.parse import quote
 
         self.cloud.compute(
             'DELETE',
             f'/flavors/{flavor_id}/os-extra_specs/{quote(key, safe=":")}')
 
-    def delete(self, flavor_id):
+    def delete(self, flavor_id: str) -> None:
         self.cloud.compute('DELETE', f'/flavors/{flavor_id}')
 
-    def change(self, flavor_id, diff, marked=False):
+    def change(self, flavor_id: str, diff: SpecDiff,
+               marked: bool = False) -> None:
         """Apply a SpecDiff: one POST for added/changed, a DELETE per key.
 
         A change of more than one call, or a flavor already ``marked``
@@ -272,9 +292,11 @@ class Flavors:
             self.unset_extra_spec(flavor_id, INCOMPLETE)
 
 
-def apply_profile(cloud_name, profile, base=None, name=None, root=None,
-                  facts_file=None, dry_run=False, config_files=None,
-                  out=print):
+def apply_profile(cloud_name: str, profile: str, base: str | None = None,
+                  name: str | None = None, root: str | None = None,
+                  facts_file: str | None = None, dry_run: bool = False,
+                  config_files: Iterable[str] | None = None,
+                  out: Callable[[str], object] = print) -> str:
     """Create or update the tuned flavor of a profile (``kvmtune flavor
     apply``, the main job); its name.
 
@@ -291,14 +313,15 @@ def apply_profile(cloud_name, profile, base=None, name=None, root=None,
                          fix='give --from BASE (to create <BASE>.<PROFILE>)'
                              ' or --name of an existing flavor')
     plan = planning.plan_for(profile, root, facts_file, config_files)
-    name = name or tuned_name(base, plan.profile)
+    # no name: base was given (refused above otherwise)
+    name = name or tuned_name(cast(str, base), plan.profile)
 
     cloud = Cloud.connect(cloud_name)
     flavors = Flavors(cloud)
     flavor = flavors.find(name)
     base_flavor = flavors.get(base) if base else None
 
-    def show(diff):
+    def show(diff: SpecDiff) -> None:
         for line in diff.lines():
             out(f'  {line}')
 
@@ -340,7 +363,8 @@ def apply_profile(cloud_name, profile, base=None, name=None, root=None,
     return name
 
 
-def _create(flavors, name, base, profile, diff):
+def _create(flavors: Flavors, name: str, base: Mapping[str, Any],
+            profile: str, diff: SpecDiff) -> None:
     """Create the flavor and set its specs; delete it if Nova says no."""
     flavor = flavors.create(name, base, profile)
     try:

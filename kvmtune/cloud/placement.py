@@ -10,8 +10,12 @@ re-reads on a generation conflict, a bounded number of times.
 
 import dataclasses
 import urllib.parse
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
 
-from kvmtune.errors import CloudError, InputError
+from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
 
 CONFLICT_RETRIES = 5
 
@@ -20,37 +24,40 @@ CONFLICT_RETRIES = 5
 class TraitChange:
     """The trait set a provider must get; added/removed are sorted."""
 
-    current: frozenset
-    new: frozenset
+    current: frozenset[str]
+    new: frozenset[str]
 
     @property
-    def added(self):
+    def added(self) -> list[str]:
         return sorted(self.new - self.current)
 
     @property
-    def removed(self):
+    def removed(self) -> list[str]:
         return sorted(self.current - self.new)
 
     @property
-    def empty(self):
+    def empty(self) -> bool:
         return self.new == self.current
 
-    def lines(self):
+    def lines(self) -> list[str]:
         return ([f'+ {t}' for t in self.added] +
                 [f'- {t}' for t in self.removed])
 
 
-def trait_change(current, wanted, managed):
+def trait_change(current: Iterable[str], wanted: Iterable[str],
+                 managed: Iterable[str]) -> TraitChange:
     """Replace the managed traits of current by wanted, keep the rest."""
-    current = frozenset(current)
+    have = frozenset(current)
     unknown = set(wanted) - set(managed)
     if unknown:
         raise ValueError(f'not kvmtune traits: {sorted(unknown)}')
-    return TraitChange(current, (current - frozenset(managed)) |
+    return TraitChange(have, (have - frozenset(managed)) |
                        frozenset(wanted))
 
 
-def pick_compute_node(nodes, wanted_name, explicit):
+def pick_compute_node(nodes: Sequence[tuple[str, str]], wanted_name: str,
+                      explicit: bool
+                      ) -> tuple[tuple[str, str], str | None]:
     """The (hostname, uuid) to tag among Nova's compute nodes.
 
     :param nodes: [(hypervisor_hostname, provider uuid)]
@@ -73,22 +80,22 @@ def pick_compute_node(nodes, wanted_name, explicit):
 class Placement:
     """The Nova and Placement calls ``host tag`` makes."""
 
-    def __init__(self, cloud):
+    def __init__(self, cloud: Any) -> None:
         self.cloud = cloud
 
-    def compute_nodes(self):
+    def compute_nodes(self) -> list[tuple[str, str]]:
         """[(hypervisor_hostname, resource provider uuid)] from Nova."""
         body = self.cloud.compute('GET', '/os-hypervisors')
         return [(h['hypervisor_hostname'], h['id'])
                 for h in body['hypervisors']]
 
-    def provider_traits(self, uuid):
+    def provider_traits(self, uuid: str) -> tuple[frozenset[str], int]:
         """(set of traits, provider generation)."""
         body = self.cloud.placement('GET',
                                     f'/resource_providers/{uuid}/traits')
         return frozenset(body['traits']), body['resource_provider_generation']
 
-    def missing_traits(self, names):
+    def missing_traits(self, names: Sequence[str]) -> list[str]:
         """The names among names that Placement does not know yet."""
         if not names:
             return []
@@ -97,16 +104,20 @@ class Placement:
         body = self.cloud.placement('GET', f'/traits?{query}')
         return sorted(set(names) - set(body['traits']))
 
-    def create_trait(self, name):
+    def create_trait(self, name: str) -> None:
         self.cloud.placement('PUT', f'/traits/{name}')
 
-    def put_provider_traits(self, uuid, traits, generation):
+    def put_provider_traits(self, uuid: str, traits: Iterable[str],
+                            generation: int) -> None:
         self.cloud.placement(
             'PUT', f'/resource_providers/{uuid}/traits',
             {'traits': sorted(traits),
              'resource_provider_generation': generation})
 
-    def set_traits(self, uuid, wanted, managed, dry_run=False):
+    # every pass returns or raises: the last one re-raises the conflict
+    def set_traits(  # type: ignore[return]
+            self, uuid: str, wanted: Iterable[str], managed: Iterable[str],
+            dry_run: bool = False) -> TraitChange:
         """Give the provider exactly wanted among managed; keep the rest.
 
         :returns: the TraitChange that was (or, dry run, would be) made

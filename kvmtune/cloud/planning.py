@@ -8,16 +8,19 @@ stops here, before any request leaves.
 """
 
 import dataclasses
+from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
 class FlavorPlan:
     profile: str
-    extra_specs: dict
-    owned_extra_specs: tuple
+    extra_specs: dict[str, str]
+    owned_extra_specs: tuple[str, ...]
 
 
-def plan_for(profile_name, root=None, facts_file=None, config_files=None):
+def plan_for(profile_name: str, root: str | None = None,
+             facts_file: str | None = None,
+             config_files: Iterable[str] | None = None) -> FlavorPlan:
     """The flavor side of a profile's plan for a host.
 
     :param profile_name: a profile name or YAML file

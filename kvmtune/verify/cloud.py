@@ -21,6 +21,7 @@ one-line error, never a traceback.
 
 import socket
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
@@ -81,7 +82,7 @@ def inventory_checks(plans: Plans, inventories: Any,
     return found
 
 
-def trait_check(plans: Plans, traits: Sequence[str] | set[str],
+def trait_check(plans: Plans, traits: Collection[str],
                 where: dict[str, Any], tag_fix: str) -> verify.Check | None:
     """The plans' required traits among the provider's (pure); None when
     the plans require none."""
