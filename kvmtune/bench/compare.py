@@ -33,8 +33,13 @@ vcpus      1 2 ...                     -smp (seed 003 step 2)
 """
 
 import os
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 from kvmtune.errors import InputError
+from kvmtune.workloads import Workload
 
 DEFAULTS = {'cache': 'none', 'format': 'raw', 'bus': 'virtio-blk',
             'iothread': 'on', 'hugepages': 'off', 'pinning': 'off',
@@ -55,7 +60,7 @@ MEMINFO = '/proc/meminfo'
 MOUNTS = '/proc/mounts'
 
 
-def parse_axis(text):
+def parse_axis(text: str) -> tuple[str, list[Any]]:
     """``SETTING=V1,V2[,...]`` -> (setting, [values]); InputError else."""
     name, sep, values = text.partition('=')
     name = name.strip()
@@ -83,7 +88,8 @@ def parse_axis(text):
     return name, picked
 
 
-def check_axes(axes, workload):
+def check_axes(axes: Iterable[tuple[str, Sequence[Any]]],
+               workload: Workload) -> None:
     """InputError for a setting the workload does not exercise."""
     seen = set()
     for name, _ in axes:
@@ -103,7 +109,8 @@ def check_axes(axes, workload):
                                  'workload')
 
 
-def runs(base, axes):
+def runs(base: Mapping[str, Any], axes: Iterable[tuple[str, Sequence[Any]]]
+         ) -> list[tuple[str, dict[str, Any]]]:
     """[(label, settings)] one column per value of every axis, in order.
 
     :param base: the settings every run starts from (DEFAULTS overridden
@@ -117,11 +124,11 @@ def runs(base, axes):
     return columns
 
 
-def key(settings):
+def key(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in settings.items()))
 
 
-def _meminfo(path=MEMINFO):
+def _meminfo(path: str = MEMINFO) -> dict[str, int]:
     found = {}
     try:
         with open(path) as f:
@@ -135,7 +142,7 @@ def _meminfo(path=MEMINFO):
     return found
 
 
-def hugetlbfs_mount(mounts=MOUNTS):
+def hugetlbfs_mount(mounts: str = MOUNTS) -> str | None:
     """The first hugetlbfs mount of 2 MB pages (the default size), or
     None."""
     try:
@@ -153,8 +160,10 @@ def hugetlbfs_mount(mounts=MOUNTS):
     return None
 
 
-def skip_reason(settings, vms, ram_mb, host_cpus, meminfo=None,
-                mount=None, vhost_device=VHOST_NET):
+def skip_reason(settings: Mapping[str, Any], vms: int, ram_mb: int,
+                host_cpus: int, meminfo: Mapping[str, int] | None = None,
+                mount: str | None = None,
+                vhost_device: str = VHOST_NET) -> str | None:
     """Why this host cannot run ``settings`` (one line with the fix), or
     None. Nothing here changes the host: reserving huge pages or loading
     vhost_net is the operator's call."""

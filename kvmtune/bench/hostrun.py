@@ -2,27 +2,32 @@
 
 import os
 import subprocess
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.errors import KvmtuneError
+from kvmtune.workloads import Workload
 from kvmtune.workloads import commands
 from kvmtune.workloads import parsers
 
 
-def run(workload, target=None, peer=None, runtime=None, params=None,
-        timeout_margin=60):
+def run(workload: Workload, target: str | None = None,
+        peer: str | None = None, runtime: int | str | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout_margin: int = 60) -> tuple[list[str], dict[str, Any]]:
     """(argv, result) of ``workload`` run here, as the guest would run it."""
     argv = commands.argv(workload, 'client', target, peer, runtime, params)
     argv = [a.replace(commands.VCPUS, str(os.cpu_count())) for a in argv]
-    runtime = int(runtime or workload.settings(params).get('runtime', 10))
+    seconds = int(runtime or workload.settings(params).get('runtime', 10))
     try:
         proc = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=runtime + timeout_margin)
+                              timeout=seconds + timeout_margin)
     except FileNotFoundError:
         raise KvmtuneError(f'{argv[0]} not found',
                            fix=f'apt-get install {workload.tool}')
     except subprocess.TimeoutExpired:
         raise KvmtuneError(f'{workload.tool} did not finish within '
-                           f'{runtime + timeout_margin} s')
+                           f'{seconds + timeout_margin} s')
     if proc.returncode:
         tail = (proc.stderr.strip().splitlines() or
                 proc.stdout.strip().splitlines() or ['?'])[-1]

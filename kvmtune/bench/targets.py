@@ -17,7 +17,7 @@ SIGNATURES = (
 )
 
 
-def signature(path):
+def signature(path: str) -> str | None:
     """What ``path`` starts with, e.g. 'an ext2/3/4 filesystem', or None."""
     with open(path, 'rb') as f:
         head = f.read(65608)
@@ -27,7 +27,7 @@ def signature(path):
     return None
 
 
-def refusal(path, writes):
+def refusal(path: str, writes: bool) -> str | None:
     """Why ``path`` must not be benchmarked without --destroy-data, or None.
 
     A write workload may not touch a block device or a file holding data;
