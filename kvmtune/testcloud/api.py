@@ -50,11 +50,22 @@ COMPUTE_MODES = ('fake', 'libvirt')
 NETWORKS = config.NETWORKS
 VIRT_TYPES = ('kvm', 'qemu')
 STOP_HINT = 'kvmtune cloud down'
-# The OVS agent and the RPC server ignored SIGTERM for 15 s (seen); they
-# hold no state.
-STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 5,
-                'neutron-rpc-server': 5}
-DEFAULT_STOP_TIMEOUT = 15
+# How long `down` waits for a service to end on SIGTERM before it
+# SIGKILLs it and says so. Each stops within its own grace: Nova and
+# Neutron (oslo.service) [DEFAULT] graceful_shutdown_timeout = 10 s
+# (config.nova, neutron.neutron_conf; Neutron's default of 60 s made `down`
+# SIGKILL the RPC server and the OVS agent), the WSGI services (gunicorn)
+# --graceful-timeout 5 s; nova-compute may also be destroying guests.
+STOP_GRACE = 20
+# The OVS agent quits its loop and its RPC within quitting_rpc_timeout
+# (10 s) of SIGTERM, but its process never ends: os-ken's native hub
+# cannot stop the OpenFlow listener's thread (os_ken/lib/hub.py: kill() is
+# a no-op, StreamServer.serve_forever loops on accept()). It holds no
+# state: `down` SIGKILLs it once its own shutdown is over, and says so.
+STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 15}
+STOP_NOTE = {'neutron-openvswitch-agent':
+             "expected: os-ken's OpenFlow listener thread never ends"}
+DEFAULT_STOP_TIMEOUT = STOP_GRACE
 # the services `down` stops first, in this order; the switch comes last
 STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
               'nova-scheduler', 'glance', 'placement', 'keystone',
@@ -325,9 +336,10 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
                          fix='one of: %s' % ', '.join(VIRT_TYPES))
     extras = _extra_facts(computes, compute_facts)
     _check_host_name(socket.gethostname(), [i for i, _, _ in extras])
-    if _running_services(lay) or procs.owned_pids(lay):
+    if _running_services(lay):
         raise CloudError('a cloud is already up', source=lay.root,
                          fix='run: %s' % STOP_HINT)
+    _clean_after_crash(lay, say)
     if facts and not os.path.isfile(facts):
         raise InputError('no such facts file', source=facts,
                          fix='give a file from kvmtune host inspect '
@@ -472,6 +484,26 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
             'compute_conf': lay.compute_conf, 'computes': listed}
 
 
+def _clean_after_crash(lay, say):
+    """Clean up after a cloud whose services all died (SIGKILL, OOM, a
+    reboot) without `down`: what still runs with its marker (helpers,
+    libvirtd), its guests' libvirt domains (read from its Nova database
+    before up() empties it), its bridges and stale pid ledger. Nothing
+    to do after a `down`."""
+    state = procs.load_state(lay)
+    if not (state.get('services') or procs.owned_pids(lay) or
+            os.path.exists(lay.ledger)):
+        return
+    say('a cloud in %s was not taken down (its services died): cleaning '
+        'up what it left' % lay.root)
+    if state.get('mode') == 'libvirt' and \
+            host.virsh('version').returncode != 0:
+        # QEMU guests outlive libvirtd; only it can destroy them.
+        host.ensure_libvirtd(lay, say)
+    stopped = down(layout=lay, say=say)
+    say('cleaned up: %s' % (', '.join(stopped) or 'stale state only'))
+
+
 def _totals(lay, token, provider):
     """{resource class: total} of a provider."""
     inventory = rest.placement_inventories(
@@ -496,9 +528,25 @@ def _is_compute(service):
     return service == 'nova-compute' or service.startswith('nova-compute-')
 
 
+def _stop(say, named, timeout):
+    """SIGTERM the {name: pid} processes, SIGKILL those still running
+    ``timeout`` s later, one line each; returns the names killed."""
+    killed = procs.terminate(list(named.values()), timeout)
+    names = [n for n, p in named.items() if p in killed]
+    for name in names:
+        say('%s (pid %d) still running %d s after SIGTERM: SIGKILL%s'
+            % (name, named[name], timeout, ' (%s)' % STOP_NOTE[name]
+               if name in STOP_NOTE else ''))
+    return names
+
+
 def down(layout=None, say=_quiet):
     """Stop exactly what up() started (its ledger and marked processes),
     and MariaDB, RabbitMQ, Open vSwitch only when up() started them.
+
+    Every service gets SIGTERM and STOP_GRACE s (nova-compute
+    STOP_TIMEOUT's) to end; one still running then is SIGKILLed, with a
+    line naming it.
 
     :returns: the names of what was stopped (empty when nothing ran)
     """
@@ -517,35 +565,43 @@ def down(layout=None, say=_quiet):
     computes = sorted(name for name, pid in pids.items()
                       if _is_compute(name) and procs.alive(pid))
     if computes:
-        killed = procs.terminate([pids[n] for n in computes],
-                                 STOP_TIMEOUT['nova-compute'])
-        stopped += [n + (' (SIGKILL)' if pids[n] in killed else '')
+        killed = _stop(say, {n: pids[n] for n in computes},
+                       STOP_TIMEOUT['nova-compute'])
+        stopped += [n + (' (SIGKILL)' if n in killed else '')
                     for n in computes]
     ovs = ('ovs-vswitchd', 'ovsdb-server')
     for name in STOP_ORDER + tuple(sorted(set(pids) - set(STOP_ORDER) -
                                           set(ovs))):
         pid = pids.get(name)
         if pid and procs.alive(pid):
-            killed = procs.terminate([pid], STOP_TIMEOUT.get(
+            killed = _stop(say, {name: pid}, STOP_TIMEOUT.get(
                 name, DEFAULT_STOP_TIMEOUT))
             stopped.append(name + (' (SIGKILL)' if killed else ''))
     if state.get('network') == 'neutron':
-        stopped += neutron.stop_ovs(state, lambda p: procs.terminate(
-            p, DEFAULT_STOP_TIMEOUT))
+        names = {p: n for n, p in pids.items()}
+        stopped += neutron.stop_ovs(state, lambda p: _stop(
+            say, {names.get(x, 'pid %d' % x): x for x in p},
+            DEFAULT_STOP_TIMEOUT))
     # What is left with our marker: gunicorn workers, privsep daemons,
     # virtlogd/libvirtd when this cloud started them.
     leftovers = procs.owned_pids(lay)
     if leftovers:
-        procs.terminate(leftovers, DEFAULT_STOP_TIMEOUT)
+        _stop(say, {'helper %s' % (procs.cmdline(p)[:40] or '?'): p
+                    for p in leftovers}, DEFAULT_STOP_TIMEOUT)
         stopped.append('%d helper processes' % len(leftovers))
     if state.get('started_rabbitmq'):
         subprocess.call(['rabbitmqctl', '-q', 'stop'])
         subprocess.call(['epmd', '-kill'], stderr=subprocess.DEVNULL)
         stopped.append('rabbitmq')
     if state.get('started_mariadb'):
-        with open('/run/mysqld/mysqld.pid') as f:
-            procs.terminate([int(f.read())], 60)
-        stopped.append('mariadb')
+        try:
+            with open('/run/mysqld/mysqld.pid') as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            pid = None      # it died with the cloud: nothing to stop
+        if pid and procs.alive(pid):
+            _stop(say, {'mariadb': pid}, 60)
+            stopped.append('mariadb')
     if os.path.exists(lay.ledger):
         os.remove(lay.ledger)
     if state:

@@ -77,6 +77,9 @@ def neutron_conf(layout, secrets):
             'rpc_workers': 1, 'rpc_state_report_workers': 0,
             # No DHCP agent: nothing to notify.
             'dhcp_agent_notification': 'false',
+            # oslo.service's grace after SIGTERM (default 60 s), as Nova's:
+            # `down` waits api.STOP_GRACE, then SIGKILLs.
+            'graceful_shutdown_timeout': 10,
             # network-vif-plugged/unplugged events to Nova.
             'notify_nova_on_port_status_changes': 'true',
             'notify_nova_on_port_data_changes': 'true',

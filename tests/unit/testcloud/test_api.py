@@ -249,3 +249,77 @@ def test_a_machine_named_like_an_extra_compute_is_refused():
     with pytest.raises(InputError) as exc:
         api._check_host_name('kvmtune-compute-3', [2, 3])
     assert 'kvmtune-compute-3' in exc.value.line()
+
+
+# -- stopping within a bound, and up after a crash (issue 25) ---------------
+
+# ignores SIGTERM, as neutron-rpc-server did for its 60 s default grace
+STUBBORN = ('import signal, time; signal.signal(signal.SIGTERM, '
+            'signal.SIG_IGN); print("ready", flush=True); time.sleep(120)')
+# a service with a worker (gunicorn, oslo.service): the worker outlives a
+# SIGKILL of its master
+MASTER = ('import subprocess, sys, time; subprocess.Popen([sys.executable, '
+          '"-c", "import time; time.sleep(120)"]); time.sleep(120)')
+
+
+@pytest.fixture
+def lay(tmp_path, monkeypatch):
+    from kvmtune.testcloud import procs
+
+    lay = config.Layout(str(tmp_path / 'cloud'))
+    for path in (lay.log, lay.run):
+        os.makedirs(path)
+    monkeypatch.setattr(api, 'DEFAULT_STOP_TIMEOUT', 1)
+    yield lay
+    procs.terminate(procs.owned_pids(lay), 5)
+
+
+def test_down_sigkills_only_what_outlives_its_grace_and_says_which(lay):
+    import sys
+
+    from kvmtune.testcloud import procs
+
+    stubborn = procs.start(lay, 'neutron-rpc-server',
+                           [sys.executable, '-c', STUBBORN])
+    polite = procs.start(lay, 'placement', [sys.executable, '-c',
+                                            'import time; time.sleep(120)'])
+    procs.wait_until(lambda: 'ready' in open(
+        lay.log_file('neutron-rpc-server')).read(), 30, 'the handler')
+    procs.save_state(lay, {'mode': 'fake', 'network': 'stub', 'services': {
+        'neutron-rpc-server': stubborn, 'placement': polite}})
+    said = []
+    stopped = api.down(layout=lay, say=said.append)
+    assert stopped == ['placement', 'neutron-rpc-server (SIGKILL)']
+    assert said == [f'neutron-rpc-server (pid {stubborn}) still running '
+                    '1 s after SIGTERM: SIGKILL']
+    assert not procs.alive(stubborn) and not procs.alive(polite)
+    assert procs.load_state(lay)['services'] == {}
+
+
+def test_up_after_every_service_was_killed_cleans_up_by_itself(lay):
+    # Before: a worker that outlived its SIGKILLed master made `up` refuse
+    # ("a cloud is already up") until someone ran `down` by hand.
+    import signal
+    import sys
+
+    from kvmtune.testcloud import procs
+
+    master = procs.start(lay, 'keystone', [sys.executable, '-c', MASTER])
+    procs.wait_until(lambda: len(procs.owned_pids(lay)) == 2, 30,
+                     'the worker')
+    procs.save_state(lay, {'mode': 'fake', 'network': 'stub',
+                           'services': {'keystone': master}})
+    os.kill(master, signal.SIGKILL)
+    procs.wait_until(lambda: not procs.alive(master), 30, 'the kill')
+    worker, = procs.owned_pids(lay)
+    assert api._running_services(lay) == {}
+    said = []
+    api._clean_after_crash(lay, said.append)
+    assert said[0] == (f'a cloud in {lay.root} was not taken down (its '
+                       'services died): cleaning up what it left')
+    assert said[-1] == 'cleaned up: 1 helper processes'
+    assert not procs.alive(worker) and procs.owned_pids(lay) == []
+    assert not os.path.exists(lay.ledger)
+    said.clear()
+    api._clean_after_crash(lay, said.append)     # after a down: nothing
+    assert said == []
