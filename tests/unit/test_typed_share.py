@@ -75,7 +75,10 @@ def test_report_on_this_tree_names_the_tiers_and_a_total():
     assert lines[0].split()[:2] == ['package', 'tier']
     facts = next(line.split() for line in lines
                  if line.startswith('kvmtune.facts '))
-    assert facts[1] == 'strict'
     assert any(line.startswith('total ') for line in lines)
+    if sys.version_info < (3, 11):      # no tomllib: figures only
+        assert facts[1] == '?'
+        return
+    assert facts[1] == 'strict'
     assert any(line.startswith('mypy strict tier (disallow_untyped_defs')
                for line in lines)
