@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kvmtune.nova_releases import Release
     from kvmtune.profiles import Profile
     from kvmtune.tuners.base import Check
+    from kvmtune.tuners.base import CheckDict
     from kvmtune.tuners.base import Tuner
 
 # nova.conf values are strings; a multi-valued option is a list of them.
@@ -49,6 +50,25 @@ class Withheld(TypedDict):
 
     tuner: str
     reason: str
+
+
+class PlanDict(TypedDict):
+    """A plan as JSON (``kvmtune plan -f json``, doc/design.md 4)."""
+
+    profile: str
+    facts_source: str | None
+    nova_conf: NovaConf
+    # {section: {option: [service, ...]}}: who reads each option
+    nova_conf_services: dict[str, dict[str, list[str]]]
+    kernel_args: list[str]
+    modprobe: dict[str, str]
+    extra_specs: dict[str, str]
+    owned_extra_specs: list[str]
+    hugepages: list[HugepageRequest]
+    checks: list['CheckDict']
+    notes: list[Note]
+    withheld: list[Withheld]
+    nova_release: int | None
 
 
 # One file for every kvm module, the name OpenStack-Ansible's os_nova role
@@ -79,7 +99,7 @@ class Plan:
     # The Nova release (major) the plan is for (kvmtune.nova_releases).
     nova_release: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlanDict:
         return {
             'profile': self.profile,
             'facts_source': self.facts_source,
@@ -96,10 +116,10 @@ class Plan:
             'modprobe': dict(self.modprobe),
             'extra_specs': dict(self.extra_specs),
             'owned_extra_specs': list(self.owned_extra_specs),
-            'hugepages': [dict(pool) for pool in self.hugepages],
+            'hugepages': [HugepageRequest(**pool) for pool in self.hugepages],
             'checks': [check.to_dict() for check in self.checks],
             'notes': list(self.notes),
-            'withheld': [dict(item) for item in self.withheld],
+            'withheld': [Withheld(**item) for item in self.withheld],
             'nova_release': self.nova_release,
         }
 

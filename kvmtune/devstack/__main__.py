@@ -14,10 +14,14 @@
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
+
+if TYPE_CHECKING:
+    from kvmtune.plan import PlanDict
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pools(text: str | None, plans: list[dict[str, Any]]) -> list[Any] | None:
+def _pools(text: str | None,
+           plans: Sequence['PlanDict']) -> list[Any] | None:
     from kvmtune import pages
     from kvmtune.devstack import host
 

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
+from typing import Literal
 from typing import cast
 
 from kvmtune import pages
@@ -32,9 +33,10 @@ from kvmtune.errors import InputError
 from kvmtune.novaconf import inifile
 from kvmtune.novaconf import update
 from kvmtune.devstack.changes import Changes
+from kvmtune.plan import PlanDict
 
 # plan dicts (kvmtune.plan.Plan.to_dict())
-Plans = Sequence[dict[str, Any]]
+Plans = Sequence[PlanDict]
 
 # "kvmtune nova-conf apply" keeps the previous nova.conf there.
 NOVA_CONF_BACKUP_SUFFIX = update.BACKUP_SUFFIX
@@ -43,7 +45,7 @@ INI_KINDS = ('nova_conf', 'tempest_conf')
 
 
 def build_plans(profiles: Iterable[str],
-                config_files: Iterable[str] = ()) -> list[dict[str, Any]]:
+                config_files: Iterable[str] = ()) -> list[PlanDict]:
     """The plans (as dicts) of the named profiles on this host; InputError
     when one withheld values it could not safely decide."""
     from kvmtune import plan as plans
@@ -219,11 +221,12 @@ def post_config(changes: Changes, nova_conf: str, plans: Plans,
                   'does not change the boot loader; add them and reboot')
 
 
-def _wants_hugepages(built: dict[str, Any]) -> bool:
+def _wants_hugepages(built: PlanDict) -> bool:
     return 'hw:mem_page_size' in built.get('extra_specs', {})
 
 
-def _say_skipped(plans: Plans, kind: str, setting: str) -> None:
+def _say_skipped(plans: Plans, kind: Literal['modprobe'],
+                 setting: str) -> None:
     for built in plans:
         for path in sorted(built.get(kind, {})):
             print(f'kvmtune: profile {built["profile"]} asks for {path}; '

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
+from typing import TypedDict
 from typing import cast
 
 from kvmtune import extra_specs as specs
@@ -142,6 +143,16 @@ class FromRelease(FromHost):
     the plan is for (``Tuner.release``)."""
 
 
+class CheckDict(TypedDict):
+    """A check in a plan's JSON (doc/design.md 4)."""
+
+    tuner: str
+    name: str
+    status: str
+    message: str
+    fix: str | None
+
+
 @dataclasses.dataclass
 class Check:
     tuner: str
@@ -150,8 +161,8 @@ class Check:
     message: str
     fix: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> CheckDict:
+        return cast(CheckDict, dataclasses.asdict(self))
 
 
 # What a check method returns: (status, message, fix) or None when the

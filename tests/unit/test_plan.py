@@ -355,3 +355,18 @@ def test_every_command_that_plans_refuses_a_withheld_plan(
     assert 'memory size is unknown' in err
     assert (tmp_path / 'nova.conf').read_text() == '[DEFAULT]\n'
     assert sorted(os.listdir(tmp_path)) == ['nova.conf']
+
+
+@pytest.mark.parametrize('name', ['pinned-hugepages-ept', 'baseline',
+                                  'nested-host', 'io-tuned', 'net-tuned'])
+def test_plan_json_keys_are_the_typed_keys(name):
+    """PlanDict and CheckDict (for mypy) name exactly what to_dict writes
+    (doc/design.md 4), so the static contract cannot drift from the JSON."""
+    data = plan_for(name, INTEL).to_dict()
+    assert set(data) == plans.PlanDict.__required_keys__
+    for check in data['checks']:
+        assert set(check) == base.CheckDict.__required_keys__
+    for pool in data['hugepages']:
+        assert set(pool) == plans.HugepageRequest.__required_keys__
+    for note in data['notes']:
+        assert set(note) == plans.Note.__required_keys__
