@@ -6,31 +6,19 @@ import pytest
 
 from kvmtune.errors import InputError
 from kvmtune.report import analysis
-from kvmtune.results import read
 from kvmtune.results import rally as rally_results
+from tests.unit.report.runs import analysed
+from tests.unit.report.runs import before_after_bare
 from tests.unit.results.test_bench import baseline_doc
 from tests.unit.results.test_bench import bench_doc
 from tests.unit.results.test_bench import nested_doc
 from tests.unit.results.test_bench import result
-from tests.unit.results.test_bench import write
 from tests.unit.results.test_rally import iteration
 from tests.unit.results.test_rally import new_format
 
 
-def analysed(tmp_path, *docs):
-    return analysis.analyse(read.load_all(
-        [write(tmp_path, name, doc) for name, doc in docs]))
-
-
 def test_two_bench_runs_and_the_bare_host(tmp_path):
-    an = analysed(
-        tmp_path,
-        ('before.json', bench_doc([result(1000.0, p99=4000.0),
-                                   result(3000.0, lat=3000.0, p99=9000.0)])),
-        ('after.json', bench_doc([result(2500.0, p99=5000.0),
-                                  result(2500.0, p99=6000.0)],
-                                 settings={'cache': 'writeback'})),
-        ('bare.json', baseline_doc(result(10000.0))))
+    an = analysed(tmp_path, *before_after_bare())
     assert an.step_table and an.metric == 'iops' and an.emulated
     before, after = (an.points[n][0] for n in ('before', 'after'))
     assert (before.per_vm, before.aggregate) == (2000.0, 4000.0)
@@ -137,3 +125,4 @@ def test_one_iteration_is_the_scenarios_chart_figure():
 def test_no_run_is_no_analysis():
     with pytest.raises(InputError, match='no run'):
         analysis.analyse([])
+

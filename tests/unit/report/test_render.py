@@ -4,10 +4,9 @@ always a comparison, one file included."""
 import pytest
 
 from kvmtune import cli
-from kvmtune.report import analysis
 from kvmtune.report import render
-from kvmtune.results import read
-from tests.unit.results.test_bench import baseline_doc
+from tests.unit.report.runs import analysed
+from tests.unit.report.runs import before_after_bare
 from tests.unit.results.test_bench import bench_doc
 from tests.unit.results.test_bench import nested_doc
 from tests.unit.results.test_bench import result
@@ -18,20 +17,8 @@ from tests.unit.results.test_rally import new_format
 from tests.unit.results.test_rally import write as write_rally
 
 
-def analysed(tmp_path, *docs):
-    return analysis.analyse(read.load_all(
-        [write(tmp_path, name, doc) for name, doc in docs]))
-
-
 def test_runs_at_one_vm_count_print_as_a_step_table(tmp_path):
-    an = analysed(
-        tmp_path,
-        ('before.json', bench_doc([result(1000.0, p99=4000.0),
-                                   result(3000.0, lat=3000.0, p99=9000.0)])),
-        ('after.json', bench_doc([result(2500.0, p99=5000.0),
-                                  result(2500.0, p99=6000.0)],
-                                 settings={'cache': 'writeback'})),
-        ('bare.json', baseline_doc(result(10000.0))))
+    an = analysed(tmp_path, *before_after_bare())
     header, rows = render.step_rows(an)
     assert header == ['', 'before', 'after', 'bare host']
     by = {r[0]: r[1:] for r in rows}
@@ -170,3 +157,4 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content):
 def test_missing_file_is_one_line(capsys):
     assert cli.main(['report', '/nonexistent/r.json']) == 2
     assert 'no such file' in capsys.readouterr().err.lower()
+
