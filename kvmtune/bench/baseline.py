@@ -1,15 +1,8 @@
 """The bare-host baseline: the same workload, same command line, no guest.
 
-File shape (JSON, schema 1)::
-
-    {"schema": 1, "kind": "kvmtune-baseline",
-     "time": "2026-...Z",
-     "workload": "fio-randread-4k", "params": {}, "runtime": 10,
-     "target": "/var/tmp/...", "scratch": true,
-     "peer": null, "command": ["fio", ...],
-     "emulated": false, "result": {<kvmtune.workloads.parsers shape>},
-     "facts": {<kvmtune.facts.gather()>},
-     "record": {<kvmtune.results.records shape>}}
+This module measures and writes the baseline file; its shape (JSON,
+schema 1) is described, checked and read as the bare host's Run in one
+place, kvmtune.results.baseline.
 """
 
 import contextlib
