@@ -32,12 +32,15 @@ vcpus      1 2 ...                     -smp (seed 003 step 2)
 =========  ==========================  =================================
 """
 
+import dataclasses
 import os
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from kvmtune.bench.local import Measured
 from kvmtune.errors import InputError
 from kvmtune.workloads import Workload
 
@@ -191,3 +194,52 @@ def skip_reason(settings: Mapping[str, Any], vms: int, ram_mb: int,
                     f'{settings.get("vcpus", 1)} vCPU need {need} host '
                     f'CPUs to themselves, this host has {host_cpus}')
     return None
+
+
+@dataclasses.dataclass
+class Column:
+    """One column of a comparison: the guests measured with its settings,
+    or why this host could not give them."""
+
+    label: str
+    settings: dict[str, Any]
+    guests: list[Measured] = dataclasses.field(default_factory=list)
+    skipped: str | None = None
+
+    def doc(self) -> dict[str, Any]:
+        """The column as ``--json`` writes it (rows: Measured.flat)."""
+        out: dict[str, Any] = {'label': self.label,
+                               'settings': self.settings}
+        if self.skipped:
+            return dict(out, skipped=self.skipped)
+        return dict(out, rows=[g.flat() for g in self.guests])
+
+
+def run_columns(columns: Sequence[tuple[str, dict[str, Any]]], vms: int,
+                ram_mb: int, host_cpus: int, workload: str,
+                measure: Callable[[dict[str, Any], Callable[[str], None]],
+                                  list[Measured]],
+                log: Callable[[str], None] = print) -> list[Column]:
+    """Measure every column (``runs``) with ``measure(settings, log)``:
+    a column this host cannot give is skipped with its reason, one whose
+    settings equal an earlier column's reuses that run."""
+    done: dict[tuple[tuple[str, str], ...], list[Measured]] = {}
+    out = []
+    for label, settings in columns:
+        why_not = skip_reason(settings, vms, ram_mb, host_cpus)
+        if why_not:
+            log(why_not)
+            out.append(Column(label, settings, skipped=why_not))
+            continue
+        k = key(settings)
+        if k not in done:
+            log(f'--- {label}: {vms} VM(s) of {workload} '
+                f'({" ".join(f"{n}={v}" for n, v in settings.items())})')
+            done[k] = measure(settings, lambda line: log(f'    {line}'))
+            ok = sum(1 for g in done[k] if g.row.ok)
+            log(f'    {ok}/{vms} guest(s) valid')
+        else:
+            log(f'--- {label}: same settings as an earlier column, '
+                'its run reused')
+        out.append(Column(label, settings, done[k]))
+    return out

@@ -18,18 +18,23 @@ or times out is reported as such and kept out of the aggregate.
 """
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
 import tempfile
 import time
 import uuid
+from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
 from kvmtune.bench import qemu
+from kvmtune.results import row as rows
 from kvmtune.results import verdict as verdicts
+from kvmtune.results.row import Row
+from kvmtune.workloads import Workload
 from kvmtune.workloads import console
 from kvmtune.workloads import job as jobs
 
@@ -102,35 +107,53 @@ def _times(guest, text):
             'signal_s': since_launch(guest.signalled)}
 
 
-def _verdict(guest, workload, accel):
-    """Per-VM row: status, reason, result (only when verified and parsed),
-    and the ready and start times (``_times``)."""
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """One guest of a run: its Row (kvmtune.results.row, the one unit
+    set) and what bench local alone knows of it: its index in the run and
+    the host's time, from its launch, of its start signal."""
+
+    vm: int
+    row: Row
+    signal_s: float | None = None
+
+    def flat(self) -> dict[str, Any]:
+        """The row ``--json`` writes: the Row's columns (row.COLUMNS),
+        ``vm`` and ``signal_s``."""
+        return {'vm': self.vm, **self.row.flat(), 'signal_s': self.signal_s}
+
+
+def _verdict(guest: qemu.Guest, workload: Workload, accel: str) -> Measured:
+    """The guest's Row (``verdicts.verdict``, or late / error when it
+    was never ready or never signalled) with its times (``_times``)."""
     text = guest.console_text()
     role = guest.role
-    row = {'vm': guest.index, 'role': role,
-           'instance_id': guest.instance_id,
-           'accel': qemu.accel_label(accel), 'result': None,
-           'seconds': (round(guest.ended - guest.started, 1)
-                       if guest.ended else None),
-           **_times(guest, text)}
+    label = qemu.accel_label(accel)
     missed = guest.missed
     if missed is not None:
         # signal mode: not ready (a server: not serving) within the ready
         # timeout; a client then never got its start signal
         said = 'serving' if role == 'server' else 'ready'
-        return dict(row, status='late', reason=(
+        row = rows.failed(guest.instance_id, role, rows.LATE, (
             f'not {said} within {missed} s of launch'
             + ('' if role == 'server' else ': no start signal, not measured')
-            + _console_end(text)))
-    if guest.signal_error:
-        return dict(row, status='error',
-                    reason=f'no start signal: {guest.signal_error}')
-    seen = verdicts.read(text, guest.instance_id, role, workload.name,
-                         accel == 'tcg', no_status=_no_status(guest, text))
-    if seen.status != verdicts.OK:
-        return dict(row, status=seen.status, reason=seen.reason)
-    return dict(row, status='ok', reason='', result=seen.result,
-                sha256=seen.sha256)
+            + _console_end(text)), workload.name, label)
+    elif guest.signal_error:
+        row = rows.failed(guest.instance_id, role, rows.ERROR,
+                          f'no start signal: {guest.signal_error}',
+                          workload.name, label)
+    else:
+        row = verdicts.verdict(text, guest.instance_id, role, workload.name,
+                               accel == 'tcg',
+                               no_status=_no_status(guest, text),
+                               accel=label)
+    times = _times(guest, text)
+    row = dataclasses.replace(
+        row.with_times(times['ready_s'], times['start_s'],
+                       times['seen_ready_s']),
+        seconds=(round(guest.ended - guest.started, 1) if guest.ended
+                 else None))
+    return Measured(guest.index, row, times['signal_s'])
 
 
 def _no_status(guest, text):
@@ -233,28 +256,6 @@ def _start_on_signal(guests, vms, runtime, ready_wait, log):
     _wait_done(sent, max(signals) + runtime + FINISH_MARGIN + 10 * vms)
 
 
-def aggregate(rows):
-    """Sums of throughput, means of latency, over the ok guests only."""
-    ok = [r['result'] for r in rows if r['status'] == 'ok']
-    servers = sum(1 for r in rows if r['status'] == 'server')
-    total = {'vms_ok': len(ok),
-             'vms_failed': len(rows) - len(ok) - servers}
-    for key in ('iops', 'bw_bytes_s', 'gbit_s', 'tps', 'events_s'):
-        values = [r.get(key) for r in ok if r.get(key) is not None]
-        total[key] = sum(values) if values else None
-    # Latency is never summed: the mean of the guests' means, and the
-    # highest of their p99s (the worst guest's tail).
-    values = [r['lat_ns']['mean'] for r in ok
-              if r['lat_ns']['mean'] is not None]
-    total['lat_mean_ns'] = sum(values) / len(values) if values else None
-    values = [r['lat_ns']['p99'] for r in ok
-              if r['lat_ns']['p99'] is not None]
-    total['lat_p99_ns'] = max(values) if values else None
-    cpu = [r['cpu_pct'] for r in ok if r['cpu_pct'] is not None]
-    total['cpu_pct'] = sum(cpu) / len(cpu) if cpu else None
-    return total
-
-
 def _plan(workload, vms):
     """[(role, address, peer)] per guest: disk guests alone; network
     guests in pairs, server then client, on 10.233.0.0/24."""
@@ -340,7 +341,7 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
         runtime=None, params=None, image_dir=None, delay=None,
         boot='kernel', log=print, bus='virtio-blk', iothread=True,
         hugepages=None, pin=False, start='signal', ready_wait=None):
-    """Boot ``vms`` guests at once, wait, and return the per-VM rows.
+    """Boot ``vms`` guests at once, wait, and return each one Measured.
 
     :param bus: the data disk's bus (``qemu.BUSES``)
     :param iothread: the data disk on its own I/O thread

@@ -35,9 +35,15 @@ for disk, CPU and memory workloads) and its wall time. A value this host
 cannot give (no free huge pages, no /dev/vhost-net, too few CPUs to pin)
 is skipped with one line saying why.
 
---json writes the rows with a record (kvmtune.results.records: host facts
-digest and key facts, settings, workload and parameters, kvmtune version,
-time), which `kvmtune report A.json B.json` compares.
+The table (one row per guest, its aggregate last) is the run analysed
+and printed as `kvmtune report` does (kvmtune.report): throughput in
+IOPS, events/s, MiB/s, Gbit/s, transactions/s; latency in microseconds.
+
+--json writes one row per guest in the columns of kvmtune.results.row
+(bytes/s, nanoseconds; schema 2) with a record (kvmtune.results.records:
+host facts digest and key facts, settings, workload and parameters,
+kvmtune version, time), which `kvmtune report A.json B.json` compares;
+files of schema 1 (each guest's parsed result) are read as well.
 
 Examples:
   kvmtune bench local --vms 2 --workload fio-randread-4k
@@ -50,6 +56,10 @@ import argparse
 
 from kvmtune.bench.compare import CHOICES
 from kvmtune.errors import InputError
+
+# --json: 2, every guest's row in the Row columns (kvmtune.results.row);
+# 1 (kvmtune <= round 3) held each one's parsed result, and is still read
+SCHEMA = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -120,49 +130,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='Default $KVMTUNE_IMAGE_DIR or '
                              '/var/lib/kvmtune/images.')
     parser.add_argument('--json', metavar='FILE',
-                        help='Also write the rows, aggregate and record as '
-                             'JSON.')
+                        help='Also write the guests\' rows and the record '
+                             'as JSON.')
     parser.add_argument('--png', metavar='FILE',
                         help='With --compare: write the comparison plot.')
-
-
-def _fmt(value, scale=1.0, digits=1):
-    return '-' if value is None else f'{value / scale:.{digits}f}'
-
-
-def print_table(rows, total):
-    head = (f'{"VM":>3} {"status":<10} {"IOPS":>10} {"events/s":>9} '
-            f'{"MB/s":>9} {"Gbit/s":>7} {"trans/s":>8} '
-            f'{"lat mean ms":>11} {"p99 ms":>8} {"CPU%":>6} {"time s":>6}'
-            '  accel')
-    print(head)
-    for row in rows:
-        r = row['result'] or {'lat_ns': {}}
-        lat = r.get('lat_ns') or {}
-        print(f'{row["vm"]:>3} {row["status"]:<10} '
-              f'{_fmt(r.get("iops")):>10} {_fmt(r.get("events_s")):>9} '
-              f'{_fmt(r.get("bw_bytes_s"), 1e6):>9} '
-              f'{_fmt(r.get("gbit_s"), 1, 3):>7} '
-              f'{_fmt(r.get("tps"), 1, 0):>8} '
-              f'{_fmt(lat.get("mean"), 1e6, 2):>11} '
-              f'{_fmt(lat.get("p99"), 1e6, 2):>8} '
-              f'{_fmt(r.get("cpu_pct")):>6} {_fmt(row["seconds"]):>6}'
-              f'  {row["accel"]}')
-        if row['status'] not in ('ok', 'server'):
-            print(f'    {row["instance_id"]}: {row["reason"]}')
-    label = rows[0]['accel'] if rows else ''
-    print(f'{"all":>3} {str(total["vms_ok"]) + " ok":<10} '
-          f'{_fmt(total["iops"]):>10} {_fmt(total.get("events_s")):>9} '
-          f'{_fmt(total["bw_bytes_s"], 1e6):>9} '
-          f'{_fmt(total["gbit_s"], 1, 3):>7} {_fmt(total["tps"], 1, 0):>8} '
-          f'{_fmt(total["lat_mean_ns"], 1e6, 2):>11} '
-          f'{_fmt(total["lat_p99_ns"], 1e6, 2):>8} '
-          f'{_fmt(total["cpu_pct"]):>6} {"":>6}  {label}')
-    print('    (aggregate: throughput summed over the guests; latency the '
-          'mean of their means, p99 the worst guest\'s)')
-    if total['vms_failed']:
-        print(f'{total["vms_failed"]} guest(s) failed: not in the '
-              'aggregate')
 
 
 def _settings(args):
@@ -187,7 +158,8 @@ def _check(args):
 
 
 def _one_run(args, workload, accel, settings, params, log=print):
-    """(rows, aggregate) of one run with ``settings``."""
+    """Each guest Measured (kvmtune.bench.local) of one run with
+    ``settings``."""
     import os
 
     from kvmtune.bench import compare
@@ -207,7 +179,7 @@ def _one_run(args, workload, accel, settings, params, log=print):
                              fix='reserve 2M pages first (kvmtune pages '
                                  'apply), or compare without hugepages')
         mount = compare.hugetlbfs_mount()
-    rows = local.run(workload, args.vms, vcpus=int(settings['vcpus']),
+    return local.run(workload, args.vms, vcpus=int(settings['vcpus']),
                      ram_mb=args.ram, disk_size=args.disk_size,
                      cache=settings['cache'], fmt=settings['format'],
                      accel=accel, job_via=args.job_via,
@@ -217,7 +189,6 @@ def _one_run(args, workload, accel, settings, params, log=print):
                      iothread=settings['iothread'] == 'on',
                      hugepages=mount, pin=settings['pinning'] == 'on',
                      start=args.start, ready_wait=args.ready_timeout)
-    return rows, local.aggregate(rows)
 
 
 def _record(kind, workload, accel, why, settings, params, runtime):
@@ -245,9 +216,23 @@ def _save(doc, path):
     print(f'written {path}')
 
 
+def guest_text(guests, record, source='(this run)'):
+    """The table of one run's guests and its aggregate: the run analysed
+    (kvmtune.report.analysis) and printed by the one renderer."""
+    from kvmtune.report import analysis
+    from kvmtune.report import render
+    from kvmtune.results import bench
+
+    rows = [g.row for g in guests]
+    an = analysis.analyse([bench.guest_run('this run', source, record,
+                                           rows)])
+    return '\n'.join(render.guest_lines(an, rows)) + '\n'
+
+
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.bench import qemu
     from kvmtune.cmd.baseline import parse_params
+    from kvmtune.report import render
     from kvmtune import workloads
 
     _check(args)
@@ -260,7 +245,7 @@ def run(args: argparse.Namespace) -> int | None:
     accel, why = qemu.choose_accel(args.accel)
     print(f'accelerator: {qemu.accel_label(accel)} ({why})')
     settings = _settings(args)
-    rows, total = _one_run(args, workload, accel, settings, params)
+    guests = _one_run(args, workload, accel, settings, params)
     if workload.target == 'disk':
         setup = (f'data disk {args.disk_size} {args.format} on {args.bus} '
                  f'cache={args.cache} iothread={args.iothread}')
@@ -271,15 +256,16 @@ def run(args: argparse.Namespace) -> int | None:
     print(f'{workload.name}: {args.vms} VM(s), {args.vcpus} vCPU, '
           f'{args.ram} MB, {setup}, hugepages={args.hugepages} '
           f'pinning={args.pinning}; results verified (bytes + sha256)')
-    print_table(rows, total)
+    print(guest_text(guests, None), end='')
     if args.json:
-        _save({'schema': 1, 'kind': 'kvmtune-bench-local',
+        record = _record('bench-local', workload, accel, why, settings,
+                         params, runtime)
+        _save({'schema': SCHEMA, 'kind': 'kvmtune-bench-local',
                'workload': workload.name, 'vms': args.vms, 'accel': accel,
                'emulated': accel == 'tcg', 'settings': settings,
-               'rows': rows, 'aggregate': total,
-               'record': _record('bench-local', workload, accel, why,
-                                 settings, params, runtime)}, args.json)
-    return 0 if total['vms_failed'] == 0 else 1
+               'rows': [g.flat() for g in guests], 'record': record},
+              args.json)
+    return 1 if render.failures([g.row for g in guests]) else 0
 
 
 def _baseline_doc(args, workload, params):
@@ -325,44 +311,25 @@ def run_compare(args, workload, params, runtime):
     base = _settings(args)
     accel, why = qemu.choose_accel(args.accel)
     print(f'accelerator: {qemu.accel_label(accel)} ({why})')
-    columns = ab.runs(base, axes)
-    host_cpus = len(os.sched_getaffinity(0))
-    done, out, skipped = {}, [], []
-    for label, settings in columns:
-        why_not = ab.skip_reason(settings, args.vms, args.ram, host_cpus)
-        if why_not:
-            print(why_not)
-            skipped.append(label)
-            out.append({'label': label, 'settings': settings,
-                        'skipped': why_not})
-            continue
-        k = ab.key(settings)
-        if k not in done:
-            print(f'--- {label}: {args.vms} VM(s) of {workload.name} '
-                  f'({" ".join(f"{n}={v}" for n, v in settings.items())})')
-            rows, total = _one_run(args, workload, accel, settings, params,
-                                   log=lambda line: print(f'    {line}'))
-            done[k] = (rows, total)
-            print(f'    {total["vms_ok"]}/{args.vms} guest(s) valid')
-        else:
-            print(f'--- {label}: same settings as an earlier column, '
-                  'its run reused')
-        rows, total = done[k]
-        out.append({'label': label, 'settings': settings, 'rows': rows,
-                    'aggregate': total})
-    if not done:
+    columns = ab.run_columns(
+        ab.runs(base, axes), args.vms, args.ram,
+        len(os.sched_getaffinity(0)), workload.name,
+        lambda settings, log: _one_run(args, workload, accel, settings,
+                                       params, log=log))
+    ran = [c for c in columns if not c.skipped]
+    if not ran:
         print('nothing ran: every column was skipped (see above)')
         return 1
     bare, no_bare = _baseline_doc(args, workload, params)
     record = _record('bench-compare', workload, accel, why, base, params,
                      runtime)
-    doc = {'schema': 1, 'kind': 'kvmtune-bench-compare',
+    doc = {'schema': SCHEMA, 'kind': 'kvmtune-bench-compare',
            'workload': workload.name, 'vms': args.vms, 'accel': accel,
-           'emulated': accel == 'tcg', 'runs': out, 'baseline': bare,
-           'record': record}
-    runs = [bench.local_run(item, '(this run)', item['label'],
-                            dict(record, settings=item['settings']))
-            for item in out if not item.get('skipped')]
+           'emulated': accel == 'tcg', 'runs': [c.doc() for c in columns],
+           'baseline': bare, 'record': record}
+    runs = [bench.guest_run(c.label, '(this run)',
+                            dict(record, settings=c.settings),
+                            [g.row for g in c.guests]) for c in ran]
     if bare:
         runs.append(bare_run.run_of(bare, '(this host, bare)'))
     cmp = analysis.analyse(runs)
@@ -370,12 +337,14 @@ def run_compare(args, workload, params, runtime):
     print(render.text(cmp), end='')
     if no_bare:
         print(no_bare)
+    skipped = [c.label for c in columns if c.skipped]
     if skipped:
         print(f'skipped (see above): {", ".join(skipped)}')
     valid = all(p.valid == p.total and p.total
                 for r in cmp.runs for p in cmp.points[r.label])
     wall = time.monotonic() - started
-    print(f'{len(done)} guest run(s) for {len(columns)} column(s), '
+    print(f'{len({ab.key(c.settings) for c in ran})} guest run(s) for '
+          f'{len(columns)} column(s), '
           f'{"every cell valid" if valid else "NOT every cell valid"}; '
           f'wall time {wall:.0f} s'
           + (f' ({render.EMULATED})' if accel == 'tcg' else ''))

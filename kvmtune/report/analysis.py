@@ -22,6 +22,7 @@ has no figure of the runs' metric, is refused.
 
 import dataclasses
 import math
+from typing import Callable
 from typing import Sequence
 
 from kvmtune.errors import InputError
@@ -34,6 +35,7 @@ from kvmtune.results.run import Run
 THROUGHPUT = (('iops', 'IOPS', 1.0), ('events_s', 'events/s', 1.0),
               ('gbit_s', 'Gbit/s', 1.0), ('tps', 'transactions/s', 1.0),
               ('bw_bytes_s', 'MiB/s', 1.0 / 1048576.0))
+SUMMED = tuple(k for k, _, _ in THROUGHPUT)
 TAILS = (('lat_p99_ns', 'p99'), ('lat_max_ns', 'max'))
 # A per-VM curve this well explained by a line degrades linearly.
 LINEAR_R2 = 0.9
@@ -51,6 +53,10 @@ class Point:
     change: float | None = None  # per_vm / the reference run's - 1
     vs_one: float | None = None  # per_vm / this run's per_vm at 1 VM
     share: float | None = None   # per_vm / the bare host's
+    # every throughput figure summed over the valid guests (the aggregate
+    # of each, not only the metric's), and their mean CPU use
+    sums: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    cpu_pct: float | None = None
 
 
 @dataclasses.dataclass
@@ -124,29 +130,34 @@ def metric_of(runs: Sequence[Run]) -> tuple[str | None, str | None, float]:
     return None, None, 1.0
 
 
+def _over(iterations: Sequence[Sequence[Row]], key: str | None,
+          how: Callable[[Sequence[float]], float]) -> float | None:
+    """``how`` (mean, sum, max) of ``key`` over the valid guests of each
+    iteration that has one, averaged over those iterations."""
+    if key is None:
+        return None
+    each = [how(values) for values in (
+        [v for v in (r.figure(key) for r in guests if r.ok) if v is not None]
+        for guests in iterations) if values]
+    return _mean(each)
+
+
+def _average(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
 def point(vms: int, iterations: Sequence[Sequence[Row]],
           metric: str | None, tail: str | None = None) -> Point:
     """The figures of one run at ``vms`` VMs over its iterations."""
-    per_vm, aggregate, lat, worst = [], [], [], []
-    valid = total = 0
-    for guests in iterations:
-        ok = [r for r in guests if r.ok]
-        good = [v for v in (r.figure(metric) for r in ok) if v is not None] \
-            if metric else []
-        total += len(guests)
-        valid += len(good)
-        if good:
-            per_vm.append(sum(good) / len(good))
-            aggregate.append(sum(good))
-        means = [r.lat_ns.mean for r in ok if r.lat_ns.mean is not None]
-        if means:
-            lat.append(sum(means) / len(means))
-        tails = [v for v in (r.figure(tail) for r in ok) if v is not None] \
-            if tail else []
-        if tails:
-            worst.append(max(tails))
-    return Point(vms, _mean(per_vm), _mean(aggregate), _mean(lat),
-                 _mean(worst), valid, total)
+    valid = sum(1 for guests in iterations for r in guests
+                if r.ok and metric and r.figure(metric) is not None)
+    return Point(vms, _over(iterations, metric, _average),
+                 _over(iterations, metric, sum),
+                 _over(iterations, 'lat_mean_ns', _average),
+                 _over(iterations, tail, max), valid,
+                 sum(len(guests) for guests in iterations),
+                 sums={k: _over(iterations, k, sum) for k in SUMMED},
+                 cpu_pct=_over(iterations, 'cpu_pct', _average))
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Fit:
@@ -260,8 +271,21 @@ def analyse(runs: Sequence[Run]) -> Analysis:
     return result
 
 
+def change(new: float | None, ref: float | None) -> float | None:
+    """``new`` against ``ref``: new / ref - 1 (None without both, or
+    against 0). The one change of the report, the step tables and bench
+    nested's L2 against L1."""
+    if new is None or not ref:
+        return None
+    return new / ref - 1.0
+
+
 def _ratio(p: Point, ref: Point | None,
            minus_one: bool = False) -> float | None:
-    if p.per_vm is None or ref is None or not ref.per_vm:
+    if ref is None:
         return None
-    return p.per_vm / ref.per_vm - (1.0 if minus_one else 0.0)
+    if minus_one:
+        return change(p.per_vm, ref.per_vm)
+    if p.per_vm is None or not ref.per_vm:
+        return None
+    return p.per_vm / ref.per_vm

@@ -19,10 +19,20 @@ from typing import Sequence
 
 from kvmtune.report.analysis import Analysis
 from kvmtune.report.analysis import Point
+from kvmtune.report.analysis import THROUGHPUT
+from kvmtune.results.row import OK
+from kvmtune.results.row import Row
+from kvmtune.results.row import SERVER
 from kvmtune.results.run import Run
 
 EMULATED = 'emulated: QEMU TCG, not KVM speed'
 Table = tuple[list[str], list[list[str]]]
+# How a Row figure prints: (unit, scale from the one unit set)
+UNITS = {**{k: (unit, scale) for k, unit, scale in THROUGHPUT},
+         'lat_mean_ns': ('lat mean us', 1e-3),
+         'lat_p99_ns': ('lat p99 us', 1e-3),
+         'lat_max_ns': ('lat max us', 1e-3), 'cpu_pct': ('CPU%', 1.0),
+         'seconds': ('time s', 1.0)}
 
 
 def _num(value: float | None, scale: float = 1.0) -> str:
@@ -36,6 +46,21 @@ def _num(value: float | None, scale: float = 1.0) -> str:
 
 def _us(value: float | None) -> str:
     return _num(value, 1e-3)
+
+
+def number(value: float | None, scale: float = 1.0) -> str:
+    """A figure as every table prints it (``value * scale``)."""
+    return _num(value, scale)
+
+
+def figure(key: str, value: float | None) -> str:
+    """A Row figure (by its column) as printed, in its unit (UNITS)."""
+    return _num(value, UNITS[key][1])
+
+
+def pct(value: float | None) -> str:
+    """A change (0.25) as printed (+25.0%)."""
+    return _pct(value)
 
 
 def _pct(value: float | None) -> str:
@@ -192,6 +217,57 @@ def failure_lines(an: Analysis) -> list[str]:
         return []
     return ['guests without a valid result (not averaged):'] + [
         f'  {label}: {f}' for label, f in bad]
+
+
+GUEST_FIGURES = ('iops', 'events_s', 'bw_bytes_s', 'gbit_s', 'tps',
+                 'lat_mean_ns')
+
+
+def guest_rows(an: Analysis, guests: Sequence[Row]) -> Table:
+    """One run's guests (``guests``: every one booted, servers too), one
+    row each, and the run's aggregate (``all``) from its Point: the
+    throughput figures summed over the valid guests, latency the mean of
+    their means and the worst guest's tail, CPU their mean."""
+    tail = 'lat_max_ns' if an.tail == 'max' else 'lat_p99_ns'
+    keys = (*GUEST_FIGURES, tail, 'cpu_pct')
+    header = ['VM', 'status', *(UNITS[k][0] for k in keys), UNITS[
+        'seconds'][0], 'accel']
+    rows = [[str(i), g.status, *(figure(k, g.figure(k)) for k in keys),
+             _num(g.seconds), g.accel or '-']
+            for i, g in enumerate(guests)]
+    p = next((p for r in an.guests for p in an.points[r.label]), None)
+    if p is not None:
+        total = {**p.sums, 'lat_mean_ns': p.lat_mean_ns, tail: p.lat_tail_ns,
+                 'cpu_pct': p.cpu_pct}
+        rows.append(['all', f'{p.valid} ok',
+                     *(figure(k, total.get(k)) for k in keys), '',
+                     guests[0].accel or '-' if guests else ''])
+    return header, rows
+
+
+def guest_lines(an: Analysis, guests: Sequence[Row]) -> list[str]:
+    """The guest table (``guest_rows``), each guest without a valid
+    result followed by its reason, and what the aggregate is."""
+    header, rows = guest_rows(an, guests)
+    lines = grid(header, rows)
+    out = lines[:1]
+    for line, guest in zip(lines[1:], guests):
+        out.append(line)
+        if guest.status not in (OK, SERVER):
+            out.append(f'    {guest.instance}: {guest.reason}')
+    out.extend(lines[1 + len(guests):])
+    tail = an.tail or 'p99'
+    out.append('    (aggregate: throughput summed over the guests; latency '
+               f'the mean of their means, {tail} the worst guest\'s)')
+    failed = failures(guests)
+    if failed:
+        out.append(f'{failed} guest(s) failed: not in the aggregate')
+    return out
+
+
+def failures(guests: Sequence[Row]) -> int:
+    """Guests that neither measured nor served (late, error, ...)."""
+    return sum(1 for g in guests if g.status not in (OK, SERVER))
 
 
 def tables(an: Analysis) -> list[Table]:

@@ -2,6 +2,9 @@
 nested -o`` files: their Runs (doc/design.md 9.4).
 
 bench local (kind ``kvmtune-bench-local``): one Run of ``vms`` guests.
+Its rows are Rows (row.COLUMNS, one unit set; schema 2); the files of
+schema 1 held each guest's parsed ``result`` and are read the same,
+converted once on reading (``row_of``).
 A ``--compare`` (kind ``kvmtune-bench-compare``): one Run per column
 that ran, and the bare host when the file holds a baseline.
 bench nested (kind ``kvmtune-bench-nested``): one Run per guest level
@@ -11,6 +14,7 @@ bench nested (kind ``kvmtune-bench-nested``): one Run per guest level
 import os
 from typing import Any
 from typing import Mapping
+from typing import Sequence
 
 from kvmtune.errors import InputError
 from kvmtune.results import baseline
@@ -33,8 +37,12 @@ def label_of(path: str) -> str:
 
 
 def row_of(item: Mapping[str, Any], source: str, where: str) -> Row:
-    """The Row of one bench local row (``vm``, ``instance_id``, ``role``,
-    ``status``, ``reason``, ``result``, ``accel`` and times)."""
+    """The Row of one bench local row: its Row columns (row.COLUMNS, and
+    ``vm``, ``signal_s``), or the shape bench local wrote before
+    (``vm``, ``instance_id``, ``role``, ``status``, ``reason``,
+    ``result``, ``accel`` and times), converted once, here."""
+    if not isinstance(item, Mapping) or 'result' not in item:
+        return rows.from_flat(item, source, where)
     instance = item.get('instance_id') or f'VM {item.get("vm")}'
     role = str(item.get('role') or 'client')
     result = item.get('result')
@@ -48,15 +56,21 @@ def row_of(item: Mapping[str, Any], source: str, where: str) -> Row:
     return rows.from_flat(flat, source, where)      # every figure checked
 
 
+def guest_run(label: str, source: str, record: dict[str, Any] | None,
+              guests: Sequence[Row]) -> Run:
+    """The Run of one bench local run's guests (servers left out)."""
+    measuring = [g for g in guests if g.measuring]
+    return Run(label, source, BENCH, records.validate(record, source),
+               {len(measuring): [measuring]} if measuring else {})
+
+
 def local_run(doc: Mapping[str, Any], source: str, label: str,
               record: dict[str, Any] | None) -> Run:
     """The Run of one bench local run (its rows; servers left out)."""
-    guests = [row_of(item, source, f'rows[{i}]')
-              for i, item in enumerate(doc.get('rows') or [])
-              if item.get('status') != rows.SERVER]
-    guests = [g for g in guests if g.measuring]
-    return Run(label, source, BENCH, records.validate(record, source),
-               {len(guests): [guests]} if guests else {})
+    return guest_run(label, source, record, [
+        row_of(item, source, f'rows[{i}]')
+        for i, item in enumerate(doc.get('rows') or [])
+        if item.get('status') != rows.SERVER])
 
 
 def _compare_runs(doc: Mapping[str, Any], source: str) -> list[Run]:

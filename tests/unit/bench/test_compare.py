@@ -116,3 +116,36 @@ def test_hugetlbfs_mount_of_2m_pages(tmp_path):
     assert compare.hugetlbfs_mount(str(mounts)) == '/mnt/huge'
     mounts.write_text('proc /proc proc rw 0 0\n')
     assert compare.hugetlbfs_mount(str(mounts)) is None
+
+
+def test_every_column_measured_once_skipped_ones_said():
+    from kvmtune.bench.local import Measured
+    from kvmtune.results import row as rows
+
+    said, measured = [], []
+
+    def measure(settings, log):
+        log('booting')
+        measured.append(settings['cache'])
+        return [Measured(0, rows.Row('i-0', iops=100.0)),
+                Measured(1, rows.failed('i-1', 'client', 'late', 'why'))]
+
+    base = dict(compare.DEFAULTS, vcpus=1)
+    columns = compare.runs(base, [('cache', ['none', 'writeback']),
+                                  ('iothread', ['on']),
+                                  ('pinning', ['on'])])
+    out = compare.run_columns(columns, 2, 256, 1, 'fio-randread-4k',
+                              measure, log=said.append)
+    assert measured == ['none', 'writeback']    # iothread=on: the base
+    assert [c.label for c in out] == ['cache=none', 'cache=writeback',
+                                      'iothread=on', 'pinning=on']
+    assert out[2].guests is out[0].guests
+    assert out[3].skipped.startswith('pinning=on skipped: 2 guest(s)')
+    assert '    booting' in said and '    1/2 guest(s) valid' in said
+    assert '--- iothread=on: same settings as an earlier column, its run ' \
+        'reused' in said
+    assert out[3].doc() == {'label': 'pinning=on',
+                            'settings': out[3].settings,
+                            'skipped': out[3].skipped}
+    row, _ = out[0].doc()['rows']
+    assert (row['vm'], row['iops'], row['signal_s']) == (0, 100.0, None)

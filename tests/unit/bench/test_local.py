@@ -1,5 +1,5 @@
-"""Pure logic of bench local: the accelerator choice, the aggregate, when
-a client is done, the network_data.json it writes."""
+"""Pure logic of bench local: the accelerator choice, each guest's Row,
+when a client is done, the network_data.json it writes."""
 
 import pytest
 import re
@@ -7,6 +7,7 @@ import re
 from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.errors import KvmtuneError
+from kvmtune.results import row as rows
 from tests import hang
 
 PVM = {'kvm_usable': True, 'mechanism': 'pvm', 'nested_mechanism': 'pvm'}
@@ -49,26 +50,6 @@ def test_kvm_asked_for_with_hardware_virtualization(mechanism):
     assert qemu.choose_accel('kvm', virt) == ('kvm', 'asked for')
 
 
-def _row(status, iops=None, lat=None):
-    result = None
-    if status == 'ok':
-        result = {'iops': iops, 'bw_bytes_s': iops * 4096, 'gbit_s': None,
-                  'tps': None, 'cpu_pct': 10.0,
-                  'lat_ns': {'mean': lat, 'p99': 2 * lat}}
-    return {'status': status, 'result': result}
-
-
-def test_aggregate_leaves_failed_guests_out():
-    rows = [_row('ok', 100.0, 10.0), _row('ok', 300.0, 30.0),
-            _row('late'), _row('no-result')]
-    total = local.aggregate(rows)
-    assert total['vms_ok'] == 2 and total['vms_failed'] == 2
-    assert total['iops'] == 400.0
-    # latency is never summed: mean of means, the worst guest's p99
-    assert total['lat_mean_ns'] == 20.0 and total['lat_p99_ns'] == 60.0
-    assert total['gbit_s'] is None
-
-
 def test_start_delay_grows_with_guests():
     assert local.start_delay('tcg', 4) > local.start_delay('tcg', 1) > \
         local.start_delay('kvm', 1)
@@ -85,12 +66,6 @@ def test_network_guests_pair_up_server_then_client():
         local._plan(workloads.get('sockperf-tcp-rr'), 3)
     assert local._plan(workloads.get('fio-randread-4k'), 3) == \
         [('client', None, None)] * 3
-
-
-def test_servers_are_neither_results_nor_failures():
-    rows = [{'status': 'server', 'result': None}, _row('ok', 10.0, 1.0)]
-    total = local.aggregate(rows)
-    assert total['vms_ok'] == 1 and total['vms_failed'] == 0
 
 
 class _Running:
@@ -308,21 +283,22 @@ def test_a_guest_never_ready_is_late_and_says_why(tmp_path):
     from kvmtune import workloads
     guest = _guest(tmp_path, text='[    4.1] Run /init as init process\r\n')
     guest.missed = 180
-    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg')
-    assert row['status'] == 'late' and row['result'] is None
-    assert row['reason'].startswith('not ready within 180 s of launch: '
-                                    'no start signal, not measured')
-    assert 'console ends: [    4.1] Run /init' in row['reason']
-    assert local.aggregate([row])['vms_failed'] == 1
+    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg').row
+    assert row.status == 'late' and row.iops is None
+    assert row.reason.startswith('not ready within 180 s of launch: '
+                                 'no start signal, not measured')
+    assert 'console ends: [    4.1] Run /init' in row.reason
+    assert row.accel == 'emulated (TCG)' and row.measuring
 
 
 def test_a_server_never_serving_is_late(tmp_path):
     from kvmtune import workloads
     guest = _guest(tmp_path, role='server')
     guest.missed = 60
-    row = local._verdict(guest, workloads.get('sockperf-tcp-rr'), 'tcg')
-    assert (row['status'], row['reason']) == \
+    row = local._verdict(guest, workloads.get('sockperf-tcp-rr'), 'tcg').row
+    assert (row.status, row.reason) == \
         ('late', 'not serving within 60 s of launch')
+    assert not row.measuring
 
 
 def test_a_failed_signal_is_an_error(tmp_path):
@@ -330,11 +306,11 @@ def test_a_failed_signal_is_an_error(tmp_path):
     guest = _guest(tmp_path)
     _say(guest, _status(guest, 'ready uptime=5.0 time=1700000000'))
     guest.signal_error = 'QMP: cannot connect: Connection refused'
-    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg')
-    assert row['status'] == 'error'
-    assert row['reason'] == ('no start signal: QMP: cannot connect: '
-                             'Connection refused')
-    assert row['ready_s'] == 5.0
+    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg').row
+    assert row.status == 'error'
+    assert row.reason == ('no start signal: QMP: cannot connect: '
+                          'Connection refused')
+    assert row.ready_s == 5.0
 
 
 def test_ready_and_signalled_but_no_verdict_is_a_timeout(tmp_path):
@@ -342,12 +318,16 @@ def test_ready_and_signalled_but_no_verdict_is_a_timeout(tmp_path):
     guest = _guest(tmp_path)
     _say(guest, _status(guest, 'ready uptime=5.0 time=1700000000'))
     guest.ready_seen, guest.signalled = 106.0, 106.5
-    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg')
+    seen = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg')
     # never a status 'ready' row
-    assert row['status'] == 'no-result'
-    assert row['reason'].startswith('timed out after its start signal '
-                                    '(it said ready)')
-    assert (row['seen_ready_s'], row['signal_s']) == (6.0, 6.5)
+    assert seen.row.status == 'no-result'
+    assert seen.row.reason.startswith('timed out after its start signal '
+                                      '(it said ready)')
+    assert (seen.row.seen_ready_s, seen.signal_s) == (6.0, 6.5)
+    # --json: the Row's columns, and what bench local alone knows
+    flat = seen.flat()
+    assert list(flat) == ['vm', *rows.COLUMNS, 'signal_s']
+    assert (flat['vm'], flat['signal_s']) == (0, 6.5)
 
 
 def test_times_of_a_started_guest(tmp_path):

@@ -126,3 +126,21 @@ def test_no_run_is_no_analysis():
     with pytest.raises(InputError, match='no run'):
         analysis.analyse([])
 
+
+def test_every_throughput_figure_summed_and_cpu_averaged(tmp_path):
+    """bench local's aggregate row: every figure a guest gives, summed
+    over the valid guests (IOPS and bytes/s of fio), CPU their mean."""
+    a, b = result(1000.0), result(3000.0)
+    a['cpu_pct'], b['cpu_pct'] = 40.0, 60.0
+    an = analysed(tmp_path, ('r.json', bench_doc([a, b], failed=1)))
+    p, = an.points['r']
+    assert p.sums['iops'] == p.aggregate == 4000.0
+    assert p.sums['bw_bytes_s'] == 4000.0 * 4096
+    assert p.sums['gbit_s'] is None and p.cpu_pct == 50.0
+    assert (p.valid, p.total) == (2, 3)
+
+
+def test_one_change_for_every_table():
+    assert analysis.change(75.0, 100.0) == -0.25
+    assert analysis.change(None, 100.0) is None
+    assert analysis.change(5.0, 0.0) is None

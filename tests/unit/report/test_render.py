@@ -158,3 +158,34 @@ def test_missing_file_is_one_line(capsys):
     assert cli.main(['report', '/nonexistent/r.json']) == 2
     assert 'no such file' in capsys.readouterr().err.lower()
 
+
+def test_one_runs_guests_and_their_aggregate(tmp_path):
+    """bench local's table: a row per guest (a server too), the
+    aggregate from the analysis, each failed guest's reason below it."""
+    from kvmtune.results import row as rows
+
+    fast = dict(result(3000.0, lat=2e6, p99=9e6), cpu_pct=60.0)
+    slow = dict(result(1000.0, lat=4e6, p99=5e6), cpu_pct=40.0)
+    guests = [rows.failed('s', 'server', 'server', ''),
+              rows.from_result('a', 'client', fast, 'emulated (TCG)'),
+              rows.from_result('b', 'client', slow, 'emulated (TCG)'),
+              rows.failed('c', 'client', 'late', 'ready at 9')]
+    doc = bench_doc([fast, slow], failed=1)
+    an = analysed(tmp_path, ('r.json', doc))
+    header, table = render.guest_rows(an, guests)
+    assert header[:5] == ['VM', 'status', 'IOPS', 'events/s', 'MiB/s']
+    assert header[7:10] == ['lat mean us', 'lat p99 us', 'CPU%']
+    assert table[0][:3] == ['0', 'server', '-']
+    assert table[1][2:5] == ['3,000', '-', '11.7']
+    every = dict(zip(header, table[-1]))
+    assert (every['VM'], every['status'], every['IOPS']) == (
+        'all', '2 ok', '4,000')
+    assert every['MiB/s'] == '15.6'            # 4000 x 4096 bytes/s
+    assert (every['lat mean us'], every['lat p99 us']) == (
+        '3,000', '9,000')
+    assert every['CPU%'] == '50.0'
+    lines = render.guest_lines(an, guests)
+    assert lines[lines.index(render.grid(header, table)[4]) + 1] == \
+        '    c: ready at 9'
+    assert lines[-1] == '1 guest(s) failed: not in the aggregate'
+    assert render.failures(guests) == 1

@@ -1,12 +1,21 @@
 """bench local, --compare and bench nested files read as Runs of Rows."""
 
 import json
+import os
 
 import pytest
 
 from kvmtune.errors import InputError
 from kvmtune.results import bench
 from kvmtune.results import read
+from kvmtune.results import row as rows
+from tests import paths
+
+# `kvmtune bench local --vms 2 --workload fio-randread-4k --runtime 5
+# --json` of kvmtune before the one result model (schema 1: each guest's
+# parsed result), under QEMU TCG on the development machine, 2026-11-25
+SCHEMA1 = os.path.join(paths.FIXTURES, 'outputs',
+                       'bench-local-2vm-fio-randread-4k-tcg-schema1.json')
 
 
 def result(iops=None, events=None, lat=1000.0, p99=None, mx=None,
@@ -22,14 +31,16 @@ def result(iops=None, events=None, lat=1000.0, p99=None, mx=None,
 
 def bench_doc(results, workload='fio-randread-4k', digest='h1',
               settings=None, failed=0):
-    """A `kvmtune bench local --json` file's document."""
-    rows = [{'vm': i, 'status': 'ok', 'reason': '', 'result': r,
-             'instance_id': f'i-{i}'} for i, r in enumerate(results)]
-    rows += [{'vm': len(rows) + i, 'status': 'late', 'reason': 'ready at 9',
-              'result': None, 'instance_id': f'x-{i}'}
-             for i in range(failed)]
-    return {'schema': 1, 'kind': 'kvmtune-bench-local',
-            'workload': workload, 'emulated': True, 'rows': rows,
+    """A `kvmtune bench local --json` file's document: a Row per guest
+    (row.COLUMNS, ``vm``, ``signal_s``)."""
+    guests = [rows.from_result(f'i-{i}', 'client', r) for i, r in
+              enumerate(results)]
+    guests += [rows.failed(f'x-{i}', 'client', 'late', 'ready at 9')
+               for i in range(failed)]
+    return {'schema': 2, 'kind': 'kvmtune-bench-local',
+            'workload': workload, 'emulated': True,
+            'rows': [{'vm': i, **g.flat(), 'signal_s': None}
+                     for i, g in enumerate(guests)],
             'record': {'kind': 'bench-local', 'accel': 'tcg',
                        'settings': settings or {},
                        'host': {'digest': digest, 'hostname': digest,
@@ -83,10 +94,41 @@ def test_a_bench_local_file_is_one_run_of_its_guests():
     assert run.failures == ['3 VMs: x-0: late (ready at 9)']
 
 
+def test_a_recorded_file_of_schema_1_reads_as_the_same_rows():
+    """bench local's files before the one result model held each guest's
+    parsed result (MB/s printed from bytes/s, ms from ns): read once into
+    Rows of the one unit set, every figure as recorded."""
+    with open(SCHEMA1) as f:
+        doc = json.load(f)
+    assert doc['schema'] == 1 and 'result' in doc['rows'][0]
+    run, = read.load(SCHEMA1)
+    guests, = run.iterations[2]
+    for guest, old in zip(guests, doc['rows']):
+        res = old['result']
+        assert guest.ok and guest.instance == old['instance_id']
+        assert (guest.iops, guest.bw_bytes_s, guest.cpu_pct) == (
+            res['iops'], res['bw_bytes_s'], res['cpu_pct'])
+        assert guest.lat_ns == rows.Latency(**res['lat_ns'])
+        assert (guest.ready_s, guest.start_s, guest.seen_ready_s,
+                guest.seconds) == (old['ready_s'], old['start_s'],
+                                   old['seen_ready_s'], old['seconds'])
+        assert guest.emulated and guest.accel == 'emulated (TCG)'
+    # the file's own aggregate, computed by bench local then, is what
+    # the analysis of its Rows gives now
+    from kvmtune.report import analysis
+    p, = analysis.analyse([run]).points[run.label]
+    total = doc['aggregate']
+    assert p.aggregate == total['iops'] and p.valid == total['vms_ok']
+    assert p.sums['bw_bytes_s'] == total['bw_bytes_s']
+    assert (p.lat_mean_ns, p.lat_tail_ns) == (
+        total['lat_mean_ns'], total['lat_p99_ns'])
+    assert p.cpu_pct == total['cpu_pct']
+
+
 def test_a_network_server_serves_and_is_left_out():
     doc = bench_doc([result(1000.0)])
-    doc['rows'].insert(0, {'vm': 9, 'role': 'server', 'status': 'server',
-                           'reason': '', 'result': None})
+    doc['rows'].insert(0, dict(rows.failed('s', 'server', 'server',
+                                           '').flat(), vm=9))
     run, = bench.runs_of(doc, 'a.json')
     assert list(run.iterations) == [1]
 
@@ -129,12 +171,13 @@ def test_a_nested_file_of_the_old_row_shape_is_read_in_the_one_unit_set():
 @pytest.mark.parametrize('change,match', [
     (lambda d: d.update(rows='x'), 'malformed result file'),
     (lambda d: d.update(rows=[1, 2]), 'malformed result file'),
-    (lambda d: d['rows'][0]['result'].update(iops=-5.0),
+    (lambda d: d['rows'][0].update(iops=-5.0),
      'rows[0].iops: -5.0 is below 0'),
-    (lambda d: d['rows'][0]['result'].update(iops='fast'),
+    (lambda d: d['rows'][0].update(iops='fast'),
      "'fast' is not a number"),
-    (lambda d: d['rows'][0]['result']['lat_ns'].update(mean=True),
+    (lambda d: d['rows'][0].update(lat_mean_ns=True),
      'True is not a number'),
+    (lambda d: d['rows'][0].update(status='fine'), "unknown status 'fine'"),
     (lambda d: d['record'].update(host=['x']), 'record.host'),
 ])
 def test_a_broken_file_is_one_input_error(tmp_path, change, match):

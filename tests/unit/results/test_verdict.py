@@ -107,17 +107,17 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
     with open(guest.console, 'w', encoding='utf-8',
               errors='surrogateescape') as f:
         f.write(text)
-    bench = local._verdict(guest, workloads.get(FIO), 'tcg')
-    assert rally.status == bench['status'], (rally, bench)
+    bench = local._verdict(guest, workloads.get(FIO), 'tcg').row
+    assert rally.status == bench.status, (rally, bench)
     if rally.status == verdict.OK:
-        assert rally.iops == bench['result']['iops']
-        # bench local's file, read back, is the same Row
-        read = results_bench.row_of(bench, 'b.json', 'rows[0]')
-        assert dataclasses.replace(read, accel=None, ready_s=None,
+        assert dataclasses.replace(bench, accel=None, ready_s=None,
                                    start_s=None, seconds=None) == rally
     elif rally.status != verdict.NO_RESULT:
         # no-result reasons differ by design: Rally's timeout, QEMU's exit
-        assert rally.reason == bench['reason']
+        assert rally.reason == bench.reason
+    # bench local's file, read back, is the same Row
+    read = results_bench.row_of(bench.flat(), 'b.json', 'rows[0]')
+    assert read == bench
 
 
 def test_verdict_is_the_row_of_the_reading():
