@@ -17,6 +17,7 @@ Each guest runs once, alone, under a hard timeout (QEMU killed after it);
 the guest side has its own (L2's QEMU under ``timeout -s KILL``).
 """
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -51,10 +52,9 @@ ARTICLE = {
 
 
 def verdict(console_text, instance_id, workload, emulated):
-    """A guest's Row (kvmtune.results.verdict), flat (Row.flat: the one
-    unit set), from its console."""
+    """A guest's Row (kvmtune.results.verdict) from its console."""
     return verdicts.verdict(console_text, instance_id, 'client', workload,
-                            emulated).flat()
+                            emulated)
 
 
 def nested_said(console_text, instance_id):
@@ -71,18 +71,6 @@ def nested_said(console_text, instance_id):
             said.update(w.split('=', 1) for w in line[len(marker):].split()
                         if '=' in w)
     return said
-
-
-def _figures(row):
-    """The table's figures of a flat Row, as printed (MiB/s, us)."""
-    def scaled(key, factor):
-        return None if row.get(key) is None else row[key] * factor
-
-    return {'iops': row.get('iops'),
-            'bw_MiB_s': scaled('bw_bytes_s', 1.0 / 1048576.0),
-            'events_s': row.get('events_s'),
-            'lat_mean_us': scaled('lat_mean_ns', 1e-3),
-            'lat_p99_us': scaled('lat_p99_ns', 1e-3)}
 
 
 def guest_argv(guest, level, accel, cpu, vcpus, ram_mb, image_dir, data,
@@ -131,12 +119,13 @@ def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
     text = guest.console_text()
     row = verdict(text, guest.instance_id, workload.name,
                   emulated=accel == 'tcg')
-    if timed_out and row['status'] == rows.NO_RESULT:
-        row = dict(row, reason=f'killed at its hard timeout ({limit} s); '
-                   + row['reason'])
+    if timed_out and row.status == rows.NO_RESULT:
+        row = dataclasses.replace(
+            row, reason=f'killed at its hard timeout ({limit} s); '
+            + row.reason)
     return {'level': f'L{level}', 'instance_id': guest.instance_id,
             'seconds': round(time.monotonic() - guest.started, 1),
-            'row': row, 'nested': nested_said(text, guest.instance_id)}
+            'row': row.flat(), 'nested': nested_said(text, guest.instance_id)}
 
 
 def _final(guest):
@@ -203,7 +192,7 @@ def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
             'l1_cpu': cpu if accel == 'tcg' else 'host',
             'emulated': accel == 'tcg', 'image_dir': image_dir,
             'wall_s': round(time.monotonic() - started, 1),
-            'runs': [dict(r, figures=_figures(r['row'])) for r in runs]}
+            'runs': runs}
 
 
 def figure_kind(workload_name):
@@ -217,42 +206,42 @@ def figure_kind(workload_name):
     return 'cpu' if workload_name.startswith('sysbench-cpu') else 'memory'
 
 
-def _change(new, old):
-    if new is None or not old:
-        return None
-    return (new - old) / old * 100.0
+# The seed table's columns per figure kind (Row columns; render.UNITS
+# names and scales them)
+COLUMNS = {'cpu': ('events_s', 'lat_mean_ns'),
+           'disk': ('iops', 'bw_bytes_s', 'lat_mean_ns'),
+           'memory': ('bw_bytes_s', 'lat_mean_ns')}
 
 
 def table(doc):
-    """The seed's table shape: host, L1, L2, L2 vs L1; lines of text."""
-    by_level = {r['level']: r for r in doc['runs']}
+    """The seed's table shape: host, L1, L2, L2 vs L1; lines of text.
+    Each level is its Row (one unit set), the change is the report's
+    (analysis.change) and the renderer prints the units."""
+    from kvmtune.report import analysis
+    from kvmtune.report import render
+
+    by_level = {r['level']: rows.from_flat(r['row'], 'bench nested',
+                                           f'{r["level"]}.row')
+                for r in doc['runs']}
     kind = figure_kind(doc['workload'])
-    columns = {'cpu': [('events_s', 'events/s')],
-               'disk': [('iops', 'IOPS'), ('bw_MiB_s', 'MiB/s')],
-               'memory': [('bw_MiB_s', 'MiB/s')]}[kind]
-    columns.append(('lat_mean_us', 'lat mean us'))
-    label = (' (emulated: QEMU TCG, not KVM speed)' if doc['emulated']
-             else '')
+    columns = COLUMNS[kind]
+    label = f' ({render.EMULATED})' if doc['emulated'] else ''
     article = ARTICLE.get(kind, ('no figure in the article', None, None,
                                  None))
-    head = ['', *(unit for _, unit in columns), 'valid',
+    head = ['', *(render.UNITS[key][0] for key in columns), 'valid',
             f'article: {article[0]}']
-    lines = [[level, *(_num(by_level[level]['figures'].get(key))
-                       if level in by_level else '-' for key, _ in columns),
-              _valid(by_level.get(level)), _num(value)]
+    lines = [[level, *(render.figure(key, by_level[level].figure(key))
+                       if level in by_level else '-' for key in columns),
+              _valid(by_level.get(level)), render.number(value)]
              for level, value in zip(LEVELS, article[1:])]
     l1, l2 = by_level.get('L1'), by_level.get('L2')
     lines.append(['L2 vs L1', *(
-        _pct(_change(l2['figures'].get(key), l1['figures'].get(key)))
-        if l1 and l2 else '-' for key, _ in columns), '',
-        _pct(_change(article[3], article[2]))])
-    widths = [max(len(str(row[i])) for row in [head] + lines)
-              for i in range(len(head))]
+        render.pct(analysis.change(l2.figure(key), l1.figure(key)))
+        if l1 and l2 else '-' for key in columns), '',
+        render.pct(analysis.change(article[3], article[2]))])
     out = [f'bench nested, {doc["workload"]}, {doc["runtime"]} s, '
            f'{doc["vcpus"]} vCPU, L1 CPU {doc["l1_cpu"]}{label}']
-    for row in [head] + lines:
-        out.append('  '.join(str(v).rjust(w) if i else str(v).ljust(w)
-                             for i, (v, w) in enumerate(zip(row, widths))))
+    out.extend(render.grid(head, lines))
     for r in doc['runs']:
         if r['row']['status'] != rows.OK:
             out.append(f'{r["level"]}: {r["row"]["status"]}: '
@@ -267,20 +256,10 @@ def table(doc):
     return out
 
 
-def _valid(run):
-    if run is None:
+def _valid(row):
+    if row is None:
         return '-'
-    return '1/1' if run['row']['status'] == rows.OK else '0/1'
-
-
-def _num(value):
-    if value is None:
-        return '-'
-    return f'{value:,.0f}' if abs(value) >= 100 else f'{value:,.1f}'
-
-
-def _pct(value):
-    return '-' if value is None else f'{value:+.1f}%'
+    return '1/1' if row.ok else '0/1'
 
 
 CAPTURE_BEGIN = 'KVMTUNE-CAPTURE-BEGIN'

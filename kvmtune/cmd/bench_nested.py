@@ -23,8 +23,9 @@ import sys
 
 from kvmtune.cmd import output
 
-COLUMNS = ['level', 'status', 'events_s', 'iops', 'bw_MiB_s',
-           'lat_mean_us', 'seconds', 'reason']
+# the Row columns of each level (kvmtune.results.row: one unit set)
+FIGURES = ['events_s', 'iops', 'bw_bytes_s', 'lat_mean_ns']
+COLUMNS = ['level', 'status', *FIGURES, 'seconds', 'reason']
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,9 +103,8 @@ def run(args: argparse.Namespace) -> int | None:
     if args.format == 'table':
         print('\n'.join(nested.table(doc)))
     else:
-        rows = [[r['level'], r['row']['status'], r['figures']['events_s'],
-                 r['figures']['iops'], r['figures']['bw_MiB_s'],
-                 r['figures']['lat_mean_us'], r['seconds'],
+        rows = [[r['level'], r['row']['status'],
+                 *(r['row'][k] for k in FIGURES), r['seconds'],
                  r['row']['reason']] for r in doc['runs']]
         output.emit(args, COLUMNS, rows, document=doc)
     if args.output:

@@ -157,7 +157,7 @@ def _console_verdict(admin, server, timeout):
     while True:
         text = admin.compute.get_server_console_output(server)['output']
         row = nested.verdict(text, server.id, WORKLOAD, emulated=True)
-        if row['status'] != 'no-result' or time.monotonic() > deadline:
+        if row.status != 'no-result' or time.monotonic() > deadline:
             return text, row
         time.sleep(10)
 
@@ -178,10 +178,10 @@ def test_nested_guest_runs_its_own_guest(admin, nested_traits,
     text, row = _console_verdict(admin, server, VERDICT_TIMEOUT)
     said = nested.nested_said(text, server.id)
     print(f'verdict after {time.monotonic() - started:.0f} s (emulated): '
-          f'{row["status"]} {row["reason"]} events/s {row["events_s"]}; '
+          f'{row.status} {row.reason} events/s {row.events_s}; '
           f'L1 said {said}')
-    assert row['status'] == 'ok', (row, text[-3000:])
-    assert row['events_s'] > 0 and row['emulated'] is True
+    assert row.ok, (row, text[-3000:])
+    assert row.events_s > 0 and row.emulated is True
     assert said['svm'] == 'present', said
     assert said['module'] == 'kvm_amd' and said['loaded'] == 'yes', said
     assert said['kvm'] == '/dev/kvm', said

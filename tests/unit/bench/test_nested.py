@@ -33,9 +33,8 @@ def test_l1_console_says_svm_kvm_amd_and_l2_ran():
     assert said['kvm'] == '/dev/kvm'
     assert said['l2'] == 'ok' and said['l2_accel'] == 'kvm'
     row = nested.verdict(text, L1_OK, 'sysbench-cpu', emulated=False)
-    assert row['status'] == 'ok'
-    assert row['events_s'] == 72.53
-    assert row['emulated'] is True     # L1 said accel=tcg
+    assert row.ok and row.events_s == 72.53
+    assert row.emulated is True     # L1 said accel=tcg
 
 
 def test_nothing_said_is_empty():
@@ -58,24 +57,26 @@ def test_guest_argv_level_and_cpu(tmp_path):
 
 
 def _run(level, status='ok', **figures):
-    row = {'status': status, 'reason': '' if status == 'ok' else 'why'}
-    return {'level': level, 'row': row, 'nested': {},
-            'figures': {'events_s': None, 'iops': None, 'bw_MiB_s': None,
-                        'lat_mean_us': None, 'lat_p99_us': None,
-                        **figures}}
+    """A level of the run document: its Row, flat (one unit set)."""
+    row = {'status': status, 'reason': '' if status == 'ok' else 'why',
+           **figures}
+    return {'level': level, 'row': row, 'nested': {}}
 
 
 def test_table_has_the_seeds_shape_and_the_article():
     doc = {'workload': 'sysbench-cpu', 'runtime': 10, 'vcpus': 1,
            'l1_cpu': 'EPYC,+svm,+npt', 'emulated': True, 'wall_s': 300.0,
-           'runs': [_run('host', events_s=1000.0, lat_mean_us=1000.0),
-                    _run('L1', events_s=400.0, lat_mean_us=2500.0),
-                    _run('L2', events_s=100.0, lat_mean_us=10000.0)]}
+           'runs': [_run('host', events_s=1000.0, lat_mean_ns=1e6),
+                    _run('L1', events_s=400.0, lat_mean_ns=2.5e6),
+                    _run('L2', events_s=100.0, lat_mean_ns=1e7)]}
     lines = nested.table(doc)
     assert 'emulated' in lines[0] and 'emulated' in lines[-1]
     rows = {line.split()[0]: line.split() for line in lines[2:5]}
     assert rows['host'][1] == '1,000' and rows['host'][-1] == '1,185'
     assert rows['L2'][1] == '100' and rows['L2'][-1] == '583'
+    # latency: the Row's nanoseconds, printed in microseconds
+    assert rows['L1'][2] == '2,500' and lines[1].split()[:4] == [
+        'events/s', 'lat', 'mean', 'us']
     vs = [line for line in lines if line.startswith('L2 vs L1')][0]
     assert vs.split()[3:] == ['-75.0%', '+300.0%', '-24.4%']
     assert lines[-1].startswith('3/3 cells valid; wall time 300 s')
@@ -84,12 +85,14 @@ def test_table_has_the_seeds_shape_and_the_article():
 def test_table_names_an_invalid_cell_and_its_reason():
     doc = {'workload': 'fio-randread-4k', 'runtime': 10, 'vcpus': 1,
            'l1_cpu': 'EPYC,-svm', 'emulated': True, 'wall_s': 80.0,
-           'runs': [_run('L1', iops=4000.0, bw_MiB_s=15.6),
+           'runs': [_run('L1', iops=4000.0, bw_bytes_s=15.6 * 1048576),
                     _run('L2', status='error')]}
     lines = nested.table(doc)
     assert 'L2: error: why' in lines
     assert lines[-1].startswith('1/2 cells valid')
     assert lines[1].split()[:2] == ['IOPS', 'MiB/s']
+    assert lines[2].split()[:3] == ['host', '-', '-']
+    assert lines[3].split()[:3] == ['L1', '4,000', '15.6']
 
 
 def _capture_console(data, instance='x', size=None, digest=None):
