@@ -146,7 +146,7 @@ def parse_domain(text: str) -> Guest | None:
     emulator = None
     if cputune is not None:
         for pin in cputune.findall('vcpupin'):
-            pins[int(pin.get('vcpu'))] = _cpus(pin.get('cpuset'))
+            pins[_int(pin, 'vcpu')] = _cpus(pin.get('cpuset'))
         if cputune.find('emulatorpin') is not None:
             emulator = _cpus(cputune.find('emulatorpin').get('cpuset'))
     pages: list[int | None] = []
@@ -154,9 +154,9 @@ def parse_domain(text: str) -> Guest | None:
         pages.append(_kib(page.get('size'), page.get('unit') or 'KiB'))
     if root.find('memoryBacking/hugepages') is not None and not pages:
         pages.append(None)   # the host's default huge page size
-    cells = {int(cell.get('id')): _cpus(cell.get('cpus'))
+    cells = {_int(cell, 'id'): _cpus(cell.get('cpus'))
              for cell in root.findall('cpu/numa/cell')}
-    memnodes = {int(node.get('cellid')): _cpus(node.get('nodeset'))
+    memnodes = {_int(node, 'cellid'): _cpus(node.get('nodeset'))
                 for node in root.findall('numatune/memnode')}
     disks = []
     for disk in root.findall('devices/disk'):
@@ -186,6 +186,17 @@ def parse_domain(text: str) -> Guest | None:
         extra_specs=specs, vcpupins=pins, emulatorpin=emulator,
         page_kb=pages, cells=cells, memnodes=memnodes, disks=disks,
         interfaces=interfaces)
+
+
+def _int(element: Any, attribute: str) -> int:
+    """An element's integer attribute; ValueError (never TypeError) when it
+    is missing or not a number, so bad XML is one UNKNOWN row."""
+    value = element.get(attribute)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f'<{element.tag} {attribute}={value!r}>: not an '
+                         'integer') from None
 
 
 # libvirt also takes bytes

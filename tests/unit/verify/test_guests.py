@@ -204,6 +204,20 @@ def test_bad_xml_is_unknown_with_the_reason(text, words):
     assert len(bad) == 1 and words in bad[0].reason
 
 
+@pytest.mark.parametrize('old, new, words', [
+    ("<vcpupin vcpu='0'", '<vcpupin', '<vcpupin vcpu=None>: not an integer'),
+    ("<memnode cellid='0'", "<memnode cellid='zero'",
+     "<memnode cellid='zero'>: not an integer"),
+])
+def test_a_nova_domain_with_a_bad_attribute_is_unknown(old, new, words):
+    # Nova's real XML, one attribute broken: one UNKNOWN row, no traceback.
+    assert old in PINNED
+    text = PINNED.replace(old, new, 1)
+    found = guests.checks([TUNED], verify.Context(domains=[('x.xml', text)]))
+    bad = [c for c in found if c.status == verify.UNKNOWN]
+    assert len(bad) == 1 and words in bad[0].reason, bad
+
+
 def test_a_libvirt_that_refuses_is_unknown(monkeypatch):
     def refuse(uri):
         raise guests.LibvirtUnavailable(f'libvirt at {uri} refused: no')
