@@ -209,7 +209,7 @@ _HOST_SHAPE: dict[str, Any] = {
     'why': str}
 _WORKLOAD_SHAPE: dict[str, Any] = {
     'name': str, 'tool': str, 'params': dict, 'runtime': (int, float),
-    'command': str}
+    'command': list}
 
 
 def validate(record: Any, source: str) -> dict[str, Any] | None:
@@ -219,7 +219,7 @@ def validate(record: Any, source: str) -> dict[str, Any] | None:
         return None
 
     def wrong(key: str, want: Any) -> NoReturn:
-        name = {dict: 'a mapping', str: 'a string',
+        name = {dict: 'a mapping', str: 'a string', list: 'a list',
                 bool: 'true or false'}.get(want, 'a number')
         raise InputError(f'must be {name} or null', source=source,
                          key=key, fix='give the file kvmtune or Rally '

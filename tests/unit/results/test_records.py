@@ -145,6 +145,7 @@ def test_sweep_record_holds_the_profiles_plan(hosts):
     ({'workload': {'runtime': True}}, 'record.workload.runtime'),
     ({'settings': [1]}, 'record.settings'),
     ({'host': {'digest': {}}}, 'record.host.digest'),
+    ({'workload': {'command': 'fio --name=x'}}, 'record.workload.command'),
 ])
 def test_a_record_of_the_wrong_shape_is_one_line(record, key):
     # Before: AttributeError, "internal error" (issue 26).
@@ -159,3 +160,9 @@ def test_records_kvmtune_writes_are_of_the_shape(tmp_path):
             'settings': {}, 'workload': {'name': 'w', 'params': {},
                                          'runtime': 10, 'tool': 'fio'}}
     assert records.validate(good, 'r') is good
+    # a baseline's record holds its command line, a list (before: refused
+    # by kvmtune report and bench local --compare --baseline run)
+    from kvmtune import workloads
+    bare = records.make('baseline', workloads.get('sysbench-cpu'), None,
+                        'bare', command=['sysbench', 'cpu', 'run'])
+    assert records.validate(bare, 'b.json') is bare
