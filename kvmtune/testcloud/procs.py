@@ -100,8 +100,14 @@ def alive(pid):
         return False
 
 
+# A SIGKILLed process is gone at once, but not at the very moment the
+# signal is sent: wait at most this long for it to have exited.
+KILL_WAIT = 5
+
+
 def terminate(pids, timeout):
-    """SIGTERM, then SIGKILL what is still alive after ``timeout`` s."""
+    """SIGTERM, then SIGKILL what is still alive after ``timeout`` s;
+    returns once those are gone too (or KILL_WAIT s later)."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -110,6 +116,9 @@ def terminate(pids, timeout):
     killed = [p for p in pids if alive(p)]
     for pid in killed:
         _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT
+    while time.monotonic() < deadline and any(alive(p) for p in killed):
+        time.sleep(0.05)
     return killed
 
 
