@@ -548,7 +548,8 @@ def sweeping(request, tmp_path_factory):
 
 
 class RallyLines:
-    """Rally's output lines as they come, with events on them."""
+    """Rally's output lines as they come (what kvmtune.mainjob.rally
+    hands the job's log, steps.OUT.detail), with events on them."""
 
     def __init__(self):
         self.lines = []
@@ -570,11 +571,23 @@ class RallyLines:
                 if pattern.search(line):
                     event.set()
 
-    def finish(self):
-        pass
+
+@pytest.fixture
+def rally_lines(monkeypatch):
+    from kvmtune.mainjob import steps
+
+    lines = RallyLines()
+    log = steps.OUT.detail
+
+    def detail(text):
+        lines.line(text)
+        log(text)
+
+    monkeypatch.setattr(steps.OUT, 'detail', detail)
+    return lines
 
 
-def start_sweep(rally, tmp_path, lines):
+def start_sweep(rally, tmp_path):
     """The disk sweep at 1 VM in a thread; returns (thread, outcome)."""
     from kvmtune import mainjob
     from kvmtune.mainjob import cloud as mainjob_cloud
@@ -591,8 +604,7 @@ def start_sweep(rally, tmp_path, lines):
         try:
             outcome['uuid'], outcome['sla_ok'] = rally.sweep(
                 mainjob_rally.task_path('disk-scaling'), args,
-                str(tmp_path / 'results.json'), str(tmp_path / 'rally.html'),
-                progress=lines)
+                str(tmp_path / 'results.json'), str(tmp_path / 'rally.html'))
         except BaseException as exc:    # the test names it
             outcome['error'] = exc
         outcome['seconds'] = time.monotonic() - started
@@ -642,7 +654,8 @@ def wait_for(predicate, timeout, what):
 
 
 @pytest.mark.compute('libvirt')
-def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, tmp_path):
+def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
+                                                       tmp_path):
     """nova-compute is SIGKILLed once the step's guest is ACTIVE and stays
     dead until the sweep has ended. Console reads then fail (Nova's RPC
     to the compute times out: HTTP 500) until the step's deadline; the
@@ -653,10 +666,10 @@ def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, tmp_path):
     from kvmtune.testcloud import procs
 
     rally, sdk, cloud = sweeping
-    lines = RallyLines()
+    lines = rally_lines
     active = lines.when(r'kvmtune: guests ready \d+/1')
     started = time.monotonic()
-    thread, outcome = start_sweep(rally, tmp_path, lines)
+    thread, outcome = start_sweep(rally, tmp_path)
     try:
         assert active.wait(SWEEP_READY_TIMEOUT + 60), ''.join(lines.lines)
         compute = procs.load_state(api.layout())['services']['nova-compute']
@@ -680,7 +693,8 @@ def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, tmp_path):
 
 
 @pytest.mark.compute('libvirt')
-def test_a_sweep_whose_whole_cloud_stops_mid_step(sweeping, tmp_path):
+def test_a_sweep_whose_whole_cloud_stops_mid_step(sweeping, rally_lines,
+                                                  tmp_path):
     """Every process of the cloud (its services, their workers, libvirtd
     when the cloud started it) is stopped (SIGSTOP: no answer, connections
     hang) once the step's guest is ACTIVE, and let go on once the sweep,
@@ -691,11 +705,11 @@ def test_a_sweep_whose_whole_cloud_stops_mid_step(sweeping, tmp_path):
     from kvmtune.testcloud import procs
 
     rally, sdk, cloud = sweeping
-    lines = RallyLines()
+    lines = rally_lines
     active = lines.when(r'kvmtune: guests ready \d+/1')
     deleting = lines.when(r'kvmtune: deleting [0-9a-f-]{36}: ')
     started = time.monotonic()
-    thread, outcome = start_sweep(rally, tmp_path, lines)
+    thread, outcome = start_sweep(rally, tmp_path)
     stopped = []
     try:
         assert active.wait(SWEEP_READY_TIMEOUT + 60), ''.join(lines.lines)
