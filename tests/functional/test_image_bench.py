@@ -23,6 +23,7 @@ from kvmtune.bench import baseline
 from kvmtune.bench import qemu
 from kvmtune.image import build
 from kvmtune.image import modules
+from kvmtune.report import render
 from kvmtune import workloads
 from kvmtune.workloads import console
 from kvmtune.workloads import job
@@ -367,10 +368,10 @@ def test_request_response_between_two_guests(net_built):
     client = [x for x in lines if x.strip().startswith('1 ')][0]
     assert ' server ' in server
     assert ' ok ' in client and accel.label() in client
-    # the column by its header (the table gained columns: events/s)
+    # the column by its header, as the one renderer names it
     head = next(x for x in lines if x.split()[:2] == ['VM', 'status'])
-    tps = client.split()[head.split().index('trans/s')]
-    assert float(tps) > 0
+    tps = client.split()[head.split().index(render.UNITS['tps'][0])]
+    assert float(tps.replace(',', '')) > 0   # printed as 1,570
 
 
 def test_iperf3_pair_addressed_by_network_data(net_built):
