@@ -615,15 +615,23 @@ def start_sweep(rally, tmp_path):
 
 
 def sweep_rows(tmp_path):
-    from kvmtune.report import rally_results
-    from kvmtune.report import vmtable
+    from kvmtune.results import rally as rally_results
 
     with open(tmp_path / 'results.json') as f:
         doc = json.load(f)
     (_, _, data, sla), = rally_results.workloads(doc)
-    rows = [r for iteration in data
-            for r in vmtable.rows_as_dicts(iteration['output']) or []]
+    rows = [r.flat() for iteration in data
+            for r in rally_results.rows_of(iteration['output']) or []]
     return rows, sla
+
+
+def restart_compute(cloud, sdk):
+    """nova-compute started again, and up in Nova's API (the scheduler
+    places nothing on a compute it still counts down)."""
+    cloud.restart_compute()
+    wait_for(lambda: all(s.state == 'up' for s in
+                         sdk.compute.services(binary='nova-compute')),
+             120, 'nova-compute up in the API')
 
 
 def nothing_left(sdk, uuids):
@@ -678,7 +686,7 @@ def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
         thread.join(SWEEP_HANG_BOUND)
         assert not thread.is_alive(), 'the sweep did not end'
     finally:
-        cloud.restart_compute()
+        restart_compute(cloud, sdk)
     assert 'error' not in outcome, outcome
     rows, sla = sweep_rows(tmp_path)
     assert [r['status'] for r in rows] == ['no-result'], rows
