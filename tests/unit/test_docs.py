@@ -129,3 +129,11 @@ def test_readme_runs_the_two_commands_from_the_clone():
     for tool in ('tools/main-job', 'tools/run-tests'):
         assert f'\n{tool} ' in text, tool
         assert os.access(os.path.join(paths.REPO, tool), os.X_OK), tool
+
+
+def test_readme_stays_a_front_page():
+    # Issue 24: README says what kvmtune is, how to install it, the two
+    # commands, measuring and links; the manual is doc/source.
+    with open(os.path.join(paths.REPO, 'README.md')) as f:
+        lines = f.read().splitlines()
+    assert len(lines) <= 120, f'README.md has {len(lines)} lines'
