@@ -11,9 +11,15 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
 from kvmtune.results import baseline as results_baseline
+from kvmtune.workloads import Workload
 
 KIND = results_baseline.KIND
 SCHEMA = results_baseline.SCHEMA
@@ -21,14 +27,14 @@ SCRATCH_DIR = '/var/tmp'   # not tmpfs: fio needs O_DIRECT
 _UNITS = {'': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3}
 
 
-def size_bytes(size):
+def size_bytes(size: int | str) -> int:
     text = str(size).upper()
     unit = text[-1] if text[-1] in _UNITS else ''
     return int(text[:-1] if unit else text) * _UNITS[unit]
 
 
 @contextlib.contextmanager
-def scratch_file(size, fill):
+def scratch_file(size: int | str, fill: bool) -> Iterator[str]:
     """A fresh file of ``size`` bytes, removed afterwards.
 
     :param fill: write real blocks (read workloads: reads of holes are
@@ -49,7 +55,7 @@ def scratch_file(size, fill):
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def _facts():
+def _facts() -> Facts | None:
     try:
         from kvmtune import facts
     except ImportError:
@@ -57,8 +63,10 @@ def _facts():
     return facts.gather()
 
 
-def run(workload, target=None, peer=None, runtime=None, params=None,
-        destroy_data=False):
+def run(workload: Workload, target: str | None = None,
+        peer: str | None = None, runtime: int | str | None = None,
+        params: dict[str, Any] | None = None,
+        destroy_data: bool = False) -> dict[str, Any]:
     """Run ``workload`` on this host and return the baseline document."""
     from kvmtune.bench import hostrun
     from kvmtune.bench import targets
@@ -82,7 +90,7 @@ def run(workload, target=None, peer=None, runtime=None, params=None,
             argv, result = hostrun.run(workload, target=target,
                                        runtime=runtime, params=params)
     else:
-        why = targets.refusal(target, workload.writes(params))
+        why = targets.refusal(cast(str, target), workload.writes(params))
         if why and not destroy_data:
             raise InputError(f'refusing to write to {why}', source=target,
                              key='--target', fix='name an empty file, or '
@@ -104,7 +112,9 @@ def run(workload, target=None, peer=None, runtime=None, params=None,
     }
 
 
-def record(workload, facts, params, runtime, argv):
+def record(workload: Workload, facts: Facts | None,
+           params: dict[str, Any] | None, runtime: int,
+           argv: list[str]) -> dict[str, Any]:
     """The result record (kvmtune.results.records) of a bare-host run."""
     from kvmtune.bench import qemu
     from kvmtune.results import records
@@ -117,7 +127,7 @@ def record(workload, facts, params, runtime, argv):
                         virt=virt, why=why)
 
 
-def save(doc, path):
+def save(doc: Mapping[str, Any], path: str) -> None:
     """Write atomically (kvmtune.fileio, the one writer)."""
     from kvmtune import fileio
 
@@ -128,7 +138,7 @@ def save(doc, path):
 validate = results_baseline.validate
 
 
-def load(path):
+def load(path: str) -> dict[str, Any]:
     """Read a baseline file back, validating its shape."""
     from kvmtune import inputs
 

@@ -22,10 +22,16 @@ import dataclasses
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from types import FrameType
 from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
@@ -58,25 +64,25 @@ READY_POLL = 0.2
 START_TIMEOUT_MARGIN = 60
 
 
-def start_delay(accel, vms):
+def start_delay(accel: str, vms: int) -> int:
     base, per_vm = BOOT_ALLOWANCE[accel]
     return base + per_vm * (vms - 1)
 
 
-def ready_timeout(accel, vms):
+def ready_timeout(accel: str, vms: int) -> int:
     base, per_vm = READY_TIMEOUT[accel]
     return base + per_vm * (vms - 1)
 
 
 @contextlib.contextmanager
-def _unwind_on_sigterm_or_sigint():
+def _unwind_on_sigterm_or_sigint() -> Iterator[None]:
     """SIGTERM unwinds like Ctrl-C, so guests and scratch files go too.
 
     Ctrl-C is made to work even where the parent ignored SIGINT (a job a
     non-interactive shell put in the background inherits SIG_IGN, and
     Python then never raises KeyboardInterrupt).
     """
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
     previous = {sig: signal.signal(sig, handler)
                 for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -87,19 +93,19 @@ def _unwind_on_sigterm_or_sigint():
             signal.signal(sig, old)
 
 
-def _console_end(text):
+def _console_end(text: str) -> str:
     last = [line for line in text.replace('\r', '').splitlines()
             if line.strip()][-1:]
     return f'; console ends: {last[0][-120:]}' if last else ''
 
 
-def _times(guest, text):
+def _times(guest: qemu.Guest, text: str) -> dict[str, float | None]:
     """The guest's own times (uptime at ready and at its start) and the
     host's (seconds from its launch to its ready line seen, to its start
     signal sent); None where there is none."""
     said = console.timing(text, guest.instance_id)
 
-    def since_launch(when):
+    def since_launch(when: float | None) -> float | None:
         return (round(when - guest.started, 2)
                 if when is not None and guest.started is not None else None)
     return {'ready_s': said.get('ready'), 'start_s': said.get('start'),
@@ -151,12 +157,13 @@ def _verdict(guest: qemu.Guest, workload: Workload, accel: str) -> Measured:
     row = dataclasses.replace(
         row.with_times(times['ready_s'], times['start_s'],
                        times['seen_ready_s']),
-        seconds=(round(guest.ended - guest.started, 1) if guest.ended
+        seconds=(round(guest.ended - cast(float, guest.started), 1)
+                 if guest.ended
                  else None))
     return Measured(guest.index, row, times['signal_s'])
 
 
-def _no_status(guest, text):
+def _no_status(guest: qemu.Guest, text: str) -> str:
     """Why a guest gave no final status: its timeout or QEMU's exit."""
     reported = console.status(text, guest.instance_id)
     if guest.ended is None:
@@ -166,24 +173,28 @@ def _no_status(guest, text):
         if reported:
             why += ' (it said ready)'
     else:
-        why = (f'QEMU exited {guest.proc.returncode} without a status'
+        proc = cast(subprocess.Popen[bytes], guest.proc)
+        why = (f'QEMU exited {proc.returncode} without a status'
                + (f': {guest.qemu_error()}' if guest.qemu_error() else ''))
     return why + _console_end(text)
 
 
-def _said(guest):
+def _said(guest: qemu.Guest) -> str | None:
     """The state of the guest's last status line, or None."""
     reported = console.status(guest.console_text(), guest.instance_id)
     return reported[0] if reported else None
 
 
-def _done(guest):
+def _done(guest: qemu.Guest) -> bool:
     if guest.poll() is not None:
         return True
     return _said(guest) in ('ok', 'late', 'error')
 
 
-def _wait_ready(guests, deadline, clock=time.monotonic, sleep=time.sleep):
+def _wait_ready(guests: Sequence[qemu.Guest], deadline: float,
+                clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], None] = time.sleep
+                ) -> list[qemu.Guest]:
     """Wait until every guest said ready (a server: serving), gave its
     verdict or exited, or until ``deadline`` (``clock`` time). Sets each
     one's ``ready_seen`` (``clock`` time); returns those never ready."""
@@ -199,7 +210,9 @@ def _wait_ready(guests, deadline, clock=time.monotonic, sleep=time.sleep):
     return pending
 
 
-def _signal(clients, clock=time.monotonic):
+def _signal(clients: Sequence[qemu.Guest],
+            clock: Callable[[], float] = time.monotonic
+            ) -> list[qemu.Guest]:
     """The start signal: an NMI into each client through QMP. All sessions
     are opened first, then the NMIs go back to back. Sets ``signalled``
     (``clock`` time) or ``signal_error``; returns the clients signalled."""
@@ -222,8 +235,10 @@ def _signal(clients, clock=time.monotonic):
     return [g for g in clients if g.signalled]
 
 
-def _wait_done(clients, deadline, clock=time.monotonic, sleep=time.sleep,
-               poll=0.5):
+def _wait_done(clients: Sequence[qemu.Guest], deadline: float,
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep,
+               poll: float = 0.5) -> None:
     """Until every client exited or printed its verdict (a held guest
     stays up after it; servers serve until stopped), or ``deadline``."""
     while clock() < deadline:
@@ -232,10 +247,11 @@ def _wait_done(clients, deadline, clock=time.monotonic, sleep=time.sleep,
         sleep(poll)
 
 
-def _start_on_signal(guests, vms, runtime, ready_wait, log):
+def _start_on_signal(guests: Sequence[qemu.Guest], vms: int, runtime: int,
+                     ready_wait: int, log: Callable[[str], object]) -> None:
     """Signal mode after launch: all ready, the ready clients signalled,
     their verdicts waited for (from the last signal: runtime + margin)."""
-    launched = min(g.started for g in guests)
+    launched = min(cast(float, g.started) for g in guests)
     missing = _wait_ready(guests, launched + ready_wait)
     for guest in missing:
         guest.missed = ready_wait
@@ -248,15 +264,17 @@ def _start_on_signal(guests, vms, runtime, ready_wait, log):
     if not sent:
         log('no client got the start signal (see the rows)')
         return
-    signals = [g.signalled for g in sent]
-    last_ready = max(g.ready_seen for g in guests if g not in missing)
+    signals = [cast(float, g.signalled) for g in sent]
+    last_ready = max(cast(float, g.ready_seen) for g in guests
+                     if g not in missing)
     log(f'ready {last_ready - launched:.1f} s after launch; start signal '
         f'(NMI) to {len(sent)} client(s) within '
         f'{(max(signals) - min(signals)) * 1000:.0f} ms')
     _wait_done(sent, max(signals) + runtime + FINISH_MARGIN + 10 * vms)
 
 
-def _plan(workload, vms):
+def _plan(workload: Workload, vms: int
+          ) -> list[tuple[str, str | None, str | None]]:
     """[(role, address, peer)] per guest: disk guests alone; network
     guests in pairs, server then client, on 10.233.0.0/24."""
     if workload.target in ('disk', 'none'):
@@ -265,7 +283,7 @@ def _plan(workload, vms):
         raise InputError('a network workload needs an even number of '
                          'guests (server, client pairs)', key='--vms',
                          fix=f'give --vms {max(2, vms + vms % 2)}')
-    plan = []
+    plan: list[tuple[str, str | None, str | None]] = []
     for pair in range(vms // 2):
         server = f'10.233.0.{2 * pair + 1}'
         plan += [('server', f'{server}/24', None),
@@ -273,7 +291,7 @@ def _plan(workload, vms):
     return plan
 
 
-def _check_net_image(image_dir, workload):
+def _check_net_image(image_dir: str, workload: Workload) -> None:
     """The image has the workload's tool (network tools: --with-net)."""
     import json
 
@@ -290,7 +308,8 @@ def _check_net_image(image_dir, workload):
                              else ' (rebuild: an older image)'))
 
 
-def pinned_cpus(index, vcpus, host_cpus):
+def pinned_cpus(index: int, vcpus: int,
+                host_cpus: Sequence[int]) -> Sequence[int] | None:
     """The host CPUs guest ``index`` is pinned to: the next ``vcpus`` of
     ``host_cpus`` after the previous guests' (as Nova hands out dedicated
     CPUs); None when they run out (guests would share CPUs)."""
@@ -300,7 +319,8 @@ def pinned_cpus(index, vcpus, host_cpus):
     return host_cpus[first:first + vcpus]
 
 
-def check_start(start, delay=None, ready_wait=None):
+def check_start(start: str, delay: float | None = None,
+                ready_wait: float | None = None) -> None:
     """InputError for an unknown start mode, or one given the other
     mode's option (``delay`` is ``at``'s, ``ready_wait`` ``signal``'s)."""
     if start not in START_MODES:
@@ -320,8 +340,10 @@ def check_start(start, delay=None, ready_wait=None):
                              '(leave it out for the default)')
 
 
-def _job(workload, role, target, peer, address, runtime, params, start_at,
-         ready_wait):
+def _job(workload: Workload, role: str, target: str | None,
+         peer: str | None, address: str | None, runtime: int,
+         params: dict[str, Any] | None, start_at: float | None,
+         ready_wait: int | None) -> jobs.Job:
     """One guest's job: a client starts on an NMI when ``ready_wait`` is
     set (signal mode; it gives up by itself ``START_TIMEOUT_MARGIN`` s
     after that), else at ``start_at``; a server starts at once in either
@@ -332,15 +354,22 @@ def _job(workload, role, target, peer, address, runtime, params, start_at,
         start_at=None if on_signal else start_at, runtime=runtime,
         params=params, address=address,
         start='nmi' if on_signal else None,
-        start_timeout=(ready_wait + START_TIMEOUT_MARGIN if on_signal
+        start_timeout=(cast(int, ready_wait) + START_TIMEOUT_MARGIN
+                       if on_signal
                        else None))
 
 
-def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
-        cache='none', fmt='raw', accel='tcg', job_via='config-drive',
-        runtime=None, params=None, image_dir=None, delay=None,
-        boot='kernel', log=print, bus='virtio-blk', iothread=True,
-        hugepages=None, pin=False, start='signal', ready_wait=None):
+def run(workload: Workload, vms: int, vcpus: int = 1, ram_mb: int = 256,
+        disk_size: int | str = '256M', cache: str = 'none',
+        fmt: str = 'raw', accel: str = 'tcg',
+        job_via: str = 'config-drive', runtime: int | str | None = None,
+        params: dict[str, Any] | None = None,
+        image_dir: str | None = None, delay: float | None = None,
+        boot: str = 'kernel', log: Callable[[str], object] = print,
+        bus: str = 'virtio-blk', iothread: bool = True,
+        hugepages: str | None = None, pin: bool = False,
+        start: str = 'signal', ready_wait: int | None = None
+        ) -> list[Measured]:
     """Boot ``vms`` guests at once, wait, and return each one Measured.
 
     :param bus: the data disk's bus (``qemu.BUSES``)
@@ -379,7 +408,8 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
     guests = []
     try:
         with _unwind_on_sigterm_or_sigint():
-            start_at = None if signalled else int(time.time()) + delay
+            start_at = (None if signalled
+                        else int(time.time()) + cast(float, delay))
             for index, (role, address, peer) in enumerate(plan):
                 guest = qemu.Guest(index, str(uuid.uuid4()),
                                    os.path.join(workdir, f'vm{index}'))
@@ -405,7 +435,9 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                     qemu.config_drive(
                         cdrom, guest.workdir, guest.instance_id,
                         jobs.encode(the_job),
-                        network=(qemu.network_data(guest.instance_id, nic[1],
+                        network=(qemu.network_data(guest.instance_id,
+                                                   cast(tuple[str, str],
+                                                        nic)[1],
                                                    address)
                                  if address else None))
                 guest.argv_used = guest.argv(
@@ -423,12 +455,15 @@ def run(workload, vms, vcpus=1, ram_mb=256, disk_size='256M',
                 log(f'{vms} guest(s) booting ({label}), start: signal '
                     f'(NMI) once all are ready (at most {ready_wait} s), '
                     f'runtime {runtime} s')
-                _start_on_signal(guests, vms, runtime, ready_wait, log)
+                _start_on_signal(guests, vms, runtime, cast(int, ready_wait),
+                                 log)
             else:
                 log(f'{vms} guest(s) booting ({label}), start: at a '
-                    f'common time in {start_at - int(time.time())} s, '
+                    f'common time in '
+                    f'{cast(float, start_at) - int(time.time())} s, '
                     f'runtime {runtime} s')
-                _wait_done(clients, start_at + runtime + FINISH_MARGIN
+                _wait_done(clients, cast(float, start_at) + runtime
+                           + FINISH_MARGIN
                            + 10 * vms, clock=time.time)
             for guest in guests:
                 guest.poll()

@@ -23,6 +23,10 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
@@ -33,6 +37,8 @@ from kvmtune.workloads import console
 from kvmtune.workloads import job as jobs
 from kvmtune.results import row as rows
 from kvmtune.results import verdict as verdicts
+from kvmtune.results.row import Row
+from kvmtune.workloads import Workload
 
 NESTED = 'KVMTUNE-NESTED'
 # The CPU a TCG L1 gets: QEMU emulates SVM (with nested paging), not VMX.
@@ -51,30 +57,34 @@ ARTICLE = {
 }
 
 
-def verdict(console_text, instance_id, workload, emulated):
+def verdict(console_text: str | None, instance_id: str, workload: str,
+            emulated: bool) -> Row:
     """A guest's Row (kvmtune.results.verdict) from its console."""
     return verdicts.verdict(console_text, instance_id, 'client', workload,
                             emulated)
 
 
-def nested_said(console_text, instance_id):
+def nested_said(console_text: str | None, instance_id: str
+                ) -> dict[str, str]:
     """What an L1 guest said of its nesting (``KVMTUNE-NESTED`` lines,
     later words win): e.g. ``{"svm": "present", "module": "kvm_amd",
     "loaded": "yes", "nested": "1", "npt": "Y", "kvm": "/dev/kvm",
     "l2": "ok", "l2_accel": "kvm", "l2_seconds": "136.7"}``; {} when it
     said nothing (not the nested image, or level 1)."""
-    said = {}
+    said: dict[str, str] = {}
     text = (console_text or '').replace('\r\n', '\n')
     marker = f'{NESTED} {instance_id} '
     for line in text.splitlines():
         if line.startswith(marker):
-            said.update(w.split('=', 1) for w in line[len(marker):].split()
-                        if '=' in w)
+            # each word holds '=': split once, it gives (key, value)
+            said.update(w.split('=', 1)  # type: ignore[misc]
+                        for w in line[len(marker):].split() if '=' in w)
     return said
 
 
-def guest_argv(guest, level, accel, cpu, vcpus, ram_mb, image_dir, data,
-               the_job):
+def guest_argv(guest: qemu.Guest, level: int, accel: str, cpu: str,
+               vcpus: int, ram_mb: int, image_dir: str, data: str | None,
+               the_job: jobs.Job) -> list[str]:
     """QEMU's command line for one nested-image guest at ``level``."""
     argv = guest.argv(accel, vcpus, ram_mb, image_dir, data, 'raw', 'none',
                       job_cmdline=(f'kvmtune.level={level} '
@@ -86,8 +96,11 @@ def guest_argv(guest, level, accel, cpu, vcpus, ram_mb, image_dir, data,
     return argv
 
 
-def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
-               runtime, params, disk_size, workdir, log):
+def _run_guest(level: int, workload: Workload, accel: str, cpu: str,
+               vcpus: int, ram_mb: int, image_dir: str, runtime: int,
+               params: dict[str, Any] | None, disk_size: int | str,
+               workdir: str, log: Callable[[str], object]
+               ) -> dict[str, Any]:
     """Boot one guest, wait for its verdict or the hard timeout."""
     guest = qemu.Guest(level, str(uuid.uuid4()),
                        os.path.join(workdir, f'l{level}'))
@@ -103,7 +116,7 @@ def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
                            image_dir, data, the_job))
     log(f'L{level}: guest booting ({qemu.accel_label(accel)}), runtime '
         f'{runtime} s, hard timeout {limit} s')
-    deadline = guest.started + limit
+    deadline = cast(float, guest.started) + limit
     try:
         while time.monotonic() < deadline:
             if guest.poll() is not None:
@@ -124,16 +137,18 @@ def _run_guest(level, workload, accel, cpu, vcpus, ram_mb, image_dir,
             row, reason=f'killed at its hard timeout ({limit} s); '
             + row.reason)
     return {'level': f'L{level}', 'instance_id': guest.instance_id,
-            'seconds': round(time.monotonic() - guest.started, 1),
+            'seconds': round(time.monotonic() - cast(float, guest.started),
+                             1),
             'row': row.flat(), 'nested': nested_said(text, guest.instance_id)}
 
 
-def _final(guest):
+def _final(guest: qemu.Guest) -> bool:
     seen = console.status(guest.console_text(), guest.instance_id)
     return bool(seen) and seen[0] in ('ok', 'late', 'error')
 
 
-def _host(workload, runtime, params):
+def _host(workload: Workload, runtime: int,
+          params: dict[str, Any] | None) -> dict[str, Any]:
     from kvmtune.bench import baseline
 
     started = time.monotonic()
@@ -145,9 +160,12 @@ def _host(workload, runtime, params):
             'nested': {}}
 
 
-def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
-        cpu=TCG_CPU, accel='auto', image_dir=None, disk_size='256M',
-        levels=LEVELS, log=print):
+def run(workload: Workload, runtime: int | str | None = None,
+        params: dict[str, Any] | None = None, vcpus: int = 1,
+        ram_mb: int = 1024, cpu: str = TCG_CPU, accel: str = 'auto',
+        image_dir: str | None = None, disk_size: int | str = '256M',
+        levels: Sequence[str] = LEVELS,
+        log: Callable[[str], object] = print) -> dict[str, Any]:
     """Run ``workload`` at each of ``levels`` in turn; the run document.
 
     :param cpu: the L1 guest's QEMU CPU under TCG (must offer svm or vmx
@@ -167,7 +185,7 @@ def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
     accel, why = qemu.choose_accel(accel)
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
     started = time.monotonic()
-    runs = []
+    runs: list[dict[str, Any]] = []
     workdir = tempfile.mkdtemp(prefix='kvmtune-nested-',
                                dir=local.SCRATCH_DIR)
     try:
@@ -195,7 +213,7 @@ def run(workload, runtime=None, params=None, vcpus=1, ram_mb=1024,
             'runs': runs}
 
 
-def figure_kind(workload_name):
+def figure_kind(workload_name: str) -> str:
     """cpu, disk or memory: which of the seed's tables a workload's
     figures go beside (fio: disk; sysbench-cpu*: cpu; the rest: memory)."""
     from kvmtune import workloads
@@ -213,7 +231,7 @@ COLUMNS = {'cpu': ('events_s', 'lat_mean_ns'),
            'memory': ('bw_bytes_s', 'lat_mean_ns')}
 
 
-def table(doc):
+def table(doc: dict[str, Any]) -> list[str]:
     """The seed's table shape: host, L1, L2, L2 vs L1; lines of text.
     Each level is its Row (one unit set), the change is the report's
     (analysis.change) and the renderer prints the units."""
@@ -256,7 +274,7 @@ def table(doc):
     return out
 
 
-def _valid(row):
+def _valid(row: Row | None) -> str:
     if row is None:
         return '-'
     return '1/1' if row.ok else '0/1'
@@ -266,7 +284,7 @@ CAPTURE_BEGIN = 'KVMTUNE-CAPTURE-BEGIN'
 CAPTURE_END = 'KVMTUNE-CAPTURE-END'
 
 
-def capture_archive(console_text, instance_id):
+def capture_archive(console_text: str | None, instance_id: str) -> bytes:
     """The gzip tar L1 framed on its console (nested.sh nested_capture),
     verified by its byte count and sha256; KvmtuneError otherwise."""
     import base64
@@ -296,8 +314,10 @@ def capture_archive(console_text, instance_id):
     return data
 
 
-def capture_l1(target, image_dir=None, cpu=TCG_CPU, vcpus=1, ram_mb=1024,
-               accel='auto', log=print):
+def capture_l1(target: str, image_dir: str | None = None,
+               cpu: str = TCG_CPU, vcpus: int = 1, ram_mb: int = 1024,
+               accel: str = 'auto', log: Callable[[str], object] = print
+               ) -> dict[str, Any]:
     """Boot the nested image's L1 (it runs L2 once), copy the files
     ``kvmtune host inspect`` reads from inside it, and keep what kvmtune
     reads in ``target`` (kvmtune.facts.capture on the unpacked tree).
@@ -335,7 +355,7 @@ def capture_l1(target, image_dir=None, cpu=TCG_CPU, vcpus=1, ram_mb=1024,
         log(f'L1: booting for a capture ({qemu.accel_label(accel)}), hard '
             f'timeout {limit} s')
         try:
-            deadline = guest.started + limit
+            deadline = cast(float, guest.started) + limit
             while time.monotonic() < deadline and guest.poll() is None:
                 time.sleep(POLL)
         finally:

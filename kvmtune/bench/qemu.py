@@ -7,9 +7,13 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.errors import KvmtuneError
 from kvmtune import image
+from kvmtune.facts.types import VirtFacts
 from kvmtune.image import disk
 
 QEMU = 'qemu-system-x86_64'
@@ -24,7 +28,7 @@ QMP_SOCKET = 'qmp.sock'
 QMP_TIMEOUT = 10
 
 
-def check_image(image_dir, build='kvmtune image build'):
+def check_image(image_dir: str, build: str = 'kvmtune image build') -> None:
     """Refuse a run whose guest image or QEMU is missing, in one line;
     ``build`` is the command that makes the image."""
     from kvmtune.errors import InputError
@@ -39,7 +43,9 @@ def check_image(image_dir, build='kvmtune image build'):
                            fix='apt-get install qemu-system-x86')
 
 
-def choose_accel(requested, virt=None):
+def choose_accel(requested: str,
+                 virt: VirtFacts | Mapping[str, Any] | None = None
+                 ) -> tuple[str, str]:
     """('kvm' | 'tcg', why).
 
     ``auto`` takes KVM only when KVM_CREATE_VM works and the host has
@@ -69,11 +75,13 @@ def choose_accel(requested, virt=None):
     return 'tcg', why
 
 
-def accel_label(accel):
+def accel_label(accel: str) -> str:
     return 'emulated (TCG)' if accel == 'tcg' else 'KVM'
 
 
-def network_data(instance_id, mac, address, mtu=None, gateway=None):
+def network_data(instance_id: str, mac: str, address: str,
+                 mtu: int | None = None, gateway: str | None = None
+                 ) -> dict[str, Any]:
     """network_data.json for one NIC with a static IPv4 address, in the
     shape nova.virt.netutils.get_network_metadata gives it when the
     subnet has no DHCP server.
@@ -97,7 +105,8 @@ def network_data(instance_id, mac, address, mtu=None, gateway=None):
         'services': []}
 
 
-def config_drive(path, workdir, instance_id, job_text, network=None):
+def config_drive(path: str, workdir: str, instance_id: str, job_text: str,
+                 network: Mapping[str, Any] | None = None) -> None:
     """An ISO 9660 config drive (label config-2) as Nova writes one.
 
     :param network: the network_data.json dict (see network_data), or None
@@ -124,7 +133,7 @@ def config_drive(path, workdir, instance_id, job_text, network=None):
     shutil.rmtree(root)
 
 
-def data_disk(path, size, fmt):
+def data_disk(path: str, size: int | str, fmt: str) -> None:
     """A preallocated scratch disk: reads hit real blocks, not holes."""
     proc = subprocess.run(['qemu-img', 'create', '-q', '-f', fmt, '-o',
                            'preallocation=full', path, str(size)],
@@ -143,7 +152,7 @@ class Qmp:
     a JSON object) raises KvmtuneError naming the socket.
     """
 
-    def __init__(self, path, timeout=QMP_TIMEOUT):
+    def __init__(self, path: str, timeout: float = QMP_TIMEOUT) -> None:
         self.path = path
         self._buffer = b''
         self._ids = 0
@@ -164,10 +173,10 @@ class Qmp:
             self.close()
             raise
 
-    def _error(self, problem, fix=None):
+    def _error(self, problem: str, fix: str | None = None) -> KvmtuneError:
         return KvmtuneError(f'QMP: {problem}', source=self.path, fix=fix)
 
-    def _read(self):
+    def _read(self) -> dict[str, Any]:
         """The next message QEMU sent (one JSON object a line)."""
         while b'\n' not in self._buffer:
             try:
@@ -188,10 +197,11 @@ class Qmp:
             raise self._error(f'not a JSON object: {_short(message)}')
         return message
 
-    def command(self, name, arguments=None):
+    def command(self, name: str,
+                arguments: Mapping[str, Any] | None = None) -> Any:
         """Run ``name``; its ``return`` value (QMP events are skipped)."""
         self._ids += 1
-        request = {'execute': name, 'id': self._ids}
+        request: dict[str, Any] = {'execute': name, 'id': self._ids}
         if arguments:
             request['arguments'] = arguments
         try:
@@ -218,17 +228,17 @@ class Qmp:
                                   f'{_short(reply)}')
             return reply['return']
 
-    def close(self):
+    def close(self) -> None:
         self._sock.close()
 
-    def __enter__(self):
+    def __enter__(self) -> 'Qmp':
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _short(value, limit=120):
+def _short(value: object, limit: int = 120) -> str:
     """A reply or line for an error message, cut to ``limit``."""
     if isinstance(value, bytes):
         text = value.decode('utf-8', 'replace')
@@ -243,24 +253,34 @@ class Guest:
     """One QEMU process; its serial console goes to a file, its QMP
     monitor to a unix socket (``qmp_path``) for the start signal."""
 
-    def __init__(self, index, instance_id, workdir):
+    # The command line bench local's run builds before it starts them.
+    argv_used: list[str]
+
+    def __init__(self, index: int, instance_id: str, workdir: str) -> None:
         self.index = index
         self.instance_id = instance_id
         self.workdir = workdir
         self.console = os.path.join(workdir, 'console.log')
         self.qmp_path = os.path.join(workdir, QMP_SOCKET)
-        self.proc = None
-        self.started = self.ended = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started: float | None = None
+        self.ended: float | None = None
         # What bench local's run sets (kvmtune.bench.local): the job's
         # role, when the ready line was seen and the start signal sent
         # (monotonic), why no signal went, the ready timeout it missed.
         self.role = 'client'
-        self.ready_seen = self.signalled = None
-        self.signal_error = self.missed = None
+        self.ready_seen: float | None = None
+        self.signalled: float | None = None
+        self.signal_error: str | None = None
+        self.missed: float | None = None
 
-    def argv(self, accel, vcpus, ram_mb, image_dir, data, data_format, cache,
-             job_cmdline=None, cdrom=None, boot='kernel', nic=None,
-             bus='virtio-blk', iothread=True, hugepages=None, pin=None):
+    def argv(self, accel: str, vcpus: int, ram_mb: int, image_dir: str,
+             data: str | None, data_format: str, cache: str,
+             job_cmdline: str | None = None, cdrom: str | None = None,
+             boot: str = 'kernel', nic: tuple[str, str] | None = None,
+             bus: str = 'virtio-blk', iothread: bool = True,
+             hugepages: str | None = None,
+             pin: Iterable[int] | None = None) -> list[str]:
         """:param data: the scratch data disk (vdb), or None
         :param nic: (mcast group:port, MAC) of a NIC on a QEMU socket
             network shared by this run's guests, or None
@@ -275,7 +295,7 @@ class Guest:
             (``taskset``), else None
         """
         machine = f'pc,accel={accel},graphics=off'
-        memory = []
+        memory: list[str] = []
         if hugepages:
             machine += ',memory-backend=ram0'
             memory = ['-object', f'memory-backend-file,id=ram0,'
@@ -327,23 +347,23 @@ class Guest:
                                'readonly=on']
         return argv
 
-    def start(self, argv):
+    def start(self, argv: list[str]) -> None:
         self.started = time.monotonic()
         with open(os.path.join(self.workdir, 'qemu.log'), 'w') as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log,
                                          start_new_session=True)
 
-    def poll(self):
+    def poll(self) -> int | None:
         if self.proc and self.proc.poll() is not None and not self.ended:
             self.ended = time.monotonic()
         return self.proc.returncode if self.proc else None
 
-    def qmp(self, timeout=QMP_TIMEOUT):
+    def qmp(self, timeout: float = QMP_TIMEOUT) -> Qmp:
         """A negotiated QMP session with this guest's QEMU (close it)."""
         return Qmp(self.qmp_path, timeout)
 
-    def inject_nmi(self, session=None):
+    def inject_nmi(self, session: Qmp | None = None) -> None:
         """The start signal (design.md 6): an NMI into the guest's vCPUs,
         as libvirt does for Nova's trigger_crash_dump. ``session``: an
         open ``qmp()`` to reuse, else one is opened and closed."""
@@ -353,7 +373,7 @@ class Guest:
         with self.qmp() as own:
             own.command('inject-nmi')
 
-    def qemu_error(self):
+    def qemu_error(self) -> str:
         try:
             with open(os.path.join(self.workdir, 'qemu.log')) as f:
                 lines = f.read().strip().splitlines()
@@ -361,14 +381,14 @@ class Guest:
             return ''
         return lines[-1] if lines else ''
 
-    def console_text(self):
+    def console_text(self) -> str:
         try:
             with open(self.console, 'rb') as f:
                 return f.read().decode('utf-8', 'surrogateescape')
         except FileNotFoundError:
             return ''
 
-    def stop(self, grace=5):
+    def stop(self, grace: float = 5) -> None:
         """Terminate (then kill) this guest's QEMU; idempotent."""
         if not self.proc or self.proc.poll() is not None:
             return
