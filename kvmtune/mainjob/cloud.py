@@ -4,17 +4,22 @@ whether it emulates, restart of its compute, how to stop it), the cloud's
 compute node names, the benchmark image upload and the base flavor the
 tuned flavors start from."""
 import os
+from typing import TYPE_CHECKING
+from typing import cast
 
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.mainjob import steps
 
+if TYPE_CHECKING:
+    from openstack.connection import Connection
 
-def _say(line):
+
+def _say(line: str) -> None:
     steps.detail(line)
 
 
-def local_cloud():
+def local_cloud() -> tuple[str, str]:
     """Bring up the embedded cloud (libvirt compute) unless it already
     runs: (cloud name, what happened)."""
     from kvmtune.testcloud import api
@@ -42,14 +47,14 @@ def local_cloud():
     return 'kvmtune-admin', state
 
 
-def nova_conf():
+def nova_conf() -> str:
     """The embedded cloud's compute's own nova.conf."""
     from kvmtune.testcloud import api
 
-    return api.env()['KVMTUNE_NOVA_CONF']
+    return cast(str, api.env()['KVMTUNE_NOVA_CONF'])
 
 
-def nova_python():
+def nova_python() -> str | None:
     """The embedded cloud's Python, which imports Nova (or None)."""
     from kvmtune.testcloud import api
 
@@ -57,13 +62,13 @@ def nova_python():
     return python if os.path.exists(python) else None
 
 
-def restart_compute():
+def restart_compute() -> None:
     from kvmtune.testcloud import api
 
     api.restart_compute(say=_say)
 
 
-def stop_hint():
+def stop_hint() -> str | None:
     """How to stop the embedded cloud, which the job leaves running for
     the next run; None when none runs."""
     from kvmtune.testcloud import api
@@ -78,7 +83,7 @@ def stop_hint():
             f'with: {api.STOP_HINT}')
 
 
-def local_cloud_emulated():
+def local_cloud_emulated() -> bool:
     """True when the embedded cloud runs guests under QEMU TCG."""
     from kvmtune.testcloud import api
 
@@ -86,7 +91,7 @@ def local_cloud_emulated():
     return bool(running) and running.get('virt_type') == 'qemu'
 
 
-def compute_node_names(conn):
+def compute_node_names(conn: 'Connection') -> set[str]:
     """Hypervisor hostnames of the cloud (admin); empty when hidden."""
     try:
         return {h.name for h in conn.compute.hypervisors()}
@@ -96,7 +101,7 @@ def compute_node_names(conn):
         return set()
 
 
-def image_file():
+def image_file() -> tuple[str, str]:
     for name, fmt in (('kvmtune-bench.qcow2', 'qcow2'),
                       ('kvmtune-bench.raw', 'raw')):
         path = os.path.join(mainjob.IMAGE_DIR, name)
@@ -107,7 +112,7 @@ def image_file():
                      fix='run kvmtune image build and read its error')
 
 
-def upload_image(conn):
+def upload_image(conn: 'Connection') -> str:
     """Upload the image once; a changed file replaces the old one."""
     import hashlib
 
@@ -127,7 +132,7 @@ def upload_image(conn):
     return f'image {mainjob.IMAGE_NAME} uploaded'
 
 
-def base_flavor(conn):
+def base_flavor(conn: 'Connection') -> str:
     name = mainjob.BASE_FLAVOR['name']
     if conn.compute.find_flavor(name):
         return f'flavor {name} exists'

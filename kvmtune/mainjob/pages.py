@@ -3,10 +3,18 @@ pages the tuned flavor needs on its compute (Pages, guest_pages), and
 raising that pool through /sys/kernel/mm/hugepages (reserve_hugepages)."""
 import dataclasses
 import os
+from typing import TYPE_CHECKING
+from typing import cast
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import steps
+
+if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
+    from kvmtune.plan import Plan
+    from kvmtune.profiles import Profile
+    from kvmtune.tuners.hugepages import Hugepages
 
 # One pool per page size; the kernel fills or empties it on a write.
 NR_HUGEPAGES = os.path.join('sys', 'kernel', 'mm', 'hugepages',
@@ -15,7 +23,7 @@ SMALLEST_HUGEPAGE_KB = 2048     # x86-64: 2 MB, then 1 GB
 HUGEPAGE_MARGIN_MB = 128        # beyond the guests' RAM, for QEMU's slack
 
 
-def page_label(kb):
+def page_label(kb: int) -> str:
     return f'{kb // 1024 // 1024} GB' if kb >= 1024 * 1024 else \
         f'{kb // 1024} MB'
 
@@ -27,21 +35,22 @@ class Pages:
     size_kb: int          # page size (a pool under /sys/kernel/mm)
     count: int            # pages for max_vms guests, Nova's reserve, slack
     why: str              # how the flavor's hw:mem_page_size led here
-    kernel_args: list     # the plan's boot-time pool of this size
+    kernel_args: list[str]  # the plan's boot-time pool of this size
 
     @property
-    def label(self):
+    def label(self) -> str:
         return page_label(self.size_kb)
 
 
-def _pool_name(size_kb):
+def _pool_name(size_kb: int) -> str | None:
     """'1G' or '2M', the tuner's names of the x86 page pools."""
     from kvmtune.tuners import hugepages
 
     return {kb: name for name, kb in hugepages.PAGE_KB.items()}.get(size_kb)
 
 
-def _hugepages_tuner(profile, facts, size_kb=None):
+def _hugepages_tuner(profile: 'Profile', facts: 'Facts',
+                     size_kb: int | None = None) -> 'Hugepages | None':
     """The profile's hugepages tuner, its pool set to size_kb if given."""
     from kvmtune.tuners import hugepages
 
@@ -50,11 +59,12 @@ def _hugepages_tuner(profile, facts, size_kb=None):
             params = dict(ref.params)
             if size_kb:
                 params['host_page_size'] = _pool_name(size_kb)
-            return ref.tuner_class(params, facts, source=profile.path)
+            return cast('Hugepages', ref.tuner_class(
+                params, facts, source=profile.path))
     return None
 
 
-def plan_for(profile, facts):
+def plan_for(profile: 'Profile', facts: 'Facts') -> 'Plan':
     """The profile's plan for a compute's facts, through the one front
     door (kvmtune.plan.for_host): a plan that withheld values is refused
     here, before the job changes anything."""
@@ -64,7 +74,8 @@ def plan_for(profile, facts):
     return plan
 
 
-def guest_pages(profile, facts, max_vms, ram_mb, plan=None):
+def guest_pages(profile: 'Profile', facts: 'Facts', max_vms: int,
+                ram_mb: int, plan: 'Plan | None' = None) -> Pages | None:
     """Pages of the size the profile's flavor asks for (hw:mem_page_size),
     or None when its guests take no huge pages (small, any or unset).
 
@@ -95,8 +106,8 @@ def guest_pages(profile, facts, max_vms, ram_mb, plan=None):
                 fix='use a page size that divides the guest RAM')
         why = f'hw:mem_page_size={spec}'
     elif spec == 'large':
-        pool = hugepages.PAGE_KB[_hugepages_tuner(profile,
-                                                  facts).pool_size()]
+        pool = hugepages.PAGE_KB[cast('Hugepages', _hugepages_tuner(
+            profile, facts)).pool_size()]
         fits = [kb for kb in (pool, SMALLEST_HUGEPAGE_KB) if not ram_kb % kb]
         size_kb = fits[0] if fits else SMALLEST_HUGEPAGE_KB
         why = (f'hw:mem_page_size=large: Nova takes the largest page that '
@@ -114,24 +125,24 @@ def guest_pages(profile, facts, max_vms, ram_mb, plan=None):
              -(-HUGEPAGE_MARGIN_MB * 1024 // size_kb))
     # The plan's boot-time pool of this size (the profile's own sizing),
     # never smaller than what the job needs.
-    boot = tuner.pool_args() if tuner else [
+    boot = cast(list[str], tuner.pool_args()) if tuner else [
         f'hugepagesz={_pool_name(size_kb)}', 'hugepages=0']
     boot = [f'hugepages={max(int(arg.split("=")[1]), count)}'
             if arg.startswith('hugepages=') else arg for arg in boot]
     return Pages(size_kb, count, why, boot)
 
 
-def _read_int(path):
+def _read_int(path: str) -> int:
     with open(path) as f:
         return int(f.read())
 
 
-def _write_int(path, value):
+def _write_int(path: str, value: int) -> None:
     with open(path, 'w') as f:
         f.write(str(value))
 
 
-def reserve_hugepages(pages, root='/'):
+def reserve_hugepages(pages: Pages, root: str = '/') -> None:
     """Raise the pool of pages.size_kb to pages.count (never lower it);
     the kernel may find fewer free, so read back what it gave."""
     from kvmtune.tuners import base

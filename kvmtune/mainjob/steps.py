@@ -12,6 +12,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import IO
+from typing import TextIO
+from typing import cast
 
 from kvmtune.errors import CloudError
 
@@ -21,13 +26,14 @@ PREFIX = 'main-job: '
 class _Output:
     """Where the job writes: stdout, the log, or both (verbose)."""
 
-    def __init__(self):
-        self.log = None
-        self.log_path = None
+    def __init__(self) -> None:
+        self.log: TextIO | None = None
+        self.log_path: str | None = None
         self.verbose = True     # no log configured: show everything
-        self.stdout = None      # the real stdout, while quiet() redirects
+        # the real stdout, while quiet() redirects
+        self.stdout: TextIO | None = None
 
-    def open(self, log_path, verbose):
+    def open(self, log_path: str, verbose: bool) -> None:
         self.close()
         os.makedirs(os.path.dirname(log_path) or '.', exist_ok=True)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND,
@@ -37,27 +43,27 @@ class _Output:
         self.verbose = verbose
         self.stdout = sys.stdout
 
-    def close(self):
+    def close(self) -> None:
         if self.log:
             self.log.close()
         self.log, self.log_path, self.verbose = None, None, True
         self.stdout = None
 
-    def isatty(self):
+    def isatty(self) -> bool:
         out = self.stdout or sys.stdout
         return hasattr(out, 'isatty') and out.isatty()
 
-    def show(self, text):
+    def show(self, text: str) -> None:
         out = self.stdout or sys.stdout
         out.write(text)
         out.flush()
 
-    def to_log(self, text):
+    def to_log(self, text: str) -> None:
         if self.log:
             self.log.write(text)
             self.log.flush()
 
-    def detail(self, text):
+    def detail(self, text: str) -> None:
         """What only the log (and --verbose) shows."""
         self.to_log(text)
         if self.verbose:
@@ -67,18 +73,18 @@ class _Output:
 OUT = _Output()
 
 
-def configure(log_path, verbose=False):
+def configure(log_path: str, verbose: bool = False) -> None:
     """Send details to log_path (appended), shown too when verbose."""
     OUT.open(log_path, verbose)
 
 
-def say(text):
+def say(text: str) -> None:
     """One line of the job's own output (stdout, and the log)."""
     OUT.to_log(f'{PREFIX}{text}\n')
     OUT.show(f'{PREFIX}{text}\n')
 
 
-def detail(text):
+def detail(text: str) -> None:
     """One line for the log (and --verbose) only."""
     OUT.detail(f'{PREFIX}{text}\n')
 
@@ -86,16 +92,16 @@ def detail(text):
 class _Writer:
     """A file-like object for redirect_stdout: lines go to detail."""
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         OUT.detail(text)
         return len(text)
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
 
 @contextlib.contextmanager
-def quiet():
+def quiet() -> Iterator[None]:
     """What library code prints inside goes to the log (and --verbose)."""
     writer = _Writer()
     with contextlib.redirect_stdout(writer), \
@@ -106,27 +112,27 @@ def quiet():
 class Step:
     """A step of the job: says its name and result with its time."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.result = 'done'
         self.started = time.monotonic()
 
-    def done(self, result):
+    def done(self, result: str) -> None:
         self.result = result
 
     @property
-    def elapsed(self):
+    def elapsed(self) -> float:
         return time.monotonic() - self.started
 
 
-def elapsed_label(seconds):
+def elapsed_label(seconds: float) -> str:
     if seconds < 60:
         return f'{seconds:.0f} s'
     return f'{int(seconds // 60)} min {seconds % 60:02.0f} s'
 
 
 @contextlib.contextmanager
-def step(name):
+def step(name: str) -> Iterator[Step]:
     """`with step('image') as s: ...; s.done('built')` prints one line,
     `main-job: image: built (12 s)`; a failure says where it stopped."""
     current = Step(name)
@@ -140,13 +146,14 @@ def step(name):
     say(f'{name}: {current.result} ({elapsed_label(current.elapsed)})')
 
 
-def bin_path(name):
+def bin_path(name: str) -> str:
     """A console script of this venv (kvmtune, rally)."""
     here = os.path.join(os.path.dirname(sys.executable), name)
     return here if os.path.exists(here) else shutil.which(name) or name
 
 
-def run(argv, env=None, capture=False):
+def run(argv: list[str], env: Mapping[str, str] | None = None,
+        capture: bool = False) -> str | None:
     """Run a command; its output goes to the log (and --verbose), or is
     returned when captured (stderr still to the log)."""
     detail('$ ' + ' '.join(argv))
@@ -158,7 +165,7 @@ def run(argv, env=None, capture=False):
         out, _ = proc.communicate()
     else:
         out = None
-        for line in proc.stdout:
+        for line in cast(IO[str], proc.stdout):
             OUT.detail(line)
         proc.wait()
     if proc.returncode != 0:
@@ -168,14 +175,15 @@ def run(argv, env=None, capture=False):
     return out
 
 
-def lines(argv, env=None):
+def lines(argv: list[str], env: Mapping[str, str] | None = None
+          ) -> Iterator[str]:
     """Run a command and yield its output lines as they come (each also
     to the log); raises like run() when it fails."""
     detail('$ ' + ' '.join(argv))
     with subprocess.Popen(argv, env=env, text=True,
                           stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT) as proc:
-        for line in proc.stdout:
+        for line in cast(IO[str], proc.stdout):
             OUT.detail(line)
             yield line
     if proc.returncode != 0:
