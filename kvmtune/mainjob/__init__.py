@@ -42,6 +42,7 @@ SLA said (the verdict is printed); 1 with --strict when an SLA failed; 2
 when a step could not run.
 """
 import os
+from typing import Any
 
 # The job in parts, each importing only the ones before it:
 #   steps    how a step runs and what the job says (say, step, detail,
@@ -61,5 +62,5 @@ STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
 BASE_PROFILE = 'baseline'
 IMAGE_NAME = 'kvmtune-bench'
 # The base flavor: small guests, and an ephemeral disk the job benchmarks.
-BASE_FLAVOR = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256, 'disk': 1,
-               'ephemeral': 1}
+BASE_FLAVOR: dict[str, Any] = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256,
+                               'disk': 1, 'ephemeral': 1}

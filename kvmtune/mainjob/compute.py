@@ -6,11 +6,21 @@ on an operator's cloud it changes nothing here and says what to run on
 the computes (RemoteSetup, operator_steps)."""
 import dataclasses
 import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from typing import cast
 
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import pages
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
+
+    from kvmtune.facts.types import Facts
+    from kvmtune.plan import Plan
+    from kvmtune.profiles import Profile
 
 # The tuned profile by whether the host has EPT/NPT: the -ept profile's
 # flavor requires CUSTOM_KVMTUNE_EPT, which an EPT-less host never gets.
@@ -18,7 +28,7 @@ TUNED_PROFILES = {True: 'pinned-hugepages-ept', False: 'pinned-hugepages'}
 PCPU_TIMEOUT = 120
 
 
-def tuned_profile(facts):
+def tuned_profile(facts: 'Facts') -> tuple[str, str]:
     """(profile, why) for a host's facts."""
     from kvmtune import traits
 
@@ -32,19 +42,21 @@ def tuned_profile(facts):
         'without that trait')
 
 
-def load_profile(name):
+def load_profile(name: str) -> 'Profile':
     from kvmtune import profiles
 
-    return profiles.load(name, profiles.configured_dirs(None))
+    # None: kvmtune.conf's default files
+    return profiles.load(name, profiles.configured_dirs(
+        None))  # type: ignore[arg-type]
 
 
-def required_traits(plan):
+def required_traits(plan: 'Plan') -> set[str]:
     """Traits a plan's flavor requires (trait:X=required)."""
     return {key[len('trait:'):] for key, value in plan.extra_specs.items()
             if key.startswith('trait:') and value == 'required'}
 
 
-def check_traits(profile, facts):
+def check_traits(profile: 'Profile', facts: 'Facts') -> None:
     """The traits the tuned flavor requires must be ones `kvmtune host
     tag` sets from the same facts, else its guests get NoValidHost."""
     from kvmtune import traits
@@ -63,8 +75,9 @@ def check_traits(profile, facts):
 
 # -- kvmtune's library, as the commands use it ------------------------------
 
-def apply_nova_conf(profile_name, facts, path, nova_python=None,
-                    config_files=None):
+def apply_nova_conf(profile_name: str, facts: 'Facts', path: str,
+                    nova_python: str | None = None,
+                    config_files: Iterable[str] | None = None) -> str:
     """`kvmtune nova-conf apply --service all` as a call (the test cloud
     runs every Nova service on this host): the profile's options into
     nova.conf at path, checked by Nova's own definitions; its message."""
@@ -89,7 +102,8 @@ def apply_nova_conf(profile_name, facts, path, nova_python=None,
     return result.message(plan.profile)
 
 
-def tag_host(cloud_name, facts, hypervisor=None):
+def tag_host(cloud_name: str, facts: 'Facts', hypervisor: str | None = None
+             ) -> tuple[str, list[str]]:
     """`kvmtune host tag` as a call: the CUSTOM_KVMTUNE_* traits of facts
     on the compute node's resource provider; (node, traits) set."""
     import socket
@@ -119,10 +133,10 @@ class LocalSetup:
 
     profile: str
     why: str
-    pages: pages.Pages    # None: the tuned guests take no huge pages
+    pages: pages.Pages | None  # None: the tuned guests take no huge pages
     pinned: bool          # the tuned flavor asks for dedicated CPUs
-    facts: dict           # this host's
-    config_files: tuple = ()
+    facts: 'Facts'        # this host's
+    config_files: tuple[str, ...] = ()
     # the compute's nova.conf, once the cloud is up
     nova_conf: str | None = None
     nova_python: str | None = None  # a Python with Nova, to check values
@@ -130,8 +144,9 @@ class LocalSetup:
     summary: str = ''         # what the tuning did, in a few words
 
 
-def local_setup(facts, nova_conf, max_vms, ram_mb, profile_name=None,
-                config_files=()):
+def local_setup(facts: 'Facts', nova_conf: str | None, max_vms: int,
+                ram_mb: int, profile_name: str | None = None,
+                config_files: Iterable[str] = ()) -> LocalSetup:
     """The local compute's tuning for the tuned profile, decided from
     this host's facts; nothing runs here."""
     name, why = tuned_profile(facts)
@@ -148,7 +163,7 @@ def local_setup(facts, nova_conf, max_vms, ram_mb, profile_name=None,
                       tuple(config_files or ()), nova_conf)
 
 
-def pcpu_total(conn):
+def pcpu_total(conn: 'Connection') -> int:
     """PCPU total of the cloud's one compute node in Placement."""
     hypervisors = list(conn.compute.hypervisors())
     if len(hypervisors) != 1:
@@ -157,10 +172,11 @@ def pcpu_total(conn):
     inventories = conn.placement.get(
         f'/resource_providers/{hypervisors[0].id}/inventories',
         microversion='1.6').json()['inventories']
-    return inventories.get('PCPU', {}).get('total', 0)
+    return cast(int, inventories.get('PCPU', {}).get('total', 0))
 
 
-def tune_local_compute(conn, setup, cloud_name, root='/'):
+def tune_local_compute(conn: 'Connection', setup: LocalSetup,
+                       cloud_name: str, root: str = '/') -> int | None:
     """Pages, nova.conf of the profile, restart, host tag; how many tuned
     guests fit at once (Placement's PCPU over the guests' vCPUs), or None
     when they are not pinned."""
@@ -168,13 +184,13 @@ def tune_local_compute(conn, setup, cloud_name, root='/'):
 
     from kvmtune.mainjob import cloud
 
-    done = []
+    done: list[str] = []
     # Pages first: nova-conf apply plans from this host's facts
     if setup.pages:
         print(f'hugepages: {setup.pages.label} pages ({setup.pages.why})')
         pages.reserve_hugepages(setup.pages, root)
         done.append(f'{setup.pages.count} x {setup.pages.label} pages')
-    apply_nova_conf(setup.profile, setup.facts, setup.nova_conf,
+    apply_nova_conf(setup.profile, setup.facts, cast(str, setup.nova_conf),
                     setup.nova_python, setup.config_files)
     done.append('nova.conf')
     cloud.restart_compute()
@@ -205,12 +221,13 @@ class RemoteSetup:
 
     profile: str
     why: str
-    facts: dict           # facts of a compute of the cloud, or None
-    node: str             # its compute node name, or None
+    facts: 'Facts | None'  # facts of a compute of the cloud, or None
+    node: str | None      # its compute node name, or None
     source: str           # where those facts came from (or why none)
 
 
-def node_named(hostname, node_names):
+def node_named(hostname: str | None, node_names: Iterable[str]
+               ) -> str | None:
     """The compute node a host is: same name, or the same first label
     (libvirt may report the FQDN of a host whose name is short)."""
     if not hostname:
@@ -221,7 +238,9 @@ def node_named(hostname, node_names):
     return None
 
 
-def compute_facts(compute_facts_file, this_facts, node_names):
+def compute_facts(compute_facts_file: str | None, this_facts: 'Facts',
+                  node_names: Iterable[str]
+                  ) -> tuple['Facts | None', str | None, str]:
     """(facts, compute node or None, where they come from) of a compute
     of the cloud; (None, None, why not) when the job has none."""
     from kvmtune import facts as host_facts
@@ -241,8 +260,10 @@ def compute_facts(compute_facts_file, this_facts, node_names):
                         'no --compute-facts was given')
 
 
-def remote_setup(cloud_name, this_facts, node_names, max_vms, ram_mb,
-                 compute_facts_file=None, profile_name=None):
+def remote_setup(cloud_name: str, this_facts: 'Facts',
+                 node_names: Iterable[str], max_vms: int, ram_mb: int,
+                 compute_facts_file: str | None = None,
+                 profile_name: str | None = None) -> RemoteSetup:
     """The tuned profile and what the job knows of an operator's
     computes; nothing on this host is changed."""
     found, node, source = compute_facts(compute_facts_file, this_facts,
@@ -261,7 +282,7 @@ def remote_setup(cloud_name, this_facts, node_names, max_vms, ram_mb,
     return RemoteSetup(name, why, found, node, source)
 
 
-def tag_remote(setup, cloud_name):
+def tag_remote(setup: RemoteSetup, cloud_name: str) -> list[str]:
     """Tag the operator's compute whose facts the job has (Placement
     traits only); lines saying what was set."""
     if setup.facts is None:
@@ -273,7 +294,8 @@ def tag_remote(setup, cloud_name):
             'traits']
 
 
-def operator_steps(setup, cloud_name, max_vms, ram_mb):
+def operator_steps(setup: RemoteSetup, cloud_name: str, max_vms: int,
+                   ram_mb: int) -> list[str]:
     """Lines saying what the operator does on each compute host."""
     profile = setup.profile
     lines = [f'on each compute host of cloud {cloud_name} (not done by this '

@@ -8,6 +8,12 @@ kvmtune.mainjob`, through the same command.
 """
 import json
 import os
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune import fileio
 from kvmtune import mainjob
@@ -17,10 +23,15 @@ from kvmtune.mainjob import compute
 from kvmtune.mainjob import rally
 from kvmtune.mainjob import steps
 
+if TYPE_CHECKING:
+    from openstack.connection import Connection
+
+    from kvmtune.facts.types import Facts
+
 LOG_NAME = 'main-job.log'
 
 
-def _facts_step():
+def _facts_step() -> 'Facts':
     from kvmtune import facts
 
     with steps.step('host facts') as s:
@@ -34,7 +45,7 @@ def _facts_step():
     return found
 
 
-def _image_step():
+def _image_step() -> None:
     from kvmtune.image import build
 
     with steps.step('benchmark image') as s:
@@ -44,7 +55,8 @@ def _image_step():
                f'qcow2 {size / 1e6:.1f} MB in {mainjob.IMAGE_DIR}')
 
 
-def _baseline_step(workload, runtime, state_dir):
+def _baseline_step(workload: str, runtime: int | None, state_dir: str
+                   ) -> str:
     """The bare host measured with the sweep's workload (`kvmtune
     baseline`, issue 13), before the cloud starts so its services do not
     share the CPUs: the report's "share of bare metal" is then filled."""
@@ -63,8 +75,10 @@ def _baseline_step(workload, runtime, state_dir):
     return path
 
 
-def _sweep_records(profiles_by_flavor, facts, emulated, workload, runtime,
-                   config_files):
+def _sweep_records(profiles_by_flavor: Mapping[str, str],
+                   facts: 'Facts | None', emulated: bool, workload: str,
+                   runtime: int | None, config_files: Sequence[str]
+                   ) -> dict[str, dict[str, Any]] | None:
     """{flavor: result record} for the Rally task (issue 13): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
@@ -72,7 +86,7 @@ def _sweep_records(profiles_by_flavor, facts, emulated, workload, runtime,
     from kvmtune.results import records
 
     try:
-        dirs = profiles.configured_dirs(config_files)
+        dirs = profiles.configured_dirs(cast(list[str], config_files))
         return {flavor: records.for_sweep(
                     profile, facts, 'tcg' if emulated else 'kvm', workload,
                     runtime, dirs=dirs)
@@ -82,7 +96,9 @@ def _sweep_records(profiles_by_flavor, facts, emulated, workload, runtime,
         return None
 
 
-def _prepare_local(this_facts, max_vms, tuned_profile, config_files):
+def _prepare_local(this_facts: 'Facts', max_vms: int,
+                   tuned_profile: str | None, config_files: Iterable[str]
+                   ) -> tuple[str, compute.LocalSetup]:
     """The embedded cloud up, its compute (this host) decided."""
     ram_mb = mainjob.BASE_FLAVOR['ram']
     # Decide before starting anything: a profile this host cannot serve
@@ -99,8 +115,9 @@ def _prepare_local(this_facts, max_vms, tuned_profile, config_files):
     return cloud_name, setup
 
 
-def _prepare_remote(os_cloud, this_facts, conn, max_vms, compute_facts,
-                    tuned_profile):
+def _prepare_remote(os_cloud: str, this_facts: 'Facts', conn: 'Connection',
+                    max_vms: int, compute_facts: str | None,
+                    tuned_profile: str | None) -> compute.RemoteSetup:
     with steps.step('tuned profile') as s:
         setup = compute.remote_setup(
             os_cloud, this_facts, cloud.compute_node_names(conn), max_vms,
@@ -110,11 +127,13 @@ def _prepare_remote(os_cloud, this_facts, conn, max_vms, compute_facts,
     return setup
 
 
-def _flavors_step(cloud_name, profiles, facts_file, config_files):
+def _flavors_step(cloud_name: str, profiles: Iterable[str],
+                  facts_file: str | None, config_files: Iterable[str]
+                  ) -> list[str]:
     from kvmtune.cloud import flavors as tuned
 
     base = mainjob.BASE_FLAVOR['name']
-    names = []
+    names: list[str] = []
     with steps.step('flavors') as s:
         for profile in profiles:
             names.append(tuned.apply_profile(
@@ -124,11 +143,15 @@ def _flavors_step(cloud_name, profiles, facts_file, config_files):
     return names
 
 
-def _sweep_counts(setup, flavors, max_vms, fits):
+def _sweep_counts(setup: 'compute.LocalSetup | compute.RemoteSetup',
+                  flavors: Sequence[str], max_vms: int, fits: int | None
+                  ) -> dict[str, int]:
     """{flavor: largest VM count} for the flavors of which fewer guests
     than max_vms fit the host; says so."""
     if fits is None or fits >= max_vms:
         return {}
+    # guests fit a count only on the local compute (tune_local_compute)
+    setup = cast(compute.LocalSetup, setup)
     tuned_flavor = flavors[-1]
     if fits < 1:
         raise KvmtuneError(
@@ -143,7 +166,8 @@ def _sweep_counts(setup, flavors, max_vms, fits):
     return {tuned_flavor: fits}
 
 
-def _report_step(out_json, baseline, state_dir):
+def _report_step(out_json: str, baseline: str | None, state_dir: str
+                 ) -> tuple[str, dict[str, str]]:
     from kvmtune import fileio
     from kvmtune import report
 
@@ -160,11 +184,14 @@ def _report_step(out_json, baseline, state_dir):
     return table, paths
 
 
-def rerun_line(os_cloud=None, compute_facts=None, max_vms=3,
-               workload='fio-randread-4k', runtime=None, baseline=None,
-               emulated=False, tuned_profile=None,
-               state_dir=mainjob.STATE_DIR, config_files=(),
-               args_file=None):
+def rerun_line(os_cloud: str | None = None,
+               compute_facts: str | None = None, max_vms: int = 3,
+               workload: str = 'fio-randread-4k',
+               runtime: int | None = None, baseline: str | None = None,
+               emulated: bool = False, tuned_profile: str | None = None,
+               state_dir: str = mainjob.STATE_DIR,
+               config_files: Iterable[str] = (),
+               args_file: str | None = None) -> str:
     """The shell line that runs the sweep again by hand, whatever became
     of the cloud since (a `kvmtune cloud down` and `up`, a reboot: a
     fresh embedded cloud has none of the job's image, flavors or compute
@@ -195,15 +222,17 @@ def rerun_line(os_cloud=None, compute_facts=None, max_vms=3,
     env += ['rally', 'env'] + ([f'--os-cloud {q(os_cloud)}'] if os_cloud
                                else [])
     sweep = ('rally task start "$(kvmtune rally task-path disk-scaling)" '
-             f'--task-args-file {q(args_file)}')
+             f'--task-args-file {q(cast(str, args_file))}')
     return f'{" ".join(job)} && {" ".join(env)} && {sweep}'
 
 
-def run(os_cloud=None, compute_facts=None, max_vms=3,
-        workload='fio-randread-4k', runtime=None, baseline=None,
-        emulated=False, tuned_profile=None,
-        state_dir=mainjob.STATE_DIR, strict=False, verbose=False,
-        config_files=(), setup_only=False):
+def run(os_cloud: str | None = None, compute_facts: str | None = None,
+        max_vms: int = 3, workload: str = 'fio-randread-4k',
+        runtime: int | None = None, baseline: str | None = None,
+        emulated: bool = False, tuned_profile: str | None = None,
+        state_dir: str = mainjob.STATE_DIR, strict: bool = False,
+        verbose: bool = False, config_files: Sequence[str] = (),
+        setup_only: bool = False) -> int:
     """The whole job; its exit status (0 ran, 1 SLA failed with strict,
     2 a step could not run). ``setup_only``: everything up to the
     sweep (image, cloud, flavors, compute, the task arguments), for
@@ -238,15 +267,18 @@ def run(os_cloud=None, compute_facts=None, max_vms=3,
     return 2
 
 
-def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
-         emulated, tuned_profile, state_dir, strict, config_files,
-         setup_only=False):
+def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
+         workload: str, runtime: int | None, baseline: str | None,
+         emulated: bool, tuned_profile: str | None, state_dir: str,
+         strict: bool, config_files: Sequence[str],
+         setup_only: bool = False) -> int:
     import openstack
 
-    given = dict(os_cloud=os_cloud, compute_facts=compute_facts,
-                 max_vms=max_vms, workload=workload, runtime=runtime,
-                 emulated=emulated, tuned_profile=tuned_profile,
-                 state_dir=state_dir, config_files=config_files)
+    given: dict[str, Any] = dict(
+        os_cloud=os_cloud, compute_facts=compute_facts, max_vms=max_vms,
+        workload=workload, runtime=runtime, emulated=emulated,
+        tuned_profile=tuned_profile, state_dir=state_dir,
+        config_files=config_files)
 
     this_facts = _facts_step()
     _image_step()
@@ -257,6 +289,7 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
         steps.say('bare-host baseline: not measured (the guests run on '
                   'the cloud\'s computes): give --baseline FILE, written '
                   'by `kvmtune baseline` on one of them')
+    setup: compute.LocalSetup | compute.RemoteSetup
     if os_cloud:
         cloud_name = os_cloud
         conn = openstack.connect(cloud=cloud_name)
@@ -274,6 +307,7 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
                             compute_facts, config_files)
     fits = None
     if os_cloud:
+        setup = cast(compute.RemoteSetup, setup)   # as made above
         with steps.step('compute') as s:
             for line in compute.tag_remote(setup, cloud_name):
                 steps.detail(line)
@@ -284,6 +318,7 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
                                            mainjob.BASE_FLAVOR['ram']):
             steps.say(line)
     else:
+        setup = cast(compute.LocalSetup, setup)    # as made above
         with steps.step('compute tuning') as s:
             fits = compute.tune_local_compute(conn, setup, cloud_name)
             s.done(f'{setup.summary}')
@@ -348,7 +383,7 @@ def _run(os_cloud, compute_facts, max_vms, workload, runtime, baseline,
     return 1 if strict and not sla_ok else 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """`python -m kvmtune.mainjob` and tools/main-job: `kvmtune
     main-job`."""
     import sys
