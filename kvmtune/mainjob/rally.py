@@ -7,12 +7,23 @@ import json
 import os
 import re
 import subprocess
+import threading
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import IO
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune import fileio
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import steps
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 # the environment spec from a cloud: rallyenv has it (`kvmtune rally env`)
 rally_spec = rallyenv.rally_spec
@@ -27,18 +38,18 @@ _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
                    r'[0-9a-f]{12}')
 
 
-def _tasks_dir():
+def _tasks_dir() -> 'Traversable':
     return importlib.resources.files(TASKS_PACKAGE).joinpath(TASKS_DIR)
 
 
-def task_names():
+def task_names() -> list[str]:
     """Names of the installed task files (disk-scaling, ...)."""
     return sorted(entry.name[:-len(TASK_SUFFIX)]
                   for entry in _tasks_dir().iterdir()
                   if entry.name.endswith(TASK_SUFFIX))
 
 
-def task_path(name):
+def task_path(name: str) -> str:
     """The installed task file's path, from its name (or file name)."""
     if name.endswith(TASK_SUFFIX):
         name = name[:-len(TASK_SUFFIX)]
@@ -47,17 +58,23 @@ def task_path(name):
         raise InputError(f'no Rally task named {name!r}', key='TASK',
                          source=str(_tasks_dir()),
                          fix=f'one of: {", ".join(names)}')
-    return os.fspath(_tasks_dir().joinpath(name + TASK_SUFFIX))
+    # an installed package's file: a path on disk
+    return os.fspath(cast('os.PathLike[str]',
+                          _tasks_dir().joinpath(name + TASK_SUFFIX)))
 
 
-def task_args(max_vms, workload, flavors, image, baseline=None,
-              emulated=False, runtime=None, flavor_max_vms=None,
-              records=None):
+def task_args(max_vms: int, workload: str, flavors: list[str], image: str,
+              baseline: str | None = None, emulated: bool = False,
+              runtime: int | None = None,
+              flavor_max_vms: Mapping[str, int] | None = None,
+              records: Mapping[str, dict[str, Any]] | None = None
+              ) -> dict[str, Any]:
     """The disk scaling task's arguments; flavor_max_vms: {flavor: its
     largest VM count} for flavors of which fewer than max_vms fit;
     records: {flavor: its result record} (kvmtune.results.records)."""
-    args = {'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
-            'image_name': image, 'emulated': emulated}
+    args: dict[str, Any] = {
+        'max_vms': max_vms, 'workload': workload, 'flavors': flavors,
+        'image_name': image, 'emulated': emulated}
     if runtime:
         args['runtime'] = runtime
     if flavor_max_vms:
@@ -72,7 +89,7 @@ def task_args(max_vms, workload, flavors, image, baseline=None,
 class Rally:
     """Rally with its database and globals kept in one directory."""
 
-    def __init__(self, state_dir):
+    def __init__(self, state_dir: str) -> None:
         self.dir = os.path.join(state_dir, 'rally')
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.conf = os.path.join(self.dir, 'rally.conf')
@@ -85,11 +102,11 @@ class Rally:
         # Rally keeps the "current" env and task under ~/.rally
         self.env = dict(os.environ, HOME=self.dir)
 
-    def __call__(self, *args, capture=False):
+    def __call__(self, *args: str, capture: bool = False) -> str | None:
         return steps.run([steps.bin_path('rally'), '--config-file',
                           self.conf, *args], env=self.env, capture=capture)
 
-    def use_cloud(self, name, spec):
+    def use_cloud(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Its database and the environment ``name`` for ``spec``, the
         current one, checked (what `kvmtune rally env` does for plain
         rally: kvmtune.mainjob.rallyenv); that module's result."""
@@ -101,22 +118,23 @@ class Rally:
                      'credentials (not shown)')
         return done
 
-    def start_task(self, task, args, progress=None):
+    def start_task(self, task: str, args: Mapping[str, Any],
+                   progress: 'Progress | None' = None) -> str:
         """Run the task, its output to the job's log; its UUID. Rally
         exits non-zero when an iteration failed: the report still
         follows. progress (a Progress) follows the task in Rally's
         database through its Python API (``follow``) while it runs."""
-        import threading
-
         argv = [steps.bin_path('rally'), '--config-file', self.conf, 'task',
                 'start', task, '--task-args', json.dumps(args)]
         steps.detail('$ ' + ' '.join(argv))
-        uuid, stop, follower = None, threading.Event(), None
+        uuid: str | None = None
+        stop = threading.Event()
+        follower: threading.Thread | None = None
         try:
             with subprocess.Popen(argv, env=self.env, text=True,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT) as proc:
-                for line in proc.stdout:
+                for line in cast(IO[str], proc.stdout):
                     steps.OUT.detail(line)
                     # the CLI's answer names the task it started
                     found = _UUID.search(line) if uuid is None else None
@@ -139,10 +157,13 @@ class Rally:
                              fix=f'see {steps.OUT.log_path}')
         return uuid
 
-    def sweep(self, task, args, out_json, out_html, progress=None):
+    def sweep(self, task: str, args: Mapping[str, Any], out_json: str,
+              out_html: str, progress: 'Progress | None' = None
+              ) -> tuple[str, bool]:
         """(uuid, SLA met); the failed SLA lines are in sla_failures."""
         uuid = self.start_task(task, args, progress)
-        state = self('task', 'status', uuid, capture=True).split()[-1]
+        state = cast(str, self('task', 'status', uuid,
+                               capture=True)).split()[-1]
         if state not in ('finished', 'aborted'):
             raise CloudError(f'rally task {uuid} ended {state}: no sweep '
                              'ran', source=task,
@@ -162,13 +183,13 @@ class Rally:
 DETAIL_WIDTH = 150
 
 
-def sla_failures(report_json):
+def sla_failures(report_json: str) -> list[str]:
     """The failed SLA criteria in a task's `rally task report --json`
     file, one short line each: "<subtask title>: <criterion>: <detail>"
     (the disk task's titles name the flavor)."""
     from kvmtune import inputs
 
-    failed = []
+    failed: list[str] = []
     for task in inputs.load_json(report_json).get('tasks', []):
         for subtask in task.get('subtasks', []):
             for workload in subtask.get('workloads', []):
@@ -187,7 +208,8 @@ def sla_failures(report_json):
 FOLLOW_POLL = 2.0
 
 
-def follow(conf, uuid, progress, stop, poll=FOLLOW_POLL):
+def follow(conf: str, uuid: str, progress: 'Progress',
+           stop: threading.Event, poll: float = FOLLOW_POLL) -> None:
     """Hand ``progress`` Rally's record of task ``uuid`` (its Python API,
     ``rally.api.API(...).task.get(uuid, detailed=True)``) every ``poll``
     seconds until ``stop`` is set, and once more then. A read that fails
@@ -224,24 +246,29 @@ class Progress:
     one line.
     """
 
-    def __init__(self, flavors, counts, show=None, tty=None):
+    def __init__(self, flavors: Iterable[str],
+                 counts: Mapping[str, list[int]],
+                 show: Callable[[str], None] | None = None,
+                 tty: bool | None = None) -> None:
         self.flavors = list(flavors)
         self.counts = counts        # {flavor: [VM counts]}
         self.show = show or steps.say
         self.tty = steps.OUT.isatty() if tty is None else tty
-        self.flavor = None
-        self.vms = None
-        self.started = None
+        self.flavor: str | None = None
+        self.vms: int | None = None
+        self.started: float | None = None
         self.shown = False
-        self.ended = {}             # workload uuid -> iterations seen
+        # workload uuid -> iterations seen
+        self.ended: dict[str, int] = {}
 
-    def text(self):
+    def text(self) -> str:
         import time
 
-        took = steps.elapsed_label(time.monotonic() - self.started)
+        took = steps.elapsed_label(time.monotonic()
+                                   - cast(float, self.started))
         return f'sweep: {self.flavor}, {self.vms} VM(s) ({took})'
 
-    def update(self, task):
+    def update(self, task: Mapping[str, Any]) -> None:
         """Take Rally's record of the task (detailed, with each
         workload's ``data``)."""
         import time
@@ -275,7 +302,8 @@ class Progress:
             steps.OUT.show('\r\033[K' + steps.PREFIX + self.text())
             self.shown = True
 
-    def _ended(self, flavor, vms, iteration):
+    def _ended(self, flavor: str, vms: int | str,
+               iteration: Mapping[str, Any]) -> None:
         took = (iteration.get('duration') or 0.0) + (
             iteration.get('idle_duration') or 0.0)
         if self.shown:
@@ -284,13 +312,13 @@ class Progress:
         self.show(f'sweep: {flavor}, {vms} VM(s): {step_result(iteration)} '
                   f'({steps.elapsed_label(took)})')
 
-    def finish(self):
+    def finish(self) -> None:
         if self.shown:
             steps.OUT.show('\n')
             self.shown = False
 
 
-def step_result(iteration):
+def step_result(iteration: Mapping[str, Any]) -> str:
     """One sweep step in words, from Rally's record of its iteration: the
     guests with a valid result and their per-VM figure, as the report
     computes it, or why the iteration left no per-VM table."""
@@ -317,7 +345,9 @@ def step_result(iteration):
         else f'guests valid 0/{len(guests)}'
 
 
-def vm_counts(max_vms, flavors, flavor_max_vms=None):
+def vm_counts(max_vms: int, flavors: Iterable[str],
+              flavor_max_vms: Mapping[str, int] | None = None
+              ) -> dict[str, list[int]]:
     """{flavor: the VM counts its sweep runs}, as the task file makes
     them (step 1)."""
     limits = flavor_max_vms or {}

@@ -37,10 +37,19 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.errors import mask_secrets
+
+if TYPE_CHECKING:
+    from openstack.config.cloud_region import CloudRegion
 
 EMBEDDED_CLOUD = 'kvmtune-admin'
 CONFIG_NAME = 'rally.conf'
@@ -57,22 +66,24 @@ class RallyCommand:
     (where its ``~/.rally/globals`` is); ``log`` hears each command line
     and, unless it may hold a password, its output."""
 
-    def __init__(self, config_file=None, home=None, rally=None, log=None):
+    def __init__(self, config_file: str | None = None,
+                 home: str | None = None, rally: str | None = None,
+                 log: Callable[[str], object] | None = None) -> None:
         self.rally = rally or rally_bin()
         self.config_file = config_file
         self.home = home
         self.log = log or (lambda line: None)
 
     @property
-    def env(self):
+    def env(self) -> dict[str, str] | None:
         return dict(os.environ, HOME=self.home) if self.home else None
 
-    def argv(self, *args):
+    def argv(self, *args: str) -> list[str]:
         conf = ['--config-file', self.config_file] if self.config_file \
             else []
         return [self.rally, *conf, *args]
 
-    def run(self, *args, secret=False):
+    def run(self, *args: str, secret: bool = False) -> tuple[int, str]:
         """(exit status, stdout and stderr together)."""
         import subprocess
 
@@ -94,7 +105,7 @@ class RallyCommand:
                 self.log(line)
         return done.returncode, done.stdout
 
-    def python(self):
+    def python(self) -> str:
         """The Python the rally program runs with (its #! line)."""
         try:
             with open(self.rally, 'rb') as f:
@@ -106,7 +117,7 @@ class RallyCommand:
         return sys.executable
 
 
-def rally_bin():
+def rally_bin() -> str:
     """The rally beside this Python (the bench extra's), else on PATH."""
     import shutil
 
@@ -114,7 +125,8 @@ def rally_bin():
     return here if os.path.exists(here) else shutil.which('rally') or 'rally'
 
 
-def search_paths(rally=None, home=None):
+def search_paths(rally: str | None = None, home: str | None = None
+                 ) -> list[str]:
     """The rally.conf files plain ``rally`` looks for, in its order."""
     rally = rally or rally_bin()
     if os.path.dirname(os.path.abspath(rally)) == \
@@ -127,7 +139,8 @@ def search_paths(rally=None, home=None):
                          CONFIG_NAME) for d in SEARCH_DIRS]
 
 
-def rally_config(rally=None, home=None):
+def rally_config(rally: str | None = None, home: str | None = None
+                 ) -> tuple[str | None, str | None]:
     """(the rally.conf plain ``rally`` reads, or None; the one written,
     or None): writes ``~/.rally/rally.conf`` when Rally has neither a
     config file nor a database at its default place."""
@@ -155,7 +168,9 @@ def rally_config(rally=None, home=None):
     return path, path
 
 
-def cloud_config(os_cloud=None, config_files=()):
+def cloud_config(os_cloud: str | None = None,
+                 config_files: Iterable[str] = ()
+                 ) -> tuple[str, 'CloudRegion']:
     """(cloud name, openstacksdk CloudRegion): ``os_cloud`` from
     clouds.yaml, or the embedded cloud's admin when None."""
     from openstack import config as os_config
@@ -189,14 +204,15 @@ def cloud_config(os_cloud=None, config_files=()):
                              '~/.config/openstack/)') from None
 
 
-def rally_spec(cloud):
+def rally_spec(cloud: 'CloudRegion') -> dict[str, Any]:
     """An existing@openstack spec from an openstacksdk CloudRegion."""
     auth = cloud.config['auth']
     admin = {k: auth[k] for k in ('username', 'password', 'project_name',
                                   'user_domain_name', 'project_domain_name')
              if auth.get(k)}
-    spec = {'auth_url': auth['auth_url'], 'admin': admin,
-            'endpoint_type': cloud.config.get('interface') or 'public'}
+    spec: dict[str, Any] = {
+        'auth_url': auth['auth_url'], 'admin': admin,
+        'endpoint_type': cloud.config.get('interface') or 'public'}
     if cloud.get_region_name():
         spec['region_name'] = cloud.get_region_name()
     if cloud.config.get('verify') is False:
@@ -204,7 +220,7 @@ def rally_spec(cloud):
     return {'existing@openstack': spec}
 
 
-def check_credentials(name, region):
+def check_credentials(name: str, region: 'CloudRegion') -> None:
     """Ask Keystone for a token with the cloud's credentials; CloudError
     when it refuses them or cannot be reached."""
     import logging
@@ -225,13 +241,14 @@ def check_credentials(name, region):
         error = errors.from_exception(exc, name, secrets)
         if error is exc:
             raise
+        error = cast(CloudError, error)     # not exc: one made of it
         if getattr(error, 'http_status', None) == 401:
             error.problem = ('the cloud refused the credentials: '
                              + error.problem)
         raise error from None
 
 
-def _first_line(text):
+def _first_line(text: object) -> str:
     lines = str(text).strip().splitlines()
     return lines[0].strip() if lines else ''
 
@@ -243,7 +260,7 @@ _LOG_PREFIX = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \d+ '
 _EXCEPTION = re.compile(r'^(?:\w+\.)+\w+: |^\w*(?:Error|Exception): ')
 
 
-def _last_line(text):
+def _last_line(text: object) -> str:
     """What a failed rally said: the last exception line of a logged
     traceback, else its last line."""
     lines = [_LOG_PREFIX.sub('', line).strip()
@@ -253,14 +270,14 @@ def _last_line(text):
     return (found or lines or [''])[-1]
 
 
-def _redact(text, spec):
+def _redact(text: str, spec: Mapping[str, Any]) -> str:
     for secret in _spec_secrets(spec):
         text = text.replace(secret, '***')
     return mask_secrets(' '.join(text.split()))
 
 
-def _spec_secrets(spec):
-    found = []
+def _spec_secrets(spec: Mapping[str, Any]) -> list[str]:
+    found: list[str] = []
     for platform in spec.values():
         users = [platform.get('admin') or {}] + list(
             platform.get('users') or [])
@@ -268,7 +285,7 @@ def _spec_secrets(spec):
     return sorted(set(found), key=len, reverse=True)
 
 
-def _database(rally, fix):
+def _database(rally: RallyCommand, fix: str) -> str:
     """Rally's database made where none exists; its connection string,
     credentials masked."""
     rc, out = rally.run('db', 'ensure')
@@ -285,7 +302,8 @@ def _database(rally, fix):
     return shown
 
 
-def _envs(rally, spec):
+def _envs(rally: RallyCommand, spec: Mapping[str, Any]
+          ) -> list[dict[str, Any]]:
     rc, out = rally.run('env', 'list', '--json', secret=True)
     try:
         envs = json.loads(out) if rc == 0 else None
@@ -298,7 +316,8 @@ def _envs(rally, spec):
     return envs
 
 
-def _rename(rally, old, new, spec):
+def _rename(rally: RallyCommand, old: str, new: str,
+            spec: Mapping[str, Any]) -> None:
     """Rename an environment (Rally's CLI has no rename; its EnvManager
     has), run by the Python of the rally program."""
     import subprocess
@@ -319,7 +338,8 @@ def _rename(rally, old, new, spec):
                          source=rally.config_file or 'rally')
 
 
-def _create(rally, name, spec):
+def _create(rally: RallyCommand, name: str,
+            spec: Mapping[str, Any]) -> None:
     fd, path = tempfile.mkstemp(prefix='kvmtune-rally-spec-',
                                 suffix='.json')
     try:
@@ -336,7 +356,8 @@ def _create(rally, name, spec):
                          source=rally.config_file or 'rally')
 
 
-def use(rally, name, spec, fix=None):
+def use(rally: RallyCommand, name: str, spec: Mapping[str, Any],
+        fix: str | None = None) -> dict[str, Any]:
     """store(), then ``rally env check``: Rally itself reaches the cloud
     with the environment; the same result."""
     done = store(rally, name, spec, fix)
@@ -349,7 +370,8 @@ def use(rally, name, spec, fix=None):
     return done
 
 
-def store(rally, name, spec, fix=None):
+def store(rally: RallyCommand, name: str, spec: Mapping[str, Any],
+          fix: str | None = None) -> dict[str, Any]:
     """Rally's database (made where none exists) and the environment
     ``name`` for ``spec`` (an existing@openstack spec, rally_spec()),
     made Rally's current one. Rally does not reach the cloud here.
@@ -383,7 +405,7 @@ def store(rally, name, spec, fix=None):
             'database': database}
 
 
-def _check_failure(out):
+def _check_failure(out: str) -> str:
     """The line of ``rally env check`` output that says what failed."""
     for line in out.splitlines():
         if 'Failed' in line or 'Error' in line or 'error' in line:
@@ -391,8 +413,10 @@ def _check_failure(out):
     return _last_line(out)
 
 
-def ensure(os_cloud=None, name=None, home=None, config_files=(),
-           rally=None, log=None):
+def ensure(os_cloud: str | None = None, name: str | None = None,
+           home: str | None = None, config_files: Iterable[str] = (),
+           rally: str | None = None,
+           log: Callable[[str], object] | None = None) -> dict[str, Any]:
     """An environment of plain ``rally`` for a cloud: see the module.
 
     :param os_cloud: a cloud of clouds.yaml; None: the embedded cloud
