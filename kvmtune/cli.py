@@ -37,8 +37,11 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   apply   -> nova-conf apply     nova.conf, edited in place
              flavor apply        tuned flavors (openstacksdk)
              host tag            Placement traits for EPT/nested/1G/vhost-net
-  measure -> image build, bench local, baseline
-             report              the degradation table, fit and plots [bench]
+  check   -> verify              host, nova-compute, cloud, guests as planned
+             capacity            how many more tuned guests fit
+  measure -> image build, bench local, bench nested, baseline
+             rally env           Rally's database and environment [bench]
+             report              compare runs: table, fit and plots [bench]
              main-job            all of it on the embedded cloud [bench]
 """
 
@@ -92,7 +95,8 @@ COMMANDS: list[tuple[Any, ...]] = [
      'Give plain rally a database and an environment for a cloud.',
      'bench', ('rally', 'rally_openstack')),
     (('report',), 'report',
-     'Tabulate and plot a Rally scaling run against the baseline.', 'bench',
+     'Compare result files (sweeps, bench runs, baselines): table, plot.',
+     'bench',
      ('numpy', 'matplotlib')),
     (('main-job',), 'main_job',
      'Image, cloud, default and tuned flavors, Rally sweep, report.',
