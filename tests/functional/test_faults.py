@@ -625,13 +625,17 @@ def sweep_rows(tmp_path):
     return rows, sla
 
 
-def restart_compute(cloud, sdk):
-    """nova-compute started again, and up in Nova's API (the scheduler
-    places nothing on a compute it still counts down)."""
-    cloud.restart_compute()
+def compute_up(sdk):
+    """Until Nova's API counts every nova-compute up again (the scheduler
+    places nothing on a compute it counts down)."""
     wait_for(lambda: all(s.state == 'up' for s in
                          sdk.compute.services(binary='nova-compute')),
              120, 'nova-compute up in the API')
+
+
+def restart_compute(cloud, sdk):
+    cloud.restart_compute()
+    compute_up(sdk)
 
 
 def nothing_left(sdk, uuids):
@@ -734,6 +738,7 @@ def test_a_sweep_whose_whole_cloud_stops_mid_step(sweeping, rally_lines,
     back_at = time.monotonic() - started
     thread.join(SWEEP_HANG_BOUND)
     assert not thread.is_alive(), 'the sweep did not end'
+    compute_up(sdk)
     assert 'error' not in outcome, outcome
     rows, sla = sweep_rows(tmp_path)
     assert [r['status'] for r in rows] == ['no-result'], rows
