@@ -5,14 +5,18 @@ The arguments several commands share are declared once here, so that
 read the same in every ``--help``.
 """
 
+import argparse
 
-def add_profile(parser):
+
+def add_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--profile', required=True, metavar='NAME|FILE',
                         help='profile name (see "kvmtune profile list") or '
                              'a profile YAML file')
 
 
-def add_facts_source(parser, verb='plan for'):
+def add_facts_source(parser: argparse.ArgumentParser,
+                     verb: str = 'plan for'
+                     ) -> argparse._MutuallyExclusiveGroup:
     """--root DIR | --facts FILE: another host than this one."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument('--root', metavar='DIR',
@@ -24,11 +28,11 @@ def add_facts_source(parser, verb='plan for'):
     return source
 
 
-def add_os_cloud(parser):
+def add_os_cloud(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
                         help='cloud name in clouds.yaml (an admin one)')
 
 
-def add_dry_run(parser):
+def add_dry_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dry-run', action='store_true',
                         help='show the change, write nothing')

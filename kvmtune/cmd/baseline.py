@@ -22,6 +22,7 @@ Example:
 """
 
 import argparse
+from collections.abc import Iterable
 
 from kvmtune.errors import InputError
 
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'a file holding data.')
 
 
-def parse_params(pairs):
-    params = {}
+def parse_params(pairs: Iterable[str]) -> dict[str, int | str]:
+    params: dict[str, int | str] = {}
     for pair in pairs:
         key, sep, value = pair.partition('=')
         if not sep or not key:

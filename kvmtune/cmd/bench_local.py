@@ -53,9 +53,18 @@ Examples:
 """
 
 import argparse
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.bench.compare import CHOICES
 from kvmtune.errors import InputError
+
+if TYPE_CHECKING:
+    from kvmtune.bench.local import Measured
+    from kvmtune.workloads import Workload
 
 # --json: 2, every guest's row in the Row columns (kvmtune.results.row);
 # 1 (kvmtune <= round 3) held each one's parsed result, and is still read
@@ -136,14 +145,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='With --compare: write the comparison plot.')
 
 
-def _settings(args):
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {'cache': args.cache, 'format': args.format, 'bus': args.bus,
             'iothread': args.iothread, 'hugepages': args.hugepages,
             'pinning': args.pinning, 'vhost': args.vhost,
             'vcpus': args.vcpus}
 
 
-def _check(args):
+def _check(args: argparse.Namespace) -> None:
     if args.vms < 1 or args.vcpus < 1 or args.ram < 128:
         raise InputError('--vms and --vcpus must be >= 1, --ram >= 128',
                          key='--vms/--vcpus/--ram',
@@ -157,7 +166,9 @@ def _check(args):
     local.check_start(args.start, args.start_delay, args.ready_timeout)
 
 
-def _one_run(args, workload, accel, settings, params, log=print):
+def _one_run(args: argparse.Namespace, workload: 'Workload', accel: str,
+             settings: Mapping[str, Any], params: dict[str, Any],
+             log: Callable[[str], object] = print) -> list['Measured']:
     """Each guest Measured (kvmtune.bench.local) of one run with
     ``settings``."""
     import os
@@ -191,7 +202,9 @@ def _one_run(args, workload, accel, settings, params, log=print):
                      start=args.start, ready_wait=args.ready_timeout)
 
 
-def _record(kind, workload, accel, why, settings, params, runtime):
+def _record(kind: str, workload: 'Workload', accel: str, why: str | None,
+            settings: Mapping[str, Any], params: dict[str, Any],
+            runtime: int) -> dict[str, Any]:
     from kvmtune.bench import compare
     from kvmtune import facts as host_facts
     from kvmtune.results import records
@@ -206,7 +219,7 @@ def _record(kind, workload, accel, why, settings, params, runtime):
                         virt=accel, why=why)
 
 
-def _save(doc, path):
+def _save(doc: Mapping[str, Any], path: str) -> None:
     import json
 
     from kvmtune import fileio
@@ -216,7 +229,8 @@ def _save(doc, path):
     print(f'written {path}')
 
 
-def guest_text(guests, record, source='(this run)'):
+def guest_text(guests: Sequence['Measured'], record: dict[str, Any] | None,
+               source: str = '(this run)') -> str:
     """The table of one run's guests and its aggregate: the run analysed
     (kvmtune.report.analysis) and printed by the one renderer."""
     from kvmtune.report import analysis
@@ -268,7 +282,9 @@ def run(args: argparse.Namespace) -> int | None:
     return 1 if render.failures([g.row for g in guests]) else 0
 
 
-def _baseline_doc(args, workload, params):
+def _baseline_doc(args: argparse.Namespace, workload: 'Workload',
+                  params: dict[str, Any]
+                  ) -> tuple[dict[str, Any] | None, str | None]:
     """The bare host's result for the last column, or (None, why)."""
     from kvmtune.bench import baseline
 
@@ -294,7 +310,8 @@ def _baseline_doc(args, workload, params):
     return doc, None
 
 
-def run_compare(args, workload, params, runtime):
+def run_compare(args: argparse.Namespace, workload: 'Workload',
+                params: dict[str, Any], runtime: int) -> int:
     import os
     import time
 

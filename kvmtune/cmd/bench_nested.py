@@ -20,6 +20,7 @@ why. Exit 0 when every cell is valid, 1 when one is not, 2 on bad input.
 import argparse
 import json
 import sys
+import types
 
 from kvmtune.cmd import output
 
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_output(parser, what='run as JSON')
 
 
-def _log(line):
+def _log(line: str) -> None:
     print(f'bench nested: {line}', file=sys.stderr, flush=True)
 
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int | None:
     return 0 if all(r['row']['status'] == 'ok' for r in doc['runs']) else 1
 
 
-def _capture(args, nested):
+def _capture(args: argparse.Namespace, nested: types.ModuleType) -> int:
     record = nested.capture_l1(args.capture_l1, image_dir=args.image_dir,
                                cpu=args.l1_cpu or nested.TCG_CPU,
                                vcpus=args.vcpus, ram_mb=args.ram_mb,

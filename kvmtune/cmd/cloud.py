@@ -22,8 +22,15 @@ services stopped. doc/testcloud.md describes what runs and why.
 """
 
 import argparse
+from collections.abc import Mapping
 import shlex
 import subprocess
+import types
+from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvmtune.testcloud.config import Layout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         'cloud status lists them; default: the first)')
 
 
-def _count(text):
+def _count(text: str) -> int:
     import argparse
 
     try:
@@ -98,7 +105,8 @@ def run(args: argparse.Namespace) -> int | None:
                          fix=f'read the logs in {layout.log}') from exc
 
 
-def _install(args, api, layout):
+def _install(args: argparse.Namespace, api: types.ModuleType,
+             layout: 'Layout') -> int:
     done = api.install(libvirt=not args.no_libvirt, layout=layout,
                        say=print)
     print('install: %.1f s (%s)%s' % (done['seconds'], ', '.join(
@@ -107,7 +115,8 @@ def _install(args, api, layout):
     return 0
 
 
-def _up(args, api, layout):
+def _up(args: argparse.Namespace, api: types.ModuleType,
+        layout: 'Layout') -> int:
     done = api.up(compute=args.compute, network=args.network,
                   facts=args.facts, virt_type=args.virt_type,
                   layout=layout, say=print, computes=args.computes,
@@ -138,7 +147,7 @@ def _up(args, api, layout):
     return 0
 
 
-def _credentials(how):
+def _credentials(how: str) -> str:
     """What `up` did with the passwords, and what that means."""
     from kvmtune.testcloud import services
 
@@ -152,23 +161,26 @@ def _credentials(how):
     return 'new (no earlier ones here)'
 
 
-def _shape(entry):
+def _shape(entry: Mapping[str, Any]) -> str:
     import os
 
-    return os.path.basename(entry.get('facts_source') or entry['facts'])
+    path: str = entry.get('facts_source') or entry['facts']
+    return os.path.basename(path)
 
 
-def _inventory(inventory):
+def _inventory(inventory: Mapping[str, int]) -> str:
     return ', '.join('%s=%d' % kv for kv in inventory.items())
 
 
-def _down(args, api, layout):
+def _down(args: argparse.Namespace, api: types.ModuleType,
+          layout: 'Layout') -> int:
     stopped = api.down(layout=layout, say=print)
     print('stopped: %s' % (', '.join(stopped) or 'nothing was running'))
     return 0
 
 
-def _status(args, api, layout):
+def _status(args: argparse.Namespace, api: types.ModuleType,
+            layout: 'Layout') -> int:
     found = api.status(layout=layout)
     if found is None:
         print('no cloud up in %s (start one: kvmtune cloud up)'
@@ -206,13 +218,15 @@ def _status(args, api, layout):
     return 2 if found['not_running'] else 0
 
 
-def _env(args, api, layout):
+def _env(args: argparse.Namespace, api: types.ModuleType,
+         layout: 'Layout') -> int:
     for name, value in api.env(layout=layout).items():
         print('export %s=%s' % (name, shlex.quote(value)))
     return 0
 
 
-def _restart_compute(args, api, layout):
+def _restart_compute(args: argparse.Namespace, api: types.ModuleType,
+                     layout: 'Layout') -> int:
     done = api.restart_compute(layout=layout, say=print, host=args.host)
     print('nova-compute of %s restarted in %.1f s; inventory: %s' % (
         done['host'], done['seconds'], _inventory(done['inventory'])))

@@ -52,8 +52,12 @@ run with the same facts changes no byte.
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from kvmtune import cmd
+
+if TYPE_CHECKING:
+    from kvmtune.novaconf.effective import Reader
 
 TARGETS = ('oslo-dropin', 'kolla', 'openstack-ansible', 'helm',
            'provider-config', 'tuned')
@@ -88,7 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'which (oslo-dropin)')
 
 
-def cmdlines(args):
+def cmdlines(args: argparse.Namespace
+             ) -> tuple[dict[str, tuple[list[str], str | None]],
+                        'Reader | None']:
     """({service: (argv, unit)}, Reader of this host or None) for
     oslo-dropin: from --service-cmdline, else the services running here
     when the export is for this host."""
@@ -108,7 +114,7 @@ def cmdlines(args):
         if here and args.target == 'oslo-dropin':
             return dropin.running_cmdlines(), under
         return {}, under
-    found = {}
+    found: dict[str, tuple[list[str], str | None]] = {}
     for line in args.service_cmdline:
         argv, service = services.parse_cmdline(line)
         if service in found:

@@ -3,8 +3,13 @@
 Not a sub-command: kvmtune.cli lists its commands by module name.
 """
 
+from typing import TYPE_CHECKING
 
-def print_diff(diff):
+if TYPE_CHECKING:
+    from kvmtune.cloud.flavors import SpecDiff
+
+
+def print_diff(diff: 'SpecDiff') -> None:
     """One indented line per extra-spec change: + added, ~ changed,
     - removed (kvmtune.cloud.flavors.SpecDiff.lines)."""
     for line in diff.lines():

@@ -15,10 +15,14 @@ sends no write request.
 """
 
 import argparse
+from typing import TYPE_CHECKING
 
 from kvmtune import cmd
 from kvmtune.cmd.flavor_output import print_diff
 from kvmtune.errors import InputError
+
+if TYPE_CHECKING:
+    from kvmtune.cloud.flavors import Flavors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int | None:
     return 0
 
 
-def _delete(flavors, args):
+def _delete(flavors: 'Flavors', args: argparse.Namespace) -> None:
     from kvmtune.cloud import flavors as tuned
 
     flavor = flavors.find(args.name)

@@ -69,7 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_dry_run(parser)
 
 
-def service_cmdlines(args, service):
+def service_cmdlines(args: argparse.Namespace, service: str
+                     ) -> tuple[list[tuple[str, list[str], int | None]],
+                                bool]:
     """([(service, argv, pid)], strict) whose reading of nova.conf is
     checked: --service-cmdline (strict), else the running services of
     this host that read what ``service`` writes (notices)."""
@@ -81,7 +83,7 @@ def service_cmdlines(args, service):
               else {services.COMPUTE} if service == services.COMPUTE
               else {services.SCHEDULER, services.CONDUCTOR})
     if args.service_cmdline:
-        found = []
+        found: list[tuple[str, list[str], int | None]] = []
         for line in args.service_cmdline:
             argv, name = services.parse_cmdline(line)
             if name not in wanted:

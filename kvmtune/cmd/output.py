@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 from typing import TextIO
+from typing import cast
 
 from kvmtune.errors import InputError
 
@@ -60,8 +61,8 @@ def format_of(args: argparse.Namespace, stream: TextIO | None = None) -> str:
         print(f'kvmtune: deprecated: --format {args.format} is now -f '
               f'{new}; {args.format} goes in the next release',
               file=stream or sys.stderr)
-        return new
-    return args.format
+        return cast(str, new)
+    return cast(str, args.format)
 
 
 def add_output(parser: argparse.ArgumentParser, what: str = 'file',

@@ -23,9 +23,13 @@ plan. The JSON keys are stable (doc/design.md section 4).
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from kvmtune import cmd
 from kvmtune.cmd import output
+
+if TYPE_CHECKING:
+    from kvmtune.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int | None:
 STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}
 
 
-def format_text(plan):
+def format_text(plan: 'Plan') -> str:
     """The plan as an operator reads it, section by section."""
     from kvmtune.novaconf import services
     lines = [f'Profile {plan.profile} on {plan.facts_source}']
