@@ -28,6 +28,9 @@ Every function takes ``layout=None`` (then ``layout()``) and ``say``, a
 callable given each progress line (default: say nothing).
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 import concurrent.futures
 import json
 import os
@@ -36,6 +39,9 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
+from typing import IO
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
@@ -45,6 +51,9 @@ from kvmtune.testcloud import neutron
 from kvmtune.testcloud import procs
 from kvmtune.testcloud import rest
 from kvmtune.testcloud import services
+
+if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
 
 COMPUTE_MODES = ('fake', 'libvirt')
 NETWORKS = config.NETWORKS
@@ -70,13 +79,15 @@ DEFAULT_STOP_TIMEOUT = STOP_GRACE
 STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
               'nova-scheduler', 'glance', 'placement', 'keystone',
               'network') + neutron.STOP_ORDER
+# how progress lines are told (print, a log's, or _quiet)
+Say = Callable[[str], object]
 
 
-def _quiet(line):
+def _quiet(line: str) -> None:
     pass
 
 
-def layout(config_files=None):
+def layout(config_files: Iterable[str] | None = None) -> config.Layout:
     """The test cloud's Layout from kvmtune.conf's [testcloud] options.
 
     ``KVMTUNE_CLOUD_DIR`` and ``KVMTUNE_CLOUD_VENV`` in the environment
@@ -114,27 +125,29 @@ def layout(config_files=None):
     return config.Layout(root, venv, ports)
 
 
-def _resolve(given):
+def _resolve(given: config.Layout | None) -> config.Layout:
     return given if given is not None else layout()
 
 
 class Timer:
     """Named phase durations, for the summary and timings.json."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.start = time.monotonic()
-        self.phases = {}
+        self.phases: dict[str, float] = {}
 
-    def phase(self, name, since):
+    def phase(self, name: str, since: float) -> None:
         self.phases[name] = round(time.monotonic() - since, 1)
 
-    def total(self):
+    def total(self) -> float:
         return round(time.monotonic() - self.start, 1)
 
 
 # --- install ---------------------------------------------------------------
 
-def install(libvirt=True, layout=None, say=_quiet, output=None):
+def install(libvirt: bool = True, layout: config.Layout | None = None,
+            say: Say = _quiet, output: IO[Any] | None = None
+            ) -> dict[str, Any]:
     """Install what is missing: Debian packages, the services' venv
     (pinned by files/constraints.txt), the fake driver; with ``libvirt``
     also QEMU, libvirt and Open vSwitch. A second run only checks.
@@ -146,7 +159,7 @@ def install(libvirt=True, layout=None, say=_quiet, output=None):
     """
     lay = _resolve(layout)
     timer = Timer()
-    changed = []
+    changed: list[str] = []
     t = time.monotonic()
     packages = host.APT_BASE + (host.APT_LIBVIRT if libvirt else ())
     missing = [p for p in packages if not host.dpkg_installed(p)]
@@ -187,13 +200,13 @@ def install(libvirt=True, layout=None, say=_quiet, output=None):
 
 # --- up ----------------------------------------------------------------------
 
-def _running_services(lay):
+def _running_services(lay: config.Layout) -> dict[str, int]:
     state = procs.load_state(lay)
     return {n: p for n, p in state.get('services', {}).items()
             if procs.alive(p)}
 
 
-def _check_ports_free(lay):
+def _check_ports_free(lay: config.Layout) -> None:
     taken = ['%s %d' % (service, port)
              for service, port in sorted(lay.ports.items())
              if host.port_open(port)]
@@ -205,7 +218,8 @@ def _check_ports_free(lay):
                              'ports')
 
 
-def _extra_facts(computes, compute_facts):
+def _extra_facts(computes: int, compute_facts: Iterable[str] | None
+                 ) -> list[tuple[int, str, 'Facts']]:
     """[(index, path, facts)] of computes 2..``computes``: the files given
     first, then the shipped shapes (config.EXTRA_SHAPES); InputError for
     a count out of range, a missing, unreadable or shapeless file."""
@@ -224,7 +238,7 @@ def _extra_facts(computes, compute_facts):
                          key='compute_facts',
                          fix='give at most one file per extra compute '
                              '(--computes N has N-1), or raise --computes')
-    extras = []
+    extras: list[tuple[int, str, 'Facts']] = []
     for index in range(2, computes + 1):
         if given:
             path = os.path.abspath(given.pop(0))
@@ -245,7 +259,7 @@ def _extra_facts(computes, compute_facts):
     return extras
 
 
-def _check_host_name(name, indexes):
+def _check_host_name(name: str, indexes: Iterable[int]) -> None:
     """The first compute takes this machine's host name: an extra compute
     must not have it too."""
     taken = [config.extra_host(i) for i in indexes
@@ -256,19 +270,22 @@ def _check_host_name(name, indexes):
                          fix='rename the machine or use fewer --computes')
 
 
-def _prepare_extra_computes(lay, extras):
+def _prepare_extra_computes(lay: config.Layout,
+                            extras: Iterable[tuple[int, str, 'Facts']]
+                            ) -> list[dict[str, Any]]:
     """Write each extra compute's facts copy and file; its state entry."""
-    computes = []
+    computes: list[dict[str, Any]] = []
     for index, source, facts in extras:
         shared, dedicated = config.extra_cpu_sets(facts)
-        entry = {'index': index, 'host': config.extra_host(index),
-                 'driver': 'fake', 'service': config.extra_service(index),
-                 'conf': lay.extra_compute_conf(index),
-                 'facts': lay.extra_compute_facts(index),
-                 'facts_source': source,
-                 'state_path': lay.extra_state_path(index),
-                 'cpu_shared_set': shared, 'cpu_dedicated_set': dedicated,
-                 'provider': None}
+        entry: dict[str, Any] = {
+            'index': index, 'host': config.extra_host(index),
+            'driver': 'fake', 'service': config.extra_service(index),
+            'conf': lay.extra_compute_conf(index),
+            'facts': lay.extra_compute_facts(index),
+            'facts_source': source,
+            'state_path': lay.extra_state_path(index),
+            'cpu_shared_set': shared, 'cpu_dedicated_set': dedicated,
+            'provider': None}
         procs.write_file(entry['facts'], json.dumps(facts, indent=2))
         procs.write_file(entry['conf'], config.render(config.extra_compute(
             lay, index, shared, dedicated)), 0o600)
@@ -278,9 +295,11 @@ def _prepare_extra_computes(lay, extras):
     return computes
 
 
-def up(compute='fake', network=None, facts=None, virt_type=None,
-       layout=None, say=_quiet, computes=1, compute_facts=None,
-       rotate_credentials=False):
+def up(compute: str = 'fake', network: str | None = None,
+       facts: str | None = None, virt_type: str | None = None,
+       layout: config.Layout | None = None, say: Say = _quiet,
+       computes: int = 1, compute_facts: Iterable[str] | None = None,
+       rotate_credentials: bool = False) -> dict[str, Any]:
     """Start a fresh cloud: databases, RabbitMQ vhost and state directory
     are emptied first. Returns when every nova-compute's resource provider
     is in Placement with its inventory and its host is mapped to cell1
@@ -347,7 +366,8 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
     _check_ports_free(lay)
     timer = Timer()
     virt_type = virt_type or host.detect_virt_type()
-    state = {'mode': compute, 'network': network, 'services': {},
+    state: dict[str, Any] = {
+             'mode': compute, 'network': network, 'services': {},
              'virt_type': virt_type if compute == 'libvirt' else None,
              'facts': os.path.abspath(facts) if facts else None,
              'ports': lay.ports}
@@ -393,7 +413,8 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
 
     t = time.monotonic()
 
-    def timed(name, chain, *chain_args):
+    def timed(name: str, chain: Callable[..., None], *chain_args: Any
+              ) -> None:
         chain(*chain_args)
         timer.phase('sync+start ' + name, t)
 
@@ -428,7 +449,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
     token = services.admin_token(lay, secrets)
     extra_hosts = [extra['host'] for extra in state['computes']]
 
-    def computes_alive():
+    def computes_alive() -> None:
         for service in ['nova-compute'] + [
                 extra['service'] for extra in state['computes']]:
             if not procs.alive(pids[service]):
@@ -484,7 +505,7 @@ def up(compute='fake', network=None, facts=None, virt_type=None,
             'compute_conf': lay.compute_conf, 'computes': listed}
 
 
-def _clean_after_crash(lay, say):
+def _clean_after_crash(lay: config.Layout, say: Say) -> None:
     """Clean up after a cloud whose services all died (SIGKILL, OOM, a
     reboot) without `down`: what still runs with its marker (helpers,
     libvirtd), its guests' libvirt domains (read from its Nova database
@@ -504,7 +525,7 @@ def _clean_after_crash(lay, say):
     say('cleaned up: %s' % (', '.join(stopped) or 'stale state only'))
 
 
-def _totals(lay, token, provider):
+def _totals(lay: config.Layout, token: str, provider: str) -> dict[str, int]:
     """{resource class: total} of a provider."""
     inventory = rest.placement_inventories(
         lay.url('placement'), token, provider)['inventories']
@@ -513,7 +534,7 @@ def _totals(lay, token, provider):
 
 # --- down, restart-compute, status, env --------------------------------------
 
-def _libvirt_domains_of_cloud():
+def _libvirt_domains_of_cloud() -> list[str]:
     """UUIDs of libvirt domains that are instances of this cloud."""
     try:
         ours = set(host.mysql('SELECT uuid FROM nova.instances').split())
@@ -523,12 +544,12 @@ def _libvirt_domains_of_cloud():
     return [u for u in listed.stdout.split() if u in ours]
 
 
-def _is_compute(service):
+def _is_compute(service: str) -> bool:
     """'nova-compute' and the extra computes' 'nova-compute-<i>'."""
     return service == 'nova-compute' or service.startswith('nova-compute-')
 
 
-def _stop(say, named, timeout):
+def _stop(say: Say, named: Mapping[str, int], timeout: float) -> list[str]:
     """SIGTERM the {name: pid} processes, SIGKILL those still running
     ``timeout`` s later, one line each; returns the names killed."""
     killed = procs.terminate(list(named.values()), timeout)
@@ -540,7 +561,7 @@ def _stop(say, named, timeout):
     return names
 
 
-def down(layout=None, say=_quiet):
+def down(layout: config.Layout | None = None, say: Say = _quiet) -> list[str]:
     """Stop exactly what up() started (its ledger and marked processes),
     and MariaDB, RabbitMQ, Open vSwitch only when up() started them.
 
@@ -559,7 +580,7 @@ def down(layout=None, say=_quiet):
             host.virsh('destroy', domain)
             host.virsh('undefine', domain, '--nvram')
             say('destroyed domain %s' % domain)
-    stopped = []
+    stopped: list[str] = []
     # Every nova-compute at once (each may take its graceful shutdown
     # time), before the services they report to.
     computes = sorted(name for name, pid in pids.items()
@@ -612,7 +633,7 @@ def down(layout=None, say=_quiet):
     return stopped
 
 
-def _compute_inventory_logged(log, offset, provider):
+def _compute_inventory_logged(log: str, offset: int, provider: str) -> bool:
     import re
 
     with open(log, 'rb') as f:
@@ -622,7 +643,8 @@ def _compute_inventory_logged(log, offset, provider):
                      r'provider %s' % provider, text) is not None
 
 
-def _find_compute(lay, state, host_name):
+def _find_compute(lay: config.Layout, state: Mapping[str, Any],
+                  host_name: str | None) -> dict[str, Any]:
     """The compute entry (procs.computes_of) named ``host_name``, the
     first compute when None."""
     computes = procs.computes_of(state, lay)
@@ -640,7 +662,9 @@ def _find_compute(lay, state, host_name):
                          str(e['host']) for e in computes))
 
 
-def restart_compute(layout=None, say=_quiet, host=None):
+def restart_compute(layout: config.Layout | None = None,
+                    say: Say = _quiet, host: str | None = None
+                    ) -> dict[str, Any]:
     """Restart a nova-compute (it reads its files again) and wait until
     it has reported its inventory to Placement.
 
@@ -671,7 +695,7 @@ def restart_compute(layout=None, say=_quiet, host=None):
     state['services'][service] = pid
     procs.save_state(lay, state)
 
-    def reported():
+    def reported() -> bool:
         if not procs.alive(pid):
             raise CloudError('%s exited (bad configuration?)' % service,
                              source=log, fix='read the end of this log')
@@ -684,8 +708,11 @@ def restart_compute(layout=None, say=_quiet, host=None):
             'inventory': _totals(lay, token, entry['provider'])}
 
 
-def status(layout=None):
+def status(layout: config.Layout | None = None) -> Any:
     """What runs, its ports and memory; None when no cloud is up.
+
+    Typed Any, not ``dict[str, Any] | None``: kvmtune.mainjob.cloud tests
+    the result with bool() and reuses its variable; narrowing there first.
 
     :returns: {'root', 'mode', 'network', 'virt_type', 'up_seconds',
                'processes': [{'pid', 'name', 'rss_kb', 'pss_kb',
@@ -702,7 +729,7 @@ def status(layout=None):
     if not pids:
         return None
     names = {p: n for n, p in pids.items()}
-    processes = []
+    processes: list[dict[str, Any]] = []
     for pid in sorted(procs.owned_pids(lay)):
         rss, pss = procs.memory_kb(pid)
         processes.append({'pid': pid, 'name': names.get(pid, ''),
@@ -726,7 +753,8 @@ def status(layout=None):
             'clouds_yaml': lay.clouds_yaml, 'stop': STOP_HINT}
 
 
-def _compute_status(lay, state):
+def _compute_status(lay: config.Layout, state: Mapping[str, Any]
+                    ) -> list[dict[str, Any]]:
     """procs.computes_of entries with 'pid', 'running', 'rss_kb' (the
     process tree's VmRSS) and 'inventory' ({class: total} from Placement,
     None when Placement or Keystone does not answer)."""
@@ -753,11 +781,14 @@ def _compute_status(lay, state):
     return listed
 
 
-def env(layout=None):
+def env(layout: config.Layout | None = None) -> dict[str, Any]:
     """What tests and tools need to use the cloud, as {name: value}
     (never a password): KVMTUNE_CLOUD_DIR, OS_CLIENT_CONFIG_FILE,
     OS_CLOUD, KVMTUNE_NOVA_CONF (the compute's own nova.conf),
-    KVMTUNE_CLOUD_MODE, KVMTUNE_CLOUD_NETWORK, KVMTUNE_CLOUD_VENV."""
+    KVMTUNE_CLOUD_MODE, KVMTUNE_CLOUD_NETWORK, KVMTUNE_CLOUD_VENV.
+
+    Every value is a str; typed Any as kvmtune.mainjob.cloud casts one.
+    """
     lay = _resolve(layout)
     state = procs.load_state(lay)
     return {'KVMTUNE_CLOUD_DIR': lay.root,
@@ -769,7 +800,7 @@ def env(layout=None):
             'KVMTUNE_CLOUD_VENV': lay.venv}
 
 
-def python(layout=None):
+def python(layout: config.Layout | None = None) -> str:
     """The services' Python (it imports nova): Nova's own checks of
     nova.conf values run under it."""
     return _resolve(layout).python

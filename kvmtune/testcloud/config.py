@@ -7,9 +7,11 @@ state directory, the services' virtualenv and the API ports (options of
 nothing here reads or writes a file.
 """
 
+from collections.abc import Mapping
 import configparser
 import io
 import os
+from typing import Any
 
 HOST = '127.0.0.1'
 DEFAULT_VENV = '/opt/kvmtune-cloud/venv'
@@ -33,9 +35,12 @@ FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
            'ServerGroupAffinityFilter', 'NUMATopologyFilter')
 FAKE_DRIVER = 'kvmtune_numa_fake.KvmtuneNUMAFakeDriver'
 LIBVIRT_DRIVER = 'libvirt.LibvirtDriver'
+# {section: {option: value}}: what render() writes
+Conf = dict[str, dict[str, Any]]
 
 
-def catalog(layout, network):
+def catalog(layout: 'Layout', network: str
+            ) -> tuple[tuple[str, str, str], ...]:
     """(name, type, URL) of the services: CATALOG plus the network
     endpoint, real Neutron or netstub.py (not Neutron, see
     doc/testcloud.md), both on the same port."""
@@ -50,8 +55,9 @@ class Layout:
     it), the services' virtualenv ``venv`` and the API ``ports``
     ({service: port}, DEFAULT_PORTS for the ones not given)."""
 
-    def __init__(self, root=DEFAULT_STATE_DIR, venv=DEFAULT_VENV,
-                 ports=None):
+    def __init__(self, root: str = DEFAULT_STATE_DIR,
+                 venv: str = DEFAULT_VENV,
+                 ports: Mapping[str, int] | None = None) -> None:
         self.root = root
         self.venv = venv
         self.ports = dict(DEFAULT_PORTS, **(ports or {}))
@@ -76,40 +82,40 @@ class Layout:
     # Computes 2..N (``--computes N``): each its own file, state path
     # (compute_id, so its own resource provider), facts copy, log and
     # ledger name.
-    def extra_compute_conf(self, index):
+    def extra_compute_conf(self, index: int) -> str:
         return os.path.join(self.nova_dir, 'nova-compute-%d.conf' % index)
 
-    def extra_compute_facts(self, index):
+    def extra_compute_facts(self, index: int) -> str:
         return os.path.join(self.nova_dir, 'facts-compute-%d.json' % index)
 
-    def extra_state_path(self, index):
+    def extra_state_path(self, index: int) -> str:
         return os.path.join(self.data, 'nova-compute-%d' % index)
 
-    def log_file(self, name):
+    def log_file(self, name: str) -> str:
         return os.path.join(self.log, name + '.log')
 
-    def bin(self, name):
+    def bin(self, name: str) -> str:
         """A program of the services' virtualenv."""
         return os.path.join(self.venv, 'bin', name)
 
     @property
-    def python(self):
+    def python(self) -> str:
         """The services' Python (it can import nova)."""
         return self.bin('python3')
 
-    def url(self, service, path=''):
+    def url(self, service: str, path: str = '') -> str:
         return 'http://%s:%d%s' % (HOST, self.ports[service], path)
 
 
-def db_url(secrets, name):
+def db_url(secrets: Mapping[str, str], name: str) -> str:
     return 'mysql+pymysql://%s:%s@%s/%s?charset=utf8' % (
         DB_USER, secrets['db'], HOST, name)
 
 
-def render(sections):
+def render(sections: Mapping[str, Mapping[str, Any]]) -> str:
     """INI text from {section: {key: value}}, keys in given order."""
     parser = configparser.RawConfigParser()
-    parser.optionxform = str
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
     for section, values in sections.items():
         if section != 'DEFAULT':
             parser.add_section(section)
@@ -120,7 +126,8 @@ def render(sections):
     return out.getvalue()
 
 
-def authtoken(layout, secrets, user):
+def authtoken(layout: 'Layout', secrets: Mapping[str, str],
+              user: str) -> dict[str, str]:
     keystone = layout.url('keystone', '/v3')
     return {'www_authenticate_uri': keystone,
             'auth_url': keystone, 'auth_type': 'password',
@@ -129,14 +136,15 @@ def authtoken(layout, secrets, user):
             'password': secrets[user]}
 
 
-def service_auth(layout, secrets, user):
+def service_auth(layout: 'Layout', secrets: Mapping[str, str],
+                 user: str) -> dict[str, str]:
     auth = authtoken(layout, secrets, user)
     del auth['www_authenticate_uri']
     auth['region_name'] = REGION
     return auth
 
 
-def keystone(layout, secrets):
+def keystone(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
     keys = os.path.join(layout.etc, 'keystone')
     return {'DEFAULT': {'max_token_size': 255},
             'database': {'connection': db_url(secrets, 'keystone')},
@@ -162,14 +170,14 @@ def keystone(layout, secrets):
                       'backend': 'dogpile.cache.memory'}}
 
 
-def placement(layout, secrets):
+def placement(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
     return {'api': {'auth_strategy': 'keystone'},
             'keystone_authtoken': authtoken(layout, secrets, 'placement'),
             'placement_database': {'connection':
                                    db_url(secrets, 'placement')}}
 
 
-def glance(layout, secrets):
+def glance(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
     data = os.path.join(layout.data, 'glance')
     return {'DEFAULT': {'enabled_backends': 'fs:file',
                         'worker_self_reference_url': layout.url('glance')},
@@ -185,11 +193,12 @@ def glance(layout, secrets):
             'oslo_concurrency': {'lock_path': os.path.join(data, 'lock')}}
 
 
-def transport_url():
+def transport_url() -> str:
     return 'rabbit://guest:guest@%s:5672/%s' % (HOST, RABBIT_VHOST)
 
 
-def nova(layout, secrets, network):
+def nova(layout: 'Layout', secrets: Mapping[str, str], network: str
+         ) -> Conf:
     """Settings every nova service reads (API, conductor, scheduler)."""
     state = os.path.join(layout.data, 'nova')
     neutron = service_auth(layout, secrets, 'neutron')
@@ -233,7 +242,7 @@ def nova(layout, secrets, network):
     }
 
 
-def compute(layout, mode, virt_type):
+def compute(layout: 'Layout', mode: str, virt_type: str | None) -> Conf:
     """nova-compute's own file, read after nova.conf (it wins).
 
     ``kvmtune nova-conf apply`` edits this file; ``kvmtune cloud
@@ -241,7 +250,7 @@ def compute(layout, mode, virt_type):
     """
     helper = '%s --config-file %s --config-file %s' % (
         layout.bin('privsep-helper'), layout.nova_conf, layout.compute_conf)
-    conf = {
+    conf: Conf = {
         'DEFAULT': {
             'compute_driver': FAKE_DRIVER if mode == 'fake'
             else LIBVIRT_DRIVER,
@@ -290,24 +299,24 @@ EXTRA_SHAPES = ('intel-2s-smt-ept-1g.json', 'amd-epyc-npt.json',
                 '32intel64-2p8co2t.json')
 
 
-def extra_host(index):
+def extra_host(index: int) -> str:
     """[DEFAULT] host of compute ``index`` (2, 3, ...)."""
     return '%s%d' % (EXTRA_HOST_PREFIX, index)
 
 
-def extra_service(index):
+def extra_service(index: int) -> str:
     """Its name in the state file's services and the ledger, and its
     log (log/<name>.log)."""
     return 'nova-compute-%d' % index
 
 
-def default_extra_facts(index, files_dir):
+def default_extra_facts(index: int, files_dir: str) -> str:
     """The shipped facts file for compute ``index`` (2, 3, ...)."""
     return os.path.join(files_dir, 'hosts', EXTRA_SHAPES[
         (index - 2) % len(EXTRA_SHAPES)])
 
 
-def extra_cpu_sets(facts):
+def extra_cpu_sets(facts: Mapping[str, Any]) -> tuple[str, str]:
     """([compute] cpu_shared_set, cpu_dedicated_set) of an extra compute,
     as CPU lists, from its facts: the lowest online CPU of a NUMA node and
     its thread siblings are shared (VCPU), every other online CPU of a
@@ -318,7 +327,7 @@ def extra_cpu_sets(facts):
 
     cpu = facts.get('cpu') or {}
     online = set(cpu.get('online') or ())
-    usable = set()
+    usable: set[int] = set()
     for node in (facts.get('numa') or {}).get('nodes') or ():
         usable |= set(node.get('cpus') or ())
     if online:
@@ -337,7 +346,7 @@ def extra_cpu_sets(facts):
     return cpulist.format_cpulist(shared), cpulist.format_cpulist(dedicated)
 
 
-def check_extra_facts(facts):
+def check_extra_facts(facts: Any) -> str | None:
     """The problem that keeps the NUMA fake driver from using ``facts``
     (a parsed facts JSON), or None."""
     if not isinstance(facts, dict):
@@ -358,7 +367,8 @@ def check_extra_facts(facts):
     return None
 
 
-def extra_compute(layout, index, shared, dedicated):
+def extra_compute(layout: 'Layout', index: int, shared: str,
+                  dedicated: str) -> Conf:
     """nova-compute's own file for compute ``index`` (2, 3, ...) on the
     NUMA fake driver, read after nova.conf like ``compute()``'s: that
     file's settings plus its host name, its state path (compute_id,
@@ -372,10 +382,10 @@ def extra_compute(layout, index, shared, dedicated):
     return conf
 
 
-def clouds_yaml(layout, secrets):
+def clouds_yaml(layout: 'Layout', secrets: Mapping[str, str]) -> str:
     """clouds.yaml text (YAML written by hand: the passwords are
     URL-safe tokens, quoted)."""
-    def cloud(name, user, project, password):
+    def cloud(name: str, user: str, project: str, password: str) -> str:
         return ('  %s:\n    auth:\n      auth_url: %s\n'
                 '      username: %s\n      password: "%s"\n'
                 '      project_name: %s\n'

@@ -5,11 +5,16 @@ MariaDB, RabbitMQ, libvirtd and virtlogd already running are reused;
 ``up`` records which ones it started, and ``down`` stops only those.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import os
 import re
 import shutil
 import socket
 import subprocess
+from typing import Any
+from typing import IO
 
 from kvmtune.errors import CloudError
 from kvmtune.testcloud import config
@@ -30,13 +35,14 @@ security_driver = "none"
 """
 
 
-def dpkg_installed(package):
+def dpkg_installed(package: str) -> bool:
     out = subprocess.run(['dpkg-query', '-W', '-f=${Status}', package],
                          capture_output=True, text=True).stdout
     return out.endswith('installed') and 'not-installed' not in out
 
 
-def apt_install(packages, say, output=None):
+def apt_install(packages: Sequence[str], say: Callable[[str], object],
+                output: IO[Any] | None = None) -> None:
     """Install the missing Debian packages; apt's own output goes to
     ``output`` (a file object; None: this process's stdout)."""
     missing = [p for p in packages if not dpkg_installed(p)]
@@ -56,7 +62,7 @@ def apt_install(packages, say, output=None):
                           stdout=output, stderr=output)
 
 
-def venv_satisfied(layout, requirements):
+def venv_satisfied(layout: config.Layout, requirements: str) -> bool:
     """True when the venv has every package of ``requirements`` at its
     pinned version."""
     check = ('import importlib.metadata as m, sys\n'
@@ -71,7 +77,7 @@ def venv_satisfied(layout, requirements):
         [layout.python, '-c', check, requirements]) == 0
 
 
-def qemu_conf(say):
+def qemu_conf(say: Callable[[str], object]) -> None:
     # libvirt-daemon-system ships the file; the bare daemon runs without.
     try:
         with open(QEMU_CONF) as f:
@@ -87,14 +93,14 @@ def qemu_conf(say):
 
 # --- MariaDB, RabbitMQ, libvirt ------------------------------------------
 
-def port_open(port):
+def port_open(port: int) -> bool:
     """True when something accepts TCP connections on 127.0.0.1:port."""
     with socket.socket() as s:
         s.settimeout(1)
         return s.connect_ex((config.HOST, port)) == 0
 
 
-def mysql(sql):
+def mysql(sql: str) -> str:
     out = subprocess.run(['mariadb', '-uroot', '-N', '-B', '-e', sql],
                          capture_output=True, text=True)
     if out.returncode:
@@ -104,13 +110,13 @@ def mysql(sql):
     return out.stdout
 
 
-def _mysql_up():
+def _mysql_up() -> bool:
     return subprocess.call(['mariadb', '-uroot', '-e', 'SELECT 1'],
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL) == 0
 
 
-def _process_exists(predicate):
+def _process_exists(predicate: Callable[[list[bytes]], bool]) -> bool:
     for entry in os.listdir('/proc'):
         if entry.isdigit():
             try:
@@ -122,15 +128,15 @@ def _process_exists(predicate):
     return False
 
 
-def _mariadbd(argv):
+def _mariadbd(argv: Sequence[bytes]) -> bool:
     return argv[0] == b'/usr/sbin/mariadbd'
 
 
-def _rabbit(argv):
+def _rabbit(argv: Sequence[bytes]) -> bool:
     return b'rabbit' in argv and b'boot' in argv and b'-s' in argv
 
 
-def ensure_mariadb():
+def ensure_mariadb() -> bool:
     """Start MariaDB unless its server process exists; True if started.
 
     Decided by the process, not by a query: a slow server is not a
@@ -147,13 +153,13 @@ def ensure_mariadb():
     return started
 
 
-def _rabbit_up():
+def _rabbit_up() -> bool:
     return port_open(5672) and subprocess.call(
         ['rabbitmqctl', '-q', 'await_startup'], stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL) == 0
 
 
-def ensure_rabbitmq():
+def ensure_rabbitmq() -> bool:
     started = not _process_exists(_rabbit)
     if started:
         # epmd binds 0.0.0.0 unless told otherwise.
@@ -164,7 +170,7 @@ def ensure_rabbitmq():
     return started
 
 
-def reset_databases(secrets):
+def reset_databases(secrets: Mapping[str, str]) -> None:
     """Drop and create the cloud's databases and its DB user's grants."""
     sql = []
     for db in config.DATABASES:
@@ -179,7 +185,7 @@ def reset_databases(secrets):
     mysql(' '.join(sql))
 
 
-def reset_rabbit_vhost():
+def reset_rabbit_vhost() -> None:
     vhost = config.RABBIT_VHOST
     subprocess.call(['rabbitmqctl', '-q', 'delete_vhost', vhost],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -190,12 +196,12 @@ def reset_rabbit_vhost():
                               stdout=subprocess.DEVNULL)
 
 
-def virsh(*argv):
+def virsh(*argv: str) -> 'subprocess.CompletedProcess[str]':
     return subprocess.run(['virsh', '-c', 'qemu:///system'] + list(argv),
                           capture_output=True, text=True)
 
 
-def libvirt_accounts():
+def libvirt_accounts() -> None:
     """The accounts libvirt-daemon-system would create (that package also
     pulls in systemd, which this tool avoids). libvirtd resolves its
     built-in default user before it reads qemu.conf's `user = "root"`."""
@@ -215,9 +221,9 @@ def libvirt_accounts():
 HUGEPAGES_SYSFS = '/sys/kernel/mm/hugepages'
 
 
-def _hugetlbfs_mounts():
+def _hugetlbfs_mounts() -> dict[int, str]:
     """{page size in kB: mount point} of the hugetlbfs mounts."""
-    found = {}
+    found: dict[int, str] = {}
     default_kb = _default_hugepage_kb()
     with open('/proc/mounts') as f:
         for line in f:
@@ -232,12 +238,14 @@ def _hugetlbfs_mounts():
     return found
 
 
-def _default_hugepage_kb():
+def _default_hugepage_kb() -> int:
     with open('/proc/meminfo') as f:
-        return int(re.search(r'Hugepagesize:\s+(\d+)', f.read()).group(1))
+        # every /proc/meminfo has the line
+        return int(re.search(  # type: ignore[union-attr]
+            r'Hugepagesize:\s+(\d+)', f.read()).group(1))
 
 
-def _mount_hugetlbfs():
+def _mount_hugetlbfs() -> None:
     """One hugetlbfs mount per page-size pool, as systemd would mount the
     default one: libvirtd reads the mounts only when it starts, and a guest
     whose hw:mem_page_size has no mount fails to start ("Unable to find any
@@ -246,7 +254,9 @@ def _mount_hugetlbfs():
     mounted = _hugetlbfs_mounts()
     default_kb = _default_hugepage_kb()
     for entry in sorted(os.listdir(HUGEPAGES_SYSFS)):
-        kb = int(re.match(r'hugepages-(\d+)kB', entry).group(1))
+        # every entry of HUGEPAGES_SYSFS is named so
+        kb = int(re.match(  # type: ignore[union-attr]
+            r'hugepages-(\d+)kB', entry).group(1))
         if kb in mounted:
             continue
         path = ('/dev/hugepages' if kb == default_kb
@@ -256,7 +266,8 @@ def _mount_hugetlbfs():
                         'hugetlbfs', path], check=True, timeout=30)
 
 
-def ensure_libvirtd(lay, say):
+def ensure_libvirtd(lay: config.Layout, say: Callable[[str], object]
+                    ) -> list[str]:
     """Start virtlogd and libvirtd unless running. Returns started names."""
     if virsh('version').returncode == 0:
         return []
@@ -276,7 +287,7 @@ def ensure_libvirtd(lay, say):
     return started
 
 
-def detect_virt_type():
+def detect_virt_type() -> str:
     """kvm only with hardware virtualization and a /dev/kvm that creates a
     VM. A /dev/kvm backed by PVM (kvm_pvm, a paravirtualized KVM for
     guests without nested hardware virtualization) does not boot stock

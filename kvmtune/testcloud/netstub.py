@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from http import server
+from typing import Any
 
 COLLECTIONS = {
     'ports': 'ports', 'networks': 'networks', 'subnets': 'subnets',
@@ -31,7 +32,7 @@ VERSION = {'id': 'v2.0', 'status': 'CURRENT',
 class Handler(server.BaseHTTPRequestHandler):
     server_version = 'kvmtune-netstub/1'
 
-    def _reply(self, status, body):
+    def _reply(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header('Content-Type', 'application/json')
@@ -39,7 +40,7 @@ class Handler(server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         path = self.path.split('?', 1)[0].rstrip('/')
         if path.endswith('.json'):
             path = path[:-len('.json')]
@@ -54,7 +55,7 @@ class Handler(server.BaseHTTPRequestHandler):
             'type': 'NotFound', 'message': 'kvmtune netstub: %s' % path,
             'detail': ''}})
 
-    def _unsupported(self):
+    def _unsupported(self) -> None:
         self._reply(501, {'NeutronError': {
             'type': 'NotImplemented', 'detail': '',
             'message': 'kvmtune netstub serves reads for port-less '
@@ -62,13 +63,13 @@ class Handler(server.BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _unsupported
 
-    def log_message(self, fmt, *args):
+    def log_message(self, fmt: str, *args: Any) -> None:
         sys.stdout.write('%s %s\n' % (self.log_date_time_string(),
                                       fmt % args))
         sys.stdout.flush()
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--port', type=int, default=9696)
     args = parser.parse_args()

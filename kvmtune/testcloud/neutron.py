@@ -18,8 +18,13 @@ its default socket: then it is reused and only our bridges are removed),
 neutron-api (gunicorn), neutron-rpc-server, neutron-openvswitch-agent.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import MutableMapping
+from collections.abc import Sequence
 import os
 import subprocess
+from typing import Any
 
 from kvmtune.testcloud import config
 from kvmtune.testcloud import procs
@@ -42,11 +47,11 @@ PRIVSEP_SECTIONS = ('privsep', 'privsep_dhcp_release', 'privsep_ovs_vsctl',
                     'privsep_namespace', 'privsep_conntrack', 'privsep_link')
 
 
-def conf_dir(layout):
+def conf_dir(layout: config.Layout) -> str:
     return os.path.join(layout.etc, 'neutron')
 
 
-def conf_files(layout):
+def conf_files(layout: config.Layout) -> dict[str, str]:
     d = conf_dir(layout)
     return {'neutron': os.path.join(d, 'neutron.conf'),
             'ml2': os.path.join(d, 'ml2_conf.ini'),
@@ -55,14 +60,15 @@ def conf_files(layout):
 
 # --- configuration ---------------------------------------------------------
 
-def neutron_conf(layout, secrets):
+def neutron_conf(layout: config.Layout, secrets: Mapping[str, str]
+                 ) -> config.Conf:
     files = conf_files(layout)
     state = os.path.join(layout.data, 'neutron')
     helper = '%s --config-file %s --config-file %s' % (
         layout.bin('privsep-helper'), files['neutron'], files['agent'])
     nova = config.service_auth(layout, secrets, 'nova')
     nova['endpoint_type'] = 'public'
-    conf = {
+    conf: config.Conf = {
         'DEFAULT': {
             'core_plugin': 'ml2',
             # The router API only (no L3 agent): Rally's network context
@@ -99,7 +105,7 @@ def neutron_conf(layout, secrets):
     return conf
 
 
-def ml2_conf():
+def ml2_conf() -> config.Conf:
     return {
         'ml2': {'type_drivers': 'vlan', 'tenant_network_types': 'vlan',
                 'mechanism_drivers': 'openvswitch',
@@ -109,7 +115,7 @@ def ml2_conf():
     }
 
 
-def agent_conf():
+def agent_conf() -> config.Conf:
     return {
         'ovs': {'integration_bridge': INT_BRIDGE,
                 'bridge_mappings': '%s:%s' % (PHYSNET, PHYS_BRIDGE),
@@ -131,7 +137,8 @@ def agent_conf():
     }
 
 
-def write_configs(layout, secrets):
+def write_configs(layout: config.Layout, secrets: Mapping[str, str]
+                  ) -> None:
     files = conf_files(layout)
     procs.write_file(files['neutron'], config.render(
         neutron_conf(layout, secrets)), 0o600)
@@ -147,23 +154,26 @@ def write_configs(layout, secrets):
 
 # --- Open vSwitch ------------------------------------------------------------
 
-def vsctl(*argv, timeout=30):
+def vsctl(*argv: str, timeout: int = 30
+          ) -> 'subprocess.CompletedProcess[str]':
     return subprocess.run(['ovs-vsctl', '--timeout=%d' % timeout] +
                           list(argv), capture_output=True, text=True,
                           timeout=timeout + 10)
 
 
-def _ovs_answers():
+def _ovs_answers() -> bool:
     return (os.path.exists(OVS_SOCKET[len('unix:'):]) and
             vsctl('show', timeout=5).returncode == 0)
 
 
-def _check(result, what):
+def _check(result: 'subprocess.CompletedProcess[str]', what: str
+           ) -> None:
     if result.returncode:
         raise RuntimeError('%s: %s' % (what, result.stderr.strip()))
 
 
-def start_ovs(layout, pids):
+def start_ovs(layout: config.Layout, pids: MutableMapping[str, int]
+              ) -> bool:
     """ovsdb-server + ovs-vswitchd on a fresh database; True if started.
 
     They keep the default run directory, so ovs-vsctl, libvirt and the
@@ -204,11 +214,13 @@ def start_ovs(layout, pids):
     return started
 
 
-def stop_ovs(state, terminate):
+def stop_ovs(state: Mapping[str, Any],
+             terminate: Callable[[list[int]], Sequence[object]]
+             ) -> list[str]:
     """Take our bridges off the switch (ovs-vswitchd deletes their tap
     devices then; killed, it would leave them behind), then stop the
     daemons if ``up`` started them. Returns what it did."""
-    done = []
+    done: list[str] = []
     if _ovs_answers():
         vsctl('--if-exists', 'del-br', INT_BRIDGE, '--', '--if-exists',
               'del-br', PHYS_BRIDGE)
@@ -229,20 +241,21 @@ def stop_ovs(state, terminate):
 
 # --- Neutron -----------------------------------------------------------------
 
-def db_sync(layout):
+def db_sync(layout: config.Layout) -> None:
     files = conf_files(layout)
     procs.run(layout, 'neutron-db-manage', [
         layout.bin('neutron-db-manage'), '--config-file', files['neutron'],
         '--config-file', files['ml2'], 'upgrade', 'heads'])
 
 
-def api_env(layout):
+def api_env(layout: config.Layout) -> dict[str, str]:
     """How neutron.wsgi.api finds its files (neutron/server/__init__.py)."""
     return {'OS_NEUTRON_CONFIG_DIR': conf_dir(layout),
             'OS_NEUTRON_CONFIG_FILES': 'neutron.conf;ml2_conf.ini'}
 
 
-def start_rpc_and_agent(layout, pids):
+def start_rpc_and_agent(layout: config.Layout,
+                        pids: MutableMapping[str, int]) -> None:
     files = conf_files(layout)
     pids['neutron-rpc-server'] = procs.start(layout, 'neutron-rpc-server', [
         layout.bin('neutron-rpc-server'), '--config-file', files['neutron'],
@@ -254,12 +267,13 @@ def start_rpc_and_agent(layout, pids):
             '--config-file', files['agent']])
 
 
-def wait_agent(layout, token, timeout, alive_pid):
+def wait_agent(layout: config.Layout, token: str, timeout: float,
+               alive_pid: int) -> None:
     """Until the OVS agent is alive in the API (it reported its bridges)."""
     url = layout.url('network', '/v2.0/agents?agent_type=Open+vSwitch+'
                      'agent')
 
-    def alive():
+    def alive() -> bool:
         if not procs.alive(alive_pid):
             raise RuntimeError('neutron-openvswitch-agent exited: see '
                                'log/neutron-openvswitch-agent.log')

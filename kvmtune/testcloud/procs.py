@@ -12,16 +12,25 @@ half-way, and never match by process name. So:
   /proc/<pid>/environ with their process titles.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import json
 import os
 import signal
 import subprocess
 import time
+from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvmtune.testcloud.config import Layout
 
 OWNER_ENV = 'KVMTUNE_CLOUD_OWNER'
 
 
-def wait_until(predicate, timeout, what, interval=0.5):
+def wait_until(predicate: Callable[[], object], timeout: float, what: str,
+               interval: float = 0.5) -> None:
     """Poll ``predicate`` until true; TimeoutError naming ``what`` after
     ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -31,7 +40,8 @@ def wait_until(predicate, timeout, what, interval=0.5):
         time.sleep(interval)
 
 
-def start(layout, name, argv, env=None):
+def start(layout: 'Layout', name: str, argv: Sequence[str],
+          env: Mapping[str, str] | None = None) -> int:
     """Start ``argv`` detached, output to log/<name>.log; return its pid."""
     full_env = dict(os.environ, **(env or {}))
     full_env[OWNER_ENV] = layout.root
@@ -44,7 +54,7 @@ def start(layout, name, argv, env=None):
     return proc.pid
 
 
-def ledger_pids(layout):
+def ledger_pids(layout: 'Layout') -> set[int]:
     try:
         with open(layout.ledger) as f:
             return {int(line.split()[1]) for line in f if line.strip()}
@@ -52,7 +62,8 @@ def ledger_pids(layout):
         return set()
 
 
-def run(layout, name, argv, env=None):
+def run(layout: 'Layout', name: str, argv: Sequence[str],
+        env: Mapping[str, str] | None = None) -> None:
     """Run ``argv`` to completion, output appended to log/<name>.log."""
     full_env = dict(os.environ, **(env or {}))
     full_env[OWNER_ENV] = layout.root
@@ -66,12 +77,12 @@ def run(layout, name, argv, env=None):
             ' '.join(argv[:3]), rc, layout.log_file(name)))
 
 
-def _session(pid):
+def _session(pid: int) -> int:
     with open('/proc/%d/stat' % pid) as f:
         return int(f.read().rsplit(')', 1)[1].split()[3])
 
 
-def owned_pids(layout):
+def owned_pids(layout: 'Layout') -> list[int]:
     """Live PIDs in a ledger session or with this cloud's marker."""
     sessions = ledger_pids(layout)
     marker = ('%s=%s' % (OWNER_ENV, layout.root)).encode()
@@ -92,7 +103,7 @@ def owned_pids(layout):
     return pids
 
 
-def alive(pid):
+def alive(pid: int) -> bool:
     try:
         with open('/proc/%d/stat' % pid) as f:
             return f.read().split(')')[-1].split()[0] != 'Z'
@@ -105,7 +116,7 @@ def alive(pid):
 KILL_WAIT = 5
 
 
-def terminate(pids, timeout):
+def terminate(pids: Sequence[int], timeout: float) -> list[int]:
     """SIGTERM, then SIGKILL what is still alive after ``timeout`` s;
     returns once those are gone too (or KILL_WAIT s later)."""
     for pid in pids:
@@ -122,16 +133,16 @@ def terminate(pids, timeout):
     return killed
 
 
-def _signal(pid, sig):
+def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
 
 
-def memory_kb(pid):
+def memory_kb(pid: int) -> tuple[int, int]:
     """(RSS, PSS) of one process in KiB, from smaps_rollup."""
-    values = {}
+    values: dict[str, int] = {}
     try:
         with open('/proc/%d/smaps_rollup' % pid) as f:
             for line in f:
@@ -143,7 +154,7 @@ def memory_kb(pid):
     return values.get('Rss', 0), values.get('Pss', 0)
 
 
-def cmdline(pid):
+def cmdline(pid: int) -> str:
     try:
         with open('/proc/%d/cmdline' % pid, 'rb') as f:
             return f.read().replace(b'\0', b' ').decode().strip()
@@ -151,7 +162,7 @@ def cmdline(pid):
         return ''
 
 
-def load_state(layout):
+def load_state(layout: 'Layout') -> dict[str, Any]:
     """The running cloud's state ({} when none runs); a truncated, empty
     or garbage state file (a crash, a full disk, a hand edit) is one
     line naming it, not a JSONDecodeError (issue 26)."""
@@ -175,11 +186,11 @@ def load_state(layout):
     return state
 
 
-def save_state(layout, state):
+def save_state(layout: 'Layout', state: Mapping[str, Any]) -> None:
     write_file(layout.state, json.dumps(state, indent=2, sort_keys=True))
 
 
-def write_file(path, text, mode=0o644):
+def write_file(path: str, text: str, mode: int = 0o644) -> None:
     """Write ``text`` with kvmtune's one writer (kvmtune.fileio: atomic,
     fsync'ed), creating the directories; the file ends with ``mode``
     (the cloud's secrets and configuration files are 0600)."""
@@ -190,11 +201,11 @@ def write_file(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def tree_rss_kb(pid):
+def tree_rss_kb(pid: int) -> int:
     """VmRSS of ``pid`` and of all its descendants, summed, in KiB (0 when
     it is gone): what a nova-compute and its helpers (privsep daemons)
     hold in memory, shared library pages counted in each."""
-    children = {}
+    children: dict[int, list[int]] = {}
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
@@ -204,7 +215,7 @@ def tree_rss_kb(pid):
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    total, todo, seen = 0, [pid], set()
+    total, todo, seen = 0, [pid], set[int]()
     while todo:
         current = todo.pop()
         if current in seen:
@@ -215,7 +226,7 @@ def tree_rss_kb(pid):
     return total
 
 
-def _vm_rss_kb(pid):
+def _vm_rss_kb(pid: int) -> int:
     try:
         with open('/proc/%d/status' % pid) as f:
             for line in f:
@@ -226,7 +237,8 @@ def _vm_rss_kb(pid):
     return 0
 
 
-def computes_of(state, layout):
+def computes_of(state: Mapping[str, Any], layout: 'Layout'
+                ) -> list[dict[str, Any]]:
     """Every nova-compute of the cloud in ``state``, the first one first,
     as [{'host', 'driver', 'service', 'conf', 'facts', 'provider', ...}].
 

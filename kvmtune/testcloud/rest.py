@@ -4,19 +4,26 @@ Plain urllib: one openstack CLI call costs seconds of imports, and setup
 makes a few dozen calls.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from email.message import Message
 import json
 import time
+from typing import Any
+from typing import cast
 import urllib.error
 import urllib.request
 
 
 class HTTPError(Exception):
-    def __init__(self, status, body):
+    def __init__(self, status: int, body: str) -> None:
         super().__init__('HTTP %d: %s' % (status, body[:300]))
         self.status = status
 
 
-def call(method, url, body=None, token=None, headers=None, timeout=30):
+def call(method: str, url: str, body: Any = None, token: str | None = None,
+         headers: Mapping[str, str] | None = None, timeout: float = 30
+         ) -> tuple[int, Message, Any]:
     """(status, headers, decoded JSON or None)."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method)
@@ -35,7 +42,7 @@ def call(method, url, body=None, token=None, headers=None, timeout=30):
         raise HTTPError(e.code, e.read().decode(errors='replace'))
 
 
-def wait_http(url, timeout):
+def wait_http(url: str, timeout: float) -> None:
     """Wait until ``url`` answers anything over HTTP (any status)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -52,7 +59,7 @@ def wait_http(url, timeout):
 
 
 class Keystone:
-    def __init__(self, url, password):
+    def __init__(self, url: str, password: str) -> None:
         self.url = url
         _, headers, _ = call('POST', url + '/auth/tokens', {'auth': {
             'identity': {'methods': ['password'], 'password': {'user': {
@@ -62,27 +69,29 @@ class Keystone:
                                   'domain': {'id': 'default'}}}}})
         self.token = headers['X-Subject-Token']
 
-    def _create(self, kind, plural, attrs):
+    def _create(self, kind: str, plural: str, attrs: Mapping[str, Any]
+                ) -> str:
         _, _, body = call('POST', '%s/%s' % (self.url, plural),
                           {kind: attrs}, self.token)
-        return body[kind]['id']
+        return cast(str, body[kind]['id'])
 
-    def find(self, plural, name):
+    def find(self, plural: str, name: str) -> str | None:
         _, _, body = call('GET', '%s/%s?name=%s' % (self.url, plural, name),
                           token=self.token)
-        return body[plural][0]['id'] if body[plural] else None
+        return cast(str, body[plural][0]['id']) if body[plural] else None
 
-    def ensure(self, kind, plural, name, **attrs):
+    def ensure(self, kind: str, plural: str, name: str, **attrs: Any) -> str:
         return (self.find(plural, name) or
                 self._create(kind, plural, dict(attrs, name=name)))
 
-    def project(self, name):
+    def project(self, name: str) -> str:
         return self.ensure('project', 'projects', name, domain_id='default')
 
-    def role(self, name):
+    def role(self, name: str) -> str:
         return self.ensure('role', 'roles', name)
 
-    def user(self, name, password, project_id, role_ids):
+    def user(self, name: str, password: str, project_id: str,
+             role_ids: Iterable[str]) -> str:
         user_id = self._create('user', 'users', {
             'name': name, 'password': password, 'domain_id': 'default',
             'default_project_id': project_id})
@@ -90,11 +99,12 @@ class Keystone:
             self.grant(project_id, user_id, role_id)
         return user_id
 
-    def grant(self, project_id, user_id, role_id):
+    def grant(self, project_id: str, user_id: str, role_id: str) -> None:
         call('PUT', '%s/projects/%s/users/%s/roles/%s' % (
             self.url, project_id, user_id, role_id), token=self.token)
 
-    def service(self, name, type_, endpoint, region):
+    def service(self, name: str, type_: str, endpoint: str,
+                region: str) -> None:
         service_id = self._create('service', 'services',
                                   {'name': name, 'type': type_})
         # Public only: services try internal, then public.
@@ -103,14 +113,15 @@ class Keystone:
             'url': endpoint, 'region_id': region})
 
 
-def placement_providers(url, token):
+def placement_providers(url: str, token: str) -> list[dict[str, Any]]:
     _, _, body = call('GET', url + '/resource_providers', token=token,
                       headers={'OpenStack-API-Version': 'placement 1.14'})
-    return body['resource_providers']
+    return cast(list[dict[str, Any]], body['resource_providers'])
 
 
-def placement_inventories(url, token, rp_uuid):
+def placement_inventories(url: str, token: str, rp_uuid: str
+                          ) -> dict[str, Any]:
     _, _, body = call('GET', '%s/resource_providers/%s/inventories' % (
         url, rp_uuid), token=token,
         headers={'OpenStack-API-Version': 'placement 1.14'})
-    return body
+    return cast(dict[str, Any], body)

@@ -4,6 +4,10 @@ and endpoints), and the fake NUMA driver copied into the services' venv.
 """
 
 import base64
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import MutableMapping
 import concurrent.futures
 import glob
 import os
@@ -11,6 +15,7 @@ import re
 import secrets as secrets_mod
 import shutil
 import time
+from typing import Any
 
 from kvmtune.errors import CloudError
 from kvmtune.testcloud import config
@@ -23,7 +28,7 @@ FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 DRIVER_SOURCE = os.path.join(FILES, 'kvmtune_numa_fake.py')
 
 
-def driver_target(lay):
+def driver_target(lay: config.Layout) -> str:
     """nova/virt/ of the venv, whichever Python version built the venv."""
     virt = glob.glob(os.path.join(lay.venv, 'lib', 'python3*',
                                   'site-packages', 'nova', 'virt'))
@@ -33,7 +38,7 @@ def driver_target(lay):
     return os.path.join(virt[0], 'kvmtune_numa_fake.py')
 
 
-def install_driver(lay):
+def install_driver(lay: config.Layout) -> bool:
     """Copy the fake NUMA driver into nova.virt (Nova loads only there);
     True when the file changed."""
     target = driver_target(lay)
@@ -57,14 +62,15 @@ ROTATION_INVALIDATES = ('every copy of its clouds.yaml made before and '
                         'one: kvmtune rally env)')
 
 
-def new_secrets():
+def new_secrets() -> dict[str, str]:
     # Hex, never token_urlsafe: a secret starting with '-' was read as an
     # option by keystone-manage bootstrap --bootstrap-password (seen: cloud
     # up failed, "expected one argument"); hex needs no quoting anywhere.
     return {k: secrets_mod.token_hex(18) for k in SECRET_NAMES}
 
 
-def load_secrets(path, rotate=False):
+def load_secrets(path: str, rotate: bool = False
+                 ) -> tuple[dict[str, str], str]:
     """The cloud's passwords for an ``up``, and how they came:
     ``(secrets, 'kept' | 'new' | 'rotated')``.
 
@@ -96,7 +102,8 @@ def load_secrets(path, rotate=False):
     return dict(fresh, **kept), 'kept' if kept else 'new'
 
 
-def write_configs(lay, secrets, mode, virt_type, network):
+def write_configs(lay: config.Layout, secrets: Mapping[str, str], mode: str,
+                  virt_type: str | None, network: str) -> None:
     files = {
         lay.keystone_conf: config.keystone(lay, secrets),
         os.path.join(lay.placement_dir, 'placement.conf'):
@@ -119,7 +126,8 @@ def write_configs(lay, secrets, mode, virt_type, network):
         neutron.write_configs(lay, secrets)
 
 
-def _gunicorn(lay, name, target, env, threads=4):
+def _gunicorn(lay: config.Layout, name: str, target: str,
+              env: Mapping[str, str], threads: int = 4) -> int:
     # --keep-alive 0: every response closes its connection. With gunicorn's
     # 2 s keep-alive, a client reusing a pooled connection at the moment
     # the server drops it as idle gets "Remote end closed connection
@@ -135,7 +143,7 @@ def _gunicorn(lay, name, target, env, threads=4):
     return procs.start(lay, name, argv, env)
 
 
-def _write_key_repository(path):
+def _write_key_repository(path: str) -> None:
     """What `keystone-manage fernet_setup` leaves: a staged key (0) and a
     primary key (1), each 32 random bytes in URL-safe base64, in a 0700
     directory; written here to save two keystone-manage runs."""
@@ -145,7 +153,8 @@ def _write_key_repository(path):
         procs.write_file(os.path.join(path, index), key, 0o600)
 
 
-def keystone_chain(lay, secrets, pids, network):
+def keystone_chain(lay: config.Layout, secrets: Mapping[str, str],
+                   pids: MutableMapping[str, int], network: str) -> None:
     conf = ['--config-file', lay.keystone_conf]
     km = lay.bin('keystone-manage')
     procs.run(lay, 'keystone-manage', [km] + conf + ['db_sync'])
@@ -186,7 +195,8 @@ def keystone_chain(lay, secrets, pids, network):
             future.result()
 
 
-def placement_chain(lay, pids):
+def placement_chain(lay: config.Layout, pids: MutableMapping[str, int]
+                    ) -> None:
     procs.run(lay, 'placement-manage', [
         lay.bin('placement-manage'), '--config-dir', lay.placement_dir,
         'db', 'sync'])
@@ -195,7 +205,7 @@ def placement_chain(lay, pids):
         {'OS_PLACEMENT_CONFIG_DIR': lay.placement_dir})
 
 
-def glance_chain(lay, pids):
+def glance_chain(lay: config.Layout, pids: MutableMapping[str, int]) -> None:
     procs.run(lay, 'glance-manage', [
         lay.bin('glance-manage'), '--config-file',
         os.path.join(lay.glance_dir, 'glance-api.conf'), 'db_sync'])
@@ -204,12 +214,12 @@ def glance_chain(lay, pids):
         {'OS_GLANCE_CONFIG_DIR': lay.glance_dir})
 
 
-def _nova_manage(lay, *argv):
+def _nova_manage(lay: config.Layout, *argv: str) -> None:
     procs.run(lay, 'nova-manage', [lay.bin('nova-manage'), '--config-file',
                                    lay.nova_conf] + list(argv))
 
 
-def nova_chain(lay, pids):
+def nova_chain(lay: config.Layout, pids: MutableMapping[str, int]) -> None:
     _nova_manage(lay, 'api_db', 'sync')
     _nova_manage(lay, 'cell_v2', 'map_cell0')
     _nova_manage(lay, 'cell_v2', 'create_cell', '--name', 'cell1')
@@ -219,7 +229,7 @@ def nova_chain(lay, pids):
         {'OS_NOVA_CONFIG_DIR': lay.nova_dir})
 
 
-def neutron_chain(lay, pids):
+def neutron_chain(lay: config.Layout, pids: MutableMapping[str, int]) -> None:
     neutron.db_sync(lay)
     pids['neutron-api'] = _gunicorn(lay, 'network',
                                     'neutron.wsgi.api:application',
@@ -227,8 +237,8 @@ def neutron_chain(lay, pids):
     neutron.start_rpc_and_agent(lay, pids)
 
 
-def start_compute(lay, state):
-    env = {}
+def start_compute(lay: config.Layout, state: Mapping[str, Any]) -> int:
+    env: dict[str, str] = {}
     if state.get('facts'):
         env['KVMTUNE_FAKE_FACTS'] = state['facts']
     return procs.start(lay, 'nova-compute', [
@@ -236,7 +246,7 @@ def start_compute(lay, state):
         '--config-file', lay.compute_conf], env)
 
 
-def start_extra_compute(lay, compute):
+def start_extra_compute(lay: config.Layout, compute: Mapping[str, Any]) -> int:
     """Start compute 2..N (an entry of state['computes']) on the NUMA
     fake driver: nova.conf, then its own file; its facts by
     $KVMTUNE_FAKE_FACTS."""
@@ -246,19 +256,22 @@ def start_extra_compute(lay, compute):
         {'KVMTUNE_FAKE_FACTS': compute['facts']})
 
 
-def admin_token(lay, secrets):
+def admin_token(lay: config.Layout, secrets: Mapping[str, str]) -> str:
     return rest.Keystone(lay.url('keystone', '/v3'), secrets['admin']).token
 
 
-def wait_providers(lay, token, names, count, timeout, alive=None):
+def wait_providers(lay: config.Layout, token: str, names: Collection[str],
+                   count: int, timeout: float,
+                   alive: Callable[[], object] | None = None
+                   ) -> dict[str, dict[str, Any]]:
     """Wait until Placement has ``count`` resource providers, ``names``
     among them, each with inventory; return them as {name: provider}.
     ``alive()`` (optional) is called each round: it raises when a compute
     died, rather than waiting out the timeout."""
     placement = lay.url('placement')
-    found = {}
+    found: dict[str, dict[str, Any]] = {}
 
-    def ready():
+    def ready() -> bool:
         if alive:
             alive()
         providers = rest.placement_providers(placement, token)
@@ -274,12 +287,12 @@ def wait_providers(lay, token, names, count, timeout, alive=None):
     return found
 
 
-def _host_mapped(name):
+def _host_mapped(name: str) -> bool:
     return name in host.mysql(
         'SELECT host FROM nova_api.host_mappings').split()
 
 
-def map_host(lay, name, timeout):
+def map_host(lay: config.Layout, name: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not _host_mapped(name):
         if time.monotonic() > deadline:
