@@ -23,6 +23,7 @@ select it with ``compute_driver = kvmtune_numa_fake.KvmtuneNUMAFakeDriver``.
 import collections
 import json
 import os
+from typing import Any
 
 import os_resource_classes as orc
 from oslo_serialization import jsonutils
@@ -41,7 +42,7 @@ FACTS_ENV = 'KVMTUNE_FAKE_FACTS'
 DEFAULT_DISK_GB = 200
 
 
-def _default_shape():
+def _default_shape() -> dict[str, Any]:
     """2 nodes x 2 cores x 2 threads, siblings numbered as Linux does."""
     nodes = []
     for node_id in (0, 1):
@@ -59,12 +60,12 @@ def _default_shape():
         'numa': {'nodes': nodes}}
 
 
-def load_shape(path=None):
+def load_shape(path: str | None = None) -> dict[str, Any]:
     path = path or os.environ.get(FACTS_ENV)
     if not path:
         return _default_shape()
     with open(path) as f:
-        facts = json.load(f)
+        facts: dict[str, Any] = json.load(f)
     if not facts.get('numa', {}).get('nodes'):
         raise exception.InvalidConfiguration(
             '%s: facts have no numa.nodes' % path)
@@ -74,7 +75,7 @@ def load_shape(path=None):
 class KvmtuneNUMAFakeDriver(fake.FakeDriver):
     capabilities = dict(fake.FakeDriver.capabilities, supports_pcpus=True)
 
-    def __init__(self, virtapi, read_only=False):
+    def __init__(self, virtapi: Any, read_only: bool = False) -> None:
         super().__init__(virtapi, read_only)
         self._shape = load_shape()
         nodes = self._shape['numa']['nodes']
@@ -85,7 +86,7 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
             vcpus=self.vcpus, memory_mb=self.memory_mb,
             local_gb=self.local_gb)
 
-    def init_host(self, host):
+    def init_host(self, host: str) -> None:
         super().init_host(host)
         # Like the libvirt driver, refuse to start on CPU sets this host
         # does not have, rather than run without inventory.
@@ -93,23 +94,23 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
         self._shared_cpus()
 
     # CPU sets, as nova.virt.libvirt.driver computes them.
-    def _online_cpus(self):
+    def _online_cpus(self) -> set[int]:
         online = self._shape['cpu'].get('online')
         if online:
             return set(online)
         return {c for n in self._shape['numa']['nodes'] for c in n['cpus']}
 
-    def _dedicated_cpus(self):
-        dedicated = hardware.get_cpu_dedicated_set() or set()
+    def _dedicated_cpus(self) -> set[int]:
+        dedicated: set[int] = hardware.get_cpu_dedicated_set() or set()
         if not dedicated <= self._online_cpus():
             raise exception.Invalid(
                 "Invalid '[compute] cpu_dedicated_set': %s not in online "
                 "CPUs %s" % (sorted(dedicated), sorted(self._online_cpus())))
         return dedicated
 
-    def _shared_cpus(self):
+    def _shared_cpus(self) -> set[int]:
         if CONF.compute.cpu_shared_set:
-            shared = hardware.get_cpu_shared_set()
+            shared: set[int] = hardware.get_cpu_shared_set()
             if not shared <= self._online_cpus():
                 raise exception.Invalid(
                     "Invalid '[compute] cpu_shared_set': %s not in online "
@@ -120,14 +121,14 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
             return set()
         return self._online_cpus()
 
-    def _siblings(self, cpus):
+    def _siblings(self, cpus: set[int]) -> list[set[int]]:
         groups = self._shape['cpu'].get('thread_siblings') or []
         siblings = [set(g) & cpus for g in groups]
         grouped = set().union(*siblings) if siblings else set()
         siblings += [{c} for c in cpus - grouped]
         return sorted((s for s in siblings if s), key=min)
 
-    def _host_numa_topology(self):
+    def _host_numa_topology(self) -> Any:
         shared, dedicated = self._shared_cpus(), self._dedicated_cpus()
         cells = []
         for n in self._shape['numa']['nodes']:
@@ -151,7 +152,7 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
                     physnets=set(), tunneled=False)))
         return objects.NUMATopology(cells=cells)
 
-    def _cpu_info(self):
+    def _cpu_info(self) -> 'collections.OrderedDict[str, Any]':
         cpu = self._shape['cpu']
         return collections.OrderedDict([
             ('arch', 'x86_64'), ('model', 'kvmtune-fake'),
@@ -161,8 +162,8 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
                           'cores': cpu.get('cores_per_socket', 1),
                           'threads': cpu.get('threads_per_core', 1)})])
 
-    def get_available_resource(self, nodename):
-        status = super().get_available_resource(nodename)
+    def get_available_resource(self, nodename: str) -> dict[str, Any]:
+        status: dict[str, Any] = super().get_available_resource(nodename)
         if not status:
             return status
         status['vcpus'] = len(self._shared_cpus())
@@ -171,11 +172,12 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
         status['numa_topology'] = self._host_numa_topology()._to_json()
         return status
 
-    def get_nodenames_by_uuid(self, refresh=False):
+    def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {node.get_local_node_uuid(): n
                 for n in self.get_available_nodes()}
 
-    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+    def update_provider_tree(self, provider_tree: Any, nodename: str,
+                             allocations: Any = None) -> None:
         inventory = provider_tree.data(nodename).inventory
         ratios = self._get_allocation_ratios(inventory)
         vcpus = len(self._shared_cpus())
@@ -186,7 +188,7 @@ class KvmtuneNUMAFakeDriver(fake.FakeDriver):
                                  _get_reserved_host_disk_gb_from_config()),
                    orc.VCPU: (vcpus, CONF.reserved_host_cpus),
                    orc.PCPU: (pcpus, 0)}
-        result = {}
+        result: dict[str, dict[str, Any]] = {}
         # Placement refuses inventory with total=0: report only what exists.
         for rc, (total, reserved) in amounts.items():
             if total:
