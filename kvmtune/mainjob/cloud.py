@@ -5,7 +5,6 @@ compute node names, the benchmark image upload and the base flavor the
 tuned flavors start from."""
 import os
 from typing import TYPE_CHECKING
-from typing import cast
 
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
@@ -25,7 +24,7 @@ def local_cloud() -> tuple[str, str]:
     from kvmtune.testcloud import api
 
     running = api.status()
-    stale = bool(running) and bool(running.get('not_running'))
+    stale = running is not None and bool(running.get('not_running'))
     if stale:
         # what a crashed or rebooted run left: its state, no services
         api.down(say=_say)
@@ -51,7 +50,7 @@ def nova_conf() -> str:
     """The embedded cloud's compute's own nova.conf."""
     from kvmtune.testcloud import api
 
-    return cast(str, api.env()['KVMTUNE_NOVA_CONF'])
+    return api.env()['KVMTUNE_NOVA_CONF']
 
 
 def nova_python() -> str | None:
@@ -74,11 +73,10 @@ def stop_hint() -> str | None:
     from kvmtune.testcloud import api
 
     try:
-        running = api.status()
+        if not api.status():
+            return None
     except Exception:   # a broken state dir: say how to stop anyway
-        running = True
-    if not running:
-        return None
+        pass
     return (f'the embedded cloud keeps running for the next run; stop it '
             f'with: {api.STOP_HINT}')
 
@@ -88,7 +86,7 @@ def local_cloud_emulated() -> bool:
     from kvmtune.testcloud import api
 
     running = api.status()
-    return bool(running) and running.get('virt_type') == 'qemu'
+    return running is not None and running.get('virt_type') == 'qemu'
 
 
 def compute_node_names(conn: 'Connection') -> set[str]:

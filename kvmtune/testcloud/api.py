@@ -708,11 +708,8 @@ def restart_compute(layout: config.Layout | None = None,
             'inventory': _totals(lay, token, entry['provider'])}
 
 
-def status(layout: config.Layout | None = None) -> Any:
+def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
     """What runs, its ports and memory; None when no cloud is up.
-
-    Typed Any, not ``dict[str, Any] | None``: kvmtune.mainjob.cloud tests
-    the result with bool() and reuses its variable; narrowing there first.
 
     :returns: {'root', 'mode', 'network', 'virt_type', 'up_seconds',
                'processes': [{'pid', 'name', 'rss_kb', 'pss_kb',
@@ -781,13 +778,11 @@ def _compute_status(lay: config.Layout, state: Mapping[str, Any]
     return listed
 
 
-def env(layout: config.Layout | None = None) -> dict[str, Any]:
+def env(layout: config.Layout | None = None) -> dict[str, str]:
     """What tests and tools need to use the cloud, as {name: value}
     (never a password): KVMTUNE_CLOUD_DIR, OS_CLIENT_CONFIG_FILE,
     OS_CLOUD, KVMTUNE_NOVA_CONF (the compute's own nova.conf),
     KVMTUNE_CLOUD_MODE, KVMTUNE_CLOUD_NETWORK, KVMTUNE_CLOUD_VENV.
-
-    Every value is a str; typed Any as kvmtune.mainjob.cloud casts one.
     """
     lay = _resolve(layout)
     state = procs.load_state(lay)
