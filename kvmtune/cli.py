@@ -197,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from kvmtune.cmd import output
+        output.take_renamed(args)
         if args._extra:
             # _extra is (extra, modules): two positionals
             extras.require(*args._extra, what=args._name)  # type: ignore[misc]

@@ -207,7 +207,7 @@ class Column:
     skipped: str | None = None
 
     def doc(self) -> dict[str, Any]:
-        """The column as ``--json`` writes it (rows: Measured.flat)."""
+        """The column as ``bench local -o`` writes it (rows: Measured.flat)."""
         out: dict[str, Any] = {'label': self.label,
                                'settings': self.settings}
         if self.skipped:

@@ -124,7 +124,7 @@ class Measured:
     signal_s: float | None = None
 
     def flat(self) -> dict[str, Any]:
-        """The row ``--json`` writes: the Row's columns (row.COLUMNS),
+        """The row ``bench local -o`` writes: the Row's columns (row.COLUMNS),
         ``vm`` and ``signal_s``."""
         return {'vm': self.vm, **self.row.flat(), 'signal_s': self.signal_s}
 

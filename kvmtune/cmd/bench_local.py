@@ -39,7 +39,7 @@ The table (one row per guest, its aggregate last) is the run analysed
 and printed as `kvmtune report` does (kvmtune.report): throughput in
 IOPS, events/s, MiB/s, Gbit/s, transactions/s; latency in microseconds.
 
---json writes one row per guest in the columns of kvmtune.results.row
+-o FILE writes one row per guest in the columns of kvmtune.results.row
 (bytes/s, nanoseconds; schema 2) with a record (kvmtune.results.records:
 host facts digest and key facts, settings, workload and parameters,
 kvmtune version, time), which `kvmtune report A.json B.json` compares;
@@ -49,7 +49,7 @@ Examples:
   kvmtune bench local --vms 2 --workload fio-randread-4k
   kvmtune bench local --vms 1 --workload fio-randwrite-4k \
       --compare cache=none,writeback,writethrough --compare iothread=on,off
-  kvmtune bench local --vms 1 --workload sysbench-cpu --json cpu.json
+  kvmtune bench local --vms 1 --workload sysbench-cpu -o cpu.json
 """
 
 import argparse
@@ -60,13 +60,14 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kvmtune.bench.compare import CHOICES
+from kvmtune.cmd import output
 from kvmtune.errors import InputError
 
 if TYPE_CHECKING:
     from kvmtune.bench.local import Measured
     from kvmtune.workloads import Workload
 
-# --json: 2, every guest's row in the Row columns (kvmtune.results.row);
+# -o FILE: 2, every guest's row in the Row columns (kvmtune.results.row);
 # 1 (kvmtune <= round 3) held each one's parsed result, and is still read
 SCHEMA = 2
 
@@ -84,8 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--cache', choices=CHOICES['cache'],
                         default='none', help='QEMU cache mode of the data '
                         'disk (doc/sources.md [S3]: none for raw/LVM).')
-    parser.add_argument('--format', choices=CHOICES['format'],
+    parser.add_argument('--disk-format', choices=CHOICES['format'],
                         default='raw', help='Data disk format.')
+    output.add_renamed(parser, '--format', '--disk-format', 'disk_format',
+                       choices=CHOICES['format'])
     parser.add_argument('--bus', choices=CHOICES['bus'],
                         default='virtio-blk', help='Data disk bus.')
     parser.add_argument('--iothread', choices=CHOICES['iothread'],
@@ -138,15 +141,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--image-dir', metavar='DIR',
                         help='Default $KVMTUNE_IMAGE_DIR or '
                              '/var/lib/kvmtune/images.')
-    parser.add_argument('--json', metavar='FILE',
-                        help='Also write the guests\' rows and the record '
-                             'as JSON.')
+    output.add_output(parser, 'guests\' rows and the record as JSON')
+    output.add_renamed(parser, '--json', '-o/--output', 'output')
     parser.add_argument('--png', metavar='FILE',
                         help='With --compare: write the comparison plot.')
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    return {'cache': args.cache, 'format': args.format, 'bus': args.bus,
+    return {'cache': args.cache, 'format': args.disk_format, 'bus': args.bus,
             'iothread': args.iothread, 'hugepages': args.hugepages,
             'pinning': args.pinning, 'vhost': args.vhost,
             'vcpus': args.vcpus}
@@ -226,7 +228,7 @@ def _save(doc: Mapping[str, Any], path: str) -> None:
 
     fileio.write_atomic(path, json.dumps(doc, indent=2, sort_keys=True)
                         + '\n')
-    print(f'written {path}')
+    output.wrote(path)
 
 
 def guest_text(guests: Sequence['Measured'], record: dict[str, Any] | None,
@@ -261,8 +263,8 @@ def run(args: argparse.Namespace) -> int | None:
     settings = _settings(args)
     guests = _one_run(args, workload, accel, settings, params)
     if workload.target == 'disk':
-        setup = (f'data disk {args.disk_size} {args.format} on {args.bus} '
-                 f'cache={args.cache} iothread={args.iothread}')
+        setup = (f'data disk {args.disk_size} {args.disk_format} on '
+                 f'{args.bus} cache={args.cache} iothread={args.iothread}')
     elif workload.target == 'peer':
         setup = 'server/client pairs on a QEMU socket network, no vhost'
     else:
@@ -271,14 +273,14 @@ def run(args: argparse.Namespace) -> int | None:
           f'{args.ram} MB, {setup}, hugepages={args.hugepages} '
           f'pinning={args.pinning}; results verified (bytes + sha256)')
     print(guest_text(guests, None), end='')
-    if args.json:
+    if args.output:
         record = _record('bench-local', workload, accel, why, settings,
                          params, runtime)
         _save({'schema': SCHEMA, 'kind': 'kvmtune-bench-local',
                'workload': workload.name, 'vms': args.vms, 'accel': accel,
                'emulated': accel == 'tcg', 'settings': settings,
                'rows': [g.flat() for g in guests], 'record': record},
-              args.json)
+              args.output)
     return 1 if render.failures([g.row for g in guests]) else 0
 
 
@@ -365,9 +367,9 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
           f'{"every cell valid" if valid else "NOT every cell valid"}; '
           f'wall time {wall:.0f} s'
           + (f' ({render.EMULATED})' if accel == 'tcg' else ''))
-    if args.json:
+    if args.output:
         doc['wall_seconds'] = round(wall, 1)
-        _save(doc, args.json)
+        _save(doc, args.output)
     if args.png:
         from kvmtune import report
 

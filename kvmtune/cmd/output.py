@@ -65,6 +65,36 @@ def format_of(args: argparse.Namespace, stream: TextIO | None = None) -> str:
     return cast(str, args.format)
 
 
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str,
+                dest: str, **kwargs: Any) -> None:
+    """``old``: the spelling option ``new`` (whose dest is ``dest``, added
+    before this call) had before this convention; hidden from --help and
+    accepted one more release, with a deprecation line (``take_renamed``,
+    which kvmtune.cli.main calls for every command)."""
+    hidden = '_renamed_' + old.lstrip('-').replace('-', '_')
+    parser.add_argument(old, dest=hidden, help=argparse.SUPPRESS, **kwargs)
+    known = dict(parser.get_default('_renamed') or {})
+    known[hidden] = (old, new, dest, parser.get_default(dest))
+    parser.set_defaults(_renamed=known)
+
+
+def take_renamed(args: argparse.Namespace,
+                 stream: TextIO | None = None) -> None:
+    """Give each old spelling's value to its new option, with a line
+    saying so; an old and a new spelling together are refused."""
+    for hidden, (old, new, dest, default) in sorted(
+            (getattr(args, '_renamed', None) or {}).items()):
+        value = getattr(args, hidden, None)
+        if value is None:
+            continue
+        if getattr(args, dest, None) not in (default, value):
+            raise InputError(f'{old} and {new} both given', key=new,
+                             fix=f'give only {new} ({old} is deprecated)')
+        print(f'kvmtune: deprecated: {old} is now {new}; {old} goes in '
+              'the next release', file=stream or sys.stderr)
+        setattr(args, dest, value)
+
+
 def add_output(parser: argparse.ArgumentParser, what: str = 'file',
                required: bool = False) -> None:
     """-o/--output PATH for a file (or directory) the command writes."""

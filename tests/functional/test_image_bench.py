@@ -150,7 +150,7 @@ def test_bench_local_with_the_accelerator_forced(built, tmp_path, forced):
     out = tmp_path / 'run.json'
     proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
                    'fio-randread-4k', '--runtime', '2', '--accel', forced,
-                   '--json', str(out))
+                   '-o', str(out))
     refusal = kvm_refusal() if forced == 'kvm' else None
     if refusal is not None:
         print(f'\nonly tcg on this host: --accel kvm refused: '
@@ -182,7 +182,7 @@ def test_bench_local_starts_guests_on_the_signal(built, tmp_path):
     began = time.monotonic()
     proc = kvmtune('bench', 'local', '--vms', '2', '--workload',
                    'fio-randread-4k', '--runtime', '3', '--accel', 'tcg',
-                   '--json', str(out))
+                   '-o', str(out))
     wall = time.monotonic() - began
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'start signal (NMI) to 2 client(s) within' in proc.stdout
@@ -217,7 +217,7 @@ def test_bench_local_reports_guests_not_ready_in_time(built, tmp_path):
     began = time.monotonic()
     proc = kvmtune('bench', 'local', '--vms', '1', '--workload',
                    'fio-randread-4k', '--runtime', '2', '--accel', 'tcg',
-                   '--ready-timeout', '2', '--json', str(out))
+                   '--ready-timeout', '2', '-o', str(out))
     wall = time.monotonic() - began
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert '1 guest(s) not ready within 2 s: left out' in proc.stdout

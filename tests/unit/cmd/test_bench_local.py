@@ -32,6 +32,30 @@ def test_the_table_of_a_recorded_run():
                            f'{total["cpu_pct"]:,.1f}']
     assert lines[1].split()[:2] == ['0', 'ok'] and 'emulated' in lines[1]
     assert lines[-1].startswith('    (aggregate: throughput summed')
-    # --json now: the Rows' columns, read back as the same Rows
+    # -o FILE now: the Rows' columns, read back as the same Rows
     again = [bench.row_of(g.flat(), 'new.json', 'row') for g in guests]
     assert again == [g.row for g in guests]
+
+
+def test_the_old_spellings_reach_the_run_with_a_deprecation_line(
+        monkeypatch, capsys):
+    # issue 23: --disk-format (not --format, which means the output format
+    # on every other command) and -o for the written file; the old
+    # spellings work for one release and say so.
+    from kvmtune import cli
+    from kvmtune.cmd import bench_local
+
+    seen = {}
+
+    def run(args):
+        seen.update(disk_format=args.disk_format, output=args.output)
+        return 0
+
+    monkeypatch.setattr(bench_local, 'run', run)
+    assert cli.main(['bench', 'local', '--vms', '1', '--workload',
+                     'fio-randread-4k', '--format', 'qcow2', '--json',
+                     'x.json']) == 0
+    assert seen == {'disk_format': 'qcow2', 'output': 'x.json'}
+    err = capsys.readouterr().err
+    assert 'deprecated: --format is now --disk-format' in err
+    assert 'deprecated: --json is now -o/--output' in err

@@ -78,3 +78,50 @@ def test_output_option_and_wrote_line():
     output.wrote('a.prom', True, stream=stream)
     output.wrote('b.prom', False, stream=stream)
     assert stream.getvalue() == 'wrote a.prom\nunchanged b.prom\n'
+
+
+def _renamed_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--disk-format', default='raw')
+    output.add_renamed(parser, '--format', '--disk-format', 'disk_format')
+    output.add_output(parser)
+    output.add_renamed(parser, '--json', '-o/--output', 'output')
+    return parser
+
+
+@pytest.mark.parametrize('argv, want, lines', [
+    ([], {'disk_format': 'raw', 'output': None}, []),
+    (['--disk-format', 'qcow2', '-o', 'a.json'],
+     {'disk_format': 'qcow2', 'output': 'a.json'}, []),
+    (['--format', 'qcow2', '--json', 'a.json'],
+     {'disk_format': 'qcow2', 'output': 'a.json'},
+     ['kvmtune: deprecated: --format is now --disk-format; --format goes '
+      'in the next release',
+      'kvmtune: deprecated: --json is now -o/--output; --json goes in the '
+      'next release']),
+    # the same value twice is no conflict
+    (['--format', 'raw', '--disk-format', 'raw'],
+     {'disk_format': 'raw', 'output': None},
+     ['kvmtune: deprecated: --format is now --disk-format; --format goes '
+      'in the next release']),
+])
+def test_an_old_spelling_gives_its_value_to_the_new_one(argv, want, lines):
+    args = _renamed_parser().parse_args(argv)
+    err = io.StringIO()
+    output.take_renamed(args, err)
+    assert {k: getattr(args, k) for k in want} == want
+    assert err.getvalue().splitlines() == lines
+
+
+def test_an_old_and_a_new_spelling_that_disagree_are_refused():
+    args = _renamed_parser().parse_args(['--json', 'a.json', '-o', 'b.json'])
+    with pytest.raises(InputError, match='--json and -o/--output both '
+                       'given'):
+        output.take_renamed(args, io.StringIO())
+
+
+def test_an_old_spelling_is_not_in_the_help():
+    text = _renamed_parser().format_help()
+    assert '--disk-format' in text and '--format' not in text.replace(
+        '--disk-format', '')
+    assert '--json' not in text
