@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             '(default: a fresh scratch file).')
     where.add_argument('--peer', metavar='HOST',
                        help='Server address for network workloads.')
-    parser.add_argument('--output', required=True, metavar='FILE',
+    parser.add_argument('-o', '--output', required=True, metavar='FILE',
                         help='Baseline JSON to write (atomically).')
     parser.add_argument('--runtime', type=int, metavar='SECONDS',
                         help='Override the workload\'s runtime.')

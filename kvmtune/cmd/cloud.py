@@ -18,7 +18,8 @@ kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
   kvmtune cloud down                        stop exactly what up started
 
 `status` exits 0 when the cloud is up, 1 when none is, 2 when one of its
-services stopped. doc/testcloud.md describes what runs and why.
+services stopped; `status -f json|yaml` prints the same as data.
+doc/testcloud.md describes what runs and why.
 """
 
 import argparse
@@ -28,6 +29,8 @@ import subprocess
 import types
 from typing import Any
 from typing import TYPE_CHECKING
+
+from kvmtune.cmd import output
 
 if TYPE_CHECKING:
     from kvmtune.testcloud.config import Layout
@@ -71,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         'clouds.yaml and Rally environments made before '
                         'stop working (default: kept across down and up)')
     sub.add_parser('down', help='stop exactly what up started')
-    sub.add_parser('status', help='what runs, its ports and memory')
+    p = sub.add_parser('status', help='what runs, its ports and memory')
+    output.add_format(p, columns=False, formats=('table', 'json', 'yaml'))
     sub.add_parser('env', help='shell exports for tests and tools (no '
                    'secrets)')
     p = sub.add_parser('restart-compute', help='restart nova-compute and '
@@ -181,7 +185,16 @@ def _down(args: argparse.Namespace, api: types.ModuleType,
 
 def _status(args: argparse.Namespace, api: types.ModuleType,
             layout: 'Layout') -> int:
+    import json
+
     found = api.status(layout=layout)
+    if output.format_of(args) != 'table':
+        # the status as data: ports' (port, listening) pairs as lists
+        document = json.loads(json.dumps(
+            {'up': True, **found} if found is not None
+            else {'up': False, 'root': layout.root}))
+        output.emit(args, [], [], document=document)
+        return 1 if found is None else 2 if found['not_running'] else 0
     if found is None:
         print('no cloud up in %s (start one: kvmtune cloud up)'
               % layout.root)

@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_profile(parser)
     parser.add_argument('--target', required=True, metavar='TARGET',
                         help='one of: ' + ', '.join(TARGETS))
-    parser.add_argument('--output', required=True, metavar='DIR',
+    parser.add_argument('-o', '--output', required=True, metavar='DIR',
                         help='directory to write the files under')
     parser.add_argument('--host', metavar='NAME',
                         help='the compute host\'s inventory / node name '

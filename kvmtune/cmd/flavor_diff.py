@@ -15,6 +15,7 @@ requests are sent.
 import argparse
 
 from kvmtune import cmd
+from kvmtune.cmd import output
 from kvmtune.cmd.flavor_output import print_diff
 
 DIFFERS = 3
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--name', required=True,
                         help='Flavor to compare.')
     cmd.add_facts_source(parser)
+    output.add_format(parser, columns=False, formats=('table', 'json', 'yaml'))
 
 
 def run(args: argparse.Namespace) -> int | None:
@@ -40,7 +42,14 @@ def run(args: argparse.Namespace) -> int | None:
     diff = tuned.diff_extra_specs(flavor.get('extra_specs'),
                                   plan.extra_specs, plan.owned_extra_specs)
     incomplete = tuned.incomplete_lines(flavor, plan.extra_specs)
-    if diff.empty and not incomplete:
+    same = diff.empty and not incomplete
+    if output.format_of(args) != 'table':
+        output.emit(args, [], [], document={
+            'flavor': args.name, 'profile': plan.profile,
+            'status': 'matches' if same else 'differs',
+            'incomplete': incomplete, 'diff': diff.to_dict()})
+        return 0 if same else DIFFERS
+    if same:
         print(f'flavor {args.name}: matches profile {plan.profile}')
         return 0
     print(f'flavor {args.name}: differs from profile {plan.profile}')

@@ -29,7 +29,7 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--output', metavar='DIR',
+    parser.add_argument('-o', '--output', metavar='DIR',
                         help='Image directory (default $KVMTUNE_IMAGE_DIR '
                              'or /var/lib/kvmtune/images).')
     parser.add_argument('--with-net', action='store_true',

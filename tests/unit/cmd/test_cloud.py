@@ -65,3 +65,37 @@ def test_restart_an_unknown_compute_without_a_cloud(tmp_path):
                     env_dir=tmp_path)
     assert done.returncode == 2
     assert 'no cloud is up' in done.stderr
+
+
+def test_status_as_json_without_a_cloud(tmp_path):
+    import json
+
+    done = _kvmtune('cloud', 'status', '-f', 'json', env_dir=tmp_path)
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {'up': False, 'root': str(tmp_path)}
+
+
+def test_status_as_json_and_yaml_of_a_running_cloud(monkeypatch, capsys):
+    # The shape api.status() gives (kvmtune/testcloud/api.py), ports as
+    # (port, listening) pairs: printed as data, pairs as lists.
+    import json
+
+    import yaml
+
+    from kvmtune import cli
+    from kvmtune.testcloud import api
+
+    found = {'root': '/x', 'mode': 'fake', 'network': 'stub',
+             'virt_type': None, 'up_seconds': 41.5,
+             'processes': [{'pid': 7, 'name': 'keystone', 'rss_kb': 9,
+                            'pss_kb': 8, 'cmdline': 'uwsgi'}],
+             'rss_kb': 9, 'pss_kb': 8, 'ports': {'keystone': (5000, True)},
+             'not_running': ['nova-compute'], 'computes': [],
+             'clouds_yaml': '/x/clouds.yaml', 'stop': 'kvmtune cloud down'}
+    monkeypatch.setattr(api, 'status', lambda layout=None: found)
+    assert cli.main(['cloud', 'status', '-f', 'json']) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc['up'] is True and doc['ports'] == {'keystone': [5000, True]}
+    assert doc['not_running'] == ['nova-compute']
+    assert cli.main(['cloud', 'status', '-f', 'yaml']) == 2
+    assert yaml.safe_load(capsys.readouterr().out)['up_seconds'] == 41.5
