@@ -373,6 +373,6 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
     if args.png:
         from kvmtune import report
 
-        changed = report.write_atomic(args.png, render.png_bytes(cmp))
-        print(f'{"wrote" if changed else "unchanged"}: {args.png}')
+        output.wrote(args.png, report.write_atomic(args.png,
+                                                   render.png_bytes(cmp)))
     return 0 if valid else 1

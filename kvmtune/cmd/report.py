@@ -27,6 +27,9 @@ tables and the plot. Figures from QEMU without KVM (TCG) are labelled
 """
 
 import argparse
+import sys
+
+from kvmtune.cmd import output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--png', metavar='FILE', help='Write the plot here.')
     parser.add_argument('--html', metavar='FILE',
                         help='Write a self-contained HTML report here.')
+    output.add_format(parser, columns=False,
+                      formats=('table', 'json', 'yaml'))
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -81,7 +86,10 @@ def run(args: argparse.Namespace) -> int | None:
     _check_outputs(args)
     paths = list(args.results) + ([args.baseline] if args.baseline else [])
     analysed = report.load(paths)
-    print(report.render.text(analysed), end='')
+    if output.format_of(args) == 'table':
+        print(report.render.text(analysed), end='')
+    else:
+        output.emit(args, [], [], document=analysed.to_dict())
     png = report.render.png_bytes(analysed) if (args.png or args.html) \
         else None
     for path, data in ((args.png, png),
@@ -89,6 +97,7 @@ def run(args: argparse.Namespace) -> int | None:
                         report.render.html_page(
                             analysed, png).encode('utf-8'))):
         if path and data:
-            changed = report.write_atomic(path, data)
-            print(f'{"wrote" if changed else "unchanged"}: {path}')
+            output.wrote(path, report.write_atomic(path, data),
+                         stream=sys.stderr if output.format_of(
+                             args) != 'table' else None)
     return 0

@@ -22,6 +22,7 @@ has no figure of the runs' metric, is refused.
 
 import dataclasses
 import math
+from typing import Any
 from typing import Callable
 from typing import Sequence
 
@@ -83,6 +84,23 @@ class Analysis:
     bare: Point | None
     warnings: list[str]
     workload: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis as data (``kvmtune report -f json``): per run its
+        points by VM count and its fit, the bare host's point; figures in
+        the metric's own unit (Row's unit set: IOPS, bytes/s, ns)."""
+        return {
+            'workload': self.workload, 'metric': self.metric,
+            'unit': self.unit, 'scale': self.scale, 'tail': self.tail,
+            'runs': [{'label': run.label, 'source': run.source,
+                      'kind': run.kind,
+                      'points': [dataclasses.asdict(p)
+                                 for p in self.points.get(run.label, [])],
+                      'fit': (dataclasses.asdict(self.fits[run.label])
+                              if run.label in self.fits else None)}
+                     for run in self.runs],
+            'bare': dataclasses.asdict(self.bare) if self.bare else None,
+            'warnings': list(self.warnings)}
 
     @property
     def emulated(self) -> bool:

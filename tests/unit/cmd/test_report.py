@@ -207,3 +207,27 @@ def test_a_read_only_filesystem_keeps_the_old_png_and_html(tmp_path, capsys,
                                   str(ro / 'page.html')],
                          'not writable')
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
+
+
+def test_report_as_json_is_the_analysis_the_table_prints(capsys):
+    # -f json prints the same Analysis the table is rendered from (one
+    # analysis, two renderings), as strict JSON (no NaN or Infinity).
+    from kvmtune import report
+    from tests import paths
+
+    sweep = os.path.join(paths.FIXTURES, 'outputs',
+                         'rally-disk-sweep-1-6-10-signal-tcg.json')
+    assert cli.main(['report', sweep, '-f', 'json']) == 0
+
+    def refuse(constant):
+        raise AssertionError(f'not JSON: {constant}')
+
+    doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    analysed = report.load([sweep])
+    (run,) = analysed.runs
+    assert doc['metric'] == 'iops' and doc['unit'] == 'IOPS'
+    assert [(p['vms'], p['per_vm'], p['valid']) for p in
+            doc['runs'][0]['points']] == [
+        (p.vms, p.per_vm, p.valid) for p in analysed.points[run.label]]
+    assert [p['vms'] for p in doc['runs'][0]['points']] == [1, 6, 10]
+    assert doc['runs'][0]['fit']['points'] == 3

@@ -61,14 +61,14 @@ def test_one_rally_file_is_a_comparison_of_its_sweeps(tmp_path, capsys):
     assert 'results:m1.bench.pinned-hugepages-ept' in out
     assert '-19.0%' in out and '0.999' in out
     assert 'step time budget' in out
-    assert f'wrote: {png}' in out
+    assert f'wrote {png}' in out
     assert png.read_bytes().startswith(b'\x89PNG')
     html = page.read_text()
     assert 'emulated: QEMU TCG' in html and 'data:image/png;base64,' in html
     assert 'Linear fits' in html
     # a second run changes nothing and says so
     assert cli.main(['report', path, '--png', str(png)]) == 0
-    assert f'unchanged: {png}' in capsys.readouterr().out
+    assert f'unchanged {png}' in capsys.readouterr().out
 
 
 def test_baseline_gives_the_share_of_bare_metal(tmp_path, capsys):
