@@ -20,7 +20,6 @@ on 2 cores: figures are emulated, and labelled so.
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import time
