@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 from typing import cast
 
@@ -189,15 +190,18 @@ def property_differences(flavor: Mapping[str, Any],
     return diffs
 
 
-def create_body(name: str, base: Mapping[str, Any],
-                profile: str) -> dict[str, Any]:
-    """The POST /flavors body: the base's sizes under a new name."""
+def create_body(name: str, base: Mapping[str, Any], profile: str,
+                private: bool = False) -> dict[str, Any]:
+    """The POST /flavors body: the base's sizes under a new name;
+    ``private``: not public whatever the base is (``--project``)."""
     body: dict[str, Any] = {'name': name,
                             'description': description(profile, base['name'])}
     for field, _ in IMMUTABLE_PROPERTIES:
         if base.get(field) is not None:
             body[field] = base[field]
     body['swap'] = base.get('swap') or 0
+    if private:
+        body['os-flavor-access:is_public'] = False
     return {'flavor': body}
 
 
@@ -243,8 +247,8 @@ class Flavors:
         return flavor
 
     def create(self, name: str, base: Mapping[str, Any],
-               profile: str) -> dict[str, Any]:
-        body = create_body(name, base, profile)
+               profile: str, private: bool = False) -> dict[str, Any]:
+        body = create_body(name, base, profile, private)
         flavor: dict[str, Any] = self.cloud.compute(
             'POST', '/flavors', body)['flavor']
         return flavor
@@ -271,6 +275,17 @@ class Flavors:
     def delete(self, flavor_id: str) -> None:
         self.cloud.compute('DELETE', f'/flavors/{flavor_id}')
 
+    def access(self, flavor_id: str) -> set[str]:
+        """The projects a private flavor is shared with."""
+        found = self.cloud.compute(
+            'GET', f'/flavors/{flavor_id}/os-flavor-access')
+        return {entry['tenant_id'] for entry in found['flavor_access']}
+
+    def grant(self, flavor_id: str, project: str) -> None:
+        """Share a private flavor with a project (one Nova call)."""
+        self.cloud.compute('POST', f'/flavors/{flavor_id}/action',
+                           {'addTenantAccess': {'tenant': project}})
+
     def change(self, flavor_id: str, diff: SpecDiff,
                marked: bool = False) -> None:
         """Apply a SpecDiff: one POST for added/changed, a DELETE per key.
@@ -296,7 +311,8 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
                   name: str | None = None, root: str | None = None,
                   facts_file: str | None = None, dry_run: bool = False,
                   config_files: Iterable[str] | None = None,
-                  out: Callable[[str], object] = print) -> str:
+                  out: Callable[[str], object] = print,
+                  projects: Sequence[str] = ()) -> str:
     """Create or update the tuned flavor of a profile (``kvmtune flavor
     apply``, the main job); its name.
 
@@ -304,6 +320,12 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
     says which extra specs it needs; a new flavor is ``<base>.<profile>``
     unless ``name`` is given. ``out`` receives the lines saying what
     changed (+ added, ~ changed, - removed).
+
+    ``projects``: the flavor is private and shared with these project IDs,
+    each share made after its specs are complete: until then no project
+    but the admins' sees it, so no guest lands on it half made, whatever
+    stops the run (doc/design.md 9.8). Nova never makes a public flavor
+    private: such a flavor is refused.
     """
     from kvmtune.cloud import planning
     from kvmtune.cloud.connection import Cloud
@@ -325,6 +347,13 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
         for line in diff.lines():
             out(f'  {line}')
 
+    if flavor is not None and projects and \
+            flavor.get('os-flavor-access:is_public', True):
+        raise InputError(f'flavor {name} is public: Nova cannot make a '
+                         'flavor private', key='--project',
+                         fix='apply without --project, or remove it '
+                             '(kvmtune flavor remove --delete) and apply '
+                             'again with --project')
     if flavor is None:
         if base_flavor is None:
             raise InputError(f'no flavor named {name!r}', key='--name',
@@ -334,8 +363,12 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
             f'(ram {base_flavor["ram"]} MB, vcpus {base_flavor["vcpus"]}, '
             f'disk {base_flavor["disk"]} GB), profile {plan.profile}')
         show(diff)
+        if projects:
+            out(f'flavor {name}: private, for project(s) '
+                f'{", ".join(projects)} once complete')
         if not dry_run:
-            _create(flavors, name, base_flavor, plan.profile, diff)
+            flavor = _create(flavors, name, base_flavor, plan.profile, diff,
+                             private=bool(projects))
             out(f'flavor {name}: created')
     else:
         diff = diff_extra_specs(flavor.get('extra_specs'),
@@ -357,6 +390,14 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
         elif not dry_run:
             flavors.change(flavor['id'], diff, marked=marked)
             out(f'flavor {name}: updated')
+    if projects:
+        # Last, after the specs: a project sees the flavor only complete.
+        made = flavor['id'] if flavor is not None else None
+        shared = flavors.access(made) if made else set()
+        for project in sorted(set(projects) - shared):
+            out(f'  + access: project {project}')
+            if made and not dry_run:
+                flavors.grant(made, project)
     if dry_run:
         out('dry run: nothing written')
     out(f'cloud {cloud.name}: {cloud.requests.summary()}')
@@ -364,9 +405,11 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
 
 
 def _create(flavors: Flavors, name: str, base: Mapping[str, Any],
-            profile: str, diff: SpecDiff) -> None:
-    """Create the flavor and set its specs; delete it if Nova says no."""
-    flavor = flavors.create(name, base, profile)
+            profile: str, diff: SpecDiff,
+            private: bool = False) -> dict[str, Any]:
+    """Create the flavor and set its specs; delete it if Nova says no.
+    The flavor Nova made."""
+    flavor = flavors.create(name, base, profile, private)
     try:
         flavors.change(flavor['id'], diff)
     except CloudError as exc:
@@ -379,3 +422,4 @@ def _create(flavors: Flavors, name: str, base: Mapping[str, Any],
         else:
             exc.problem += f'; flavor {name} was not created'
         raise exc
+    return flavor

@@ -22,6 +22,11 @@ A change of several calls (keys set and removed) keeps the flavor
 unplaceable until its last call (trait:CUSTOM_KVMTUNE_INCOMPLETE); a flavor
 a stopped run left unfinished is named incomplete and finished
 (doc/design.md 9.8).
+
+With --project (repeatable) a new flavor is private and shared with those
+projects only once its specs are complete, so no project's guest can land
+on it half made, whatever stops the run; a run again shares what is
+missing. An existing public flavor cannot be made private (Nova): refused.
 """
 
 import argparse
@@ -37,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'create the tuned flavor).')
     parser.add_argument('--name',
                         help='Tuned flavor name (default <BASE>.<PROFILE>).')
+    parser.add_argument('--project', action='append', default=[],
+                        metavar='PROJECT_ID',
+                        help='make the flavor private and share it with '
+                             'this project (repeatable), after its specs '
+                             'are complete')
     cmd.add_facts_source(parser)
     cmd.add_dry_run(parser)
 
@@ -47,5 +57,6 @@ def run(args: argparse.Namespace) -> int | None:
     tuned.apply_profile(args.os_cloud, args.profile, base=args.base,
                         name=args.name, root=args.root,
                         facts_file=args.facts, dry_run=args.dry_run,
-                        config_files=args.config_file)
+                        config_files=args.config_file,
+                        projects=args.project)
     return 0

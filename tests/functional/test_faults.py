@@ -150,6 +150,56 @@ def test_flavor_apply_killed_after_each_call_never_leaves_a_placeable_half(
     print('\n' + kills.table('flavor apply (create)'))
 
 
+def test_a_private_flavor_killed_after_each_call_is_never_seen_half_made(
+        admin, base_flavor, unique, flavor_cleanup):
+    """flavor apply --project P closes the window of a public flavor
+    (design 9.8): the flavor is born private and shared with P only once
+    its specs are complete, so the project's member never sees it plain,
+    whatever call the run is killed after; running again converges."""
+    import openstack
+
+    profile = 'pinned-hugepages-ept'
+    wanted, _ = expected_specs(profile)
+    project = admin.identity.find_project('kvmtune-member',
+                                          ignore_missing=False)
+    member = openstack.connect(cloud='kvmtune-member')
+    flavor_cleanup.append(unique)
+    argv = apply_argv(profile, '--from', base_flavor.name, '--name', unique,
+                      '--project', project.id)
+
+    def seen_by_member():
+        return [f for f in member.compute.flavors() if f.name == unique]
+
+    def after_kill(request):
+        flavor, specs = specs_of(admin, unique)
+        if flavor is None:
+            return 'no flavor'
+        assert flavor.is_public is False
+        seen = seen_by_member()
+        # the member sees it only complete: no guest of theirs lands on a
+        # half-made flavor
+        assert not seen or specs == wanted, (request, specs)
+        state = ('shared, complete' if seen else
+                 f'private, {"complete" if specs == wanted else "no specs"},'
+                 ' not shared: the member cannot see it')
+        again = kvmtune_process(*argv)
+        assert again.rc == 0, again.err
+        assert specs_of(admin, unique)[1] == wanted and seen_by_member()
+        admin.compute.delete_flavor(flavor.id)
+        return state + '; re-run: complete and shared'
+
+    try:
+        kills = KillPoints(*argv)
+        done = kills.run(after_kill)
+    finally:
+        member.close()
+    assert f'+ access: project {project.id}' in done.out
+    assert specs_of(admin, unique)[1] == wanted
+    states = [state for _, _, state in kills.points]
+    assert any('no specs' in state for state in states), states
+    print('\n' + kills.table('flavor apply --project (create)'))
+
+
 def test_flavor_update_killed_after_each_call_never_leaves_a_placeable_half(
         admin, unique, flavor_cleanup, servers, image):
     """nested-host replaces trait:HW_CPU_X86_VMX by its own trait: a POST
