@@ -19,19 +19,27 @@ FILLER = '.filler'
 
 
 @contextlib.contextmanager
-def full_tmpfs(directory, originals=None, prepare=None):
+def _tmpfs(directory, label, originals, prepare):
     """Mount a 512 KiB tmpfs on directory, write ``originals`` ({name:
-    bytes}) into it and call ``prepare(directory)``, then fill every byte
-    left; yields the directory."""
+    bytes}) into it and call ``prepare(directory)``; unmounted after."""
     directory.mkdir(exist_ok=True)
     subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=512k,mode=0755',
-                    'kvmtune-test-full', str(directory)], check=True,
-                   timeout=30)
+                    label, str(directory)], check=True, timeout=30)
     try:
         for name, data in (originals or {}).items():
             (directory / name).write_bytes(data)
         if prepare is not None:
             prepare(directory)
+        yield directory
+    finally:
+        subprocess.run(['umount', str(directory)], check=True, timeout=30)
+
+
+@contextlib.contextmanager
+def full_tmpfs(directory, originals=None, prepare=None):
+    """A tmpfs with ``originals`` and ``prepare`` done (``_tmpfs``), then
+    every byte left filled; yields the directory."""
+    with _tmpfs(directory, 'kvmtune-test-full', originals, prepare):
         fd = os.open(directory / FILLER, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             while True:
@@ -41,32 +49,19 @@ def full_tmpfs(directory, originals=None, prepare=None):
         finally:
             os.close(fd)
         yield directory
-    finally:
-        subprocess.run(['umount', str(directory)], check=True, timeout=30)
 
 
 @contextlib.contextmanager
 def readonly_tmpfs(directory, originals=None, prepare=None):
-    """Mount a tmpfs on directory, write ``originals`` ({name: bytes})
-    into it and call ``prepare(directory)``, then remount it read-only
-    (what a filesystem that went read-only after an error looks like);
-    yields the directory."""
-    directory.mkdir(exist_ok=True)
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=512k,mode=0755',
-                    'kvmtune-test-ro', str(directory)], check=True,
-                   timeout=30)
-    try:
-        for name, data in (originals or {}).items():
-            (directory / name).write_bytes(data)
-        if prepare is not None:
-            prepare(directory)
+    """A tmpfs with ``originals`` and ``prepare`` done (``_tmpfs``), then
+    remounted read-only (what a filesystem that went read-only after an
+    error looks like); yields the directory."""
+    with _tmpfs(directory, 'kvmtune-test-ro', originals, prepare):
         subprocess.run(['mount', '-o', 'remount,ro', str(directory)],
                        check=True, timeout=30)
         with pytest.raises(OSError, match='Read-only file system'):
             (directory / 'probe').write_bytes(b'')
         yield directory
-    finally:
-        subprocess.run(['umount', str(directory)], check=True, timeout=30)
 
 
 def assert_left_as_it_was(directory, originals, filler=True):
