@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.cloud import errors
@@ -52,6 +53,19 @@ KILL_AFTER_CALL_ENV = 'KVMTUNE_TEST_KILL_AFTER_CALL'
 # clouds.yaml auth keys whose values must never reach an error line.
 _SECRET_AUTH_KEYS = ('password', 'token', 'application_credential_secret',
                      'secret', 'passcode', 'totp')
+
+
+def quiet_libraries() -> None:
+    """Keep the client libraries' warnings (failed discovery,
+    deprecations) off the terminal: kvmtune's one error line says it."""
+    for logger in _LIBRARY_LOGGERS:
+        logging.getLogger(logger).addHandler(logging.NullHandler())
+
+
+def auth_secrets(auth: Mapping[str, Any]) -> list[str]:
+    """The values of a clouds.yaml ``auth`` block that must never reach an
+    error line (passwords, tokens, credential secrets)."""
+    return [str(auth[k]) for k in _SECRET_AUTH_KEYS if auth.get(k)]
 
 
 class RequestLog:
@@ -188,18 +202,14 @@ class Cloud:
     def connect(cls, name: str) -> 'Cloud':
         import openstack
 
-        # The libraries log warnings (failed discovery, deprecations) that
-        # would print beside kvmtune's own one line; CloudError says it all.
-        for logger in _LIBRARY_LOGGERS:
-            logging.getLogger(logger).addHandler(logging.NullHandler())
+        quiet_libraries()
         try:
             return cls(name, openstack.connect(cloud=name))
         except Exception as exc:
             raise errors.from_exception(exc, name)
 
     def _secrets(self) -> list[str]:
-        auth = self.conn.config.config.get('auth') or {}
-        found = [str(auth[k]) for k in _SECRET_AUTH_KEYS if auth.get(k)]
+        found = auth_secrets(self.conn.config.config.get('auth') or {})
         auth_ref = getattr(self.conn.session.auth, 'auth_ref', None)
         if auth_ref is not None and auth_ref.auth_token:
             found.append(auth_ref.auth_token)

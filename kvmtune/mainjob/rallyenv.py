@@ -223,16 +223,11 @@ def rally_spec(cloud: 'CloudRegion') -> dict[str, Any]:
 def check_credentials(name: str, region: 'CloudRegion') -> None:
     """Ask Keystone for a token with the cloud's credentials; CloudError
     when it refuses them or cannot be reached."""
-    import logging
-
+    from kvmtune.cloud import connection
     from kvmtune.cloud import errors
 
-    for logger in ('keystoneauth', 'openstack'):
-        logging.getLogger(logger).addHandler(logging.NullHandler())
-    auth = region.config.get('auth') or {}
-    secrets = [str(v) for k, v in auth.items()
-               if v and k in ('password', 'token', 'secret',
-                              'application_credential_secret')]
+    connection.quiet_libraries()
+    secrets = connection.auth_secrets(region.config.get('auth') or {})
     try:
         # keystoneauth's own errors (Connection.authorize() folds them
         # into an SDKException without the HTTP status)
