@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int | None:
     _check_outputs(args)
     paths = list(args.results) + ([args.baseline] if args.baseline else [])
     analysed = report.load(paths)
-    if output.format_of(args) == 'table':
+    as_table = output.format_of(args) == 'table'
+    if as_table:
         print(report.render.text(analysed), end='')
     else:
         output.emit(args, [], [], document=analysed.to_dict())
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int | None:
                         report.render.html_page(
                             analysed, png).encode('utf-8'))):
         if path and data:
+            # beside a JSON or YAML document the line goes to stderr
             output.wrote(path, report.write_atomic(path, data),
-                         stream=sys.stderr if output.format_of(
-                             args) != 'table' else None)
+                         stream=None if as_table else sys.stderr)
     return 0
