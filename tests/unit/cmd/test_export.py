@@ -362,11 +362,10 @@ def test_service_unit_names_the_systemd_drop_in(tmp_path, capsys):
     assert 'restart openstack-nova-compute.service' in capsys.readouterr().out
 
 
-@fulldisk.ROOT_ONLY
-def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
-    # A previous export is in place but for one file, which the new run
-    # must write and cannot: the others stay as they were, nothing else
-    # appears (export never overwrites an override file that differs).
+def _previous_export_but_one(tmp_path, capsys):
+    """({file: content} of a kolla export but its last file, that file,
+    and a ``prepare`` hook copying the export but that file into a
+    directory)."""
     before = tmp_path / 'before'
     assert export(before, target='kolla') == 0
     capsys.readouterr()
@@ -375,9 +374,20 @@ def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
     gone = sorted(old)[-1]
     del old[gone]
 
-    def previous(full):
-        shutil.copytree(before, full, symlinks=True, dirs_exist_ok=True)
-        os.remove(full / gone)
+    def prepare(directory):
+        shutil.copytree(before, directory, symlinks=True,
+                        dirs_exist_ok=True)
+        os.remove(directory / gone)
+
+    return old, gone, prepare
+
+
+@fulldisk.ROOT_ONLY
+def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
+    # A previous export is in place but for one file, which the new run
+    # must write and cannot: the others stay as they were, nothing else
+    # appears (export never overwrites an override file that differs).
+    old, gone, previous = _previous_export_but_one(tmp_path, capsys)
 
     with fulldisk.full_tmpfs(tmp_path / 'full', prepare=previous) as full:
         assert export(full, target='kolla') == 2
@@ -394,20 +404,9 @@ def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
 def test_a_read_only_filesystem_keeps_a_previous_export(tmp_path, capsys,
                                                         previous):
     # As on a full disk: a previous export but for one file, or none.
-    before = tmp_path / 'before'
-    assert export(before, target='kolla') == 0
-    capsys.readouterr()
-    old = {os.path.relpath(p, before): v[0]
-           for p, v in tree(before).items()}
-    gone = sorted(old)[-1]
-    del old[gone]
+    old, _, prepare = _previous_export_but_one(tmp_path, capsys)
     if not previous:
-        old = {}
-
-    def prepare(ro):
-        if previous:
-            shutil.copytree(before, ro, symlinks=True, dirs_exist_ok=True)
-            os.remove(ro / gone)
+        old, prepare = {}, None
 
     with fulldisk.readonly_tmpfs(tmp_path / 'ro', prepare=prepare) as ro:
         assert export(ro, target='kolla') == 2
