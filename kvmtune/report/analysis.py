@@ -128,7 +128,7 @@ class Analysis:
 
 
 def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return _average(values) if values else None
 
 
 def _present(runs: Sequence[Run], keys: Sequence[str]) -> str | None:
