@@ -518,48 +518,42 @@ def test_capacity_and_verify_ride_out_placement_503s_and_name_a_give_up(
     a traceback; once it answers again the same run gives the same
     answer."""
     proxy = faulty_placement
-    capacity = ('capacity', '--flavor', base_flavor.name, '-f', 'json')
-    plain = _json_out(kvmtune(capacity[0], '--os-cloud', ADMIN,
-                              *capacity[1:]))
+    down = _rides_out_placement(
+        proxy, ('capacity', '--flavor', base_flavor.name, '-f', 'json'),
+        lambda doc: doc)
+    assert re.search(r'\(request req-[0-9a-f-]{36}\)', down.out + down.err)
+    _rides_out_placement(
+        proxy, ('verify', '--profile', 'hugepages', '--root', INTEL_HOST,
+                '--layer', 'cloud', '-f', 'json'), lambda doc: doc['checks'])
+
+
+def _rides_out_placement(proxy, argv, part):
+    """``kvmtune argv`` (with --os-cloud) through the Placement proxy:
+    two 503s are retried with a line each and give the same ``part`` of
+    its JSON as without the proxy; a Placement that keeps failing is
+    named (the proxy's endpoint), never a traceback; once it answers
+    again the same part comes back. The give-up's result."""
+    command, rest = argv[0], argv[1:]
+    plain = part(_json_out(kvmtune(command, '--os-cloud', ADMIN, *rest)))
     proxy.fail_next(2, status=503, method='GET',
                     path_part='/resource_providers')
-    through = kvmtune(capacity[0], '--os-cloud', FAULTY, *capacity[1:])
+    through = kvmtune(command, '--os-cloud', FAULTY, *rest)
     assert len(retry_lines(through.err)) == 2, through.err
-    assert _json_out(through) == plain
+    assert part(_json_out(through)) == plain
     assert proxy.faults_left() == 0
 
     proxy.fail_next(1000, status=503, method='GET',
                     path_part='/resource_providers')
-    down = kvmtune(capacity[0], '--os-cloud', FAULTY, *capacity[1:])
-    print(f'\ncapacity, Placement down: rc {down.rc}\n{down.err}'
-          f'{down.out[:600]}')
-    assert 'Traceback' not in down.err
-    assert f'gave up after 3 retries of {proxy.root}/' in \
-        down.out + down.err
-    assert re.search(r'\(request req-[0-9a-f-]{36}\)', down.out + down.err)
-    proxy.clear()
-    assert _json_out(kvmtune(capacity[0], '--os-cloud', FAULTY,
-                             *capacity[1:])) == plain
-
-    verify = ('verify', '--profile', 'hugepages', '--root', INTEL_HOST,
-              '--layer', 'cloud', '-f', 'json')
-    plain = _json_out(kvmtune(verify[0], '--os-cloud', ADMIN, *verify[1:]))
-    proxy.fail_next(2, status=503, method='GET',
-                    path_part='/resource_providers')
-    through = kvmtune(verify[0], '--os-cloud', FAULTY, *verify[1:])
-    assert len(retry_lines(through.err)) == 2, through.err
-    assert _json_out(through)['checks'] == plain['checks']
-    proxy.fail_next(1000, status=503, method='GET',
-                    path_part='/resource_providers')
-    down = kvmtune(verify[0], '--os-cloud', FAULTY, *verify[1:])
-    print(f'verify, Placement down: rc {down.rc}\n{down.err}'
+    down = kvmtune(command, '--os-cloud', FAULTY, *rest)
+    print(f'\n{command}, Placement down: rc {down.rc}\n{down.err}'
           f'{down.out[:600]}')
     assert 'Traceback' not in down.err
     assert f'gave up after 3 retries of {proxy.root}/' in \
         down.out + down.err
     proxy.clear()
-    assert _json_out(kvmtune(verify[0], '--os-cloud', FAULTY,
-                             *verify[1:]))['checks'] == plain['checks']
+    assert part(_json_out(kvmtune(command, '--os-cloud', FAULTY,
+                                  *rest))) == plain
+    return down
 
 
 # -- a sweep whose nova-compute dies, or whose cloud goes down ---------------
