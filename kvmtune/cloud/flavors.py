@@ -354,6 +354,7 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
                          fix='apply without --project, or remove it '
                              '(kvmtune flavor remove --delete) and apply '
                              'again with --project')
+    created = False
     if flavor is None:
         if base_flavor is None:
             raise InputError(f'no flavor named {name!r}', key='--name',
@@ -369,6 +370,7 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
         if not dry_run:
             flavor = _create(flavors, name, base_flavor, plan.profile, diff,
                              private=bool(projects))
+            created = True
             out(f'flavor {name}: created')
     else:
         diff = diff_extra_specs(flavor.get('extra_specs'),
@@ -393,7 +395,8 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
     if projects:
         # Last, after the specs: a project sees the flavor only complete.
         made = flavor['id'] if flavor is not None else None
-        shared = flavors.access(made) if made else set()
+        # a flavor this run made is shared with nobody yet: nothing to read
+        shared = flavors.access(made) if made and not created else set()
         for project in sorted(set(projects) - shared):
             out(f'  + access: project {project}')
             if made and not dry_run:

@@ -188,6 +188,7 @@ class FakeNova:
         self.flavors = {f['id']: dict(f) for f in existing}
         self.access = {}
         self.writes = []
+        self.reads = []
 
         class Requests:
             def summary(self):
@@ -199,6 +200,8 @@ class FakeNova:
         if method != 'GET':
             self.writes.append((method, '/'.join(parts[2:]) or parts[0],
                                 body))
+        else:
+            self.reads.append('/'.join(parts[2:]) or parts[-1])
         if path.startswith('/flavors/detail'):
             return {'flavors': list(self.flavors.values())}
         if method == 'POST' and parts == ['flavors']:
@@ -246,6 +249,8 @@ def test_with_projects_the_flavor_is_private_and_shared_last(monkeypatch):
     assert [b['addTenantAccess']['tenant'] for _, _, b in nova.writes[2:]] \
         == ['p1', 'p2']
     assert '  + access: project p1' in lines
+    # the flavor it made is shared with nobody yet: no access list read
+    assert 'os-flavor-access' not in nova.reads
     # run again: nothing to write
     nova.writes.clear()
     _apply(monkeypatch, nova, base='m1.small', name='tuned',
