@@ -263,3 +263,10 @@ def page_size_kb(spec: str | None) -> str | int | None:
     if value.isdigit():
         return int(value)
     raise ValueError(f'hw:mem_page_size {spec!r}')
+
+
+def required_traits(specs: Mapping[str, object]) -> set[str]:
+    """The traits extra specs require of a host, ``trait:NAME=required``
+    (the unnumbered request group's: the flavor's own)."""
+    return {key[len('trait:'):] for key, value in specs.items()
+            if key.startswith('trait:') and value == 'required'}

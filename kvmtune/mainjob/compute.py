@@ -52,17 +52,21 @@ def load_profile(name: str) -> 'Profile':
 
 def required_traits(plan: 'Plan') -> set[str]:
     """Traits a plan's flavor requires (trait:X=required)."""
-    return {key[len('trait:'):] for key, value in plan.extra_specs.items()
-            if key.startswith('trait:') and value == 'required'}
+    from kvmtune import extra_specs
+
+    return extra_specs.required_traits(plan.extra_specs)
 
 
-def check_traits(profile: 'Profile', facts: 'Facts') -> None:
+def check_traits(profile: 'Profile', facts: 'Facts',
+                 plan: 'Plan | None' = None) -> None:
     """The traits the tuned flavor requires must be ones `kvmtune host
-    tag` sets from the same facts, else its guests get NoValidHost."""
+    tag` sets from the same facts, else its guests get NoValidHost.
+    ``plan``: the profile's plan for those facts, when the caller has it."""
     from kvmtune import traits
 
-    missing = required_traits(pages.plan_for(profile, facts)) - \
-        traits.from_facts(facts)
+    if plan is None:
+        plan = pages.plan_for(profile, facts)
+    missing = required_traits(plan) - traits.from_facts(facts)
     if missing:
         raise KvmtuneError(
             f'profile {profile.name} requires {", ".join(sorted(missing))}, '
@@ -153,8 +157,8 @@ def local_setup(facts: 'Facts', nova_conf: str | None, max_vms: int,
     if profile_name:
         name, why = profile_name, 'named by --tuned-profile'
     profile = load_profile(name)
-    check_traits(profile, facts)
     plan = pages.plan_for(profile, facts)
+    check_traits(profile, facts, plan)
     specs = plan.extra_specs
     return LocalSetup(name, why,
                       pages.guest_pages(profile, facts, max_vms, ram_mb,

@@ -52,9 +52,10 @@ def _planned(plans: Plans, option: str) -> Any:
 
 def required_traits(plans: Plans) -> list[str]:
     """The traits the plans' flavors require, sorted."""
-    return sorted({key.partition(':')[2] for plan in plans
-                   for key, value in plan.extra_specs.items()
-                   if key.startswith('trait:') and value == 'required'})
+    from kvmtune import extra_specs
+
+    return sorted(set().union(*(extra_specs.required_traits(plan.extra_specs)
+                                for plan in plans)))
 
 
 def inventory_checks(plans: Plans, inventories: Any,

@@ -192,3 +192,11 @@ def test_names_with_groups_follow_nova_pattern():
     spec = extra_specs.CUSTOM_TRAIT
     assert spec.problem('required') is None
     assert extra_specs.find('trait' + 'g' * 65 + ':CUSTOM_A')[0] is None
+
+
+def test_required_traits_are_the_flavors_own_required_ones():
+    specs = {'trait:CUSTOM_KVMTUNE_EPT': 'required',
+             'trait:HW_CPU_X86_SVM': 'forbidden',
+             'trait1:CUSTOM_GROUPED': 'required',
+             'hw:cpu_policy': 'dedicated'}
+    assert extra_specs.required_traits(specs) == {'CUSTOM_KVMTUNE_EPT'}

@@ -11,6 +11,7 @@ from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
+from kvmtune import extra_specs
 from kvmtune.tempest_plugin.tests import base
 
 CONF = config.CONF
@@ -37,8 +38,7 @@ class PinnedHugepagesGuestTest(base.KvmtuneAdminTest):
             if not (specs.get('hw:cpu_policy') == 'dedicated'
                     and specs.get('hw:mem_page_size')):
                 continue
-            required = {k[len('trait:'):] for k, v in specs.items()
-                        if k.startswith('trait:') and v == 'required'}
+            required = extra_specs.required_traits(specs)
             if required <= on_hosts:
                 return flavor
             missing |= required - on_hosts
