@@ -147,17 +147,6 @@ def test_extras_match_setup_cfg():
         set(core)
 
 
-def test_rally_task_path(capsys):
-    assert cli.main(['rally', 'task-path', 'disk-scaling']) == 0
-    path = capsys.readouterr().out.strip()
-    assert path.endswith('rally_scenarios/tasks/disk-scaling.yaml')
-    with open(path) as f:
-        assert 'KvmTune.disk_scaling' in f.read()
-    assert cli.main(['rally', 'task-path', 'nope']) == 2
-    err = capsys.readouterr().err
-    assert "no Rally task named 'nope'" in err and 'disk-scaling' in err
-
-
 @pytest.mark.parametrize('argv', [
     ['export', '--profile', 'cpu-pinning', '--target', 'kolla',
      '--target', 'helm', '--output', 'out'],

@@ -179,69 +179,6 @@ def test_invalid_extra_spec_from_a_tuner_is_an_input_error():
         err.value.line()
 
 
-# -- the command -----------------------------------------------------------
-
-def test_plan_command_json_on_a_captured_root(capsys):
-    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept', '--root',
-                     INTEL, '--format', 'json']) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert set(data) == PLAN_KEYS
-    assert data['facts_source'] == INTEL
-    assert data['nova_conf']['compute']['cpu_shared_set'] == '0,20,40,60'
-
-
-def test_plan_command_text_from_a_facts_file(tmp_path, capsys):
-    facts_file = tmp_path / 'amd.json'
-    facts_file.write_text(json.dumps(host_facts.gather(AMD)))
-    assert cli.main(['plan', '--profile', 'net-tuned', '--facts',
-                     str(facts_file)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith(f'Profile net-tuned on {facts_file}\n')
-    assert '  [libvirt]\n  rx_queue_size = 1024\n' in out
-    assert '  hw:vif_multiqueue_enabled=true\n' in out
-    assert 'vhost-net-device' in out
-    assert out.rstrip().endswith('fail')
-
-
-def test_plan_text_lists_multi_valued_options_line_by_line(capsys):
-    assert cli.main(['plan', '--profile', 'hugepages', '--root',
-                     INTEL]) == 0
-    out = capsys.readouterr().out
-    assert ('  reserved_huge_pages = node:0,size:1GB,count:1\n'
-            '  reserved_huge_pages = node:1,size:1GB,count:1\n') in out
-    assert 'removed if present' not in out
-
-
-def test_plan_text_names_the_service_that_reads_each_option(capsys):
-    assert cli.main(['plan', '--profile', 'pinned-hugepages', '--root',
-                     INTEL]) == 0
-    lines = capsys.readouterr().out.splitlines()
-
-    def read_by(option):
-        last = max(i for i, line in enumerate(lines)
-                   if line.startswith(f'  {option} = '))
-        return lines[last + 1]
-
-    assert read_by('reserved_huge_pages') == '      read by: nova-compute'
-    assert read_by('enabled_filters') == (
-        '      read by: nova-scheduler, nova-conductor')
-    assert read_by('disable_fallback_pcpu_query') == (
-        '      read by: nova-scheduler')
-
-
-@pytest.mark.parametrize('argv,expected', [
-    (['--profile', 'nope'], "unknown profile 'nope'"),
-    (['--profile', 'baseline', '--root', '/nonexistent'],
-     'error: /nonexistent: '),
-    (['--profile', 'baseline', '--facts', '/nonexistent.json'],
-     'cannot read facts'),
-])
-def test_plan_command_bad_input_exits_2(argv, expected, capsys):
-    assert cli.main(['plan'] + argv) == 2
-    err = capsys.readouterr().err
-    assert err.count('\n') == 1 and expected in err
-
-
 # The front door (doc/design.md 9.2): for_host, from_dict, load.
 
 OFFLINE = os.path.join(paths.HOSTS, 'real', 'offline-cpu0-node0')

@@ -1,14 +1,11 @@
 """Profiles: the shipped ones, the search path and every bad input."""
 
-import json
 import os
 import re
 import textwrap
 
 import pytest
-import yaml
 
-from kvmtune import cli
 from kvmtune import profiles
 from kvmtune.errors import InputError
 from tests import hang
@@ -151,55 +148,6 @@ def test_missing_file_and_directory():
         profiles.available(['/nonexistent-dir'])
 
 
-# -- the commands ----------------------------------------------------------
-
-@pytest.fixture
-def site_conf(tmp_path):
-    site = tmp_path / 'site'
-    site.mkdir()
-    write(site, 'site-pinning.yaml', GOOD)
-    conf = tmp_path / 'kvmtune.conf'
-    conf.write_text(f'[DEFAULT]\nprofile_dirs = {site}\n')
-    return str(conf)
-
-
-def test_profile_list_reads_profile_dirs(site_conf, capsys):
-    assert cli.main(['--config-file', site_conf, 'profile', 'list']) == 0
-    out = capsys.readouterr().out.splitlines()
-    names = [line.split()[0] for line in out[2:]]    # below the header
-    assert names == sorted(SHIPPED + ['site-pinning'])
-    assert any('test profile' in line for line in out)
-
-
-def test_profile_show_yaml_and_json(capsys):
-    assert cli.main(['profile', 'show', 'net-tuned']) == 0
-    shown = yaml.safe_load(capsys.readouterr().out)
-    assert shown['tuners'] == [{'name': 'vhost_net', 'params': {
-        'rx_queue_size': 1024, 'multiqueue': True}}]
-    assert cli.main(['profile', 'show', 'hugepages', '--format',
-                     'json']) == 0
-    shown = json.loads(capsys.readouterr().out)
-    assert shown['tuners'][0]['params']['host_page_size'] == 'auto'
-
-
-def test_profile_validate(tmp_path, capsys):
-    good = write(tmp_path, 'mine.yaml', GOOD)
-    assert cli.main(['profile', 'validate', good]) == 0
-    assert capsys.readouterr().out.startswith(f'{good}: OK: profile mine')
-    bad = write(tmp_path, 'bad.yaml', GOOD.replace('isolate', 'avoid'))
-    assert cli.main(['profile', 'validate', bad]) == 2
-    err = capsys.readouterr().err
-    assert err.count('\n') == 1
-    assert err.startswith(f'kvmtune: error: {bad}: cpu_pinning.params.'
-                          'thread_policy: ')
-    assert 'prefer, isolate, require' in err
-
-
-def test_unknown_profile_exits_2(capsys):
-    assert cli.main(['profile', 'show', 'nope']) == 2
-    assert 'available: baseline' in capsys.readouterr().err
-
-
 def test_config_sample_is_current(tmp_path):
     """etc/kvmtune/kvmtune.conf.sample is what oslo-config-generator writes
     (regenerate it with: tox -e genconfig)."""
@@ -304,14 +252,3 @@ def test_profile_dir_entry_that_is_a_directory_or_fifo(tmp_path):
         profiles.load_file(str(tmp_path / 'dir.yaml'))
     with pytest.raises(InputError, match='FIFO'):
         hang.call(lambda: profiles.load_file(str(fifo)), release=[fifo])
-
-
-def test_profile_list_with_hostile_dir_entries(tmp_path, capsys):
-    (tmp_path / 'dir.yaml').mkdir()
-    os.mkfifo(tmp_path / 'fifo.yaml')
-    conf = tmp_path / 'kvmtune.conf'
-    conf.write_text(f'[DEFAULT]\nprofile_dirs = {tmp_path}\n')
-    assert hang.call(
-        lambda: cli.main(['--config-file', str(conf), 'profile', 'list']),
-        release=[tmp_path / 'fifo.yaml']) == 0
-    assert 'baseline' in capsys.readouterr().out
