@@ -127,26 +127,6 @@ def test_other_missing_module_is_an_internal_error(monkeypatch, capsys):
     assert 'internal error: ModuleNotFoundError' in capsys.readouterr().err
 
 
-def test_extras_match_setup_cfg():
-    """kvmtune.extras names the extras setup.cfg declares."""
-    import configparser
-
-    from tests import paths
-
-    cfg = configparser.ConfigParser()
-    cfg.read(f'{paths.REPO}/setup.cfg')
-    assert set(cfg['extras']) == set(extras.MODULES)
-    bench = cfg['extras']['bench'].split()
-    assert any(r.startswith('rally-openstack') for r in bench)
-    assert any(r.startswith('numpy') for r in bench)
-    assert any(r.startswith('matplotlib') for r in bench)
-    with open(f'{paths.REPO}/requirements.txt') as f:
-        core = [line.split('>')[0].strip().lower() for line in f
-                if line.strip() and not line.startswith('#')]
-    assert not {'rally-openstack', 'rally', 'numpy', 'matplotlib'} & \
-        set(core)
-
-
 @pytest.mark.parametrize('argv', [
     ['export', '--profile', 'cpu-pinning', '--target', 'kolla',
      '--target', 'helm', '--output', 'out'],
