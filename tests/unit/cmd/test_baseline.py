@@ -1,0 +1,64 @@
+"""``kvmtune baseline``: a workload on the bare host, saved so that
+``kvmtune report`` can read it back. Runs the real sysbench (one second);
+the workload runners themselves are tested in tests/unit/bench/."""
+
+import re
+
+import pytest
+
+from kvmtune import cli
+from kvmtune.bench import baseline
+from kvmtune.cmd import baseline as command
+from kvmtune.errors import InputError
+
+
+def test_a_cpu_baseline_is_run_saved_and_read_back(tmp_path, capsys):
+    out_file = tmp_path / 'baseline.json'
+    assert cli.main(['baseline', '--workload', 'sysbench-cpu-1t',
+                     '--runtime', '1', '-o', str(out_file)]) == 0
+    doc = baseline.load(str(out_file))
+    assert doc['workload'] == 'sysbench-cpu-1t'
+    assert doc['runtime'] == 1
+    assert doc['command'][:2] == ['sysbench', 'cpu']
+    assert '--time=1' in doc['command']
+    assert doc['result']['events_s'] > 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith('sysbench-cpu-1t on the bare host (sysbench ')
+    figure = re.search(r'events_s (\d+\.\d)', first)
+    assert float(figure[1]) == pytest.approx(doc['result']['events_s'],
+                                             abs=0.05)
+    assert second.startswith(f'baseline saved to {out_file}')
+
+
+def test_a_write_workload_refuses_a_file_holding_data(tmp_path, capsys):
+    target = tmp_path / 'data.img'
+    target.write_bytes(b'precious' * 512)
+    out_file = tmp_path / 'baseline.json'
+    assert cli.main(['baseline', '--workload', 'fio-randwrite-4k',
+                     '--target', str(target), '-o', str(out_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and '--destroy-data' in err
+    assert target.read_bytes() == b'precious' * 512
+    assert not out_file.exists()
+
+
+@pytest.mark.parametrize('argv, words', [
+    (['--runtime', '0'], '--runtime: must be positive'),
+    (['--param', 'novalue'], "--param: not KEY=VALUE: 'novalue'"),
+    (['--param', 'nosuchoption=1'], 'nosuchoption'),
+])
+def test_bad_arguments_are_one_line_before_any_run(argv, words, tmp_path,
+                                                   capsys):
+    out_file = tmp_path / 'baseline.json'
+    assert cli.main(['baseline', '--workload', 'sysbench-cpu-1t',
+                     '-o', str(out_file), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and words in err
+    assert not out_file.exists()
+
+
+def test_parse_params_types_digits_as_numbers():
+    assert command.parse_params(['size=256M', 'iodepth=32', 'rw=']) == {
+        'size': '256M', 'iodepth': 32, 'rw': ''}
+    with pytest.raises(InputError, match="not KEY=VALUE: '=1'"):
+        command.parse_params(['=1'])
