@@ -304,12 +304,7 @@ def test_remote_without_facts_does_not_tag():
                          'names')
 
 
-def test_compute_facts_only_with_os_cloud(capsys):
-    from kvmtune import cli
-
-    assert cli.main(['main-job', '--compute-facts', 'x.json']) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and '--compute-facts goes with --os-cloud' in err[0]
+def test_task_args_take_the_runtime():
     assert rally.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 

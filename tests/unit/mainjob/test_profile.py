@@ -38,15 +38,6 @@ def test_why_names_ept():
     assert 'has EPT/NPT' in why
 
 
-def test_tuned_profile_option():
-    from kvmtune import cli
-
-    parser = cli.build_parser()
-    assert parser.parse_args(['main-job']).tuned_profile is None
-    args = parser.parse_args(['main-job', '--tuned-profile', 'cpu-pinning'])
-    assert args.tuned_profile == 'cpu-pinning'
-
-
 def test_named_profile_wins(tmp_path):
     setup = compute.local_setup(host_facts('pvm-guest-2cpu'), None, 1, 256,
                                 'cpu-pinning')
