@@ -60,15 +60,6 @@ def test_bad_sibling_list_names_the_file(tree, text):
         gather(tree)
 
 
-def test_bad_node_cpumap_names_the_file(tree):
-    node = tree / 'sys/devices/system/node/node1'
-    (node / 'cpulist').unlink()
-    (node / 'cpumap').write_text('zz,ff\n')
-    with pytest.raises(InputError, match='node1/cpumap: numa.nodes.cpus: '
-                       'not a CPU mask'):
-        gather(tree)
-
-
 def test_siblings_that_are_not_online_are_dropped(tree):
     (tree / 'sys/devices/system/cpu/online').write_text('0-15\n')
     cpu = gather(tree)['cpu']
@@ -97,17 +88,6 @@ def test_per_cpu_online_when_the_global_file_is_missing(tree):
         [0, 1, 2, 3, 4, 5, 6] + list(range(16, 23)))
 
 
-def test_node_cpus_from_links_when_no_list_or_mask(tree):
-    node = tree / 'sys/devices/system/node/node1'
-    (node / 'cpulist').unlink()
-    (node / 'cpumap').unlink()
-    assert gather(tree)['numa']['nodes'][1]['cpus'] == (
-        list(range(8, 16)) + list(range(24, 32)))
-    for link in node.glob('cpu[0-9]*'):
-        link.unlink()
-    assert gather(tree)['numa']['nodes'][1]['cpus'] is None
-
-
 def test_package_id_minus_one_falls_back_to_package_lists(tree):
     for cpu in range(32):
         (tree / TOPO.format(cpu, 'physical_package_id')).write_text('-1\n')
@@ -119,14 +99,6 @@ def test_package_id_minus_one_falls_back_to_package_lists(tree):
     cpu = gather(tree)['cpu']
     assert cpu['sockets'] is None and cpu['cores_per_socket'] is None
     assert cpu['cores'] == 16       # siblings still say
-
-
-def test_hugepage_count_that_is_not_a_number(tree):
-    pool = (tree / 'sys/devices/system/node/node0/hugepages/'
-            'hugepages-2048kB/nr_hugepages')
-    pool.write_text('many\n')
-    with pytest.raises(InputError, match="nr_hugepages: hugepages: 'many'"):
-        gather(tree)
 
 
 def test_siblings_none_of_them_online_is_unknown_not_a_crash(tree):
