@@ -72,15 +72,15 @@ Related options:
 
 * ``venv``
 """),
-    cfg.PortOpt('keystone_port', default=5000,
+    cfg.PortOpt('keystone_port', default=5000, min=1,
                 help=_PORT_HELP % {'what': 'Keystone (identity API)'}),
-    cfg.PortOpt('placement_port', default=8778,
+    cfg.PortOpt('placement_port', default=8778, min=1,
                 help=_PORT_HELP % {'what': 'Placement API'}),
-    cfg.PortOpt('glance_port', default=9292,
+    cfg.PortOpt('glance_port', default=9292, min=1,
                 help=_PORT_HELP % {'what': 'Glance (image API)'}),
-    cfg.PortOpt('nova_api_port', default=8774,
+    cfg.PortOpt('nova_api_port', default=8774, min=1,
                 help=_PORT_HELP % {'what': 'Nova API (compute)'}),
-    cfg.PortOpt('network_port', default=9696,
+    cfg.PortOpt('network_port', default=9696, min=1,
                 help=_PORT_HELP % {
                     'what': 'network API (Neutron, or the read-only stub '
                             'of fake mode)'}),
