@@ -11,6 +11,19 @@ Every registered command is importable, or kvmtune says it is broken: a
 command is never left out quietly. A command that needs an optional part
 (``kvmtune[bench]``, ``kvmtune[cloud]``: kvmtune.extras) says which
 ``pip install`` to run when that part is missing, in one line, exit 2.
+
+Plugins: another distribution adds a command with an entry point in the
+group ``kvmtune.cli`` (PLUGIN_GROUP): its name is the command words joined
+by ``_`` (python-openstackclient's way: ``disk_wipe`` is ``kvmtune disk
+wipe``), its value ``module:attribute``, an object with the same
+``add_arguments(parser)`` and ``run(args)`` as a kvmtune.cmd module (its
+``HELP``, else the first line of its docstring, is the one-line help). The
+built-in commands are the COMMANDS table: scanning the installed
+distributions for entry points costs about 50 ms, so main() scans only
+when the command line names no built-in command (a plugin's command, a
+group, ``--help``, no command at all). A plugin command that would shadow
+a built-in one (or another plugin's), or does not load, is refused with
+one line on stderr and left out; the other commands work as before.
 """
 
 import argparse
@@ -18,11 +31,15 @@ import importlib
 import sys
 from collections.abc import Iterator
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
+from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 from kvmtune import extras
 from kvmtune.errors import KvmtuneError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 # A bug in kvmtune (an exception nobody expected) exits 2, as an error does:
 # never 1, which ``verify`` and ``cloud status`` use for "not as planned"
@@ -104,14 +121,35 @@ COMMANDS: list[tuple[Any, ...]] = [
 ]
 
 
+# The entry point group a plugin adds its commands to (see the docstring).
+PLUGIN_GROUP = 'kvmtune.cli'
+
+# The global options that take a value (the next word, or after "="), so
+# _names_builtin can step over it.
+_VALUE_OPTIONS = ('--config-file',)
+_FLAG_OPTIONS = ('--debug',)
+
+
 class CommandImportError(Exception):
     """A registered command's module does not import: a broken install or
     a bug, never a command to leave out quietly."""
 
 
-def _load_commands() -> Iterator[tuple[Any, ModuleType, str, Any]]:
-    """Yield (words, module, help, (extra, modules) or None) of every
-    registered command."""
+class Command(NamedTuple):
+    """One command of the parser: its words, the object with
+    add_arguments() and run() (a kvmtune.cmd module, or what a plugin's
+    entry point names), its one-line help and (extra, modules) or None."""
+
+    words: tuple[str, ...]
+    module: Any
+    help: str
+    extra: tuple[str, Any] | None
+
+
+def _load_commands(plugins: bool = False) -> Iterator[Command]:
+    """Yield every built-in command of COMMANDS, then (``plugins``) the
+    commands plugins add through PLUGIN_GROUP."""
+    taken = []
     for words, module, help_, *needs in COMMANDS:
         name = 'kvmtune.cmd.' + module
         try:
@@ -122,7 +160,103 @@ def _load_commands() -> Iterator[tuple[Any, ModuleType, str, Any]]:
                 f'{type(exc).__name__}: {exc}') from exc
         extra = (needs[0], needs[1] if len(needs) > 1 else None) \
             if needs else None
-        yield words, mod, help_, extra
+        taken.append(tuple(words))
+        yield Command(tuple(words), mod, help_, extra)
+    if plugins:
+        yield from _load_plugins(taken)
+
+
+def registered(plugins: bool = False) -> list[Command]:
+    """The commands build_parser() makes a parser of: the built-in ones,
+    and with ``plugins`` the ones plugins add (the CLI reference shows
+    both)."""
+    return list(_load_commands(plugins))
+
+
+def _plugin_entry_points() -> list['EntryPoint']:
+    """The entry points of PLUGIN_GROUP, in a stable order (the first of
+    two that clash wins, and the other is refused)."""
+    from importlib import metadata
+
+    return sorted(metadata.entry_points(group=PLUGIN_GROUP),
+                  key=lambda ep: (ep.name, ep.value))
+
+
+def _refuse(what: str, fix: str) -> None:
+    print(f'kvmtune: warning: {what}; refused (fix: {fix})',
+          file=sys.stderr)
+
+
+def _load_plugins(taken: list[tuple[str, ...]]) -> Iterator[Command]:
+    """Yield the plugins' commands; refuse, with one line each, one that
+    names no words, shadows a command in ``taken`` (the same words, a
+    group of it or one of its sub-commands: argparse would give the
+    command line to one of them silently), or does not load."""
+    for ep in _plugin_entry_points():
+        words = tuple(ep.name.replace('_', ' ').split())
+        dist = (f'{ep.dist.name} {ep.dist.version}' if ep.dist is not None
+                else 'an unknown distribution')
+        name = ' '.join(words) or repr(ep.name)
+        what = f'plugin command "{name}" ({ep.value}, from {dist})'
+        fix = (f'rename it in the {PLUGIN_GROUP} entry points of {dist}, '
+               'or uninstall it')
+        clash = next((t for t in taken if t[:len(words)] == words
+                      or words[:len(t)] == t), None)
+        if not words:
+            _refuse(f'{what} names no command words', fix)
+            continue
+        if clash is not None:
+            _refuse(f'{what} would shadow "kvmtune {" ".join(clash)}"', fix)
+            continue
+        try:
+            obj = ep.load()
+            if not (callable(getattr(obj, 'add_arguments', None))
+                    and callable(getattr(obj, 'run', None))):
+                raise TypeError('it has no add_arguments(parser) and '
+                                'run(args)')
+            # its options, once, where a failure cannot break the parser
+            obj.add_arguments(_Parser(prog='kvmtune ' + name))
+        except Exception as exc:
+            msg = ' '.join(f'{type(exc).__name__}: {exc}'.split())
+            _refuse(f'{what} does not load: {msg}',
+                    f'reinstall or uninstall {dist}')
+            continue
+        doc = (getattr(obj, '__doc__', None) or '').strip()
+        help_ = getattr(obj, 'HELP', None) or \
+            (doc.splitlines()[0] if doc else '')
+        taken.append(words)
+        yield Command(words, obj, f'{help_} [{dist}]'.lstrip(), None)
+
+
+def _names_builtin(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` runs a built-in command (its words come first,
+    after the global options): then the parser needs no plugin. Help
+    before the command, no command, a group's name alone or any word no
+    built-in has all need them (argparse lists or runs plugin commands
+    there)."""
+    words: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        if token == '--':
+            words.extend(tokens)
+            break
+        if token.startswith('-'):
+            if words:
+                break  # the command's own options
+            option, eq, _ = token.partition('=')
+            # argparse takes any unique prefix of a long option
+            if len(option) > 2 and not eq and any(
+                    full.startswith(option) for full in _VALUE_OPTIONS):
+                next(tokens, None)
+                continue
+            if len(option) > 2 and any(
+                    full.startswith(option)
+                    for full in _VALUE_OPTIONS + _FLAG_OPTIONS):
+                continue
+            return False  # -h, --help, or an option argparse refuses
+        words.append(token)
+    return any(tuple(words[:len(command[0])]) == tuple(command[0])
+               for command in COMMANDS)
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -154,7 +288,11 @@ class _Parser(argparse.ArgumentParser):
         self.register('action', 'store', _StoreOnce)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Command] | None = None
+                 ) -> argparse.ArgumentParser:
+    """The parser of ``commands`` (default: the built-in ones)."""
+    if commands is None:
+        commands = registered()
     parser = _Parser(
         prog='kvmtune', description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help='Show tracebacks for unexpected errors.')
     top = parser.add_subparsers(dest='command', metavar='COMMAND')
     groups: dict[tuple[str, ...], Any] = {}
-    for words, mod, help_, extra in _load_commands():
+    for words, mod, help_, extra in commands:
         subparsers = top
         for depth, word in enumerate(words[:-1]):
             key = words[:depth + 1]
@@ -186,8 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     try:
-        parser = build_parser()
+        parser = build_parser(registered(
+            plugins=not _names_builtin(argv)))
     except CommandImportError as exc:
         print(f'kvmtune: internal error: {exc} (reinstall kvmtune, or '
               'report it)', file=sys.stderr)

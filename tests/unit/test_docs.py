@@ -9,6 +9,7 @@ import re
 
 from kvmtune import cli
 from tests import paths
+from tests import plugins
 
 
 def _cli_commands():
@@ -39,6 +40,26 @@ def test_a_command_the_parser_lacks_is_missing():
     sections, missing = walker.reference(
         cli.build_parser(), registered + [('no', 'such')])
     assert missing == [('no', 'such')]
+
+
+def test_the_reference_shows_the_commands_plugins_add(tmp_path,
+                                                      monkeypatch):
+    """kvmtune_cli.py renders cli.registered(plugins=True): a command an
+    installed plugin adds has its section, with its options."""
+    walker = _cli_commands()
+    plugins.install(tmp_path, monkeypatch,
+                    {'disk_wipe': '{module}:command'})
+    commands = cli.registered(plugins=True)
+    assert ('disk', 'wipe') in [c.words for c in commands]
+    sections, missing = walker.reference(
+        cli.build_parser(commands), [c.words for c in commands])
+    assert missing == []
+    wipe = dict(sections)[('disk', 'wipe')]
+    assert walker.options(wipe)[-1] == (['--disk'], 'DISK', '')
+    # built-ins only (the default) has no section for it
+    sections, _ = walker.reference(
+        cli.build_parser(), [c.words for c in cli.registered()])
+    assert ('disk', 'wipe') not in dict(sections)
 
 
 def test_options_are_the_help_text():

@@ -1,7 +1,7 @@
 """The commands of ``kvmtune`` as its own argparse parser has them.
 
 The CLI reference (kvmtune_cli.py) renders what this walks, and
-tests/unit/test_docs.py checks it against kvmtune.cli.COMMANDS, so a
+tests/unit/test_docs.py checks it against kvmtune.cli.registered(), so a
 command the CLI registers cannot be missing from the reference. Only the
 standard library: the unit tier imports it without Sphinx.
 """
@@ -33,7 +33,7 @@ def reference(parser, registered):
     """What the CLI reference shows: (sections, missing).
 
     ``sections`` are the (words, parser) of every registered command
-    (``registered``: kvmtune.cli.COMMANDS' word tuples) and of the
+    (``registered``: the words of kvmtune.cli.registered()) and of the
     sub-commands its module adds (``cloud up``), in the parser's order;
     the groups kvmtune.cli makes for them (``host``) get none.
     ``missing`` are the registered commands, and the leaves, that the

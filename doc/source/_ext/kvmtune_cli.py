@@ -3,10 +3,12 @@
 kvmtune.cli.build_parser() builds the parser ``kvmtune --help`` prints
 (each command module's docstring is its description, its add_arguments()
 its options), so the reference is that text, never a second copy of it.
-One section per command of kvmtune.cli.COMMANDS and per sub-command its
-module adds (``kvmtune cloud up``): the one-line summary, the usage, the
-description and a list of the options. A registered command the parser
-does not lead to stops the build (cli_commands.reference).
+One section per command kvmtune.cli registers (kvmtune.cli.COMMANDS, and
+the commands installed plugins add through the ``kvmtune.cli`` entry
+points) and per sub-command its module adds (``kvmtune cloud up``): the
+one-line summary, the usage, the description and a list of the options. A
+registered command the parser does not lead to stops the build
+(cli_commands.reference).
 
 Descriptions are plain text (argparse's RawDescriptionHelpFormatter): a
 block of indented lines is shown as it is (examples, tables), any other
@@ -131,8 +133,9 @@ class KvmtuneCli(Directive):
                 os.environ['COLUMNS'] = saved
 
     def _render(self, cli):
-        parser = cli.build_parser()
-        registered = [words for words, *_ in cli.COMMANDS]
+        commands = cli.registered(plugins=True)
+        parser = cli.build_parser(commands)
+        registered = [command.words for command in commands]
         sections, missing = cli_commands.reference(parser, registered)
         if missing:
             raise ExtensionError(
