@@ -1,4 +1,5 @@
-"""Baseline files and the target checks that protect data."""
+"""Baseline files: saved, read back, refused when broken (the target
+checks that protect data: tests/unit/bench/test_targets.py)."""
 
 import json
 import os
@@ -7,7 +8,6 @@ import pytest
 import re
 
 from kvmtune.bench import baseline
-from kvmtune.bench import targets
 from kvmtune.errors import InputError
 
 RESULT = {'tool': 'fio', 'workload': 'fio-randread-4k', 'iops': 100.0,
@@ -57,31 +57,6 @@ def test_load_of_non_json(tmp_path):
     path.write_text('{"schema": 1,')
     with pytest.raises(InputError, match='not JSON'):
         baseline.load(str(path))
-
-
-def test_write_refuses_a_file_holding_data(tmp_path):
-    path = tmp_path / 'data.img'
-    path.write_bytes(b'precious')
-    assert targets.refusal(str(path), writes=True) == 'a file holding data'
-    assert targets.refusal(str(path), writes=False) is None
-    (tmp_path / 'empty.img').write_bytes(b'')
-    assert targets.refusal(str(tmp_path / 'empty.img'), writes=True) is None
-    assert targets.refusal(str(tmp_path / 'new.img'), writes=True) is None
-
-
-def test_signatures_are_recognised(tmp_path):
-    ext4 = bytearray(70000)
-    ext4[1080:1082] = b'\x53\xef'
-    (tmp_path / 'fs').write_bytes(bytes(ext4))
-    assert targets.signature(str(tmp_path / 'fs')) == \
-        'an ext2/3/4 filesystem'
-    mbr = bytearray(70000)
-    mbr[510:512] = b'\x55\xaa'
-    (tmp_path / 'disk').write_bytes(bytes(mbr))
-    assert targets.signature(str(tmp_path / 'disk')) == \
-        'an MBR partition table'
-    (tmp_path / 'zero').write_bytes(bytes(70000))
-    assert targets.signature(str(tmp_path / 'zero')) is None
 
 
 def test_size_bytes():
