@@ -10,7 +10,6 @@ from kvmtune import facts as host_facts
 from kvmtune import plan as plans
 from kvmtune.capacity import placement
 from kvmtune.capacity import request
-from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from tests import paths
 from tests.unit.capacity.replay import load
@@ -116,27 +115,6 @@ def test_pcpus_free_but_pages_too_few_is_the_page_limit():
     assert fit.count is None and '--facts-dir' in fit.reason
 
 
-def test_a_node_that_cannot_be_read_is_partial_not_zero():
-    uuid = 'cf63b802-58b5-4ca2-ba0e-f3563145bd06'
-    cloud = Replay(RECORDING, fail={
-        f'placement /resource_providers/{uuid}/usages':
-        CloudError('HTTP 503: Service Unavailable', source='cloud replay')})
-    result = capacity.compute(cloud, [PINNED])
-    assert result.partial
-    assert 'HTTP 503' in result.fits[0].reason
-    assert result.by_flavor() == {PINNED: (0, True)}
-
-
-def test_credentials_that_cannot_read_placement_are_an_error():
-    uuid = 'cf63b802-58b5-4ca2-ba0e-f3563145bd06'
-    denied = CloudError('HTTP 403: Forbidden', source='cloud replay')
-    denied.http_status = 403
-    cloud = Replay(RECORDING, fail={
-        f'placement /resource_providers/{uuid}/inventories': denied})
-    with pytest.raises(CloudError, match='403'):
-        capacity.compute(cloud, [PINNED])
-
-
 @pytest.mark.parametrize('kwargs, words', [
     ({'flavor_names': ['nope']}, "no flavor named 'nope'"),
     ({'flavor_names': [PINNED], 'facts_by_host': {'other': {}}},
@@ -148,24 +126,3 @@ def test_bad_input_names_what_and_the_fix(kwargs, words):
     with pytest.raises(InputError, match=words) as exc:
         capacity.compute(Replay(RECORDING), **kwargs)
     assert exc.value.fix
-
-
-def test_a_provider_without_inventory_is_partial():
-    recording = dict(RECORDING)
-    uuid = 'cf63b802-58b5-4ca2-ba0e-f3563145bd06'
-    recording[f'placement /resource_providers/{uuid}/inventories'] = {
-        'inventories': {}, 'resource_provider_generation': 1}
-    result = capacity.compute(Replay(recording), [PINNED])
-    assert result.fits[0].count is None
-    assert 'no inventory in Placement' in result.fits[0].reason
-
-
-def test_calls_grow_with_hosts_not_hosts_times_flavors():
-    one = Replay(RECORDING, hosts=10)
-    capacity.compute(one, [PINNED])
-    two = Replay(RECORDING, hosts=10)
-    capacity.compute(two, [PINNED, BASE])
-    more = Replay(RECORDING, hosts=20)
-    capacity.compute(more, [PINNED, BASE])
-    assert one.calls == two.calls
-    assert more.calls - two.calls == 10 * 3

@@ -1,0 +1,81 @@
+"""kvmtune.capacity.prometheus: capacity's counts as a node_exporter
+textfile under os-capacity's gauge names, read back with the Prometheus
+client's own parser (what the textfile collector accepts)."""
+
+import os
+import stat
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from kvmtune.capacity import Capacity
+from kvmtune.capacity import Fit
+from kvmtune.capacity import prometheus
+
+RESULT = Capacity(fits=[
+    Fit('compute-1', 'm1.pinned', 3, 'PCPU'),
+    Fit('compute-2', 'm1.pinned', None, None, 'HTTP 503'),
+    Fit('compute-1', 'm1.small', 16, 'VCPU'),
+    Fit('compute-2', 'm1.small', 0, 'trait:CUSTOM_KVMTUNE_EPT'),
+])
+
+
+def samples(text):
+    return {family.name: [(s.labels, s.value) for s in family.samples]
+            for family in text_string_to_metric_families(text)}
+
+
+def test_the_gauges_and_their_samples():
+    found = samples(prometheus.render(RESULT, now=1764150000.25))
+    # a count not known is left out of the per-host gauge
+    assert found[prometheus.BY_HOST] == [
+        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.pinned'}, 3.0),
+        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.small'}, 16.0),
+        ({'hypervisor': 'compute-2', 'flavor_name': 'm1.small'}, 0.0)]
+    # the totals count a partial host as 0
+    assert found[prometheus.TOTAL] == [
+        ({'flavor_name': 'm1.pinned'}, 3.0),
+        ({'flavor_name': 'm1.small'}, 16.0)]
+    assert found[prometheus.LIMIT] == [
+        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.pinned',
+          'limit': 'PCPU'}, 1.0),
+        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.small',
+          'limit': 'VCPU'}, 1.0),
+        ({'hypervisor': 'compute-2', 'flavor_name': 'm1.small',
+          'limit': 'trait:CUSTOM_KVMTUNE_EPT'}, 1.0)]
+    assert [value for _, value in found[prometheus.PARTIAL]] == [
+        0.0, 1.0, 0.0, 0.0]
+    assert found[prometheus.LAST_RUN] == [({}, 1764150000.25)]
+
+
+def test_os_capacity_names_and_no_sample_timestamps():
+    text = prometheus.render(RESULT, now=1.0)
+    assert prometheus.BY_HOST == \
+        'openstack_free_capacity_hypervisor_by_flavor'
+    assert prometheus.TOTAL == 'openstack_free_capacity_by_flavor_total'
+    every = [s for family in text_string_to_metric_families(text)
+             for s in family.samples]
+    assert len(every) == 3 + 2 + 3 + 4 + 1
+    # the textfile collector refuses samples with a timestamp
+    assert all(s.timestamp is None for s in every)
+    assert text.endswith('\n')
+
+
+def test_a_label_value_is_escaped():
+    odd = Capacity(fits=[Fit('h"1', 'a\\b\nc', 1, 'VCPU')])
+    [(labels, value)] = samples(prometheus.render(odd, now=1.0))[
+        prometheus.BY_HOST]
+    assert labels == {'hypervisor': 'h"1', 'flavor_name': 'a\\b\nc'}
+
+
+def test_an_empty_result_still_says_when_it_ran():
+    found = samples(prometheus.render(Capacity(fits=[]), now=5.0))
+    assert found[prometheus.BY_HOST] == []
+    assert found[prometheus.LAST_RUN] == [({}, 5.0)]
+
+
+def test_write_is_readable_by_the_collector(tmp_path):
+    path = tmp_path / 'capacity.prom'
+    prometheus.write(str(path), RESULT, now=2.0)
+    assert path.read_text() == prometheus.render(RESULT, now=2.0)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert os.listdir(tmp_path) == ['capacity.prom']
