@@ -42,7 +42,7 @@ def flavors(recording):
 
 def run(hosts, names, recording, facts):
     from kvmtune import capacity
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
     from tests.unit.capacity.replay import Replay
 
     tuned = [plans.Plan(profile='bench', facts_source='bench', nova_conf={

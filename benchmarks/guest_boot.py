@@ -23,7 +23,7 @@ from kvmtune import image
 from kvmtune.bench import qemu
 from kvmtune import workloads
 from kvmtune.workloads import console
-from kvmtune.workloads import job
+from kvmtune.workloads import guestjob
 from kvmtune.workloads import parsers
 
 TARGET_SECONDS = 20
@@ -41,11 +41,11 @@ def boot_to_result(image_dir, boot, workload, runtime, ram_mb):
     try:
         data = os.path.join(workdir, 'data.raw')
         qemu.data_disk(data, '256M', 'raw')
-        the_job = job.build(workload, target=qemu.DATA_DISK,
-                            runtime=runtime)   # no start_at: run at once
+        the_job = guestjob.build(workload, target=qemu.DATA_DISK,
+                                 runtime=runtime)   # no start_at: run at once
         cdrom = os.path.join(workdir, 'config-2.iso')
         qemu.config_drive(cdrom, workdir, guest.instance_id,
-                          job.encode(the_job))
+                          guestjob.encode(the_job))
         argv = guest.argv('tcg', 1, ram_mb, image_dir, data, 'raw', 'none',
                           cdrom=cdrom, boot=boot)
         start = time.monotonic()

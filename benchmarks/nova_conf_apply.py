@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from kvmtune.novaconf import update
+from kvmtune.tuning.novaconf import update
 
 CHANGES = {
     'DEFAULT': {'reserved_host_memory_mb': '4096'},

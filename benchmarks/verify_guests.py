@@ -69,7 +69,7 @@ def main():
     args = parser.parse_args()
     sys.path.insert(0, REPO)
     from kvmtune import cli
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
 
     with tempfile.TemporaryDirectory() as tmp:
         xml_dir = os.path.join(tmp, 'domains')

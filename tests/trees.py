@@ -2,7 +2,7 @@
 
 Two test modules need a checkout of a project that is in no package
 registry and is not copied into this repository: openstack-helm's nova
-chart (tests/unit/export/test_helm.py) and DevStack's scripts
+chart (tests/unit/tuning/export/test_helm.py) and DevStack's scripts
 (tests/functional/test_devstack_real.py). Each is pinned to one commit,
 named where the reader looks for it (devstack/README.rst, the helm test's
 docstring), and an operator's CI provides the tree through a variable
@@ -113,7 +113,7 @@ class PinnedTree:
 
 
 # openstack-helm's nova chart and helm-toolkit, rendered by helm in
-# tests/unit/export/test_helm.py (2026-08-20)
+# tests/unit/tuning/export/test_helm.py (2026-08-20)
 OSH = PinnedTree(
     project='openstack-helm', variable='KVMTUNE_OSH_DIR',
     pinned='0ee5adeffcaefb6f7a78bb23bf845414672e6827',

@@ -42,7 +42,7 @@ from kvmtune.results import verdict as verdicts
 from kvmtune.results.row import Row
 from kvmtune.workloads import Workload
 from kvmtune.workloads import console
-from kvmtune.workloads import job as jobs
+from kvmtune.workloads import guestjob as jobs
 
 SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
 # Seconds from launch to start_at: boot (kernel reaches /init in ~5 s

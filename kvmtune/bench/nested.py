@@ -34,7 +34,7 @@ from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.image import nested as nested_image
 from kvmtune.workloads import console
-from kvmtune.workloads import job as jobs
+from kvmtune.workloads import guestjob as jobs
 from kvmtune.results import row as rows
 from kvmtune.results import verdict as verdicts
 from kvmtune.results.row import Row

@@ -35,7 +35,7 @@ from kvmtune.errors import InputError
 
 if TYPE_CHECKING:
     from kvmtune.capacity.placement import Host
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 
 @dataclasses.dataclass
@@ -208,7 +208,7 @@ def compute(cloud: Any, flavor_names: Sequence[str] | None = None, *,
         host Nova does not know
     """
     from kvmtune.capacity import placement
-    from kvmtune.cloud import flavors as cloud_flavors
+    from kvmtune.openstack import flavors as cloud_flavors
 
     facts_by_host = facts_by_host or {}
     reader = placement.Reader(cloud)

@@ -55,8 +55,8 @@ class Reader:
     def flavors(self) -> Any:
         """Every flavor with its extra specs, read now in one GET (Nova
         lists the specs with the flavor from 2.61): a
-        :class:`kvmtune.cloud.flavors.Flavors` to pick from."""
-        from kvmtune.cloud import flavors as cloud_flavors
+        :class:`kvmtune.openstack.flavors.Flavors` to pick from."""
+        from kvmtune.openstack import flavors as cloud_flavors
         listing = cloud_flavors.Flavors(self.cloud)
         self.calls += 1
         listing.all()

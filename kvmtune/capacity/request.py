@@ -28,7 +28,7 @@ import math
 import re
 from typing import Any
 
-from kvmtune import extra_specs
+from kvmtune.tuning import extra_specs
 from kvmtune.facts.cpulist import parse_cpu_spec
 
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'

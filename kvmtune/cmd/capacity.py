@@ -79,7 +79,7 @@ def dedicated_set(path: str) -> set[int]:
     set when it sets none)."""
     from kvmtune.errors import InputError
     from kvmtune.facts.cpulist import parse_cpu_spec
-    from kvmtune.novaconf import update
+    from kvmtune.tuning.novaconf import update
 
     ini = update.parse_config(path, update.read_config(path))
     value = ini.get('compute', 'cpu_dedicated_set')
@@ -95,13 +95,13 @@ def dedicated_set(path: str) -> set[int]:
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import capacity
     from kvmtune.capacity import prometheus
-    from kvmtune.cloud.connection import Cloud
+    from kvmtune.openstack.connection import Cloud
 
     by_host, dedicated = (facts_dir(args.facts_dir) if args.facts_dir
                           else ({}, {}))
     plans_for = None
     if args.profile:
-        from kvmtune import plan
+        from kvmtune.tuning import plan
         profiles, config_files = args.profile, args.config_file
 
         # each node's CPU sets, planned from its own facts

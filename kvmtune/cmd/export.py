@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 from kvmtune import cmd
 
 if TYPE_CHECKING:
-    from kvmtune.novaconf.effective import Reader
+    from kvmtune.tuning.novaconf.effective import Reader
 
 TARGETS = ('oslo-dropin', 'kolla', 'openstack-ansible', 'helm',
            'provider-config', 'tuned')
@@ -100,9 +100,9 @@ def cmdlines(args: argparse.Namespace
     when the export is for this host."""
 
     from kvmtune.errors import InputError
-    from kvmtune.novaconf import dropin
-    from kvmtune.novaconf import effective
-    from kvmtune.novaconf import services
+    from kvmtune.tuning.novaconf import dropin
+    from kvmtune.tuning.novaconf import effective
+    from kvmtune.tuning.novaconf import services
 
     here = args.root is None and args.facts is None
     under = effective.Reader('/') if here else None
@@ -134,9 +134,9 @@ def cmdlines(args: argparse.Namespace
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import export
+    from kvmtune.tuning import export
     from kvmtune import facts as host_facts
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
 
     export.module(args.target)      # an unknown target before any work
     services, under = cmdlines(args)

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune.cloud import flavors as tuned
-    from kvmtune.cloud import planning
-    from kvmtune.cloud.connection import Cloud
+    from kvmtune.openstack import flavors as tuned
+    from kvmtune.openstack import planning
+    from kvmtune.openstack.connection import Cloud
 
     plan = planning.plan_for(
         args.profile, args.root, args.facts, args.config_file)

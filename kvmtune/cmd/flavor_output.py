@@ -6,11 +6,11 @@ Not a sub-command: kvmtune.cli lists its commands by module name.
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvmtune.cloud.flavors import SpecDiff
+    from kvmtune.openstack.flavors import SpecDiff
 
 
 def print_diff(diff: 'SpecDiff') -> None:
     """One indented line per extra-spec change: + added, ~ changed,
-    - removed (kvmtune.cloud.flavors.SpecDiff.lines)."""
+    - removed (kvmtune.openstack.flavors.SpecDiff.lines)."""
     for line in diff.lines():
         print(f'  {line}')

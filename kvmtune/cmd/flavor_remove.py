@@ -22,7 +22,7 @@ from kvmtune.cmd.flavor_output import print_diff
 from kvmtune.errors import InputError
 
 if TYPE_CHECKING:
-    from kvmtune.cloud.flavors import Flavors
+    from kvmtune.openstack.flavors import Flavors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune.cloud import flavors as tuned
-    from kvmtune.cloud import planning
-    from kvmtune.cloud.connection import Cloud
+    from kvmtune.openstack import flavors as tuned
+    from kvmtune.openstack import planning
+    from kvmtune.openstack.connection import Cloud
 
     cloud = Cloud.connect(args.os_cloud)
     flavors = tuned.Flavors(cloud)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int | None:
 
 
 def _delete(flavors: 'Flavors', args: argparse.Namespace) -> None:
-    from kvmtune.cloud import flavors as tuned
+    from kvmtune.openstack import flavors as tuned
 
     flavor = flavors.find(args.name)
     if flavor is None:

@@ -22,7 +22,7 @@ notice says so and kvmtune's own rules apply. A value Nova would reject
 stops the run with nothing written. Restart nova-compute afterwards for
 Nova to read the new options.
 
-Each Nova service reads its own options (kvmtune.novaconf.services, from
+Each Nova service reads its own options (kvmtune.tuning.novaconf.services, from
 Nova's source): ``--service compute`` writes only what nova-compute reads,
 ``--service scheduler`` what nova-scheduler and nova-conductor read
 (``[filter_scheduler] enabled_filters``, ``[workarounds]
@@ -31,13 +31,13 @@ all services, as on a single-node DevStack). The default is what this host
 runs (nova-compute and nova-scheduler: all), else compute. An option left
 out is named on stderr, never dropped silently.
 
-A service reads nova.conf in oslo.config's order (kvmtune.novaconf.effective,
-from oslo_config/cfg.py): a later ``--config-file`` or a drop-in directory
-read after it may set the same option, or the service may not read this
-file at all (DevStack's nova-compute reads nova-cpu.conf). With
-``--service-cmdline "the service's command line"`` such an option stops
-the run, naming the file that wins, with nothing written; applying on
-this host without it, the running services' /proc/<pid>/cmdline are
+A service reads nova.conf in oslo.config's order
+(kvmtune.tuning.novaconf.effective, from oslo_config/cfg.py): a later
+``--config-file`` or a drop-in directory read after it may set the same option,
+or the service may not read this file at all (DevStack's nova-compute reads
+nova-cpu.conf). With ``--service-cmdline "the service's command line"`` such an
+option stops the run, naming the file that wins, with nothing written; applying
+on this host without it, the running services' /proc/<pid>/cmdline are
 checked the same way and each such option is a notice.
 """
 
@@ -77,7 +77,7 @@ def service_cmdlines(args: argparse.Namespace, service: str
     this host that read what ``service`` writes (notices)."""
 
     from kvmtune.errors import InputError
-    from kvmtune.novaconf import services
+    from kvmtune.tuning.novaconf import services
 
     wanted = (set(services.SERVICES) if service == 'all'
               else {services.COMPUTE} if service == services.COMPUTE
@@ -102,10 +102,10 @@ def service_cmdlines(args: argparse.Namespace, service: str
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
-    from kvmtune import novaconf
-    from kvmtune import plan as plans
-    from kvmtune.novaconf import services as novaservices
-    from kvmtune.novaconf import validate
+    from kvmtune.tuning import novaconf
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning.novaconf import services as novaservices
+    from kvmtune.tuning.novaconf import validate
 
     loaded = conf.load(args.config_file)
     # The front door: profile, facts, plan, and the refusal of a withheld

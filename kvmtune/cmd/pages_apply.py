@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from kvmtune.errors import InputError
 
 if TYPE_CHECKING:
-    from kvmtune.plan import HugepageRequest
+    from kvmtune.tuning.plan import HugepageRequest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,14 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import pages
+    from kvmtune.tuning import pages
 
     if bool(args.pools) == bool(args.profile):
         raise InputError('give NODE:SIZE:COUNT pools or --profile, one of '
                          'them', key='kvmtune pages apply',
                          fix='e.g. kvmtune pages apply 0:2M:512')
     if args.profile:
-        from kvmtune import plan as plans
+        from kvmtune.tuning import plan as plans
 
         # the front door: a plan that withheld a pool is refused (exit 2),
         # never applied in part

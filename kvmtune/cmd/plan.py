@@ -29,7 +29,7 @@ from kvmtune import cmd
 from kvmtune.cmd import output
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import facts as host_facts
-    from kvmtune import plan as plans
-    from kvmtune import profiles
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning import profiles
 
     dirs = profiles.configured_dirs(args.config_file)
     profile = profiles.load(args.profile, dirs)
@@ -69,7 +69,7 @@ STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}
 
 def format_text(plan: 'Plan') -> str:
     """The plan as an operator reads it, section by section."""
-    from kvmtune.novaconf import services
+    from kvmtune.tuning.novaconf import services
     lines = [f'Profile {plan.profile} on {plan.facts_source}']
     if plan.nova_release is not None:
         lines.append(f'for Nova {plan.nova_release}')

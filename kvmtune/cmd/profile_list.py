@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
 
     dirs = profiles.configured_dirs(args.config_file)
     loaded = [profiles.load_file(path) for _, path

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int | None:
     import yaml
 
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
 
     dirs = profiles.configured_dirs(args.config_file)
     profile = profiles.load(args.name, dirs)

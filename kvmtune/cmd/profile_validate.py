@@ -18,8 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import plan as plans
-    from kvmtune import profiles
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning import profiles
 
     profile = profiles.load_file(args.file)
     # an empty host: the tuners read every fact with a default

@@ -4,7 +4,7 @@
     rally task start "$(kvmtune rally task-path disk-scaling)" \\
         --task-args '{"max_vms": 3}'
 
-The task files (rally_scenarios/tasks/*.yaml) are installed with kvmtune,
+The task files (kvmtune/rally/tasks/*.yaml) are installed with kvmtune,
 beside its Rally plugins; without a name this lists them with their paths.
 Rally itself comes with the bench extra: pip install 'kvmtune[bench]'.
 """
@@ -19,11 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune.mainjob import rally
+    from kvmtune.mainjob import sweep
 
     if args.name:
-        print(rally.task_path(args.name))
+        print(sweep.task_path(args.name))
         return 0
-    for name in rally.task_names():
-        print(f'{name}  {rally.task_path(name)}')
+    for name in sweep.task_names():
+        print(f'{name}  {sweep.task_path(name)}')
     return 0

@@ -124,7 +124,7 @@ def _layers(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
     from kvmtune import verify
 
     if args.all_hosts or args.facts_dir:
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int | None:
                                config_files=args.config_file)
     cloud = None
     if args.os_cloud and 'cloud' in layers:
-        from kvmtune.cloud.connection import Cloud
+        from kvmtune.openstack.connection import Cloud
         cloud = Cloud.connect(args.os_cloud)
     ctx = verify.Context(root=args.root or '/',
                          config_files=args.nova_config_files,
@@ -160,8 +160,8 @@ def run_fleet(args: argparse.Namespace) -> int:
     import os
 
     from kvmtune import facts as host_facts
-    from kvmtune import plan as plans
-    from kvmtune.cloud.connection import Cloud
+    from kvmtune.tuning import plan as plans
+    from kvmtune.openstack.connection import Cloud
     from kvmtune.errors import InputError
     from kvmtune.verify import cloud as cloud_layer
 

@@ -21,7 +21,7 @@ from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 
 if TYPE_CHECKING:
-    from kvmtune.plan import PlanDict
+    from kvmtune.tuning.plan import PlanDict
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.devstack import changes as changes_mod
-    from kvmtune.devstack import cloud
+    from kvmtune.devstack import resources
     from kvmtune.devstack import host
     from kvmtune.devstack import tempest
 
@@ -85,18 +85,18 @@ def run(args: argparse.Namespace) -> int:
             print('kvmtune: compute-only node: flavors and the image are '
                   'made on the controller; nothing to do here')
             return 0
-        found = cloud.extra(changes, args.os_cloud, args.profiles,
-                            args.base_flavor, args.tag_host,
-                            args.build_image, args.image_dir,
-                            args.image_name,
-                            compute_only=args.compute_only)
+        found = resources.extra(changes, args.os_cloud, args.profiles,
+                                args.base_flavor, args.tag_host,
+                                args.build_image, args.image_dir,
+                                args.image_name,
+                                compute_only=args.compute_only)
         tempest.save_found(args.state_dir, found)
     elif args.phase == 'test-config':
         host.set_options(changes, 'tempest_conf', args.tempest_config,
                          'kvmtune', tempest.options(
                              tempest.load_found(args.state_dir)))
     elif args.phase == 'unstack':
-        cloud.unstack(changes, args.os_cloud)
+        resources.unstack(changes, args.os_cloud)
     elif args.phase == 'clean':
         host.clean(changes, also=[args.nova_cpu_conf])
         tempest.remove_found(args.state_dir)
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _pools(text: str | None,
            plans: Sequence['PlanDict']) -> list[Any] | None:
-    from kvmtune import pages
+    from kvmtune.tuning import pages
     from kvmtune.devstack import host
 
     if text is None:

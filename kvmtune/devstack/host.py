@@ -1,8 +1,8 @@
 """post-config and clean: nova.conf options, modprobe files, huge pages.
 
 nova.conf is edited with kvmtune's one writer of it
-(kvmtune.novaconf.update.apply, which also removes what Nova then refuses,
-such as ``[libvirt] cpu_models`` when a profile sets ``cpu_mode`` to
+(kvmtune.tuning.novaconf.update.apply, which also removes what Nova then
+refuses, such as ``[libvirt] cpu_models`` when a profile sets ``cpu_mode`` to
 host-passthrough) and undone option by option, not from kvmtune's backup
 copy (``nova.conf.kvmtune.bak``, removed at clean if the plugin made it):
 DevStack and later plugins keep editing nova.conf after post-config, and
@@ -27,15 +27,15 @@ from typing import Any
 from typing import Literal
 from typing import cast
 
-from kvmtune import pages
+from kvmtune.tuning import pages
 from kvmtune import privileged
 from kvmtune.errors import InputError
-from kvmtune.novaconf import inifile
-from kvmtune.novaconf import update
+from kvmtune.tuning.novaconf import inifile
+from kvmtune.tuning.novaconf import update
 from kvmtune.devstack.changes import Changes
-from kvmtune.plan import PlanDict
+from kvmtune.tuning.plan import PlanDict
 
-# plan dicts (kvmtune.plan.Plan.to_dict())
+# plan dicts (kvmtune.tuning.plan.Plan.to_dict())
 Plans = Sequence[PlanDict]
 
 # "kvmtune nova-conf apply" keeps the previous nova.conf there.
@@ -48,7 +48,7 @@ def build_plans(profiles: Iterable[str],
                 config_files: Iterable[str] = ()) -> list[PlanDict]:
     """The plans (as dicts) of the named profiles on this host; InputError
     when one withheld values it could not safely decide."""
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
 
     if not profiles:
         return []
@@ -176,7 +176,7 @@ def post_config(changes: Changes, nova_conf: str, plans: Plans,
     :param plans: plan dicts (build_plans).
     :param modprobe_dir: write the plans' modprobe files there, or None.
     :param hugepages: None (pools left alone), or the pools to set
-        (kvmtune.pages.Pool; plan_pools gives the plans' own).
+        (kvmtune.tuning.pages.Pool; plan_pools gives the plans' own).
     """
     if not os.path.exists(nova_conf):
         raise InputError('does not exist', source=nova_conf,

@@ -43,9 +43,9 @@ def _data(name: str) -> bytes:
 
 def _templates() -> dict[str, str]:
     from kvmtune import workloads
-    from kvmtune.workloads import job
+    from kvmtune.workloads import guestjob
 
-    return job.templates(workloads.load_all())
+    return guestjob.templates(workloads.load_all())
 
 
 def _fingerprint(deb_paths: Sequence[str], with_net: bool,

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # kvmtune benchmark guest: find the job, wait for its start, run the tool,
 # print the result framed for kvmtune.workloads.console (doc/design.md 6).
-# The job JSON is written by kvmtune.workloads.job.build: one line, and its
+# The job JSON is written by kvmtune.workloads.guestjob.build: one line, and its
 # string values hold no quote or backslash, so sed can read it.
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp /mnt/config /media /lib64 /sbin \
@@ -107,7 +107,7 @@ RUNTIME=$(jget runtime)
 COMMAND=$(jget command)
 if [ -z "$COMMAND" ]; then
     # A job with only the design.md keys: the image's own command line
-    # for this workload and role (kvmtune.workloads.job.templates).
+    # for this workload and role (kvmtune.workloads.guestjob.templates).
     template=/etc/kvmtune/workloads/$WORKLOAD.$ROLE
     [ -f "$template" ] || fail "unknown workload or role: $WORKLOAD $ROLE"
     COMMAND=$(sed -e "s|@TARGET@|$TARGET|g" -e "s|@PEER@|$PEER|g" \

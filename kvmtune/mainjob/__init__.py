@@ -7,7 +7,7 @@ guests) and works against it; with --os-cloud C it uses
 that cloud and starts nothing locally. Either way it builds and uploads
 the benchmark image, makes the default and the tuned flavor (what
 `kvmtune flavor apply` does, called as a library), runs the disk scaling
-sweep with Rally (the task file installed with rally_scenarios) and makes
+sweep with Rally (the task file installed with kvmtune.rally) and makes
 the report. Rally's database and settings, the results, the report and
 the job's log stay in the state directory. Only the job's own lines go to
 stdout: one per step with its time, then the summary.

@@ -1,6 +1,7 @@
-"""`python -m kvmtune.mainjob` (what tools/main-job runs)."""
+"""`python -m kvmtune.mainjob`: the same as `kvmtune main-job` (the CLI
+parses, kvmtune.mainjob.job runs)."""
 import sys
 
-from kvmtune.mainjob import job
+from kvmtune import cli
 
-sys.exit(job.main())
+sys.exit(cli.main(['main-job', *sys.argv[1:]]))

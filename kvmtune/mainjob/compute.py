@@ -13,14 +13,14 @@ from typing import cast
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
-from kvmtune.mainjob import pages
+from kvmtune.mainjob import hugepages
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
 
     from kvmtune.facts.types import Facts
-    from kvmtune.plan import Plan
-    from kvmtune.profiles import Profile
+    from kvmtune.tuning.plan import Plan
+    from kvmtune.tuning.profiles import Profile
 
 # The tuned profile by whether the host has EPT/NPT: the -ept profile's
 # flavor requires CUSTOM_KVMTUNE_EPT, which an EPT-less host never gets.
@@ -30,7 +30,7 @@ PCPU_TIMEOUT = 120
 
 def tuned_profile(facts: 'Facts') -> tuple[str, str]:
     """(profile, why) for a host's facts."""
-    from kvmtune import traits
+    from kvmtune.tuning import traits
 
     if traits.EPT in traits.from_facts(facts):
         return TUNED_PROFILES[True], ('this host has EPT/NPT (virt.ept '
@@ -43,7 +43,7 @@ def tuned_profile(facts: 'Facts') -> tuple[str, str]:
 
 
 def load_profile(name: str) -> 'Profile':
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
 
     # None: kvmtune.conf's default files
     return profiles.load(name, profiles.configured_dirs(
@@ -52,7 +52,7 @@ def load_profile(name: str) -> 'Profile':
 
 def required_traits(plan: 'Plan') -> set[str]:
     """Traits a plan's flavor requires (trait:X=required)."""
-    from kvmtune import extra_specs
+    from kvmtune.tuning import extra_specs
 
     return extra_specs.required_traits(plan.extra_specs)
 
@@ -62,10 +62,10 @@ def check_traits(profile: 'Profile', facts: 'Facts',
     """The traits the tuned flavor requires must be ones `kvmtune host
     tag` sets from the same facts, else its guests get NoValidHost.
     ``plan``: the profile's plan for those facts, when the caller has it."""
-    from kvmtune import traits
+    from kvmtune.tuning import traits
 
     if plan is None:
-        plan = pages.plan_for(profile, facts)
+        plan = hugepages.plan_for(profile, facts)
     missing = required_traits(plan) - traits.from_facts(facts)
     if missing:
         raise KvmtuneError(
@@ -86,9 +86,9 @@ def apply_nova_conf(profile_name: str, facts: 'Facts', path: str,
     runs every Nova service on this host): the profile's options into
     nova.conf at path, checked by Nova's own definitions; its message."""
     from kvmtune import conf
-    from kvmtune import novaconf
-    from kvmtune import plan as plans
-    from kvmtune.novaconf import validate
+    from kvmtune.tuning import novaconf
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning.novaconf import validate
 
     config_files = list(config_files or [])
     loaded = conf.load(config_files)
@@ -112,9 +112,9 @@ def tag_host(cloud_name: str, facts: 'Facts', hypervisor: str | None = None
     on the compute node's resource provider; (node, traits) set."""
     import socket
 
-    from kvmtune import traits
-    from kvmtune.cloud import placement
-    from kvmtune.cloud.connection import Cloud
+    from kvmtune.tuning import traits
+    from kvmtune.openstack import placement
+    from kvmtune.openstack.connection import Cloud
 
     wanted = traits.from_facts(facts)
     name = hypervisor or facts.get('hostname') or socket.gethostname()
@@ -137,7 +137,7 @@ class LocalSetup:
 
     profile: str
     why: str
-    pages: pages.Pages | None  # None: the tuned guests take no huge pages
+    pages: hugepages.Pages | None  # None: the tuned guests take no huge pages
     pinned: bool          # the tuned flavor asks for dedicated CPUs
     facts: 'Facts'        # this host's
     config_files: tuple[str, ...] = ()
@@ -157,12 +157,12 @@ def local_setup(facts: 'Facts', nova_conf: str | None, max_vms: int,
     if profile_name:
         name, why = profile_name, 'named by --tuned-profile'
     profile = load_profile(name)
-    plan = pages.plan_for(profile, facts)
+    plan = hugepages.plan_for(profile, facts)
     check_traits(profile, facts, plan)
     specs = plan.extra_specs
     return LocalSetup(name, why,
-                      pages.guest_pages(profile, facts, max_vms, ram_mb,
-                                        plan=plan),
+                      hugepages.guest_pages(profile, facts, max_vms, ram_mb,
+                                            plan=plan),
                       specs.get('hw:cpu_policy') == 'dedicated', facts,
                       tuple(config_files or ()), nova_conf)
 
@@ -192,7 +192,7 @@ def tune_local_compute(conn: 'Connection', setup: LocalSetup,
     # Pages first: nova-conf apply plans from this host's facts
     if setup.pages:
         print(f'hugepages: {setup.pages.label} pages ({setup.pages.why})')
-        pages.reserve_hugepages(setup.pages, root)
+        hugepages.reserve_hugepages(setup.pages, root)
         done.append(f'{setup.pages.count} x {setup.pages.label} pages')
     apply_nova_conf(setup.profile, setup.facts, cast(str, setup.nova_conf),
                     setup.nova_python, setup.config_files)
@@ -308,8 +308,8 @@ def operator_steps(setup: RemoteSetup, cloud_name: str, max_vms: int,
              f'  kvmtune nova-conf apply --profile {profile} --config '
              '/etc/nova/nova.conf, then restart nova-compute']
     if setup.facts is not None:
-        need = pages.guest_pages(load_profile(profile), setup.facts,
-                                 max_vms, ram_mb)
+        need = hugepages.guest_pages(load_profile(profile), setup.facts,
+                                     max_vms, ram_mb)
         if need:
             lines.append(f'  {need.count} free {need.label} pages for '
                          f'{max_vms} x {ram_mb} MB guests ({need.why}); '

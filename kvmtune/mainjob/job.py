@@ -20,7 +20,7 @@ from kvmtune import mainjob
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
-from kvmtune.mainjob import rally
+from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _sweep_records(profiles_by_flavor: Mapping[str, str],
     """{flavor: result record} for the Rally task (issue 13): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
     from kvmtune.results import records
 
     try:
@@ -130,7 +130,7 @@ def _prepare_remote(os_cloud: str, this_facts: 'Facts', conn: 'Connection',
 def _flavors_step(cloud_name: str, profiles: Iterable[str],
                   facts_file: str | None, config_files: Iterable[str]
                   ) -> list[str]:
-    from kvmtune.cloud import flavors as tuned
+    from kvmtune.openstack import flavors as tuned
 
     base = mainjob.BASE_FLAVOR['name']
     names: list[str] = []
@@ -221,9 +221,9 @@ def rerun_line(os_cloud: str | None = None,
     env = ['kvmtune'] + [f'--config-file {q(f)}' for f in config_files]
     env += ['rally', 'env'] + ([f'--os-cloud {q(os_cloud)}'] if os_cloud
                                else [])
-    sweep = ('rally task start "$(kvmtune rally task-path disk-scaling)" '
-             f'--task-args-file {q(cast(str, args_file))}')
-    return f'{" ".join(job)} && {" ".join(env)} && {sweep}'
+    task = ('rally task start "$(kvmtune rally task-path disk-scaling)" '
+            f'--task-args-file {q(cast(str, args_file))}')
+    return f'{" ".join(job)} && {" ".join(env)} && {task}'
 
 
 def run(os_cloud: str | None = None, compute_facts: str | None = None,
@@ -328,7 +328,7 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
         dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
         setup.facts if os_cloud else this_facts, emulated, workload,
         runtime, config_files)
-    args = rally.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
+    args = sweep.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
                            baseline, emulated, runtime, counts, records)
     args_file = os.path.join(state_dir, 'disk-scaling-args.json')
     fileio.write_atomic(args_file, json.dumps(args, indent=2) + '\n')
@@ -344,17 +344,17 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
             steps.say(hint)
         return 0
 
-    runner = rally.Rally(state_dir)
+    runner = sweep.Rally(state_dir)
     with steps.step('rally environment') as s:
-        done = runner.use_cloud(cloud_name, rally.rally_spec(conn.config))
+        done = runner.use_cloud(cloud_name, sweep.rally_spec(conn.config))
         s.done(f'{cloud_name}, {done["environment"]} from the cloud\'s '
                'credentials (not shown)')
     out_json = os.path.join(state_dir, 'disk-scaling.json')
     out_html = os.path.join(state_dir, 'disk-scaling.html')
-    counts_by_flavor = rally.vm_counts(max_vms, flavors, counts)
-    progress = rally.Progress(flavors, counts_by_flavor)
+    counts_by_flavor = sweep.vm_counts(max_vms, flavors, counts)
+    progress = sweep.Progress(flavors, counts_by_flavor)
     with steps.step('rally sweep') as s:
-        uuid, sla_ok = runner.sweep(rally.task_path('disk-scaling'), args,
+        uuid, sla_ok = runner.sweep(sweep.task_path('disk-scaling'), args,
                                     out_json, out_html, progress)
         s.done(f'task {uuid}, ' + '; '.join(
             f'{f} {c[0]}..{c[-1]} VMs' for f, c in counts_by_flavor.items()))
@@ -381,14 +381,3 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
     if hint:
         steps.say(hint)
     return 1 if strict and not sla_ok else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m kvmtune.mainjob` and tools/main-job: `kvmtune
-    main-job`."""
-    import sys
-
-    from kvmtune import cli
-
-    return cli.main(['main-job', *(sys.argv[1:] if argv is None
-                                   else argv)])

@@ -223,8 +223,8 @@ def rally_spec(cloud: 'CloudRegion') -> dict[str, Any]:
 def check_credentials(name: str, region: 'CloudRegion') -> None:
     """Ask Keystone for a token with the cloud's credentials; CloudError
     when it refuses them or cannot be reached."""
-    from kvmtune.cloud import connection
-    from kvmtune.cloud import errors
+    from kvmtune.openstack import connection
+    from kvmtune.openstack import errors
 
     connection.quiet_libraries()
     secrets = connection.auth_secrets(region.config.get('auth') or {})

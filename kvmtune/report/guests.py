@@ -24,7 +24,7 @@ def job(workload: str, start_at: int | None, runtime: int,
     """The user_data of one guest (design.md §6), with the command line
     the image runs; InputError for an unknown workload or bad params."""
     from kvmtune import workloads
-    from kvmtune.workloads import job as jobs
+    from kvmtune.workloads import guestjob as jobs
 
     return jobs.encode(jobs.build(
         workloads.get(workload), role=role, target=target, peer=peer,

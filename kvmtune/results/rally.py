@@ -1,7 +1,7 @@
 """Rally: the per-VM Table chart the scenarios write, and the reader of a
 Rally task result file (doc/design.md 9.4).
 
-The scenarios (rally_scenarios/) put one Row per measuring guest into a
+The scenarios (kvmtune/rally/) put one Row per measuring guest into a
 "complete" Table chart (``table_output``), in the Row's flat columns and
 its one unit set; the SLA plugin and ``kvmtune report`` read them back
 (``rows_of``). Tables Rally runs wrote before this model (``bw_MiB_s``,
@@ -205,7 +205,7 @@ def runs_from(doc: Any, source: str = '<input>',
     if not found:
         raise InputError('holds no KvmTune scaling workload',
                          source=source,
-                         fix='run rally_scenarios/tasks/*.yaml first')
+                         fix='run kvmtune/rally/tasks/*.yaml first')
     for run in found:
         run.label = f'{_label(source)}:{run.flavor}' \
             if many or len(found) > 1 else _label(source)

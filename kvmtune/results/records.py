@@ -143,8 +143,8 @@ def for_sweep(profile: str, facts: Any, accel: str, workload: str,
     :param workload: the workload name
     :param dirs: the profile search path (profiles.configured_dirs)
     """
-    from kvmtune import plan as plans
-    from kvmtune import profiles
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning import profiles
 
     nova_conf = extra_specs = None
     if facts is not None:

@@ -32,7 +32,7 @@ from typing import Any
 from kvmtune.facts.types import Facts
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 PASS = 'PASS'
 DRIFT = 'DRIFT'
@@ -96,8 +96,8 @@ class Context:
                   (containers: kolla's files under /etc/kolla/nova-compute)
     config_dirs   likewise for --config-dir
     service       'compute' or 'scheduler': whose options to check
-    cloud         a kvmtune.cloud.connection.Cloud, or None (no cloud layer)
-    libvirt_uri   libvirt's URI (default qemu:///system, read-only)
+    cloud         a kvmtune.openstack.connection.Cloud, or None (no cloud
+    layer) libvirt_uri   libvirt's URI (default qemu:///system, read-only)
     host          this compute's name in Nova (default: its hostname)
     facts         the host facts the plans were built from, when known
     domains       [(source, domain XML)] given instead of reading libvirt
@@ -115,7 +115,8 @@ class Context:
 
 def run(plans: Sequence['Plan'], ctx: Context,
         layers: Iterable[str] = LAYERS) -> list[Check]:
-    """Every layer's checks for ``plans`` (kvmtune.plan.Plan objects)."""
+    """Every layer's checks for ``plans`` (kvmtune.tuning.plan.Plan
+    objects)."""
     found: list[Check] = []
     for layer in layers:
         if layer not in LAYERS:

@@ -1,6 +1,6 @@
 """The cloud layer: what Placement and Nova believe about this host.
 
-Read-only API calls (``ctx.cloud``, a kvmtune.cloud.connection.Cloud):
+Read-only API calls (``ctx.cloud``, a kvmtune.openstack.connection.Cloud):
 
 - ``PCPU total`` / ``VCPU total``: the compute node's resource provider
   inventory against the size of the plan's ``[compute] cpu_dedicated_set``
@@ -11,7 +11,7 @@ Read-only API calls (``ctx.cloud``, a kvmtune.cloud.connection.Cloud):
   the provider (else the flavor gets NoValidHost on this host);
 - ``flavor <name>``: each flavor kvmtune made for one of the plans'
   profiles carries exactly the profile's extra specs
-  (kvmtune.cloud.flavors.diff_extra_specs, what ``flavor diff`` shows).
+  (kvmtune.openstack.flavors.diff_extra_specs, what ``flavor diff`` shows).
 
 ``fleet(plans_by_host, cloud)`` runs the provider checks for every compute
 node, each against its own host's plan (``kvmtune verify --all-hosts``).
@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from kvmtune import verify
-from kvmtune.cloud import flavors as cloud_flavors
-from kvmtune.cloud import placement
+from kvmtune.openstack import flavors as cloud_flavors
+from kvmtune.openstack import placement
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 Plans = Sequence['Plan']
 
@@ -52,7 +52,7 @@ def _planned(plans: Plans, option: str) -> Any:
 
 def required_traits(plans: Plans) -> list[str]:
     """The traits the plans' flavors require, sorted."""
-    from kvmtune import extra_specs
+    from kvmtune.tuning import extra_specs
 
     return sorted(set().union(*(extra_specs.required_traits(plan.extra_specs)
                                 for plan in plans)))

@@ -41,14 +41,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
-from kvmtune import extra_specs
+from kvmtune.tuning import extra_specs
 from kvmtune import verify
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
 from kvmtune.facts.cpulist import parse_cpulist
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 # the host and profile a check is about (verify.Check's keywords)
 Where = dict[str, Any]

@@ -38,7 +38,7 @@ from kvmtune.facts.hostfs import HostFiles
 from kvmtune.facts.types import Facts
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 LAYER = 'host'
 CPU_SET_ARGS = ('isolcpus', 'nohz_full', 'rcu_nocbs')

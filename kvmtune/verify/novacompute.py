@@ -1,12 +1,12 @@
 """The nova-compute layer: the options the running service really reads.
 
 Finds the running nova-compute (``ctx.service`` 'scheduler': the
-nova-scheduler) under ``ctx.root``/proc (kvmtune.novaconf.services), reads
-its command line (and environment, for OS_<GROUP>__<OPTION> overrides and
+nova-scheduler) under ``ctx.root``/proc (kvmtune.tuning.novaconf.services),
+reads its command line (and environment, for OS_<GROUP>__<OPTION> overrides and
 the HOME oslo.config searches), and computes the files it reads, in
-oslo.config's order, with kvmtune.novaconf.effective. Each planned option
-that service reads (kvmtune.novaconf.services, from Nova's source) is then
-compared with the value that wins:
+oslo.config's order, with kvmtune.tuning.novaconf.effective. Each planned
+option that service reads (kvmtune.tuning.novaconf.services, from Nova's
+source) is then compared with the value that wins:
 
 - ``option [section] name``: PASS when equal (CPU sets as sets, comma
   lists as sets, a multi-valued option's planned entries among the live
@@ -27,11 +27,11 @@ from typing import cast
 
 from kvmtune import verify
 from kvmtune.facts.cpulist import parse_cpulist
-from kvmtune.novaconf import effective
-from kvmtune.novaconf import services
+from kvmtune.tuning.novaconf import effective
+from kvmtune.tuning.novaconf import services
 
 if TYPE_CHECKING:
-    from kvmtune.plan import Plan
+    from kvmtune.tuning.plan import Plan
 
 LAYER = 'novacompute'
 

@@ -4,7 +4,7 @@ A workload is one YAML file in ``kvmtune/data/workloads/`` (package
 data): which tool, against a disk, a peer or nothing (``none``: CPU and
 memory workloads need only the guest's vCPUs and RAM), whether
 it writes, default runtime and size, and the tool's options. The same
-definition drives the guest (``kvmtune.workloads.job``) and the bare host
+definition drives the guest (``kvmtune.workloads.guestjob``) and the bare host
 (``kvmtune baseline``), so both run the same command line.
 """
 

@@ -425,7 +425,7 @@ FOREIGN = 'CUSTOM_KVMTUNE_FT_RACK_A1'   # not one of kvmtune's traits
 def untagged_node(admin, compute_node, restore_traits):
     """The compute node without kvmtune's traits, with one foreign trait;
     restored afterwards."""
-    from kvmtune import traits
+    from kvmtune.tuning import traits
 
     response = admin.placement.put(f'/traits/{FOREIGN}', microversion='1.6')
     assert response.status_code in (201, 204), response.text

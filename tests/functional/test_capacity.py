@@ -19,7 +19,7 @@ import time
 import pytest
 import yaml
 
-from kvmtune.cloud import connection
+from kvmtune.openstack import connection
 from tests.functional import test_pinning
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import kvmtune

@@ -22,8 +22,8 @@ import sys
 
 import pytest
 
-from kvmtune import pages
-from kvmtune.novaconf import inifile
+from kvmtune.tuning import pages
+from kvmtune.tuning.novaconf import inifile
 from tests import paths
 from tests.devstack_shim.run import Stack
 from tests.devstack_shim.run import venv_over
@@ -45,13 +45,13 @@ def plan(profile):
 
 def expected_traits():
     from kvmtune import facts
-    from kvmtune import traits
+    from kvmtune.tuning import traits
 
     return set(traits.from_facts(facts.gather()))
 
 
 def kvmtune_traits(admin):
-    from kvmtune.traits import KVMTUNE_TRAITS
+    from kvmtune.tuning.traits import KVMTUNE_TRAITS
 
     found = {}
     for hypervisor in admin.compute.hypervisors():

@@ -86,8 +86,8 @@ import tempfile
 
 import pytest
 
-from kvmtune import pages
-from kvmtune.novaconf import inifile
+from kvmtune.tuning import pages
+from kvmtune.tuning.novaconf import inifile
 from tests import paths
 from tests import trees
 

@@ -8,10 +8,10 @@ and a request id, and a plain re-run converges.
 
 Kill tests: `kvmtune flavor apply|remove` and `kvmtune host tag` run as
 processes that SIGKILL themselves once the answer to their N-th HTTP
-request has arrived (KVMTUNE_TEST_KILL_AFTER_CALL, kvmtune.cloud.connection),
-for N = 1, 2, ... until a run finishes on its own. After each kill the
-object is in a state no guest can be placed on while it is incomplete, and
-a plain re-run converges.
+request has arrived (KVMTUNE_TEST_KILL_AFTER_CALL,
+kvmtune.openstack.connection), for N = 1, 2, ... until a run finishes on its
+own. After each kill the object is in a state no guest can be placed on while
+it is incomplete, and a plain re-run converges.
 """
 
 import contextlib
@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from kvmtune import facts as host_facts
-from kvmtune import traits
-from kvmtune.cloud.connection import KILL_AFTER_CALL_ENV
+from kvmtune.tuning import traits
+from kvmtune.openstack.connection import KILL_AFTER_CALL_ENV
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import find_flavor
 from tests.functional.conftest import INTEL_HOST
@@ -577,22 +577,22 @@ SWEEP_HANG_BOUND = 900         # hang bound: the sweep's own are far below
 def sweeping(request, tmp_path_factory):
     """(Rally with the timeouts above, openstacksdk connection, the
     libvirt TestCloud), with test_rally_sweep's module fixtures."""
-    from kvmtune.mainjob import rally as mainjob_rally
+    from kvmtune.mainjob import sweep
 
     cloud = request.getfixturevalue('libvirt_cloud')
     sdk = request.getfixturevalue('conn')
     request.getfixturevalue('bench_flavor_and_image')
-    r = mainjob_rally.Rally(str(tmp_path_factory.mktemp('rally')))
+    r = sweep.Rally(str(tmp_path_factory.mktemp('rally')))
     with open(r.conf, 'a') as f:
         for section, options in SWEEP_RALLY_CONF.items():
             f.write(f'[{section}]\n' + ''.join(
                 f'{k} = {v}\n' for k, v in options.items()))
-    r.use_cloud('kvmtune-faults', mainjob_rally.rally_spec(sdk.config))
+    r.use_cloud('kvmtune-faults', sweep.rally_spec(sdk.config))
     return r, sdk, cloud
 
 
 class RallyLines:
-    """Rally's output lines as they come (what kvmtune.mainjob.rally
+    """Rally's output lines as they come (what kvmtune.mainjob.sweep
     hands the job's log, steps.OUT.detail), with events on them."""
 
     def __init__(self):
@@ -635,9 +635,9 @@ def start_sweep(rally, tmp_path):
     """The disk sweep at 1 VM in a thread; returns (thread, outcome)."""
     from kvmtune import mainjob
     from kvmtune.mainjob import cloud as mainjob_cloud
-    from kvmtune.mainjob import rally as mainjob_rally
+    from kvmtune.mainjob import sweep
 
-    args = dict(mainjob_rally.task_args(
+    args = dict(sweep.task_args(
         1, 'fio-randread-4k', [SWEEP_FLAVOR], mainjob.IMAGE_NAME,
         emulated=mainjob_cloud.local_cloud_emulated()),
         runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
@@ -647,7 +647,7 @@ def start_sweep(rally, tmp_path):
         started = time.monotonic()
         try:
             outcome['uuid'], outcome['sla_ok'] = rally.sweep(
-                mainjob_rally.task_path('disk-scaling'), args,
+                sweep.task_path('disk-scaling'), args,
                 str(tmp_path / 'results.json'), str(tmp_path / 'rally.html'))
         except BaseException as exc:    # the test names it
             outcome['error'] = exc

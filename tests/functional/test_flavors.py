@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from kvmtune import facts as host_facts
-from kvmtune import plan as plans
-from kvmtune import profiles
-from kvmtune.cloud import planning
+from kvmtune.tuning import plan as plans
+from kvmtune.tuning import profiles
+from kvmtune.openstack import planning
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import find_flavor
 from tests.functional.conftest import INTEL_HOST
@@ -121,7 +121,7 @@ def test_stale_owned_key_is_removed_and_nothing_else(
     specs = admin.compute.fetch_flavor_extra_specs(flavor.id).extra_specs
     assert specs == dict(wanted, **{'hw:watchdog_action': 'reset'})
     # POST (new keys and the INCOMPLETE marker), DELETE of the stale key,
-    # DELETE of the marker (kvmtune.cloud.flavors, design 9.8).
+    # DELETE of the marker (kvmtune.openstack.flavors, design 9.8).
     assert [m for m, _ in http_requests.writes()] == ['POST', 'DELETE',
                                                       'DELETE']
     assert http_requests.writes()[-1][1].endswith(

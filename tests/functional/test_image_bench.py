@@ -26,7 +26,7 @@ from kvmtune.image import modules
 from kvmtune.report import render
 from kvmtune import workloads
 from kvmtune.workloads import console
-from kvmtune.workloads import job
+from kvmtune.workloads import guestjob
 from kvmtune.workloads import parsers
 from tests import accel
 
@@ -252,10 +252,10 @@ def _refused_guest(workdir, hold):
     guest = qemu.Guest(0, '0a0a0a0a-0000-4000-8000-000000000001', workdir)
     data = os.path.join(workdir, 'data.raw')
     qemu.data_disk(data, '64M', 'raw')
-    the_job = job.build(workloads.get('fio-randwrite-4k'),
-                        target='/dev/vda', runtime=1, hold=hold)
+    the_job = guestjob.build(workloads.get('fio-randwrite-4k'),
+                             target='/dev/vda', runtime=1, hold=hold)
     guest.start(guest.argv('tcg', 1, 256, IMAGE_DIR, data, 'raw',
-                           'none', job_cmdline=job.cmdline(the_job)))
+                           'none', job_cmdline=guestjob.cmdline(the_job)))
     return guest
 
 
@@ -390,13 +390,13 @@ def test_iperf3_pair_addressed_by_network_data(net_built):
                                f'{index}', os.path.join(workdir, role))
             os.makedirs(guest.workdir)
             mac = f'52:54:00:6b:07:{index:02x}'
-            the_job = job.build(workload, role=role, start_at=start_at,
-                                runtime=3,
-                                peer='10.233.7.1' if index else None)
+            the_job = guestjob.build(workload, role=role, start_at=start_at,
+                                     runtime=3,
+                                     peer='10.233.7.1' if index else None)
             assert 'address' not in the_job
             cdrom = os.path.join(guest.workdir, 'config-2.iso')
             qemu.config_drive(cdrom, guest.workdir, guest.instance_id,
-                              job.encode(the_job),
+                              guestjob.encode(the_job),
                               network=qemu.network_data(
                                   guest.instance_id, mac, addresses[index],
                                   mtu=1400))

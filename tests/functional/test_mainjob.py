@@ -29,9 +29,9 @@ import yaml
 
 from kvmtune import facts
 from kvmtune import mainjob
-from kvmtune import traits
+from kvmtune.tuning import traits
 from kvmtune.mainjob import compute
-from kvmtune.mainjob import pages
+from kvmtune.mainjob import hugepages
 from tests import accel
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import CLOUD_PYTHON
@@ -72,8 +72,8 @@ def operator_tuned_compute(test_cloud, admin, host_hugepages):
     guest, pinned-hugepages in nova.conf, PCPU in Placement; all back
     afterwards."""
     here = facts.gather()
-    need = pages.guest_pages(compute.load_profile(TUNED), here, 1,
-                             mainjob.BASE_FLAVOR['ram'])
+    need = hugepages.guest_pages(compute.load_profile(TUNED), here, 1,
+                                 mainjob.BASE_FLAVOR['ram'])
     assert need.size_kb == 2048, need
     before_pages = int(NR_HUGEPAGES.read_text())
     NR_HUGEPAGES.write_text(str(max(before_pages, need.count)))

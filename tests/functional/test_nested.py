@@ -30,7 +30,7 @@ import pytest
 
 from kvmtune import workloads
 from kvmtune.bench import nested
-from kvmtune.workloads import job as jobs
+from kvmtune.workloads import guestjob as jobs
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import BENCH_IMAGE
 from tests.functional.conftest import CLOUD_PYTHON

@@ -19,12 +19,12 @@ import sys
 import pytest
 
 from kvmtune import facts as host_facts
-from kvmtune import plan as plans
-from kvmtune import profiles
+from kvmtune.tuning import plan as plans
+from kvmtune.tuning import profiles
 from kvmtune.errors import InputError
-from kvmtune.novaconf import nova_check
-from kvmtune.novaconf import update
-from kvmtune.novaconf import validate
+from kvmtune.tuning.novaconf import nova_check
+from kvmtune.tuning.novaconf import update
+from kvmtune.tuning.novaconf import validate
 from tests import paths
 
 REPO = pathlib.Path(paths.REPO)
@@ -147,7 +147,7 @@ def test_nova_reasons_for_values_it_rejects(nova_python):
 
 def test_in_process_check_when_kvmtunes_python_has_nova(nova_python):
     # kvmtune imported by the Python that has Nova: no subprocess.
-    code = ('import json, sys; from kvmtune.novaconf import validate; '
+    code = ('import json, sys; from kvmtune.tuning.novaconf import validate; '
             'print(json.dumps(validate.check_with_nova('
             '{"libvirt": {"cpu_mode": "bogus"}})))')
     env = dict(os.environ, PYTHONPATH=str(REPO))

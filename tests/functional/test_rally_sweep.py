@@ -17,7 +17,7 @@ import pytest
 from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
-from kvmtune.mainjob import rally as mainjob_rally
+from kvmtune.mainjob import sweep
 from kvmtune.report import analysis
 from kvmtune.report import render
 from kvmtune.results import rally as rally_results
@@ -29,8 +29,8 @@ FLAVOR = os.environ.get('KVMTUNE_TEST_FLAVOR', 'm1.bench.baseline')
 NET_IMAGE_DIR = os.environ.get('KVMTUNE_NET_IMAGE_DIR',
                                '/var/lib/kvmtune/images-net')
 NET_IMAGE_NAME = 'kvmtune-bench-net'
-DISK_TASK = mainjob_rally.task_path('disk-scaling')
-NETWORK_TASK = mainjob_rally.task_path('network-scaling')
+DISK_TASK = sweep.task_path('disk-scaling')
+NETWORK_TASK = sweep.task_path('network-scaling')
 
 
 # The sweeps boot real guests: the libvirt pass of tools/run-functional
@@ -99,15 +99,15 @@ def bench_flavor_and_image(conn):
 
 @pytest.fixture(scope='module')
 def rally(conn, bench_flavor_and_image, tmp_path_factory):
-    r = mainjob_rally.Rally(str(tmp_path_factory.mktemp('rally')))
-    r.use_cloud('kvmtune-functional', mainjob_rally.rally_spec(conn.config))
+    r = sweep.Rally(str(tmp_path_factory.mktemp('rally')))
+    r.use_cloud('kvmtune-functional', sweep.rally_spec(conn.config))
     return r
 
 
 def sweep(rally, tmp_path, progress=None, **args):
     out = str(tmp_path / 'results.json')
     uuid, sla_ok = rally.sweep(
-        DISK_TASK, dict(mainjob_rally.task_args(
+        DISK_TASK, dict(sweep.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], mainjob.IMAGE_NAME,
             emulated=cloud.local_cloud_emulated()), **args),
@@ -161,8 +161,8 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     # about half of 1 VM's (48 % seen with other work on the host), right
     # at the task's default min_share 0.5; 0.25 still fails a collapse.
     shown = []
-    progress = mainjob_rally.Progress([FLAVOR], {FLAVOR: [1, 2]},
-                                      show=shown.append, tty=False)
+    progress = sweep.Progress([FLAVOR], {FLAVOR: [1, 2]},
+                              show=shown.append, tty=False)
     doc, sla_ok, page = sweep(rally, tmp_path, progress, max_vms=2,
                               min_share=0.25)
     # the job followed the sweep in Rally's database: a line per step
@@ -229,8 +229,8 @@ def test_network_sweep_clients_load_a_server_guest(
                     'Neutron (cloud up --compute libvirt --network neutron)')
     networks_before = leftover_networks(conn)
     out = str(tmp_path / 'results.json')
-    args = mainjob_rally.task_args(max_vms, workload, [FLAVOR], net_image,
-                                   emulated=cloud.local_cloud_emulated())
+    args = sweep.task_args(max_vms, workload, [FLAVOR], net_image,
+                           emulated=cloud.local_cloud_emulated())
     # Under TCG on 2 cores the server and N clients share the CPUs: the
     # aggregate stays about flat, so per-VM Gbit/s at 2 clients is about
     # half of 1 (47-51 % seen), right at the task's default min_share 0.5.

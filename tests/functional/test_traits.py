@@ -6,7 +6,7 @@ import json
 import yaml
 
 from kvmtune import facts as host_facts
-from kvmtune import traits
+from kvmtune.tuning import traits
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import FOREIGN
 from tests.functional.conftest import INTEL_HOST

@@ -28,12 +28,12 @@ def real_captures():
 
 
 def shipped_profiles():
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
     return profiles.available([profiles.packaged_dir()])
 
 
 def tuner_classes():
-    from kvmtune import tuners
+    from kvmtune.tuning import tuners
     return [tuners.get(name) for name in tuners.names()]
 
 
@@ -72,8 +72,8 @@ def facts_of(captures=None):
 
 def plans_for(major, all_facts, profile_paths=None):
     """({profile: [plan request]}, {profile: unavailable reason})."""
-    from kvmtune import plan as plans
-    from kvmtune import profiles
+    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning import profiles
 
     requests, unavailable = {}, {}
     for name, path in sorted((profile_paths or shipped_profiles()).items()):

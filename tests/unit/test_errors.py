@@ -37,7 +37,7 @@ def _refusals():
 def test_the_walk_finds_refusals():
     found = list(_refusals())
     assert len(found) > 100
-    assert any(path == 'kvmtune/profiles.py' for path, _, _ in found)
+    assert any(path == 'kvmtune/tuning/profiles.py' for path, _, _ in found)
 
 
 def test_every_input_refusal_carries_a_fix():

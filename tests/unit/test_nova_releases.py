@@ -118,7 +118,7 @@ def test_cli_unknown_release_exits_2_with_one_line(capsys):
 def test_the_table_covers_every_option_and_spec_a_tuner_plans():
     # A tuner that plans a new option needs the table rewritten
     # (tools/nova-matrix --write-table), else no release is asked.
-    from kvmtune import tuners
+    from kvmtune.tuning import tuners
 
     options, specs = set(), set()
     for name in tuners.names():

@@ -14,7 +14,7 @@ CONF = config.CONF
 
 def profile_plan(profile: str) -> Any:
     """kvmtune's FlavorPlan (extra_specs, owned_extra_specs) for profile."""
-    from kvmtune.cloud import planning
+    from kvmtune.openstack import planning
 
     return planning.plan_for(profile, facts_file=CONF.kvmtune.facts_file)
 
@@ -52,7 +52,7 @@ class KvmtuneAdminTest(base.BaseV2ComputeAdminTest):
     @classmethod
     def kvmtune_traits(cls, uuid: str) -> set[str]:
         """The provider's traits that kvmtune host tag manages."""
-        from kvmtune.traits import KVMTUNE_TRAITS
+        from kvmtune.tuning.traits import KVMTUNE_TRAITS
 
         return cls.provider_traits(uuid) & KVMTUNE_TRAITS
 

@@ -17,7 +17,7 @@ import pytest
 from kvmtune import workloads
 from kvmtune.report import guests
 from kvmtune.workloads import console
-from kvmtune.workloads import job
+from kvmtune.workloads import guestjob
 from kvmtune.workloads import parsers
 from tests.functional.conftest import PREFIX
 
@@ -94,7 +94,7 @@ def made(admin, member):
 
 
 def _user_data(the_job):
-    return base64.b64encode(job.encode(the_job).encode()).decode()
+    return base64.b64encode(guestjob.encode(the_job).encode()).decode()
 
 
 def _wait_active(conn, server_id, timeout=300):
@@ -164,12 +164,12 @@ def test_two_guests_iperf3_over_neutron(neutron_cloud, admin, member, made):
 
     workload = workloads.get('iperf3-tcp-stream')
     start_at = int(time.time()) + START_MARGIN
-    jobs = (job.build(workload, role='server', start_at=time.time(),
-                      runtime=RUNTIME, hold=True,
-                      address=ADDRESSES[0] + '/24'),
-            job.build(workload, role='client', start_at=start_at,
-                      runtime=RUNTIME, peer=ADDRESSES[0], hold=True,
-                      address=ADDRESSES[1] + '/24'))
+    jobs = (guestjob.build(workload, role='server', start_at=time.time(),
+                           runtime=RUNTIME, hold=True,
+                           address=ADDRESSES[0] + '/24'),
+            guestjob.build(workload, role='client', start_at=start_at,
+                           runtime=RUNTIME, peer=ADDRESSES[0], hold=True,
+                           address=ADDRESSES[1] + '/24'))
     servers = []
     for role, port, the_job in zip(('server', 'client'), ports, jobs):
         server = member.compute.create_server(

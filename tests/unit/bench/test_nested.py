@@ -12,7 +12,7 @@ from kvmtune.errors import KvmtuneError
 from kvmtune import workloads
 from kvmtune.bench import nested
 from kvmtune.bench import qemu
-from kvmtune.workloads import job as jobs
+from kvmtune.workloads import guestjob as jobs
 from tests import paths
 
 OUTPUTS = os.path.join(paths.FIXTURES, 'outputs')
@@ -142,7 +142,7 @@ def test_host_inspect_in_l1_says_svm_kvm_amd_nested_not_pvm():
 def test_nested_host_plan_in_l1_is_a_kvm_hosts():
     """L1 runs its guests on KVM: the profile passes its CPU through and
     keeps kvm_amd nested=1, as on any AMD-V host."""
-    from kvmtune import plan as plans
+    from kvmtune.tuning import plan as plans
 
     (plan,) = plans.for_host(['nested-host'], root=NESTED_L1)
     assert plan.nova_conf['libvirt']['cpu_mode'] == 'host-passthrough'

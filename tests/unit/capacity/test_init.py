@@ -7,7 +7,7 @@ import pytest
 
 from kvmtune import capacity
 from kvmtune import facts as host_facts
-from kvmtune import plan as plans
+from kvmtune.tuning import plan as plans
 from kvmtune.capacity import placement
 from kvmtune.capacity import request
 from kvmtune.errors import InputError

@@ -15,8 +15,8 @@ from kvmtune import facts as host_facts
 from kvmtune.capacity import numa
 from kvmtune.capacity import request
 from tests import paths
-from tests.unit.export.consumers import NOVA_PYTHON
-from tests.unit.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
+from tests.unit.tuning.export.consumers import needs_nova
 
 REAL = os.path.join(paths.HOSTS, 'real')
 

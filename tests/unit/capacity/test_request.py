@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from kvmtune.capacity import request
-from tests.unit.export.consumers import NOVA_PYTHON
-from tests.unit.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
+from tests.unit.tuning.export.consumers import needs_nova
 
 # What nova-scheduler does for a flavor and an empty image (no BFV).
 _NOVA = r'''

@@ -9,7 +9,7 @@ tests/functional/test_flavors.py and test_traits.py.
 
 import pytest
 
-from kvmtune.cloud import connection
+from kvmtune.openstack import connection
 
 
 class FakeCloud:

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kvmtune import cli
-from kvmtune.cloud import connection
+from kvmtune.openstack import connection
 from tests import paths
 from tests.unit import fulldisk
 from tests.unit.capacity.replay import Replay, load

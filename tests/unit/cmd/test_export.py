@@ -9,9 +9,9 @@ import stat
 import pytest
 
 from kvmtune import cli
-from kvmtune.export import TARGETS
+from kvmtune.tuning.export import TARGETS
 from tests.unit import fulldisk
-from tests.unit.export import consumers
+from tests.unit.tuning.export import consumers
 
 
 def export(output, *extra, target='kolla', host=consumers.HOST,

@@ -7,7 +7,7 @@ real Nova: tests/functional/test_flavors.py)."""
 import os
 
 from kvmtune import cli
-from kvmtune.cloud import flavors
+from kvmtune.openstack import flavors
 from tests import paths
 
 HOST = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')

@@ -1,7 +1,7 @@
 """``kvmtune flavor diff``'s output formats, against a flavor listing as
-Nova 34 answers GET /flavors/detail at 2.86 (the shape kvmtune.cloud.flavors
-reads; the command itself is run against the test cloud in
-tests/functional/test_flavors.py)."""
+Nova 34 answers GET /flavors/detail at 2.86 (the shape
+kvmtune.openstack.flavors reads; the command itself is run against the test
+cloud in tests/functional/test_flavors.py)."""
 
 import json
 import os
@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from kvmtune import cli
-from kvmtune.cloud import connection
-from kvmtune.cloud import planning
+from kvmtune.openstack import connection
+from kvmtune.openstack import planning
 from tests import paths
 
 HOST = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from kvmtune import cli
-from kvmtune.cloud import connection
-from kvmtune.cloud import flavors
+from kvmtune.openstack import connection
+from kvmtune.openstack import flavors
 from kvmtune.cmd import flavor_output
 from tests import paths
 

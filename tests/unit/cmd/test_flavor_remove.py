@@ -6,7 +6,7 @@ and second runs write nothing. Against the stand-in cloud of conftest.py
 import os
 
 from kvmtune import cli
-from kvmtune.cloud import flavors
+from kvmtune.openstack import flavors
 from tests import paths
 
 HOST = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')

@@ -15,11 +15,11 @@ import tempfile
 import pytest
 
 from kvmtune import cli
-from kvmtune.novaconf import validate
+from kvmtune.tuning.novaconf import validate
 from tests import devices
 from tests import paths
-from tests.unit.export.consumers import needs_nova
-from tests.unit.novaconf.test_effective import oslo
+from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.novaconf.test_effective import oslo
 
 
 from tests.unit import fulldisk
@@ -247,7 +247,7 @@ def public_copies():
     """The profile and the host tree in a directory anyone can read (the
     clone may be in root's 0700 home, and pytest makes tmp_path's base
     0700 too): {'profile': file, 'root': host tree}."""
-    from kvmtune import profiles
+    from kvmtune.tuning import profiles
 
     public = tempfile.mkdtemp(prefix='kvmtune-test-')
     try:

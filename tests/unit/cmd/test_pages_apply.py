@@ -1,6 +1,6 @@
 """kvmtune pages apply: what it refuses, as one line and exit status 2,
-before writing anything (the writes are kvmtune.pages', tested in
-tests/unit/test_pages.py and through DevStack in
+before writing anything (the writes are kvmtune.tuning.pages', tested in
+tests/unit/tuning/test_pages.py and through DevStack in
 tests/functional/test_devstack_real.py)."""
 
 import pytest

@@ -1,7 +1,7 @@
 """``kvmtune plan``: the plan of a profile on a captured host or a facts
 file, as text (section by section, each option with the service that reads
 it) or JSON; bad input is one line, exit 2. The plan itself is tested in
-tests/unit/test_plan.py."""
+tests/unit/tuning/test_plan.py."""
 
 import json
 import os

@@ -14,7 +14,7 @@ import pytest
 from kvmtune.devstack import changes as changes_mod
 from kvmtune.devstack import host
 from kvmtune.errors import InputError
-from kvmtune.novaconf import inifile
+from kvmtune.tuning.novaconf import inifile
 
 DEVSTACK_NOVA_CONF = """\
 [DEFAULT]
@@ -198,7 +198,8 @@ def test_plan_pools_merge_and_refuse_disagreement():
 def test_build_plans_refuses_a_withheld_plan(monkeypatch):
     # The real capture whose /proc/meminfo has no MemTotal: the hugepages
     # tuner withholds the pool, and DevStack's post-config stops before it
-    # writes anything (through kvmtune.plan.for_host, the one front door).
+    # writes anything (through kvmtune.tuning.plan.for_host, the one front
+    # door).
     from kvmtune import facts as host_facts
     from tests import paths
 

@@ -15,13 +15,13 @@ import shutil
 import pytest
 
 from kvmtune import facts
-from kvmtune import plan as plans
-from kvmtune import traits
+from kvmtune.tuning import plan as plans
+from kvmtune.tuning import traits
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
-from kvmtune.mainjob import pages
-from kvmtune.mainjob import rally
+from kvmtune.mainjob import hugepages
+from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 from kvmtune.errors import KvmtuneError
 from tests import paths
@@ -128,10 +128,10 @@ def test_boot_arguments_hold_at_least_the_pages_needed():
     intel = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
     profile = compute.load_profile('pinned-hugepages-ept')
     # the plan keeps the 32 x 1 GB pool the host has ...
-    assert pages.guest_pages(profile, intel, 3, 1024).kernel_args == [
+    assert hugepages.guest_pages(profile, intel, 3, 1024).kernel_args == [
         'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=32']
     # ... unless the guests need more
-    assert pages.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
+    assert hugepages.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
         == 'hugepages=43'
 
 
@@ -150,7 +150,7 @@ def test_kernel_short_of_1g_pages_names_the_boot_arguments(
     setup = setup_for(found, max_vms=2, ram_mb=2048)
     ran = Commands(monkeypatch)
     # The kernel finds 1 contiguous GB and no more.
-    monkeypatch.setattr(pages, '_write_int',
+    monkeypatch.setattr(hugepages, '_write_int',
                         lambda path, value: open(path, 'w').write('1'))
     with pytest.raises(KvmtuneError,
                        match='the kernel gave 1 of 9 1 GB pages') as err:
@@ -237,10 +237,10 @@ def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
     with pytest.raises(KvmtuneError,
                        match='are no whole number of 1 GB pages, Nova cannot '
                              'place them') as err:
-        pages.guest_pages(compute.load_profile(str(path)), found, 1, 256)
+        hugepages.guest_pages(compute.load_profile(str(path)), found, 1, 256)
     assert 'no whole number of 1 GB pages' in err.value.line()
-    need = pages.guest_pages(compute.load_profile(str(path)), found, 2,
-                             2048)
+    need = hugepages.guest_pages(compute.load_profile(str(path)), found, 2,
+                                 2048)
     assert (need.size_kb, need.count) == (KB_1G, 4 + 2 + 1)
 
 
@@ -305,7 +305,7 @@ def test_remote_without_facts_does_not_tag():
 
 
 def test_task_args_take_the_runtime():
-    assert rally.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
+    assert sweep.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 
 class FakeConn:
@@ -347,10 +347,10 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                          (cloud, 'restart_compute'),
                          (compute, 'tune_local_compute'),
                          (compute, 'apply_nova_conf'),
-                         (pages, 'reserve_hugepages'),
-                         (pages, '_write_int')):
+                         (hugepages, 'reserve_hugepages'),
+                         (hugepages, '_write_int')):
         monkeypatch.setattr(module, name, forbidden)
-    from kvmtune.cloud import flavors
+    from kvmtune.openstack import flavors
     from kvmtune.image import build
     made = []
     monkeypatch.setattr(build, 'build', lambda *a, **k: made.append(
@@ -361,8 +361,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                         f'{base}.{profile}')
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
-    monkeypatch.setattr(rally, 'rally_spec', lambda config: {})
-    monkeypatch.setattr(rally, 'Rally', FakeRally)
+    monkeypatch.setattr(sweep, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(sweep, 'Rally', FakeRally)
     monkeypatch.setattr(job, '_report_step', lambda out, base, state: (
         'table\n', {'png': 'p.png', 'html': 'r.html'}))
     import openstack
@@ -376,7 +376,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                     ('op', profile, 'm1.bench')]
     # tagged from this host's facts, the compute of that name
     assert ran.ran == [('host tag', 'op', this['hostname'])]
-    assert FakeRally.task == rally.task_path('disk-scaling')
+    assert FakeRally.task == sweep.task_path('disk-scaling')
     assert FakeRally.args['runtime'] == 5
     assert FakeRally.args['emulated'] is False
     # issue 13: each flavor's result record rides in the task arguments;
@@ -404,7 +404,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 def test_a_withheld_plan_stops_the_job_before_it_changes_anything():
     # A real capture whose /proc/meminfo has no MemTotal: the hugepages
     # tuner withholds the pool size; the main job plans through
-    # kvmtune.plan.for_host and so refuses it at once.
+    # kvmtune.tuning.plan.for_host and so refuses it at once.
     from kvmtune.errors import InputError
 
     found = facts.gather(os.path.join(HOSTS, 'real', 'x86_64-epyc_7451'))

@@ -10,7 +10,7 @@ from kvmtune.errors import CloudError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
-from kvmtune.mainjob import rally
+from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 
 STOP = 'the embedded cloud keeps running for the next run; stop it with: ' \
@@ -38,7 +38,7 @@ class FakeRally:
 @pytest.fixture
 def local_job(monkeypatch, tmp_path):
     """The local path with this host's facts and a 1-PCPU compute."""
-    from kvmtune.cloud import flavors
+    from kvmtune.openstack import flavors
     from kvmtune.image import build
 
     monkeypatch.setattr(build, 'build', lambda *a, **k: {
@@ -60,8 +60,8 @@ def local_job(monkeypatch, tmp_path):
         setup.pcpu, setup.summary = 1, '1 PCPU'
         return 1
     monkeypatch.setattr(compute, 'tune_local_compute', tune)
-    monkeypatch.setattr(rally, 'rally_spec', lambda config: {})
-    monkeypatch.setattr(rally, 'Rally', FakeRally)
+    monkeypatch.setattr(sweep, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(sweep, 'Rally', FakeRally)
     monkeypatch.setattr(job, '_report_step', lambda *a: (
         'disk sweep fio-randread-4k, flavor m1.bench.baseline\n 1 ...\n',
         {'png': 'p.png', 'html': 'r.html'}))

@@ -117,8 +117,8 @@ def test_sweep_record_holds_the_profiles_plan(hosts):
                             runtime=10)
     assert rec['kind'] == 'rally-sweep' and rec['profile'] == \
         'pinned-hugepages'
-    from kvmtune import plan
-    from kvmtune import profiles
+    from kvmtune.tuning import plan
+    from kvmtune.tuning import profiles
     made = plan.build_plan(profiles.load('pinned-hugepages',
                                          profiles.search_dirs()), f)
     assert rec['extra_specs'] == made.to_dict()['extra_specs']

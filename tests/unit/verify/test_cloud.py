@@ -4,9 +4,9 @@ themselves run against the test cloud in tests/functional/test_verify.py."""
 
 import pytest
 
-from kvmtune import plan as plans
+from kvmtune.tuning import plan as plans
 from kvmtune import verify
-from kvmtune.cloud import flavors as cloud_flavors
+from kvmtune.openstack import flavors as cloud_flavors
 from kvmtune.errors import CloudError
 from kvmtune.verify import cloud
 from tests import paths

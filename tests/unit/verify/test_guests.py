@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from kvmtune import extra_specs
-from kvmtune import plan as plans
+from kvmtune.tuning import extra_specs
+from kvmtune.tuning import plan as plans
 from kvmtune import verify
 from kvmtune.verify import guests
 from tests import paths

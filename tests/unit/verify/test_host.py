@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from kvmtune import plan as plans
+from kvmtune.tuning import plan as plans
 from kvmtune import verify
 from kvmtune.verify import host
 from tests import paths

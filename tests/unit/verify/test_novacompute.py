@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kvmtune import plan as plans
+from kvmtune.tuning import plan as plans
 from kvmtune import verify
 from tests import paths
 
@@ -22,7 +22,7 @@ def plan(profile='pinned-hugepages-ept'):
 
 def conf_for(built, service='compute'):
     """The plan's options for nova-compute as nova.conf text."""
-    from kvmtune.novaconf import services
+    from kvmtune.tuning.novaconf import services
     lines = []
     for section, options in services.split(built.nova_conf,
                                            service)[0].items():

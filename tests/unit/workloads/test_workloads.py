@@ -8,7 +8,7 @@ import pytest
 from kvmtune.errors import InputError
 from kvmtune import workloads
 from kvmtune.workloads import commands
-from kvmtune.workloads import job
+from kvmtune.workloads import guestjob
 
 EXPECTED = {
     'fio-randread-4k', 'fio-randwrite-4k', 'fio-seqread-2m',
@@ -69,9 +69,9 @@ def test_sysbench_command_lines_need_no_disk_or_peer(defs, name, expected):
     assert w.target == 'none' and not w.writes()
     assert commands.argv(w, runtime=7) == expected
     # the guest's job and the image's template: one client, no server
-    assert job.roles(w) == ('client',)
-    assert job.build(w, runtime=7)['command'] == ' '.join(expected)
-    assert f'{name}.server' not in job.templates({name: w})
+    assert guestjob.roles(w) == ('client',)
+    assert guestjob.build(w, runtime=7)['command'] == ' '.join(expected)
+    assert f'{name}.server' not in guestjob.templates({name: w})
     with pytest.raises(InputError, match='no server role'):
         commands.argv(w, role='server')
 
@@ -139,28 +139,28 @@ def test_network_roles(defs):
 
 
 def test_job_has_the_design_keys_and_a_command(defs):
-    j = job.build(defs['fio-randwrite-4k'], target='/dev/vdb',
-                  start_at=1790000000.7, runtime=5)
+    j = guestjob.build(defs['fio-randwrite-4k'], target='/dev/vdb',
+                       start_at=1790000000.7, runtime=5)
     for key in ('workload', 'target', 'peer', 'role', 'start_at', 'runtime',
                 'hold', 'params'):
         assert key in j
     assert j['start_at'] == 1790000000 and j['tool'] == 'fio'
     assert j['command'].startswith('fio --name=fio-randwrite-4k ')
-    line = job.encode(j)
+    line = guestjob.encode(j)
     assert '\n' not in line and json.loads(line) == j
-    decoded = base64.b64decode(job.cmdline(j).split('=', 1)[1])
+    decoded = base64.b64decode(guestjob.cmdline(j).split('=', 1)[1])
     assert json.loads(decoded) == j
 
 
 def test_job_refuses_values_the_guest_shell_cannot_carry(defs):
     with pytest.raises(InputError, match='unsafe value'):
-        job.build(defs['iperf3-tcp-stream'], peer='10.0.0.1 ; reboot')
+        guestjob.build(defs['iperf3-tcp-stream'], peer='10.0.0.1 ; reboot')
     with pytest.raises(InputError, match='unknown role'):
-        job.build(defs['iperf3-tcp-stream'], role='observer')
+        guestjob.build(defs['iperf3-tcp-stream'], role='observer')
 
 
 def test_templates_cover_every_workload_and_role(defs):
-    found = job.templates(defs)
+    found = guestjob.templates(defs)
     assert 'fio-randread-4k.client' in found
     assert 'fio-randread-4k.server' not in found
     assert {'iperf3-tcp-stream.client', 'iperf3-tcp-stream.server',
@@ -189,13 +189,14 @@ def test_unknown_workload_lists_the_known():
 
 
 def test_job_static_address(defs):
-    j = job.build(defs['sockperf-tcp-rr'], role='server',
-                  address='10.233.0.1/24')
+    j = guestjob.build(defs['sockperf-tcp-rr'], role='server',
+                       address='10.233.0.1/24')
     assert j['address'] == '10.233.0.1/24'
-    assert 'address' not in job.build(defs['sockperf-tcp-rr'], role='server')
+    assert 'address' not in guestjob.build(defs['sockperf-tcp-rr'],
+                                           role='server')
     with pytest.raises(InputError, match='unsafe value'):
-        job.build(defs['sockperf-tcp-rr'], role='server',
-                  address='10.0.0.1/24"')
+        guestjob.build(defs['sockperf-tcp-rr'], role='server',
+                       address='10.0.0.1/24"')
 
 
 def test_iperf3_clients_get_a_server_each_sockperf_clients_share_one(defs):
@@ -204,40 +205,40 @@ def test_iperf3_clients_get_a_server_each_sockperf_clients_share_one(defs):
     assert commands.client_ports(iperf3, 2, {'port': 6000}) == [6000, 6001]
     assert commands.client_ports(sockperf, 3) == [11111] * 3
 
-    server = job.build(iperf3, role='server', ports=[5201, 5202, 5203])
+    server = guestjob.build(iperf3, role='server', ports=[5201, 5202, 5203])
     # the guest init starts one `iperf3 -s` per port (design.md section 6)
     assert server['ports'] == '5201,5202,5203'
     assert server['command'] == 'iperf3 -s -p @PORT@ -1'
 
-    shared = job.build(sockperf, role='server', ports=[11111] * 3)
+    shared = guestjob.build(sockperf, role='server', ports=[11111] * 3)
     assert 'ports' not in shared and '-p 11111' in shared['command']
 
 
 def test_only_a_server_listens_on_ports(defs):
     with pytest.raises(InputError, match='only a server'):
-        job.build(defs['iperf3-tcp-stream'], peer='10.0.0.1',
-                  ports=[5201, 5202])
+        guestjob.build(defs['iperf3-tcp-stream'], peer='10.0.0.1',
+                       ports=[5201, 5202])
 
 
 def test_job_started_by_signal_has_no_start_at(defs):
-    j = job.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
-                  start_timeout=300, hold=True)
+    j = guestjob.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
+                       start_timeout=300, hold=True)
     assert j['start'] == 'nmi' and j['start_timeout'] == 300
     assert j['start_at'] is None
     # the guest's sed reads the keys from the one line
-    line = job.encode(j)
+    line = guestjob.encode(j)
     assert '"start": "nmi"' in line and '"start_timeout": 300' in line
-    plain = job.build(defs['fio-randread-4k'], target='/dev/vdb',
-                      start_at=1790000000)
+    plain = guestjob.build(defs['fio-randread-4k'], target='/dev/vdb',
+                           start_at=1790000000)
     assert 'start' not in plain and 'start_timeout' not in plain
 
 
 def test_job_starts_by_signal_or_at_a_time_not_both(defs):
     with pytest.raises(InputError, match='not both'):
-        job.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
-                  start_at=1790000000)
+        guestjob.build(defs['fio-randread-4k'], target='/dev/vdb', start='nmi',
+                       start_at=1790000000)
     with pytest.raises(InputError, match="unknown start 'ssh'"):
-        job.build(defs['fio-randread-4k'], target='/dev/vdb', start='ssh')
+        guestjob.build(defs['fio-randread-4k'], target='/dev/vdb', start='ssh')
 
 
 @pytest.mark.parametrize('text, words', [

@@ -33,7 +33,7 @@ class TunedFlavorsTest(base.KvmtuneAdminTest):
 
     @decorators.idempotent_id('61a4bb78-022d-49f1-aa19-20920da84d40')
     def test_tuned_flavor_has_no_stale_owned_keys(self) -> None:
-        from kvmtune.cloud import flavors as tuned
+        from kvmtune.openstack import flavors as tuned
 
         for profile, name in sorted(CONF.kvmtune.flavors.items()):
             with self.subTest(profile=profile, flavor=name):

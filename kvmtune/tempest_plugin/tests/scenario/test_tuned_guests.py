@@ -11,7 +11,7 @@ from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from kvmtune import extra_specs
+from kvmtune.tuning import extra_specs
 from kvmtune.tempest_plugin.tests import base
 
 CONF = config.CONF
@@ -113,7 +113,7 @@ class TraitPlacementTest(base.KvmtuneAdminTest):
 
     @decorators.idempotent_id('30b937bb-e422-4236-a369-1aa77ecc2d90')
     def test_trait_flavor_refused_without_tagged_host(self) -> None:
-        from kvmtune import traits as kvmtune_traits
+        from kvmtune.tuning import traits as kvmtune_traits
 
         absent = sorted(set(kvmtune_traits.KVMTUNE_TRAITS)
                         - set(self._tagged()))
@@ -167,7 +167,7 @@ class BenchmarkGuestTest(base.KvmtuneAdminTest):
     def test_benchmark_guest_returns_fio_result(self) -> None:
         from kvmtune import workloads
         from kvmtune.workloads import console
-        from kvmtune.workloads import job as jobs
+        from kvmtune.workloads import guestjob as jobs
         from kvmtune.workloads import parsers
 
         self._check_driver_runs_guests()

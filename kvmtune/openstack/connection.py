@@ -1,0 +1,277 @@
+"""One connection to one cloud of clouds.yaml, and the requests it sent.
+
+``Cloud`` wraps an openstacksdk connection with the two things kvmtune's
+cloud commands need everywhere: every request goes out at a fixed
+microversion (compute 2.86, so Nova validates flavor extra specs; placement
+1.6, the first with traits) and every failure leaves as one CloudError line.
+A ``RequestLog`` counts the HTTP requests that really left the process, by
+method, so a command can say truthfully that it wrote nothing.
+
+Reads are retried, writes are not (issue 25). A GET or HEAD that meets a
+connection failure, a timeout or HTTP 502/503/504 is sent again by
+keystoneauth's own retry loop (keystoneauth1/session.py ``_send_request``:
+``connect_retries``, ``status_code_retries``, ``retriable_status_codes``,
+a delay from 0.5 s doubling), at most ``READ_RETRIES`` times, with one
+stderr line per retry. A write is sent once: a reset after Nova took it
+would make a second one a duplicate, and running the command again
+converges instead. Every request carries a request id kvmtune made
+(``X-OpenStack-Request-ID``, which the services log as the global request
+id), so an error the service never answered still names one.
+
+Tests only: ``KVMTUNE_TEST_KILL_AFTER_CALL=N`` makes the process SIGKILL
+itself as soon as the answer to its N-th HTTP request (Keystone's included)
+has arrived, after one line on stderr naming that request. The kill tests
+(tests/functional/test_faults.py; doc/design.md 9.8) run a command once per
+N to stop it after each of its calls in turn. Nothing else sets it.
+"""
+
+import collections
+import logging
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kvmtune.openstack import errors
+
+COMPUTE_MICROVERSION = '2.86'
+PLACEMENT_MICROVERSION = '1.6'
+
+_LIBRARY_LOGGERS = ('keystoneauth', 'openstack', 'stevedore')
+
+WRITE_METHODS = frozenset({'POST', 'PUT', 'PATCH', 'DELETE'})
+READ_METHODS = frozenset({'GET', 'HEAD'})
+# Waits of 0.5, 1 and 2 s (keystoneauth's exponential delay): a control
+# plane restart of a few seconds is ridden out, a dead one named quickly.
+READ_RETRIES = 3
+RETRIABLE_STATUS_CODES = [502, 503, 504]
+
+KILL_AFTER_CALL_ENV = 'KVMTUNE_TEST_KILL_AFTER_CALL'
+
+# clouds.yaml auth keys whose values must never reach an error line.
+_SECRET_AUTH_KEYS = ('password', 'token', 'application_credential_secret',
+                     'secret', 'passcode', 'totp')
+
+
+def quiet_libraries() -> None:
+    """Keep the client libraries' warnings (failed discovery,
+    deprecations) off the terminal: kvmtune's one error line says it."""
+    for logger in _LIBRARY_LOGGERS:
+        logging.getLogger(logger).addHandler(logging.NullHandler())
+
+
+def auth_secrets(auth: Mapping[str, Any]) -> list[str]:
+    """The values of a clouds.yaml ``auth`` block that must never reach an
+    error line (passwords, tokens, credential secrets)."""
+    return [str(auth[k]) for k in _SECRET_AUTH_KEYS if auth.get(k)]
+
+
+class RequestLog:
+    """The HTTP requests sent through a requests.Session, by method.
+
+    Getting a Keystone token is a POST that changes nothing in the cloud;
+    it is counted apart so that ``writes`` means changes to the cloud.
+    """
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.token_requests = 0
+        self.kill_after = _kill_after_call()
+
+    @property
+    def writes(self) -> int:
+        return sum(n for m, n in self.counts.items()
+                   if m in WRITE_METHODS) - self.token_requests
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def record(self, method: str, url: str) -> None:
+        method = method.upper()
+        self.counts[method] += 1
+        if method == 'POST' and _is_token_request(url):
+            self.token_requests += 1
+
+    def summary(self) -> str:
+        """'4 requests (GET 3, POST 1), 1 for a token, 0 writes'."""
+        by_method = ', '.join(f'{m} {n}' for m, n in
+                              sorted(self.counts.items()))
+        return (f'{self.total} requests ({by_method or "none"}: '
+                f'{self.token_requests} for a Keystone token), '
+                f'{self.writes} writes')
+
+    def answered(self, method: str, url: str) -> None:
+        """Called once a request's answer arrived (the test kill hook)."""
+        if self.kill_after is not None and self.total == self.kill_after:
+            sys.stdout.flush()
+            sys.stderr.write(
+                f'kvmtune: test hook {KILL_AFTER_CALL_ENV}: SIGKILL after '
+                f'request {self.total} '
+                f'({errors.describe_request(method.upper(), url)})\n')
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def install(self, http_session: Any) -> None:
+        """Count every request the session's transport adapters send."""
+        for prefix, adapter in list(http_session.adapters.items()):
+            if not isinstance(adapter, _CountingAdapter):
+                http_session.adapters[prefix] = _CountingAdapter(adapter,
+                                                                 self)
+
+
+def _kill_after_call() -> int | None:
+    """N from KVMTUNE_TEST_KILL_AFTER_CALL (tests only), else None."""
+    value = os.environ.get(KILL_AFTER_CALL_ENV, '')
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def _is_token_request(url: str) -> bool:
+    import urllib.parse
+
+    return urllib.parse.urlsplit(url).path.rstrip('/').endswith(
+        '/auth/tokens')
+
+
+class _CountingAdapter:
+    """A transport adapter that counts, then lets the real one send."""
+
+    def __init__(self, adapter: Any, log: RequestLog) -> None:
+        self._adapter = adapter
+        self._log = log
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        self._log.record(request.method, request.url)
+        response = self._adapter.send(request, **kwargs)
+        self._log.answered(request.method, request.url)
+        return response
+
+    def close(self) -> None:
+        self._adapter.close()
+
+
+class _RetryLines(logging.Handler):
+    """One stderr line per retry keystoneauth makes: it logs a warning
+    whose arguments carry the delay (and the status code or the error)
+    before it sleeps and sends again."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.cloud: str | None = None
+        # 'GET /v2.1/flavors/detail' being sent
+        self.request: str | None = None
+        self.count = 0
+
+    def start(self, cloud: str | None, request: str | None) -> None:
+        self.cloud, self.request, self.count = cloud, request, 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, dict) else {}
+        if self.request is None or 'delay' not in args:
+            return
+        self.count += 1
+        if 'code' in args:
+            what = f'HTTP {args["code"]}'
+        elif 'Timeout' in type(args.get('e')).__name__:
+            what = 'timed out'
+        else:
+            what = 'connection failed'
+        sys.stderr.write(f'kvmtune: cloud {self.cloud}: {self.request}: '
+                         f'{what}; retry {self.count} of {READ_RETRIES} '
+                         f'in {args["delay"]:.1f} s\n')
+
+
+_RETRY_LINES = _RetryLines()
+
+
+class Cloud:
+    """A named cloud from clouds.yaml; requests raise CloudError only."""
+
+    def __init__(self, name: str, conn: Any) -> None:
+        self.name = name
+        self.conn = conn
+        self.requests = RequestLog()
+        self.requests.install(conn.session.session)
+        for logger in ('keystoneauth', 'openstack'):
+            if _RETRY_LINES not in logging.getLogger(logger).handlers:
+                logging.getLogger(logger).addHandler(_RETRY_LINES)
+
+    @classmethod
+    def connect(cls, name: str) -> 'Cloud':
+        import openstack
+
+        quiet_libraries()
+        try:
+            return cls(name, openstack.connect(cloud=name))
+        except Exception as exc:
+            raise errors.from_exception(exc, name)
+
+    def _secrets(self) -> list[str]:
+        found = auth_secrets(self.conn.config.config.get('auth') or {})
+        auth_ref = getattr(self.conn.session.auth, 'auth_ref', None)
+        if auth_ref is not None and auth_ref.auth_token:
+            found.append(auth_ref.auth_token)
+        return found
+
+    def _request(self, service: str, microversion: str, method: str,
+                 path: str, body: Any = None) -> Any:
+        from openstack import exceptions as sdk_exc
+
+        request_id = f'req-{uuid.uuid4()}'
+        retries = READ_RETRIES if method in READ_METHODS else 0
+        kwargs = {'microversion': microversion,
+                  'global_request_id': request_id,
+                  'connect_retries': retries,
+                  'status_code_retries': retries,
+                  'retriable_status_codes': RETRIABLE_STATUS_CODES}
+        if body is not None:
+            kwargs['json'] = body
+        proxy = None
+        try:
+            # Even the proxy may fail: it authenticates to find endpoints.
+            proxy = getattr(self.conn, service)
+            _RETRY_LINES.start(self.name, f'{method} {path.split("?")[0]}')
+            response = proxy.request(path, method, **kwargs)
+            sdk_exc.raise_from_response(response)
+        except Exception as exc:
+            error = errors.from_exception(exc, self.name, self._secrets())
+            if isinstance(error, errors.CloudError):
+                _name_the_failure(error, f'{method} {path.split("?")[0]}',
+                                  request_id, _RETRY_LINES.count, proxy)
+            raise error
+        finally:
+            _RETRY_LINES.start(None, None)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def compute(self, method: str, path: str, body: Any = None) -> Any:
+        """A Nova API call at microversion 2.86; returns the JSON body."""
+        return self._request('compute', COMPUTE_MICROVERSION,
+                             method, path, body)
+
+    def placement(self, method: str, path: str, body: Any = None) -> Any:
+        """A Placement API call at microversion 1.6; returns the JSON."""
+        return self._request('placement', PLACEMENT_MICROVERSION,
+                             method, path, body)
+
+
+def _name_the_failure(error: errors.CloudError, request: str,
+                      request_id: str, retries: int, proxy: Any) -> None:
+    """Add the request id kvmtune sent when the service gave none (and the
+    error is about that request, not the Keystone token before it), and,
+    after retries, the endpoint that kept failing."""
+    method, path = request.split(' ', 1)
+    ours = error.key is None or (error.key.startswith(method + ' ') and
+                                 error.key.endswith(path))
+    if ours and '(request ' not in error.problem:
+        error.problem += f' (request {request_id})'
+    if retries:
+        try:
+            endpoint = proxy.get_endpoint()
+        except Exception:
+            endpoint = None
+        error.problem += (f'; gave up after {retries} retries'
+                          + (f' of {endpoint}' if endpoint else ''))

@@ -1,0 +1,422 @@
+"""What every export target shares: the context, the host files, the writer.
+
+A target module has ``build(ctx) -> [OutFile]``; the files are relative to
+the output directory and mirror where the tool (or the operator) puts them,
+e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``.
+
+Writing is all or nothing: every file is checked first (the output directory
+can be written, an existing file holds the same content or is refused with
+the key it sets differently), then each changed file is written atomically
+through kvmtune.fileio. A file that already has the content is not touched,
+so a second export with unchanged facts changes no byte (and no mtime).
+"""
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+
+import yaml
+
+from kvmtune import fileio
+from kvmtune import inputs
+from kvmtune.tuning import traits as kvmtune_traits
+from kvmtune.errors import InputError
+from kvmtune.facts.types import Facts
+from kvmtune.tuning.novaconf import inifile
+from kvmtune.tuning.novaconf import services
+
+if TYPE_CHECKING:
+    from kvmtune.tuning.novaconf.effective import Reader
+    from kvmtune.tuning.plan import Plan
+
+# Drop-in name: RHOSO/EDPM reserve numbers below 25 for themselves, SUSE
+# gives 100-499 to config management; 50 sorts after a tool's own files.
+DROPIN_NAME = '50-kvmtune.conf'
+# One modprobe.d file for every kvm module, the name OpenStack-Ansible's
+# os_nova role writes (tasks/drivers/kvm/nova_compute_kvm.yml): two files
+# setting options of one module would fight.
+MODPROBE_FILE = 'etc/modprobe.d/kvm.conf'
+# Debian/Ubuntu's update-grub sources /etc/default/grub.d/*.cfg.
+GRUB_FILE = 'etc/default/grub.d/50-kvmtune.cfg'
+PROVIDER_FILE = 'kvmtune.yaml'
+_HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z')
+
+
+@dataclasses.dataclass
+class OutFile:
+    path: str       # relative to the output directory
+    text: str
+    fmt: str        # 'ini', 'yaml' or 'text': how conflicts are explained
+
+
+@dataclasses.dataclass
+class Context:
+    """Everything a target needs, as plain values."""
+
+    plan: 'Plan'
+    facts: Facts
+    host: str | None = None  # inventory / node name; None: the whole group
+    # {section: {option: [values]}} of nova.conf
+    base: dict[str, Any] | None = None
+    base_path: str | None = None
+    base_text: str | None = None   # that nova.conf as it is (oslo-dropin)
+    # oslo-dropin: {service: (argv, systemd unit or None)} of the services
+    # the drop-ins are for (--service-cmdline, or read on this host)
+    cmdlines: dict[str, tuple[list[str], str | None]] = dataclasses.field(
+        default_factory=dict)
+    under: 'Reader | None' = None    # this host's files
+    anyway: bool = False    # --dropin-anyway
+
+    @property
+    def header(self) -> str:
+        return (f'Written by "kvmtune export" from profile '
+                f'{self.plan.profile} and the facts of '
+                f'{self.plan.facts_source}; an export with other facts or '
+                f'another profile replaces it.')
+
+    def by_service(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """{service: {section: {option: value}}} of the plan's nova.conf:
+        an option goes to every service that reads it."""
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for section, options in self.plan.nova_conf.items():
+            for option, value in options.items():
+                for service in services.readers(section, option):
+                    found.setdefault(service, {}).setdefault(
+                        section, {})[option] = value
+        return found
+
+    def traits(self) -> list[str]:
+        return sorted(kvmtune_traits.from_facts(self.facts))
+
+
+def check_host(name: str | None, facts: Facts) -> str | None:
+    """The host name an export is for, or InputError: a name a tool would
+    not take, or facts of a host that is not a KVM compute node."""
+    source = facts.get('source') or 'the facts'
+    if name is not None and not _HOST_NAME.match(name):
+        raise InputError(f'not a host name: {name!r}', key='--host',
+                         fix='give the inventory name of the compute host')
+    virt = facts.get('virt') or {}
+    flags = (facts.get('cpu') or {}).get('flags') or []
+    # A capture made with kvm_intel/kvm_amd unloaded has no /dev/kvm and
+    # no mechanism, but its CPU's vmx/svm make it a KVM host all the same
+    # (plan accepted such a capture while export refused it: issue 26).
+    if not virt.get('kvm_device') and not virt.get('mechanism') and \
+            not {'vmx', 'svm'} & set(flags):
+        raise InputError('not a KVM compute node: no /dev/kvm and no '
+                         'VT-x/AMD-V in its facts', source=source,
+                         fix='export for a compute host, from facts made '
+                             'on it ("kvmtune host inspect --format json")')
+    made_on = facts.get('hostname')
+    if name and made_on and name.split('.')[0] != made_on.split('.')[0]:
+        raise InputError(f'the facts were made on {made_on}, not on {name}: '
+                         f'{name} is not the compute node they describe',
+                         source=source, key='--host',
+                         fix=f'run "kvmtune host inspect --format json" on '
+                             f'{name} and give it with --facts')
+    return name
+
+
+def read_base(path: str, with_text: bool = False) -> Any:
+    """nova.conf at ``path`` as {section: {option: [values]}} (and its
+    text, ``with_text``)."""
+    from kvmtune.tuning.novaconf import update
+
+    text = update.read_config(path)
+    ini = update.parse_config(path, text)
+    return (_ini_items(ini), text) if with_text else _ini_items(ini)
+
+
+def _ini_items(ini: inifile.IniFile) -> dict[str, dict[str, list[str]]]:
+    items: dict[str, dict[str, list[str]]] = {}
+    for block in ini.blocks:
+        if block.section is None:
+            continue
+        section = inifile.normalize_section(block.section)
+        for entry in block.entries:
+            items.setdefault(section, {}).setdefault(entry.key, []).append(
+                entry.value)
+    return items
+
+
+def render_ini(conf: Mapping[str, Mapping[str, Any]], header: str) -> str:
+    """oslo.config INI: a list value is a multi-valued option, one line per
+    value (oslo.config's MultiOpt)."""
+    lines = [f'# {line}' for line in _wrap(header)]
+    for section, options in conf.items():
+        lines += ['', f'[{section}]']
+        for option, value in options.items():
+            values = value if isinstance(value, list) else [value]
+            lines.extend(f'{option} = {item}' for item in values)
+    return '\n'.join(lines) + '\n'
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "'" if value in ('', 'yes', 'no', 'on', 'off', 'true',
+                             'false', 'null', '~') else None
+    return dumper.represent_scalar('tag:yaml.org,2002:str', value,
+                                   style=style)
+
+
+def _set(dumper: yaml.SafeDumper, value: set[Any]) -> yaml.Node:
+    # Sorted: a set's own order changes from run to run (hash seeds).
+    return dumper.represent_mapping('tag:yaml.org,2002:set',
+                                    {item: None for item in sorted(value)})
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(set, _set)
+
+
+def render_yaml(data: Any, header: str) -> str:
+    body = yaml.dump(data, Dumper=_Dumper, default_flow_style=False,
+                     sort_keys=False, width=1000)
+    lines = [f'# {line}' for line in _wrap(header)]
+    return '---\n' + '\n'.join(lines) + '\n' + body
+
+
+def _wrap(text: str, width: int = 76) -> list[str]:
+    words, line = text.split(), ''
+    lines: list[str] = []
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f'{line} {word}' if line else word
+    return lines + ([line] if line else [])
+
+
+def provider_config(traits: Iterable[str]) -> dict[str, Any]:
+    """Nova's provider config (doc/source/admin/managing-resource-
+    providers.rst): kvmtune's traits on this compute node's provider."""
+    return {'meta': {'schema_version': '1.0'},
+            'providers': [{'identification': {'uuid': '$COMPUTE_NODE'},
+                           'traits': {'additional': list(traits)}}]}
+
+
+def modprobe_text(plan: 'Plan') -> str | None:
+    """One file for all kvm modules' options, or None."""
+    lines: list[str] = []
+    for path in sorted(plan.modprobe):
+        lines.extend(line for line in plan.modprobe[path].splitlines()
+                     if line.strip())
+    return '\n'.join(lines) + '\n' if lines else None
+
+
+def host_files(ctx: Context, prefix: str = '') -> list[OutFile]:
+    """The kernel arguments and modprobe lines, as files for the host
+    (``prefix`` puts them under hosts/<host>/ for a tool that does not
+    manage them)."""
+    files = []
+    text = modprobe_text(ctx.plan)
+    if text:
+        files.append(OutFile(
+            os.path.join(prefix, MODPROBE_FILE),
+            ''.join(f'# {line}\n' for line in _wrap(ctx.header)) + text,
+            'text'))
+    if ctx.plan.kernel_args:
+        args = ' '.join(ctx.plan.kernel_args)
+        files.append(OutFile(os.path.join(prefix, GRUB_FILE), ''.join(
+            f'# {line}\n' for line in _wrap(
+                ctx.header + ' Kernel arguments: run update-grub and '
+                'reboot for them to take effect.'))
+            + f'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {args}"\n', 'text'))
+    return files
+
+
+# -- writing ---------------------------------------------------------------
+
+def _flatten(data: Any, prefix: str = '') -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f'{prefix}{key}.'))
+        return out
+    return {prefix.rstrip('.'): data}
+
+
+def _differing_key(path: str, old: str, new: str, fmt: str) -> str:
+    """A phrase naming what ``old`` sets differently from ``new``."""
+    olds: dict[str, Any] | None
+    news: dict[str, Any] | None
+    spell: Callable[[Any], str]
+    try:
+        if fmt == 'ini':
+            olds = _ini_items(inifile.IniFile(old))
+            news = _ini_items(inifile.IniFile(new))
+            olds = {(f'[{section}] {option}'): ', '.join(values)
+                    for section, options in olds.items()
+                    for option, values in options.items()}
+            news = {(f'[{section}] {option}'): ', '.join(values)
+                    for section, options in news.items()
+                    for option, values in options.items()}
+            spell = str
+        elif fmt == 'yaml':
+            olds = _flatten(inputs.parse_yaml(old, path) or {})
+            news = _flatten(inputs.parse_yaml(new, path) or {})
+            spell = repr
+        else:
+            olds = news = None
+        if olds is not None and news is not None:   # both or neither
+            # The key, never the value found there: an override file may
+            # hold a password (kolla's passwords, an OSA become password)
+            # or be a link to a private file (issue 26). The plan's own
+            # value is kvmtune's and may be shown.
+            for key, value in news.items():
+                if key in olds and olds[key] != value:
+                    return (f'{key} is set differently there, the plan '
+                            f'wants {spell(value)}')
+            for key in olds:
+                if key not in news:
+                    return f'{key} is set there, and the plan does not set it'
+            for key, value in news.items():
+                if key not in olds:
+                    return (f'{key} is not there, the plan wants '
+                            f'{spell(value)}')
+    except (InputError, inifile.ParseError):
+        pass
+    for number, (a, b) in enumerate(zip(old.splitlines(),
+                                        new.splitlines()), start=1):
+        if a != b:
+            what = ('its comment' if a.lstrip().startswith('#')
+                    else 'line')
+            return f'{what} on line {number} differs'
+    return 'its content differs from what kvmtune writes'
+
+
+def _existing_ancestor(path: str) -> str:
+    """The nearest existing path from ``path`` up (a relative path ends
+    at '.')."""
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe.rstrip('/')) or '.'
+        if parent == probe:
+            break
+        probe = parent
+    return probe
+
+
+def _check_output(output: str) -> None:
+    fix = 'give --output a directory you can write'
+    if not output or not output.strip():
+        # os.path.join('', path) is relative: files would land in the
+        # current directory (issue 26).
+        raise InputError('an empty path', key='--output', fix=fix)
+    if os.path.islink(output) and not os.path.isdir(output):
+        # A dangling link or a loop: makedirs would fail half-way.
+        raise InputError('is a symbolic link to no directory (dangling, '
+                         'or a loop)', source=output, key='--output',
+                         fix=f'remove the link {output} or give another '
+                             '--output')
+    probe = _existing_ancestor(output)
+    if os.path.islink(probe) and not os.path.isdir(probe):
+        raise InputError('is a symbolic link to no directory (dangling, '
+                         'or a loop)', source=probe, key='--output',
+                         fix=f'remove the link {probe} or give another '
+                             '--output')
+    if not os.path.isdir(probe):
+        raise InputError('not a directory', source=probe, key='--output',
+                         fix=fix)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError('cannot write there: permission denied; nothing '
+                         'written', source=probe, key='--output', fix=fix)
+
+
+def _inside(output: str, target: str) -> bool:
+    """Whether ``target``'s directory, links resolved, stays under
+    ``output``: a link inside --output must not carry files out of it
+    (issue 26)."""
+    root = os.path.realpath(output)
+    real = os.path.realpath(os.path.dirname(target))
+    return os.path.commonpath([root, real]) == root
+
+
+def plan_writes(output: str, files: Iterable[OutFile]
+                ) -> list[tuple[OutFile, str, str]]:
+    """[(OutFile, target path, 'unchanged'|'created'|'replaced')], or
+    InputError for the first file that may not be written."""
+    _check_output(output)
+    planned: list[tuple[OutFile, str, str]] = []
+    for item in files:
+        target = os.path.join(output, item.path)
+        if not _inside(output, target):
+            raise InputError('a link under --output leads out of it; '
+                             'nothing written', source=target,
+                             key='--output', fix='remove the link, or give '
+                             'another --output')
+        if os.path.isdir(os.path.dirname(target)):
+            fileio.resolve(target, fix='remove what is in its place')
+        if os.path.lexists(target):
+            old = inputs.read_text(target)
+            if old == item.text:
+                planned.append((item, target, 'unchanged'))
+                continue
+            reason = _differing_key(target, old, item.text, item.fmt)
+            raise InputError(
+                f'exists and {reason}; nothing written', source=target,
+                fix='kvmtune never overwrites an override file: move it '
+                    'away (or merge it by hand) and export again')
+        probe = _existing_ancestor(os.path.dirname(target))
+        if not os.path.isdir(probe):
+            raise InputError(f'cannot create it: {probe} is not a '
+                             'directory; nothing written', source=target,
+                             fix=f'remove {probe} or give another --output')
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError('cannot create it: its directory is not '
+                             'writable; nothing written', source=target,
+                             fix='give --output a directory you can write')
+        planned.append((item, target, 'created'))
+    return planned
+
+
+def write(output: str, files: Iterable[OutFile]) -> list[tuple[str, str]]:
+    """Write ``files`` under ``output``; return [(path, status)]."""
+    planned = plan_writes(output, files)
+    done: list[tuple[str, str]] = []
+    made: list[str] = []
+    try:
+        for item, target, status in planned:
+            if status == 'created':
+                _makedirs(os.path.dirname(target), made)
+                fileio.write_atomic(target, item.text, mode=0o644)
+                made.append(target)
+            done.append((target, status))
+    except (OSError, InputError) as exc:
+        # All or nothing: a full disk or no inodes left half-way left 3 of
+        # 6 files of a plan that only makes sense whole (issue 26).
+        for path in reversed(made):
+            try:
+                (os.rmdir if os.path.isdir(path) else os.unlink)(path)
+            except OSError:
+                pass
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f'cannot write: {exc.strerror}; nothing written '
+                         '(the files of this export made so far were '
+                         'removed)', source=getattr(exc, 'filename', None)
+                         or output, key='--output',
+                         fix='free space or inodes there, or give another '
+                             '--output') from None
+    return done
+
+
+def _makedirs(path: str, made: list[str]) -> None:
+    """os.makedirs(path), appending each directory it makes to ``made``
+    as it goes (so a failure half-way can be undone)."""
+    missing = []
+    while path and not os.path.lexists(path):
+        missing.append(path)
+        path = os.path.dirname(path.rstrip('/'))
+    for directory in reversed(missing):
+        os.mkdir(directory)
+        made.append(directory)

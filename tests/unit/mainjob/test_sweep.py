@@ -1,0 +1,199 @@
+"""The main job's Rally task arguments, task files and sweep lines (the
+environment spec: test_rallyenv.py)."""
+
+import os
+
+import pytest
+import yaml
+
+from kvmtune.errors import KvmtuneError
+from kvmtune.mainjob import sweep
+
+
+def test_task_args_name_both_flavors_and_an_absolute_baseline():
+    args = sweep.task_args(3, 'fio-randread-4k',
+                           ['m1.bench.baseline', 'm1.bench.x'],
+                           'kvmtune-bench', baseline='bm.json')
+    assert args['max_vms'] == 3 and args['flavors'][1] == 'm1.bench.x'
+    assert args['baseline'].startswith('/')
+
+
+def test_task_path_is_the_installed_task_file():
+    path = sweep.task_path('disk-scaling')
+    assert os.path.isfile(path)
+    assert path == sweep.task_path('disk-scaling.yaml')
+    assert {'disk-scaling', 'network-scaling'} <= set(sweep.task_names())
+    with pytest.raises(KvmtuneError,
+                       match=r"no Rally task named 'disk' \(fix: one of: "
+                             r"disk-scaling, network-scaling\)") as err:
+        sweep.task_path('disk')
+    assert 'one of: disk-scaling' in err.value.line()
+
+
+def render(**args):
+    """The disk task as `rally task start --task-args` renders it."""
+    from rally import api
+
+    path = sweep.task_path('disk-scaling')
+    with open(path) as f:
+        text = f.read()
+    return yaml.safe_load(api._Task(api=None).render_template(
+        task_template=text, template_dir=os.path.dirname(path), **args))
+
+
+def test_flavor_max_vms_limits_only_that_flavors_sweep():
+    flavors = ['m1.bench.baseline', 'm1.bench.pinned-hugepages']
+    args = sweep.task_args(3, 'fio-randread-4k', flavors, 'kvmtune-bench',
+                           flavor_max_vms={flavors[1]: 1})
+    task = render(**args)
+    runs = {s['scenario']['KvmTune.disk_scaling']['flavor']['name']:
+            (s['scenario']['KvmTune.disk_scaling']['vm_counts'],
+             s['runner']['constant']['times']) for s in task['subtasks']}
+    assert runs == {flavors[0]: ([1, 2, 3], 3), flavors[1]: ([1], 1)}
+    # what the progress line expects is what the task runs
+    assert sweep.vm_counts(3, flavors, {flavors[1]: 1}) == {
+        flavors[0]: [1, 2, 3], flavors[1]: [1]}
+    # without it every flavor runs every count, as before
+    task = render(**sweep.task_args(2, 'fio-randread-4k', flavors, 'i'))
+    assert [s['runner']['constant']['times'] for s in task['subtasks']] \
+        == [2, 2]
+
+
+@pytest.fixture(scope='module')
+def rally_db(tmp_path_factory):
+    """Rally's own database in the job's Rally directory, made by Rally's
+    Python API from the rally.conf the job writes; (api, add) where
+    ``add(flavor, iterations)`` records a subtask of the disk task as
+    Rally's engine does (one workload; each iteration written when it
+    ends, raw_result_chunk_size 1)."""
+    from rally import api as rally_api
+    from rally.common import db
+    from rally.common import objects
+
+    runner = sweep.Rally(str(tmp_path_factory.mktemp('job')))
+    api = rally_api.API(config_file=runner.conf, skip_db_check=True)
+    db.schema.schema_create()
+    api.deployment.create(config={}, name='kvmtune-test')
+    task = objects.Task.get(api.task.create(deployment='kvmtune-test')[
+        'uuid'])
+
+    def add(flavor, counts):
+        subtask = task.add_subtask(title=f'disk scaling on {flavor}')
+        workload = subtask.add_workload(
+            'KvmTune.disk_scaling', '', 0, {'times': len(counts)},
+            'constant', {}, [], {},
+            {'flavor': {'name': flavor}, 'vm_counts': counts})
+        return subtask, workload
+
+    return api, task['uuid'], add, runner.conf
+
+
+def test_the_job_rally_writes_each_iteration_when_it_ends(rally_db):
+    from rally.common import cfg
+
+    # the job's rally.conf, as Rally's own configuration reads it
+    assert cfg.CONF.raw_result_chunk_size == 1
+
+
+def test_progress_one_line_per_step_from_rallys_record(rally_db):
+    from tests.unit.results.test_rally import iteration
+
+    api, uuid, add, _ = rally_db
+    shown = []
+    progress = sweep.Progress(['m1.a', 'm1.b'], {'m1.a': [1, 2, 3]},
+                              show=shown.append, tty=False)
+    subtask, workload = add('m1.a', [1, 2, 3])
+    _, other = add('m1.other', [1])        # not the sweep's: silent
+    other.add_workload_data(0, {'raw': [iteration([5.0])]})
+    progress.update(api.task.get(uuid, detailed=True))
+    assert (shown, progress.flavor, progress.vms) == ([], 'm1.a', 1)
+    workload.add_workload_data(0, {'raw': [iteration([1000.0])]})
+    workload.add_workload_data(1, {'raw': [iteration(
+        [800.0], bad=[('late', 'ready after start_at')])]})
+    progress.update(api.task.get(uuid, detailed=True))
+    assert progress.vms == 3
+    failed = {'duration': 2.0, 'idle_duration': 0.0, 'timestamp': 0,
+              'atomic_actions': [], 'output': {'complete': []},
+              'error': ['TimeoutException', 'Rally tired\nof waiting']}
+    workload.add_workload_data(2, {'raw': [failed]})
+    subtask.update_status('finished')
+    progress.update(api.task.get(uuid, detailed=True))
+    assert shown == [
+        'sweep: m1.a, 1 VM(s): guests valid 1/1, per-VM 1,000 IOPS (1 s)',
+        'sweep: m1.a, 2 VM(s): guests valid 1/2, per-VM 800 IOPS (1 s)',
+        'sweep: m1.a, 3 VM(s): iteration failed: TimeoutException: Rally '
+        'tired of waiting (2 s)']
+    assert progress.flavor is None      # nothing of the sweep runs
+
+
+def test_follow_reads_the_task_until_the_run_ends(rally_db):
+    import threading
+
+    api, uuid, _, conf = rally_db
+    subtasks = len(api.task.get(uuid, detailed=True)['subtasks'])
+    seen = []
+
+    class Probe:
+        def update(self, task):
+            seen.append((task['uuid'], len(task['subtasks'])))
+            stop.set()      # Rally exited: one more read, then no more
+
+    stop = threading.Event()
+    sweep.follow(conf, uuid, Probe(), stop, poll=0.01)
+    assert seen == [(uuid, subtasks)] * 2
+
+
+def report_json(tmp_path, slas):
+    """A `rally task report --json` file with one subtask per flavor."""
+    import json
+
+    doc = {'info': {}, 'tasks': [{'subtasks': [
+        {'title': f'disk scaling fio-randread-4k on {flavor}',
+         'workloads': [{'sla_results': {'sla': sla}}]}
+        for flavor, sla in slas]}]}
+    path = tmp_path / 'report.json'
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+PASSED = {'criterion': 'failure_rate', 'success': True,
+          'detail': 'Failure rate criteria 0.00% <= 0.00% <= 0.00% - Passed'}
+
+
+def test_sla_failures_name_each_flavors_subtask(tmp_path):
+    """Both subtasks' workloads are at position 0 (sla-check's "pos"):
+    the subtask, not the position, names the flavor."""
+    long = ' | '.join(f'per-VM IOPS at {n} VMs is 1% of bare metal (< 50%)'
+                      for n in (1, 2, 3, 4))
+    path = report_json(tmp_path, [
+        ('m1.bench.baseline', [PASSED, {'criterion': 'kvmtune_scaling',
+                                        'success': False,
+                                        'detail': long + ' - Failed'}]),
+        ('m1.bench.pinned-hugepages', [PASSED, {
+            'criterion': 'kvmtune_scaling', 'success': False,
+            'detail': 'per-VM IOPS at 1 VMs is 3% of bare metal (< 50%) '
+                      '- Failed'}])])
+    lines = sweep.sla_failures(path)
+    assert lines[1] == ('disk scaling fio-randread-4k on '
+                        'm1.bench.pinned-hugepages: kvmtune_scaling: per-VM '
+                        'IOPS at 1 VMs is 3% of bare metal (< 50%)')
+    assert lines[0].startswith('disk scaling fio-randread-4k on '
+                               'm1.bench.baseline: kvmtune_scaling: per-VM')
+    assert lines[0].endswith('...') and len(lines[0]) < 220
+    assert sweep.sla_failures(report_json(tmp_path, [('f', [PASSED])])) \
+        == []
+
+
+def test_a_terminal_sees_the_running_step_rewritten(rally_db, monkeypatch):
+    from kvmtune.mainjob import steps
+
+    api, uuid, add, _ = rally_db
+    written = []
+    monkeypatch.setattr(steps.OUT, 'show', written.append)
+    progress = sweep.Progress(['m1.tty'], {'m1.tty': [1, 2]},
+                              show=written.append, tty=True)
+    add('m1.tty', [1, 2])
+    progress.update(api.task.get(uuid, detailed=True))
+    progress.finish()
+    assert written[0].startswith('\r\033[Kmain-job: sweep: m1.tty, 1 VM(s) (')
+    assert written[-1] == '\n'

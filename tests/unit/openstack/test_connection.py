@@ -1,0 +1,69 @@
+"""kvmtune.openstack.connection: the request log and its test-only kill
+hook."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+from kvmtune.openstack import connection
+from tests import paths
+
+# A process that serves HTTP on a thread and sends three GETs through a
+# requests.Session counted by RequestLog (the transport kvmtune uses).
+_CLIENT = textwrap.dedent('''
+    import http.server, threading, requests
+    from kvmtune.openstack.connection import RequestLog
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(('127.0.0.1', 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    session = requests.Session()
+    log = RequestLog()
+    log.install(session)
+    for n in (1, 2, 3):
+        session.get(f'http://127.0.0.1:{server.server_port}/v2.1/r{n}')
+        print('answered', n, flush=True)
+''')
+
+
+def _run(env):
+    import os
+
+    return subprocess.run([sys.executable, '-c', _CLIENT],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, 'PYTHONPATH': str(paths.REPO),
+                               **env})
+
+
+def test_kill_hook_sigkills_after_the_nth_answer():
+    done = _run({connection.KILL_AFTER_CALL_ENV: '2'})
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert done.stdout.split('\n')[:-1] == ['answered 1']
+    assert done.stderr == (f'kvmtune: test hook '
+                           f'{connection.KILL_AFTER_CALL_ENV}: SIGKILL '
+                           'after request 2 (GET /v2.1/r2)\n')
+
+
+def test_kill_hook_is_off_unless_set_to_a_count():
+    for value in ('', '0', 'two'):
+        done = _run({connection.KILL_AFTER_CALL_ENV: value})
+        assert done.returncode == 0, (value, done.stderr)
+        assert done.stdout.count('answered') == 3
+
+
+def test_request_log_counts_writes_apart_from_the_token():
+    log = connection.RequestLog()
+    log.record('post', 'http://k/v3/auth/tokens')
+    log.record('GET', 'http://n/v2.1/flavors')
+    log.record('DELETE', 'http://n/v2.1/flavors/1')
+    assert (log.total, log.writes, log.token_requests) == (3, 1, 1)
+    assert log.summary() == ('3 requests (DELETE 1, GET 1, POST 1: 1 for a '
+                             'Keystone token), 1 writes')

@@ -1,0 +1,572 @@
+"""KvmTune.disk_scaling and KvmTune.network_scaling against an in-memory
+Nova whose guests answer on their console the way the benchmark image does
+(design.md §6), with real tool output from tests/fixtures/outputs."""
+
+import hashlib
+import itertools
+import json
+import os
+import sys
+
+import pytest
+
+from rally.common import cfg
+from rally.common import opts
+from rally import exceptions
+from rally import plugins
+from novaclient import api_versions
+
+from kvmtune.results import rally as rally_results
+from kvmtune.results import row as rows_
+from kvmtune.rally.scenarios.kvmtune import disk
+from kvmtune.rally.scenarios.kvmtune import network
+from kvmtune.rally.scenarios.kvmtune import utils
+from tests import paths
+
+FIXTURES = os.path.join(paths.FIXTURES, 'outputs')
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return f.read()
+
+
+def frame(instance, workload, tool, raw):
+    data = raw.encode()
+    return (f'KVMTUNE-RESULT-BEGIN {instance} {workload} {tool} {len(data)} '
+            f'{hashlib.sha256(data).hexdigest()}\n{raw}\n'
+            f'KVMTUNE-RESULT-END {instance}\nKVMTUNE-STATUS {instance} ok\n')
+
+
+def benchmark_guest(job, instance, nmis=0):
+    """What the image prints for a job (a stand-in for booting it) after
+    ``nmis`` start signals."""
+    boot = '[    0.000000] Linux version 6.1.0\nkvmtune: job read\n'
+    if job.get('start') == 'nmi':
+        boot += f'KVMTUNE-STATUS {instance} ready uptime=9.50 time=1795\n'
+        if not nmis:
+            return boot
+    if job['role'] == 'server':
+        return boot + f'KVMTUNE-STATUS {instance} serving\n'
+    if job['target'] not in (None, '/dev/vdb'):
+        return boot + (f'KVMTUNE-STATUS {instance} error target '
+                       f'{job["target"]} is not a block device here\n')
+    if job['workload'] == 'fio-randread-4k':
+        return boot + frame(instance, job['workload'], 'fio',
+                            fixture('fio-3.33-randread-4k.json'))
+    if job['workload'] == 'iperf3-tcp-stream':
+        assert job['peer'] == '10.2.0.3'
+        return boot + frame(instance, job['workload'], 'iperf3',
+                            fixture('iperf3-3.12-tcp.json'))
+    raise AssertionError(f'no such guest behaviour: {job}')
+
+
+class NotFound(Exception):
+    code = 404
+
+
+class Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class Servers:
+    def __init__(self, nova):
+        self.nova, self.live, self.created = nova, {}, []
+        self.ids = (f'00000000-0000-0000-0000-{i:012d}'
+                    for i in itertools.count(1))
+
+    def create(self, name, image, flavor, **kw):
+        sid = next(self.ids)
+        addresses = ({'net': [{'addr': f'10.2.0.{len(self.created) + 3}',
+                               'OS-EXT-IPS:type': 'fixed'}]}
+                     if isinstance(kw.get('nics'), list) else {})
+        server = Obj(id=sid, name=name, status='ACTIVE', manager=self,
+                     addresses=addresses, kw=kw, flavor=flavor,
+                     job=json.loads(kw['userdata']), nmis=0)
+        self.live[sid] = server
+        self.created.append(server)
+        return server
+
+    def get(self, sid):
+        sid = getattr(sid, 'id', sid)      # novaclient takes either
+        if sid not in self.live:
+            raise NotFound(sid)
+        return self.live[sid]
+
+    def delete(self, sid):
+        if self.live.pop(getattr(sid, 'id', sid), None) is None:
+            raise NotFound(sid)
+
+    def get_console_output(self, server):
+        if self.nova.powered_off:
+            # libvirt: a stopped guest has no pty, Nova answers 404
+            server.status = 'SHUTOFF'
+            raise NotFound('Guest does not have a console available.')
+        if server.id in self.nova.never_ready:
+            return '[    0.000000] Linux version 6.1.0\n'
+        return benchmark_guest(server.job, server.id, server.nmis)
+
+    def trigger_crash_dump(self, server):
+        guest = self.live[server.id]
+        # the scenario signals only once every guest said ready
+        assert all('ready' in self.get_console_output(s) for s in
+                   self.live.values() if s.job.get('start') == 'nmi' and
+                   s.id not in self.nova.never_ready)
+        guest.nmis += 1
+
+
+class ServerGroups:
+    def __init__(self):
+        self.live = {}
+
+    def create(self, name, policies):
+        group = Obj(id=f'group-{len(self.live)}', policies=policies)
+        self.live[group.id] = group
+        return group
+
+    def delete(self, gid):
+        self.live.pop(gid)
+
+
+class Nova:
+    api_version = api_versions.APIVersion('2.37')
+
+    def __init__(self, ephemeral=1, powered_off=False):
+        self.powered_off = powered_off
+        self.never_ready = set()    # ids of guests stuck in their boot
+        self.servers = Servers(self)
+        self.server_groups = ServerGroups()
+        self.flavors = Obj(get=lambda fid: Obj(**{
+            'name': fid, 'OS-FLV-EXT-DATA:ephemeral': ephemeral}))
+
+
+class Clients:
+    def __init__(self, nova):
+        self._nova = nova
+
+    def nova(self, version=None):
+        return self._nova
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    plugins.load()
+    opts.register()
+    names = ('nova_server_boot_prepoll_delay',
+             'nova_server_boot_poll_interval',
+             'nova_server_delete_poll_interval')
+    for name in names:
+        cfg.CONF.set_override(name, 0, group='openstack')
+    monkeypatch.setattr(utils, 'CONSOLE_POLL_INTERVAL', 0)
+    monkeypatch.setattr(utils, 'SIGNAL_POLL_INTERVAL', 0)
+    if hasattr(utils, 'DELETE_RESEND_INTERVAL'):
+        monkeypatch.setattr(utils, 'DELETE_RESEND_INTERVAL', 0)
+    monkeypatch.setattr(utils.KvmTuneScenario, 'sleep_between',
+                        lambda self, *a, **kw: None)
+    yield
+    for name in names:
+        cfg.CONF.clear_override(name, group='openstack')
+
+
+def scenario(cls, nova, iteration=1, networks=None):
+    context = {'iteration': iteration, 'owner_id': 'o',
+               'task': {'uuid': 'a2b3c4d5-0000-0000-0000-000000000000'},
+               'tenant': {'networks': networks or []}}
+    return cls(context, clients=Clients(nova))
+
+
+def table(scen):
+    """The per-VM table, read back as the report reads it (flat Rows)."""
+    return [r.flat() for r in rally_results.rows_of(scen._output)]
+
+
+def test_disk_iteration_boots_its_step_and_reads_every_guest():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2, 3], result_timeout=5,
+             emulated=True)
+    assert len(nova.servers.created) == 3
+    jobs = [s.job for s in nova.servers.created]
+    assert all(j == jobs[0] for j in jobs)      # one common start_at
+    assert jobs[0]['target'] == '/dev/vdb'
+    for s in nova.servers.created:
+        assert s.kw['config_drive'] is True
+        assert s.kw['scheduler_hints'] == {'group': 'group-0'}
+        assert s.kw['nics'] == 'none'
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok'] * 3
+    assert all(r['iops'] > 0 and r['tool'] == 'fio' and r['emulated']
+               for r in rows)
+    titles = [o['title'] for o in scen._output['additive']]
+    assert titles[0] == 'IOPS by VM count (emulated: QEMU TCG)'
+    # nothing left behind
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_admin_host_pins_the_batch_without_a_group():
+    nova = Nova()
+    scenario(disk.DiskScaling, nova).run(
+        flavor='f', image='i', vm_counts=[1], host='compute-1',
+        result_timeout=5)
+    server, = nova.servers.created
+    assert server.kw['availability_zone'] == 'nova:compute-1'
+    assert 'scheduler_hints' not in server.kw
+
+
+def test_a_bad_job_fails_the_iteration_naming_the_guest():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova)
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='target /dev/vdz is not a block device '
+                             'here') as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1], target='/dev/vdz',
+                 result_timeout=5)
+    server, = nova.servers.created
+    assert (f'{server.id}: error: target /dev/vdz is not a block device '
+            'here') in str(exc.value)
+    assert table(scen)[0]['status'] == rows_.ERROR
+    assert nova.servers.live == {}
+
+
+def test_a_guest_that_stopped_before_being_read_is_a_no_result():
+    nova = Nova(powered_off=True)
+    scen = scenario(disk.DiskScaling, nova)
+    with pytest.raises(utils.GuestResultsMissing, match='no-result: Nova '
+                       'gave no console log'):
+        scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5)
+    assert nova.servers.created[0].job['hold'] is True
+    assert table(scen)[0]['status'] == rows_.NO_RESULT
+    assert nova.servers.live == {}
+
+
+def test_an_unknown_workload_is_refused_before_booting():
+    nova = Nova()
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='fio-no-such'):
+        scenario(disk.DiskScaling, nova).run(
+            flavor='f', image='i', vm_counts=[1], workload='fio-no-such')
+    assert nova.servers.created == [] and nova.server_groups.live == {}
+
+
+def test_a_flavor_without_data_disk_is_refused_before_booting():
+    nova = Nova(ephemeral=0)
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='no ephemeral disk'):
+        scenario(disk.DiskScaling, nova).run(flavor='f', image='i',
+                                             vm_counts=[1])
+    assert nova.servers.created == []
+
+
+def test_network_clients_get_the_server_address_as_peer():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova, iteration=2,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
+    server, *clients = nova.servers.created
+    assert server.job['role'] == 'server' and server.job['hold']
+    assert len(clients) == 2
+    assert {c.job['peer'] for c in clients} == {'10.2.0.3'}
+    # iperf3 serves one client at a time: one server and port per client
+    assert server.job['ports'] == '5201,5202'
+    assert '-p @PORT@' in server.job['command']
+    assert sorted(c.job['params']['port'] for c in clients) == [5201, 5202]
+    assert {'-p 5201' in clients[0].job['command'],
+            '-p 5202' in clients[1].job['command']} == {True}
+    rows = table(scen)
+    assert len(rows) == 2 and all(r['gbit_s'] > 0 for r in rows)
+    assert nova.servers.live == {}
+
+
+def test_network_server_guest_may_have_its_own_flavor():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='tuned', image='i', vm_counts=[1], result_timeout=5,
+             server_flavor='plain')
+    assert [s.flavor for s in nova.servers.created] == ['plain', 'tuned']
+
+
+def test_network_default_is_the_signal_start_and_at_stays():
+    for mode, nmis in ((None, [1]), ('at', [0])):
+        nova = Nova()
+        scen = scenario(network.NetworkScaling, nova,
+                        networks=[{'id': 'net-1'}])
+        mode_arg = {'start_mode': mode} if mode else {}
+        scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5,
+                 **mode_arg)
+        server, client = nova.servers.created
+        assert [client.nmis] == nmis, mode
+        if mode == 'at':
+            assert isinstance(client.job['start_at'], int)
+            assert 'start' not in client.job
+        else:
+            assert client.job['start'] == 'nmi'
+        assert [r['status'] for r in table(scen)] == ['ok']
+
+
+def test_network_needs_a_network():
+    with pytest.raises(exceptions.InvalidArgumentsException,
+                       match='needs a network'):
+        scenario(network.NetworkScaling, Nova()).run(
+            flavor='f', image='i', vm_counts=[1])
+
+
+# Issue 15: the signal start (default) and the old start_at mode.
+
+def atomic_names(scen):
+    return [a['name'] for a in scen.atomic_actions()]
+
+
+def budget(scen):
+    chart, = [c for c in scen._output['complete']
+              if c['title'] == utils.BUDGET_TITLE]
+    return dict(chart['data']['rows'])
+
+
+def test_signal_mode_starts_every_guest_once_all_are_ready():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2, 3], result_timeout=5)
+    jobs = [s.job for s in nova.servers.created]
+    assert all(j['start'] == 'nmi' and j['start_at'] is None for j in jobs)
+    assert [s.nmis for s in nova.servers.created] == [1, 1, 1]
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok'] * 3
+    assert all(r['ready_s'] == 9.5 and r['seen_ready_s'] >= 0
+               for r in rows)
+    assert atomic_names(scen) == [
+        'nova.create_server_group', 'kvmtune.create_servers',
+        'kvmtune.wait_active',
+        'kvmtune.wait_ready', 'kvmtune.start', 'kvmtune.wait_results',
+        'kvmtune.collect', 'kvmtune.delete_servers']
+    figures = budget(scen)
+    assert figures['guests'] == 3 and figures['guests ready'] == 3
+    assert figures['guests started'] == 3
+    assert figures['guest uptime at ready, max s'] == 9.5
+    assert nova.servers.live == {}
+
+
+def test_a_guest_never_ready_is_not_waited_for_nor_averaged_in():
+    nova = Nova()
+    nova.servers.ids = iter(f'00000000-0000-0000-0000-{i:012d}'
+                            for i in range(1, 4))
+    nova.never_ready.add('00000000-0000-0000-0000-000000000002')
+    scen = scenario(disk.DiskScaling, nova, iteration=3)
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='^1 of 3 guests gave no valid result: .*: '
+                             'no-result: no KVMTUNE-STATUS line') as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1, 2, 3],
+                 result_timeout=5, ready_timeout=0)
+    assert [s.nmis for s in nova.servers.created] == [1, 0, 1]
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok', 'no-result', 'ok']
+    assert rows[1]['iops'] is None and rows[1]['seen_ready_s'] is None
+    assert '1 of 3 guests' in str(exc.value)
+    figures = budget(scen)
+    assert (figures['guests ready'], figures['guests started']) == (2, 2)
+    # the per-VM chart averages the two valid guests only
+    trend = [o for o in scen._output['additive']
+             if o['title'].startswith('IOPS by VM count')][0]
+    per_vm, total = trend['data']
+    assert per_vm[1] == pytest.approx(total[1] / 2)
+
+
+def test_start_mode_at_keeps_the_old_common_start():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
+             start_mode='at')
+    jobs = [s.job for s in nova.servers.created]
+    assert all(isinstance(j['start_at'], int) and 'start' not in j
+               for j in jobs)
+    assert [s.nmis for s in nova.servers.created] == [0, 0]
+    assert [r['status'] for r in table(scen)] == ['ok', 'ok']
+    assert 'kvmtune.start' not in atomic_names(scen)
+
+
+def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):
+    """sysbench-cpu in the disk scenario: no ephemeral disk asked, no
+    target in the job, events/s charted, latency never summed."""
+    def guest(job, instance, *start_signals):
+        assert job['workload'] == 'sysbench-cpu' and job['target'] is None
+        return frame(instance, 'sysbench-cpu', 'sysbench',
+                     fixture('sysbench-1.0.20-cpu-1t.txt'))
+    monkeypatch.setattr(sys.modules[__name__], 'benchmark_guest', guest)
+    nova = Nova(ephemeral=0)
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
+             workload='sysbench-cpu', emulated=True,
+             record={'profile': 'baseline'})
+    rows = table(scen)
+    assert [r['events_s'] for r in rows] == [1539.48, 1539.48]
+    assert [r['lat_max_ns'] for r in rows] == [14320000.0, 14320000.0]
+    additive = {o['title']: o for o in scen._output['additive']}
+    assert 'events/s by VM count (emulated: QEMU TCG)' in additive
+    lat = additive['latency across guests (us) by VM count '
+                   '(emulated: QEMU TCG)']
+    # the mean of the two guests' means and the worst max, not a sum
+    assert lat['data'] == [["mean of the guests' mean latency", 640.0],
+                           ["worst guest's max latency", 14320.0]]
+    assert not any('aggregate' in name and 'latency' in name
+                   for o in scen._output['additive']
+                   for name, _ in o['data'])
+
+
+def test_fio_latency_chart_takes_the_worst_p99():
+    nova = Nova()
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
+    rows = table(scen)
+    lat = [o for o in scen._output['additive']
+           if o['title'].startswith('latency across guests')][0]
+    assert lat['data'][1] == ["worst guest's p99 latency",
+                              max(r['lat_p99_ns'] for r in rows) / 1000.0]
+    assert lat['data'][0][1] == pytest.approx(
+        sum(r['lat_mean_ns'] for r in rows) / 2 / 1000.0)
+
+
+def test_network_signal_mode_starts_the_clients_once_the_server_serves():
+    nova = Nova()
+    scen = scenario(network.NetworkScaling, nova, iteration=2,
+                    networks=[{'id': 'net-1'}])
+    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
+             start_mode='signal')
+    server, *clients = nova.servers.created
+    assert 'start' not in server.job and server.nmis == 0
+    assert all(c.job['start'] == 'nmi' and c.nmis == 1 for c in clients)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == ['ok', 'ok']
+    assert all(r['gbit_s'] > 0 and r['ready_s'] == 9.5 for r in rows)
+    figures = budget(scen)
+    assert (figures['guests'], figures['guests ready'],
+            figures['guests started']) == (2, 2, 2)
+
+
+# -- faults on the cloud side (issue 25) -------------------------------------
+
+class ServerError(Exception):
+    """What novaclient raises for Nova's 500 (an RPC timeout to a dead
+    nova-compute is "Unexpected API Error")."""
+    code = 500
+
+
+class DeadCompute:
+    """The guests' nova-compute was SIGKILLed: console reads time out in
+    Nova (500), and a delete is ignored while Nova still counts the
+    service up (the server stays in task_state deleting), then done
+    locally once it is seen down (after ``seen_down_after`` deletes)."""
+
+    def __init__(self, nova, seen_down_after=2):
+        self.servers = nova.servers
+        self.deletes = 0
+        self.seen_down_after = seen_down_after
+        nova.servers.get_console_output = self.console
+        nova.servers.delete = self.delete
+
+    def console(self, server):
+        raise ServerError('Unexpected API Error (HTTP 500)')
+
+    def delete(self, sid):
+        self.deletes += 1
+        sid = getattr(sid, 'id', sid)
+        if sid not in self.servers.live:
+            raise NotFound(sid)
+        if self.deletes > self.seen_down_after:
+            del self.servers.live[sid]
+
+
+def test_a_dead_compute_mid_step_counts_guests_lost_and_still_deletes():
+    # Before: the first unreadable console (500) ended the iteration with
+    # no rows at all, and the one delete Nova ignored left the server.
+    nova = Nova()
+    dead = DeadCompute(nova)
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    with pytest.raises(utils.GuestResultsMissing,
+                       match='^2 of 2 guests gave no valid result') as exc:
+        scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=0,
+                 ready_timeout=0)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == [rows_.NO_RESULT] * 2
+    for r in rows:
+        assert 'its console could not be read: ServerError: Unexpected ' \
+            'API Error' in r['reason'], r
+        assert r['iops'] is None
+    assert 'console could not be read' in str(exc.value)
+    assert dead.deletes > 2        # sent again until Nova took it
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_a_step_that_fails_before_its_verdicts_leaves_lost_rows(monkeypatch):
+    # A boot that never ends (nova-compute gone while building): Rally's
+    # wait times out. Before: no row, so the SLA never named the guests.
+    nova = Nova()
+
+    def never_active(self, servers):
+        raise exceptions.TimeoutException(
+            desired_status='ACTIVE', resource_name=servers[0].name,
+            resource_type='server', resource_id=servers[0].id,
+            resource_status='BUILD', timeout=300)
+
+    monkeypatch.setattr(utils.KvmTuneScenario, '_wait_active', never_active)
+    scen = scenario(disk.DiskScaling, nova, iteration=2)
+    with pytest.raises(exceptions.TimeoutException):
+        scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
+    rows = table(scen)
+    assert [r['status'] for r in rows] == [rows_.NO_RESULT] * 2
+    assert all(r['reason'].startswith('lost: the step failed before its '
+                                      'verdict (TimeoutException')
+               and r['workload'] == 'fio-randread-4k' for r in rows), rows
+    assert nova.servers.live == {} and nova.server_groups.live == {}
+
+
+def test_network_lost_step_names_the_server_guest_apart():
+    nova = Nova()
+
+    def no_address(server):
+        raise ServerError('Unexpected API Error (HTTP 500)')
+
+    scen = scenario(network.NetworkScaling, nova,
+                    networks=[{'id': 'net-1'}])
+    scen._address = no_address
+    with pytest.raises(ServerError):
+        scen.run(flavor='f', image='i', vm_counts=[1],
+                 workload='iperf3-tcp-stream', result_timeout=5)
+    rows = table(scen)
+    assert [r['role'] for r in rows] == ['server']
+    assert [r for r in rows if r['role'] != 'server'] == []
+    assert nova.servers.live == {}
+
+
+def test_an_api_that_is_down_for_a_while_still_gets_the_delete():
+    nova = Nova()
+    real_delete, failures = nova.servers.delete, []
+
+    def flaky_delete(sid):
+        if len(failures) < 2:
+            failures.append(sid)
+            raise ConnectionError('Unable to establish connection')
+        return real_delete(sid)
+
+    nova.servers.delete = flaky_delete
+    scenario(disk.DiskScaling, nova).run(flavor='f', image='i',
+                                         vm_counts=[1], result_timeout=5)
+    assert len(failures) == 2 and nova.servers.live == {}
+
+
+def test_a_delete_that_never_takes_ends_within_rallys_timeout():
+    nova = Nova()
+    DeadCompute(nova, seen_down_after=10 ** 9)
+    cfg.CONF.set_override('nova_server_delete_timeout', 0,
+                          group='openstack')
+    try:
+        scen = scenario(disk.DiskScaling, nova)
+        with pytest.raises(exceptions.TimeoutException,
+                           match='not deleted .*still there'):
+            scen.run(flavor='f', image='i', vm_counts=[1],
+                     result_timeout=0, ready_timeout=0)
+    finally:
+        cfg.CONF.clear_override('nova_server_delete_timeout',
+                                group='openstack')
+    # the lost guest was charted before the delete gave up
+    assert table(scen)[0]['status'] == rows_.NO_RESULT

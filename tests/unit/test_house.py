@@ -1,0 +1,235 @@
+"""The house (doc/design.md 8 and 9.1): imports run down the layers, and
+every module has its mirrored test file.
+
+These read the package's source with ``ast``; nothing is imported.
+"""
+
+import ast
+import collections
+import os
+
+import pytest
+
+from tests import paths
+
+PACKAGE = os.path.join(paths.REPO, 'kvmtune')
+UNIT = os.path.join(paths.REPO, 'tests', 'unit')
+
+# doc/design.md 9.1, top to bottom. A group may import from the lines above
+# it and from its own line, as long as the groups of one line form no cycle.
+LAYERS = (
+    {'kvmtune', 'errors', 'fileio', 'inputs', 'extras', 'conf',
+     'privileged', 'nova_releases'},
+    {'facts'},
+    {'tuning'},
+    {'openstack'},
+    {'verify', 'capacity'},
+    {'workloads'},
+    {'results'},
+    {'image', 'bench', 'report', 'rally'},
+    {'testcloud'},
+    {'cli', 'cmd', 'mainjob', 'devstack', 'tempest_plugin'},
+)
+LAYER = {group: n for n, line in enumerate(LAYERS) for group in line}
+
+# Not modules of kvmtune's own code: files the embedded cloud installs into
+# its services (run by them, tested by tests/functional/testcloud) and
+# Tempest's tests, which are tests themselves.
+NOT_MIRRORED = ('testcloud/files/', 'tempest_plugin/tests/')
+
+# Modules whose mirrored test file is still to be written (issue 23: this
+# list only shrinks; the test fails once a listed module has its file).
+MISSING = {
+    'devstack/__main__.py', 'devstack/changes.py', 'devstack/resources.py',
+    'devstack/tempest.py', 'image/build.py', 'image/cpio.py', 'image/debs.py',
+    'image/disk.py', 'image/fio_static.py', 'image/modules.py',
+    'mainjob/__main__.py', 'mainjob/cloud.py', 'mainjob/hugepages.py',
+    'openstack/planning.py', 'rally/scenarios/kvmtune/disk.py',
+    'rally/scenarios/kvmtune/network.py', 'rally/scenarios/kvmtune/utils.py',
+    'tempest_plugin/config.py', 'tempest_plugin/plugin.py',
+    'testcloud/host.py', 'testcloud/rest.py', 'tuning/export/common.py',
+    'tuning/novaconf/nova_check.py', 'tuning/novaconf/rules.py',
+    'tuning/tuners/disk_io.py', 'tuning/tuners/ept.py',
+    'tuning/tuners/vhost_net.py', 'workloads/commands.py',
+    'workloads/guestjob.py',
+}
+
+# Test files that mirror no single module, each with what it tests.
+TOPICS = {
+    'test_accel.py': 'tests/accel.py, the accelerator the functional tier '
+                     'finds',
+    'test_docs.py': 'README and the guides against the CLI parser',
+    'test_hang.py': 'the test run\'s hang bound',
+    'test_hostile.py': 'hostile input across every reader',
+    'test_house.py': 'this file: the layers and the mirror',
+    'test_strict.py': 'tests/strict.py, CI\'s strict mode',
+    'test_timing_asserts.py': 'no timing assertion in the tests',
+    'test_trees.py': 'tests/trees.py, the pinned upstream checkouts',
+    'test_typed_share.py': 'tools/typed-share',
+    'cmd/test_formats.py': '-f on every reading command (the command table)',
+    'devstack/test_plugin.py': 'devstack/plugin.sh, the DevStack contract',
+    'devstack/test_shim.py': 'tests/devstack_shim, DevStack\'s functions',
+    'facts/test_fixtures.py': 'the captured hosts under tests/fixtures',
+    'facts/test_gather.py': 'facts.gather over whole host trees',
+    'facts/test_load.py': 'facts.load of a facts file',
+    'facts/test_real_hosts.py': 'gather on captures of real machines',
+    'image/test_guestlib.py': 'kvmtune/image/guestlib.sh, the guest side',
+    'mainjob/test_profile.py': 'the main job\'s tuned profile on hosts',
+    'rally/scenarios/test_kvmtune.py': 'the scenarios through Rally',
+    'rally/test_tasks.py': 'the task files through Rally\'s task engine',
+    'tuning/novaconf/test_rules_cpu_models.py': 'the cpu_models rule '
+                                                'against Nova',
+    'tuning/tuners/test_tuners.py': 'every tuner through stevedore',
+    'workloads/test_workloads.py': 'the workload definitions',
+}
+
+
+def _modules():
+    for root, _dirs, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith('.py'):
+                path = os.path.join(root, name)
+                yield os.path.relpath(path, PACKAGE).replace(os.sep, '/')
+
+
+def _group(module):
+    parts = module.split('.')
+    if parts[0] != 'kvmtune':
+        return None
+    if len(parts) == 1:
+        return 'kvmtune'
+    return parts[1]
+
+
+def _imports(rel):
+    """(group, line, imported module) of every kvmtune import in ``rel``,
+    those inside functions included."""
+    with open(os.path.join(PACKAGE, rel), encoding='utf-8') as f:
+        tree = ast.parse(f.read(), rel)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+            if node.module == 'kvmtune':
+                names = [f'kvmtune.{alias.name}' for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if _group(name):
+                yield _group(name), node.lineno, name
+
+
+def _own_group(rel):
+    return _group('kvmtune.' + rel[:-3].replace('/', '.').removesuffix(
+        '.__init__')) if rel != '__init__.py' else 'kvmtune'
+
+
+def _edges():
+    edges = collections.defaultdict(list)
+    for rel in _modules():
+        src = _own_group(rel)
+        for dst, line, name in _imports(rel):
+            if dst != src:
+                edges[src, dst].append(f'kvmtune/{rel}:{line} imports {name}')
+    return edges
+
+
+def test_every_group_has_a_layer():
+    groups = {_own_group(rel) for rel in _modules()}
+    assert groups - set(LAYER) == set(), (
+        'put the new package or top-level module on a line of LAYERS '
+        '(and of doc/design.md 9.1)')
+
+
+def test_imports_run_down_the_layers():
+    upward = [where for (src, dst), sites in _edges().items()
+              if LAYER.get(dst, -1) > LAYER.get(src, -1) for where in sites]
+    assert upward == []
+
+
+def _cycles(edges):
+    """Groups of one line that reach themselves through that line. A
+    ``__main__`` module is a program that nothing imports (``python -m
+    kvmtune.mainjob`` calls the CLI): its imports close no cycle."""
+    graph = collections.defaultdict(set)
+    for (src, dst), sites in edges.items():
+        if all('/__main__.py:' in site for site in sites):
+            continue
+        if LAYER.get(src) == LAYER.get(dst):
+            graph[src].add(dst)
+
+    def reaches(start, goal, seen):
+        for nxt in sorted(graph.get(start, ())):
+            if nxt == goal or (nxt not in seen
+                               and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    return sorted(g for g in list(graph) if reaches(g, g, {g}))
+
+
+def test_no_cycle_between_the_groups_of_one_line():
+    assert _cycles(_edges()) == []
+
+
+def test_the_checks_see_an_upward_import(tmp_path, monkeypatch):
+    """The checks can fail: a module of the base importing the shells, a
+    lazy import up, and two groups of one line importing each other."""
+    base = tmp_path / 'kvmtune'
+    (base / 'facts').mkdir(parents=True)
+    (base / 'errors.py').write_text('from kvmtune import cli\n')
+    (base / 'facts' / 'x.py').write_text(
+        'def f():\n    from kvmtune.tuning import plan\n')
+    (base / 'cli.py').write_text('')
+    (base / 'bench').mkdir()
+    (base / 'bench' / 'a.py').write_text('import kvmtune.report.b\n')
+    (base / 'report').mkdir()
+    (base / 'report' / 'b.py').write_text('from kvmtune.bench import a\n')
+    monkeypatch.setattr(__import__(__name__, fromlist=['x']), 'PACKAGE',
+                        str(base))
+    found = [where for (src, dst), sites in _edges().items()
+             if LAYER[dst] > LAYER[src] for where in sites]
+    assert sorted(found) == ['kvmtune/errors.py:1 imports kvmtune.cli',
+                             'kvmtune/facts/x.py:2 imports kvmtune.tuning']
+    assert _cycles(_edges()) == ['bench', 'report']
+
+
+def _mirror(rel):
+    folder, name = os.path.split(rel)
+    return os.path.join(folder, 'test_' + name).replace(os.sep, '/')
+
+
+def _mirrored():
+    return [rel for rel in _modules()
+            if not rel.endswith('__init__.py')
+            and not rel.startswith(NOT_MIRRORED)]
+
+
+@pytest.mark.parametrize('rel', sorted(set(_mirrored()) - MISSING))
+def test_module_has_its_mirrored_test_file(rel):
+    test = os.path.join(UNIT, _mirror(rel))
+    assert os.path.isfile(test), (
+        f'kvmtune/{rel}: its tests belong in tests/unit/{_mirror(rel)}')
+
+
+def test_the_missing_list_only_shrinks():
+    done = sorted(rel for rel in MISSING
+                  if os.path.isfile(os.path.join(UNIT, _mirror(rel))))
+    gone = sorted(MISSING - set(_mirrored()))
+    assert (done, gone) == ([], []), 'remove these from MISSING'
+
+
+def test_every_test_file_mirrors_a_module_or_names_its_topic():
+    expected = {_mirror(rel) for rel in _mirrored()}
+    packages = {os.path.dirname(rel) for rel in _modules()
+                if rel.endswith('__init__.py')}
+    expected |= {f'{pkg}/test_init.py'.lstrip('/') for pkg in packages}
+    found = set()
+    for root, _dirs, files in os.walk(UNIT):
+        for name in files:
+            if name.startswith('test_') and name.endswith('.py'):
+                found.add(os.path.relpath(os.path.join(root, name), UNIT)
+                          .replace(os.sep, '/'))
+    assert sorted(found - expected - set(TOPICS)) == []
+    assert sorted(set(TOPICS) - found) == []

@@ -1,0 +1,367 @@
+"""The seven tuners: declarations valid, host-derived values and checks."""
+
+import os
+
+import pytest
+from stevedore import extension
+
+from kvmtune.tuning import extra_specs
+from kvmtune import facts as host_facts
+from kvmtune.tuning import tuners
+from kvmtune.errors import InputError
+from kvmtune.tuning.tuners import base
+from kvmtune.tuning.tuners import cpu_pinning
+from kvmtune.tuning.tuners import disk_io
+from kvmtune.tuning.tuners import ept
+from kvmtune.tuning.tuners import hugepages
+from kvmtune.tuning.tuners import nested
+from kvmtune.tuning.tuners import vhost_net
+from tests import paths
+
+HOSTS = os.path.join(paths.FIXTURES, 'hosts')
+FIXTURES = ('intel-2s-smt-ept-1g', 'amd-epyc-npt', 'pvm-guest-2cpu')
+# Params a choice cannot go without.
+COMPANIONS = {('images_type', 'lvm'): {'images_volume_group': 'nova-vg'},
+              ('policy', 'mixed'): {'dedicated_mask': '^0'}}
+SEVEN = ['cpu_pinning', 'disk_io', 'ept', 'hugepages', 'nested', 'numa',
+         'vhost_net']
+
+
+@pytest.fixture(scope='module', params=FIXTURES)
+def fixture_facts(request):
+    return host_facts.gather(os.path.join(HOSTS, request.param))
+
+
+def all_tuners():
+    return [tuners.get(name) for name in SEVEN]
+
+
+def test_stevedore_namespace_lists_all_seven():
+    manager = extension.ExtensionManager('kvmtune.tuners')
+    assert sorted(manager.names()) == SEVEN
+    for ext in manager:
+        assert issubclass(ext.plugin, base.Tuner)
+        assert ext.plugin.name == ext.name
+
+
+def test_unknown_tuner_lists_known_ones():
+    with pytest.raises(InputError) as err:
+        tuners.get('cpu_pining', source='p.yaml')
+    assert 'unknown tuner' in err.value.line()
+    assert 'cpu_pinning, disk_io, ept' in err.value.line()
+
+
+@pytest.mark.parametrize('tuner', all_tuners(), ids=SEVEN)
+def test_declarations_are_valid_extra_specs(tuner):
+    for name in tuner.OWNED_EXTRA_SPECS:
+        spec, problem = extra_specs.find(name)
+        assert problem is None, (name, problem)
+    for name in tuner.EXTRA_SPECS:
+        assert name in tuner.OWNED_EXTRA_SPECS
+    for param in tuner.PARAMS:
+        assert param.help, param.name
+        param.convert(param.default)
+        for choice in param.choices:
+            param.convert(choice)
+            if param.spec:
+                extra_specs.validate(param.spec, choice)
+        if param.spec and param.default is not None:
+            extra_specs.validate(param.spec, base.render(param.default))
+        if param.spec:
+            for choice in extra_specs.SPECS[param.spec].enum:
+                param.convert(choice)
+
+
+@pytest.mark.parametrize('tuner', all_tuners(), ids=SEVEN)
+def test_every_choice_renders_valid_extra_specs(tuner, fixture_facts):
+    variants = [{}]
+    for param in tuner.PARAMS:
+        choices = param.choices
+        if param.spec:
+            choices = extra_specs.SPECS[param.spec].enum or choices
+        variants += [dict({param.name: choice},
+                          **COMPANIONS.get((param.name, choice), {}))
+                     for choice in choices]
+    for params in variants:
+        instance = tuner(params, fixture_facts)
+        specs = instance.extra_specs()
+        extra_specs.validate_all(specs, source=tuner.name)
+        assert set(specs) <= set(tuner.OWNED_EXTRA_SPECS)
+        for check in instance.checks():
+            assert check.status in (base.PASS, base.WARN, base.FAIL)
+            assert check.message and '\n' not in check.message
+            if check.status != base.PASS:
+                assert check.fix and '\n' not in check.fix
+
+
+def test_unknown_param_and_wrong_type_are_one_line_errors():
+    with pytest.raises(InputError) as err:
+        cpu_pinning.CpuPinning.parse_params({'polcy': 'dedicated'}, 'p.yaml')
+    assert err.value.line() == (
+        "p.yaml: cpu_pinning.params: unknown parameter 'polcy' (fix: known "
+        "parameters: policy, thread_policy, emulator_threads_policy, "
+        "dedicated_mask, isolcpus)")
+    with pytest.raises(InputError) as err:
+        cpu_pinning.CpuPinning.parse_params({'isolcpus': 'yes'}, 'p.yaml')
+    assert 'expected true or false' in err.value.line()
+    with pytest.raises(InputError) as err:
+        cpu_pinning.CpuPinning.parse_params({'policy': 'pinned'}, 'p.yaml')
+    assert err.value.key == 'cpu_pinning.params.policy'
+    assert 'dedicated, shared, mixed' in err.value.line()
+    with pytest.raises(InputError, match='300 is not valid'):
+        vhost_net.VhostNet.parse_params({'rx_queue_size': 300})
+    with pytest.raises(InputError, match='True is a boolean'):
+        vhost_net.VhostNet.parse_params({'rx_queue_size': True})
+
+
+# -- cpu_pinning -----------------------------------------------------------
+
+def smt_host():
+    """2 nodes x 2 cores x 2 threads: siblings (0,4) (1,5) (2,6) (3,7)."""
+    return {
+        'cpu': {'online': list(range(8)), 'threads_per_core': 2,
+                'thread_siblings': [[0, 4], [1, 5], [2, 6], [3, 7]],
+                'flags': ['vmx', 'ept', 'pdpe1gb'], 'pdpe1gb': True,
+                'vendor': 'GenuineIntel'},
+        'numa': {'nodes': [
+            {'id': 0, 'cpus': [0, 1, 4, 5], 'memory_mb': 8192,
+             'hugepages': [{'size_kb': 1048576, 'total': 0, 'free': 0}]},
+            {'id': 1, 'cpus': [2, 3, 6, 7], 'memory_mb': 8192,
+             'hugepages': [{'size_kb': 1048576, 'total': 0, 'free': 0}]}]},
+        'memory': {'total_mb': 16384},
+        'kernel': {'args': {'isolcpus': [1, 3, 5, 7]}},
+        'virt': {'mechanism': 'vmx', 'ept': True, 'nested': False,
+                 'nested_mechanism': None},
+    }
+
+
+def test_host_keeps_first_core_siblings_of_each_node():
+    tuner = cpu_pinning.CpuPinning({}, smt_host())
+    conf = tuner.nova_conf()
+    assert conf[('compute', 'cpu_shared_set')] == '0,2,4,6'
+    assert conf[('compute', 'cpu_dedicated_set')] == '1,3,5,7'
+    assert conf[('workarounds', 'disable_fallback_pcpu_query')] == 'true'
+    filters = conf[('filter_scheduler', 'enabled_filters')].split(',')
+    assert filters[:5] == list(base.NOVA_DEFAULT_FILTERS)
+    assert filters[-1] == 'NUMATopologyFilter'
+    assert tuner.kernel_args() == ['isolcpus=1,3,5,7']
+    checks = {c.name: c for c in tuner.checks()}
+    assert checks['isolcpus'].status == base.PASS
+
+
+def test_isolcpus_differs_warns_with_kernel_fix():
+    host = smt_host()
+    host['kernel']['args']['isolcpus'] = [2, 3]
+    checks = {c.name: c for c in cpu_pinning.CpuPinning({}, host).checks()}
+    assert checks['isolcpus'].status == base.WARN
+    assert 'isolates 2-3' in checks['isolcpus'].message
+    assert 'isolcpus=1,3,5,7' in checks['isolcpus'].fix
+    no_iso = cpu_pinning.CpuPinning({'isolcpus': False}, host)
+    assert no_iso.kernel_args() == []
+    assert 'isolcpus' not in {c.name for c in no_iso.checks()}
+
+
+def test_one_cpu_host_has_nothing_to_dedicate():
+    host = {'cpu': {'online': [0], 'thread_siblings': [[0]]},
+            'numa': {'nodes': [{'id': 0, 'cpus': [0]}]}}
+    tuner = cpu_pinning.CpuPinning({}, host)
+    assert ('compute', 'cpu_dedicated_set') not in tuner.nova_conf()
+    checks = {c.name: c for c in tuner.checks()}
+    assert checks['dedicated-cpus'].status == base.FAIL
+
+
+def test_mixed_policy_needs_a_dedicated_mask():
+    mixed = cpu_pinning.CpuPinning({'policy': 'mixed',
+                                    'dedicated_mask': '^0'}, smt_host())
+    assert mixed.extra_specs()['hw:cpu_dedicated_mask'] == '^0'
+    for params in ({'policy': 'mixed'}, {'dedicated_mask': '^0'}):
+        with pytest.raises(InputError) as err:
+            cpu_pinning.CpuPinning.parse_params(params, 'p.yaml')
+        assert err.value.key == 'cpu_pinning.params.dedicated_mask'
+    with pytest.raises(InputError) as err:
+        cpu_pinning.CpuPinning.parse_params(
+            {'policy': 'mixed', 'dedicated_mask': '0-x'}, 'p.yaml')
+    assert 'a guest CPU list' in err.value.line()
+
+
+def test_require_thread_policy_fails_without_smt():
+    host = {'cpu': {'online': [0, 1], 'threads_per_core': 1},
+            'numa': {'nodes': [{'id': 0, 'cpus': [0, 1]}]}}
+    checks = {c.name: c for c in cpu_pinning.CpuPinning(
+        {'thread_policy': 'require'}, host).checks()}
+    assert checks['smt-thread-policy'].status == base.FAIL
+
+
+# -- hugepages -------------------------------------------------------------
+
+def test_hugepages_sizing_rule():
+    tuner = hugepages.Hugepages({}, smt_host())
+    # 16 GB host: reserve 16384 / 8 = 2048 MB; 50% of the rest in 1G pages.
+    assert tuner.host_memory_mb() == 2048
+    assert tuner.kernel_args() == ['default_hugepagesz=1G', 'hugepagesz=1G',
+                                   'hugepages=7']
+    conf = tuner.nova_conf()
+    assert conf[('DEFAULT', 'reserved_host_memory_mb')] == '2048'
+    assert conf[('DEFAULT', 'reserved_huge_pages')] == [
+        'node:0,size:1GB,count:1', 'node:1,size:1GB,count:1']
+    big = {'memory': {'total_mb': 400000}}
+    assert hugepages.Hugepages({}, big).host_memory_mb() == 4096
+    tiny = {'memory': {'total_mb': 2048}}
+    assert hugepages.Hugepages({}, tiny).host_memory_mb() == 512
+    assert hugepages.Hugepages({'reserved_host_memory_mb': 1000},
+                               big).host_memory_mb() == 1000
+
+
+def test_no_pool_fails_with_kernel_args_fix():
+    checks = {c.name: c for c in hugepages.Hugepages({}, smt_host()).checks()}
+    pool = checks['hugepage-pool']
+    assert pool.status == base.FAIL
+    assert 'default_hugepagesz=1G hugepagesz=1G hugepages=7' in pool.fix
+
+
+def test_no_pdpe1gb_means_2m_or_a_failure():
+    host = smt_host()
+    host['cpu']['pdpe1gb'] = False
+    auto = hugepages.Hugepages({}, host)
+    assert auto.pool_size() == '2M'
+    assert 'hugepagesz=2M' in auto.kernel_args()
+    forced = hugepages.Hugepages({'host_page_size': '1G'}, host)
+    checks = {c.name: c for c in forced.checks()}
+    assert checks['pdpe1gb'].status == base.FAIL
+    assert '2M' in checks['pdpe1gb'].fix
+
+
+def test_guest_page_size_must_match_pool():
+    checks = {c.name: c for c in hugepages.Hugepages(
+        {'page_size': '2MB'}, smt_host()).checks()}
+    assert checks['guest-page-size'].status == base.FAIL
+    assert hugepages.page_size_kb('1GB') == 1048576
+    assert hugepages.page_size_kb('2048') == 2048
+    assert hugepages.page_size_kb('large') is None
+
+
+def test_existing_pool_keeps_its_size_and_reserves():
+    host = smt_host()
+    for node in host['numa']['nodes']:
+        node['hugepages'][0]['total'] = 1
+    tuner = hugepages.Hugepages({}, host)
+    assert 'hugepages=2' in tuner.kernel_args()
+    checks = {c.name: c for c in tuner.checks()}
+    assert checks['hugepage-pool'].status == base.PASS
+    assert checks['host-reserved-pages'].status == base.WARN
+    assert hugepages.Hugepages({'host_reserved_pages': 0},
+                               host).reserved_pages() is None
+
+
+# -- ept / nested ----------------------------------------------------------
+
+def test_ept_off_fails_with_modprobe_fix():
+    host = smt_host()
+    host['virt']['ept'] = False
+    tuner = ept.Ept({}, host)
+    assert tuner.modprobe() == {'kvm_intel': {'ept': '1'}}
+    assert tuner.extra_specs() == {'trait:CUSTOM_KVMTUNE_EPT': 'required'}
+    (check,) = tuner.checks()
+    assert check.status == base.FAIL
+    assert check.fix == ('echo "options kvm_intel ept=1" >> '
+                         '/etc/modprobe.d/kvm.conf && modprobe -r '
+                         'kvm_intel && modprobe kvm_intel')
+    assert ept.Ept({'require_trait': False}, host).extra_specs() == {}
+
+
+def test_nested_off_on_intel_gives_the_reload_line():
+    tuner = nested.Nested({}, smt_host())
+    assert tuner.modprobe() == {'kvm_intel': {'nested': '1'}}
+    assert tuner.nova_conf() == {('libvirt', 'cpu_mode'): 'host-passthrough'}
+    (check,) = tuner.checks()
+    assert check.status == base.FAIL
+    assert check.fix == ('echo "options kvm_intel nested=1" >> '
+                         '/etc/modprobe.d/kvm.conf && modprobe -r '
+                         'kvm_intel && modprobe kvm_intel')
+
+
+def pvm_host():
+    return {'cpu': {'flags': ['hypervisor', 'pdpe1gb'], 'online': [0, 1]},
+            'virt': {'mechanism': 'pvm', 'nested': True,
+                     'nested_mechanism': 'pvm', 'ept': False}}
+
+
+def test_pvm_is_nested_capable_without_vmx():
+    # virt_type kvm on PVM (auto picks qemu there: stock guests do not boot)
+    tuner = nested.Nested({'virt_type': 'kvm'}, pvm_host())
+    assert tuner.modprobe() == {}
+    (check,) = tuner.checks()
+    assert check.status == base.WARN
+    assert 'without VMX' in check.message
+    vmx = nested.Nested({'trait': 'HW_CPU_X86_VMX', 'virt_type': 'kvm'},
+                        pvm_host())
+    assert vmx.extra_specs() == {'trait:HW_CPU_X86_VMX': 'required'}
+    checks = {c.name: c for c in vmx.checks()}
+    assert checks['nested-trait'].status == base.FAIL
+
+
+def test_pvm_has_no_ept():
+    (check,) = ept.Ept({}, pvm_host()).checks()
+    assert check.status == base.FAIL
+    assert 'pvm' in check.message
+
+
+# -- vhost_net / disk_io ---------------------------------------------------
+
+@pytest.mark.parametrize('module,fix', [
+    ('absent', 'install this kernel'),
+    ('loaded', vhost_net.VHOST_NET_MKNOD),
+    (None, 'modprobe vhost_net'),
+])
+def test_vhost_net_missing_fails_with_fix(module, fix):
+    host = {'vhost_net': {'device': False, 'module': module}}
+    (check,) = vhost_net.VhostNet({}, host).checks()
+    assert check.status == base.FAIL
+    assert check.fix.startswith(fix)
+
+
+def test_vhost_net_declarations():
+    tuner = vhost_net.VhostNet({'rx_queue_size': 512},
+                               {'vhost_net': {'device': True}})
+    assert tuner.nova_conf() == {('libvirt', 'rx_queue_size'): '512'}
+    assert tuner.extra_specs() == {'hw:vif_multiqueue_enabled': 'true'}
+    assert tuner.checks()[0].status == base.PASS
+    assert any('tx_queue_size' in note for note in tuner.notes())
+
+
+def test_disk_io_sets_only_what_is_given():
+    assert disk_io.DiskIo({}, {}).nova_conf() == {
+        ('libvirt', 'disk_cachemodes'): 'file=none,block=none'}
+    tuned = disk_io.DiskIo({'images_type': 'lvm',
+                            'images_volume_group': 'nova',
+                            'use_cow_images': False,
+                            'preallocate_images': 'space'}, {})
+    assert tuned.nova_conf() == {
+        ('libvirt', 'images_type'): 'lvm',
+        ('libvirt', 'images_volume_group'): 'nova',
+        ('libvirt', 'disk_cachemodes'): 'file=none,block=none',
+        ('DEFAULT', 'use_cow_images'): 'false',
+        ('DEFAULT', 'preallocate_images'): 'space'}
+    assert any('hw_disk_bus' in note for note in tuned.notes())
+
+
+def test_disk_cache_modes_check():
+    (check,) = disk_io.DiskIo({}, {}).checks()
+    assert check.status == base.PASS
+    assert 'bypassed (O_DIRECT) for block, file disks' in check.message
+    (check,) = disk_io.DiskIo({'cache_modes': ['file=unsafe',
+                                               'block=writeback']},
+                              {}).checks()
+    assert check.status == base.WARN and 'file disks' in check.message
+    assert disk_io.DiskIo({'cache_modes': []}, {}).checks() == []
+
+
+def test_disk_io_bad_params():
+    with pytest.raises(InputError) as err:
+        disk_io.DiskIo.parse_params({'images_type': 'lvm'}, 'p.yaml')
+    assert err.value.key == 'disk_io.params.images_volume_group'
+    with pytest.raises(InputError) as err:
+        disk_io.DiskIo.parse_params({'cache_modes': ['file=fast']})
+    assert "'file=fast'" in err.value.line()
+    with pytest.raises(InputError, match="'vmdk' is not valid"):
+        disk_io.DiskIo.parse_params({'images_type': 'vmdk'})
