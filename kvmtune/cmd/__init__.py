@@ -28,9 +28,14 @@ def add_facts_source(parser: argparse.ArgumentParser,
     return source
 
 
-def add_os_cloud(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='cloud name in clouds.yaml (an admin one)')
+def add_os_cloud(parser: argparse.ArgumentParser, *, required: bool = True,
+                 help: str = 'cloud name in clouds.yaml (an admin one)'
+                 ) -> None:
+    """--os-cloud CLOUD, a cloud of clouds.yaml (as python-openstackclient
+    names it); ``help`` says what the command does with it when it is
+    optional."""
+    parser.add_argument('--os-cloud', required=required, metavar='CLOUD',
+                        help=help)
 
 
 def add_dry_run(parser: argparse.ArgumentParser) -> None:

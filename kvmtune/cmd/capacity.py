@@ -25,6 +25,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kvmtune import cmd
 from kvmtune.cmd import output
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ COLUMNS = ['host', 'flavor', 'fits', 'limit', 'aggregates']
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--os-cloud', required=True, metavar='CLOUD',
-                        help='cloud name in clouds.yaml (an admin one)')
+    cmd.add_os_cloud(parser)
     parser.add_argument('--flavor', action='append', metavar='NAME',
                         help='a flavor to count (repeatable; default: '
                              'every flavor kvmtune made)')

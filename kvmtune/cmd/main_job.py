@@ -22,15 +22,17 @@ SLA said (the verdict is printed); 1 with --strict when an SLA failed;
 import argparse
 import os
 
+from kvmtune import cmd
+
 DEFAULT_STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
                                    '/var/lib/kvmtune/main-job')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--os-cloud', metavar='CLOUD',
-                        help='Use this cloud (clouds.yaml, admin) instead '
-                             'of bringing up the embedded test cloud; '
-                             'nothing on this host is changed.')
+    cmd.add_os_cloud(parser, required=False,
+                     help='Use this cloud (clouds.yaml, admin) instead of '
+                          'bringing up the embedded test cloud; nothing '
+                          'on this host is changed.')
     parser.add_argument('--compute-facts', metavar='FILE',
                         help='With --os-cloud: facts of the cloud\'s '
                              'compute (kvmtune host inspect --format json '

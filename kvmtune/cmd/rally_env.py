@@ -19,6 +19,8 @@ a Rally database that cannot be written (one line).
 
 import argparse
 
+from kvmtune import cmd
+
 COLUMNS = ['field', 'value']
 FIELDS = ('name', 'cloud', 'auth_url', 'username', 'project_name',
           'region_name', 'environment', 'replaced', 'current', 'database',
@@ -28,10 +30,9 @@ FIELDS = ('name', 'cloud', 'auth_url', 'username', 'project_name',
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kvmtune.cmd import output
 
-    parser.add_argument('--os-cloud', metavar='CLOUD',
-                        help='a cloud of clouds.yaml (default: the '
-                             'embedded cloud, kvmtune-admin of its own '
-                             'clouds.yaml)')
+    cmd.add_os_cloud(parser, required=False,
+                     help='a cloud of clouds.yaml (default: the embedded '
+                          'cloud, kvmtune-admin of its own clouds.yaml)')
     parser.add_argument('--name', metavar='NAME',
                         help='the environment\'s name (default: the '
                              'cloud\'s)')

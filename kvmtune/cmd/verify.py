@@ -70,9 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default='compute',
                         help='whose options to check (default: compute; '
                              'scheduler on a controller)')
-    parser.add_argument('--os-cloud', metavar='CLOUD',
-                        help='check this host in that cloud too '
-                             '(clouds.yaml; read-only API calls)')
+    cmd.add_os_cloud(parser, required=False,
+                     help='check this host in that cloud too (clouds.yaml; '
+                          'read-only API calls)')
     parser.add_argument('--all-hosts', action='store_true',
                         help='the fleet view: the cloud layer for every '
                              'compute node (needs --os-cloud), each planned '
