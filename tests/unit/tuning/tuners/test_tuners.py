@@ -11,11 +11,8 @@ from kvmtune.tuning import tuners
 from kvmtune.errors import InputError
 from kvmtune.tuning.tuners import base
 from kvmtune.tuning.tuners import cpu_pinning
-from kvmtune.tuning.tuners import disk_io
-from kvmtune.tuning.tuners import ept
 from kvmtune.tuning.tuners import hugepages
 from kvmtune.tuning.tuners import nested
-from kvmtune.tuning.tuners import vhost_net
 from tests import paths
 
 HOSTS = os.path.join(paths.FIXTURES, 'hosts')
@@ -108,10 +105,6 @@ def test_unknown_param_and_wrong_type_are_one_line_errors():
         cpu_pinning.CpuPinning.parse_params({'policy': 'pinned'}, 'p.yaml')
     assert err.value.key == 'cpu_pinning.params.policy'
     assert 'dedicated, shared, mixed' in err.value.line()
-    with pytest.raises(InputError, match='300 is not valid'):
-        vhost_net.VhostNet.parse_params({'rx_queue_size': 300})
-    with pytest.raises(InputError, match='True is a boolean'):
-        vhost_net.VhostNet.parse_params({'rx_queue_size': True})
 
 
 # -- cpu_pinning -----------------------------------------------------------
@@ -253,20 +246,7 @@ def test_existing_pool_keeps_its_size_and_reserves():
                                host).reserved_pages() is None
 
 
-# -- ept / nested ----------------------------------------------------------
-
-def test_ept_off_fails_with_modprobe_fix():
-    host = smt_host()
-    host['virt']['ept'] = False
-    tuner = ept.Ept({}, host)
-    assert tuner.modprobe() == {'kvm_intel': {'ept': '1'}}
-    assert tuner.extra_specs() == {'trait:CUSTOM_KVMTUNE_EPT': 'required'}
-    (check,) = tuner.checks()
-    assert check.status == base.FAIL
-    assert check.fix == ('echo "options kvm_intel ept=1" >> '
-                         '/etc/modprobe.d/kvm.conf && modprobe -r '
-                         'kvm_intel && modprobe kvm_intel')
-    assert ept.Ept({'require_trait': False}, host).extra_specs() == {}
+# -- nested ----------------------------------------------------------------
 
 
 def test_nested_off_on_intel_gives_the_reload_line():
@@ -298,70 +278,3 @@ def test_pvm_is_nested_capable_without_vmx():
     assert vmx.extra_specs() == {'trait:HW_CPU_X86_VMX': 'required'}
     checks = {c.name: c for c in vmx.checks()}
     assert checks['nested-trait'].status == base.FAIL
-
-
-def test_pvm_has_no_ept():
-    (check,) = ept.Ept({}, pvm_host()).checks()
-    assert check.status == base.FAIL
-    assert 'pvm' in check.message
-
-
-# -- vhost_net / disk_io ---------------------------------------------------
-
-@pytest.mark.parametrize('module,fix', [
-    ('absent', 'install this kernel'),
-    ('loaded', vhost_net.VHOST_NET_MKNOD),
-    (None, 'modprobe vhost_net'),
-])
-def test_vhost_net_missing_fails_with_fix(module, fix):
-    host = {'vhost_net': {'device': False, 'module': module}}
-    (check,) = vhost_net.VhostNet({}, host).checks()
-    assert check.status == base.FAIL
-    assert check.fix.startswith(fix)
-
-
-def test_vhost_net_declarations():
-    tuner = vhost_net.VhostNet({'rx_queue_size': 512},
-                               {'vhost_net': {'device': True}})
-    assert tuner.nova_conf() == {('libvirt', 'rx_queue_size'): '512'}
-    assert tuner.extra_specs() == {'hw:vif_multiqueue_enabled': 'true'}
-    assert tuner.checks()[0].status == base.PASS
-    assert any('tx_queue_size' in note for note in tuner.notes())
-
-
-def test_disk_io_sets_only_what_is_given():
-    assert disk_io.DiskIo({}, {}).nova_conf() == {
-        ('libvirt', 'disk_cachemodes'): 'file=none,block=none'}
-    tuned = disk_io.DiskIo({'images_type': 'lvm',
-                            'images_volume_group': 'nova',
-                            'use_cow_images': False,
-                            'preallocate_images': 'space'}, {})
-    assert tuned.nova_conf() == {
-        ('libvirt', 'images_type'): 'lvm',
-        ('libvirt', 'images_volume_group'): 'nova',
-        ('libvirt', 'disk_cachemodes'): 'file=none,block=none',
-        ('DEFAULT', 'use_cow_images'): 'false',
-        ('DEFAULT', 'preallocate_images'): 'space'}
-    assert any('hw_disk_bus' in note for note in tuned.notes())
-
-
-def test_disk_cache_modes_check():
-    (check,) = disk_io.DiskIo({}, {}).checks()
-    assert check.status == base.PASS
-    assert 'bypassed (O_DIRECT) for block, file disks' in check.message
-    (check,) = disk_io.DiskIo({'cache_modes': ['file=unsafe',
-                                               'block=writeback']},
-                              {}).checks()
-    assert check.status == base.WARN and 'file disks' in check.message
-    assert disk_io.DiskIo({'cache_modes': []}, {}).checks() == []
-
-
-def test_disk_io_bad_params():
-    with pytest.raises(InputError) as err:
-        disk_io.DiskIo.parse_params({'images_type': 'lvm'}, 'p.yaml')
-    assert err.value.key == 'disk_io.params.images_volume_group'
-    with pytest.raises(InputError) as err:
-        disk_io.DiskIo.parse_params({'cache_modes': ['file=fast']})
-    assert "'file=fast'" in err.value.line()
-    with pytest.raises(InputError, match="'vmdk' is not valid"):
-        disk_io.DiskIo.parse_params({'images_type': 'vmdk'})
