@@ -172,13 +172,6 @@ def test_modprobe_files_written_and_undone_exactly(tmp_path, changes):
     assert not (tmp_path / 'state' / 'changes.json').exists()
 
 
-def test_changes_file_with_wrong_schema_is_one_line_error(tmp_path):
-    (tmp_path / 'changes.json').write_text('{"schema": 7}')
-    with pytest.raises(InputError, match='schema: schema 7 is not 1') as err:
-        changes_mod.Changes(str(tmp_path))
-    assert "schema 7 is not 1" in err.value.line()
-
-
 def test_plan_pools_merge_and_refuse_disagreement():
     a = {'profile': 'a', 'hugepages': [
         {'node': 1, 'size_kb': 2048, 'count': 8},
