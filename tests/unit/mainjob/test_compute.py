@@ -124,17 +124,6 @@ def test_intel_gb_guests_use_the_1g_pool_it_has(host, monkeypatch):
     assert ran.ran == commands('pinned-hugepages-ept')
 
 
-def test_boot_arguments_hold_at_least_the_pages_needed():
-    intel = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
-    profile = compute.load_profile('pinned-hugepages-ept')
-    # the plan keeps the 32 x 1 GB pool the host has ...
-    assert hugepages.guest_pages(profile, intel, 3, 1024).kernel_args == [
-        'default_hugepagesz=1G', 'hugepagesz=1G', 'hugepages=32']
-    # ... unless the guests need more
-    assert hugepages.guest_pages(profile, intel, 40, 1024).kernel_args[-1] \
-        == 'hugepages=43'
-
-
 def test_amd_gb_guests_grow_the_1g_pool(host, monkeypatch):
     root, found = host('amd-epyc-npt')
     setup = setup_for(found, max_vms=2, ram_mb=2048)
@@ -229,21 +218,6 @@ def test_profile_without_hugepages_reserves_none(host, monkeypatch):
     assert ran.ran == commands('cpu-pinning')
 
 
-def test_1g_pages_for_guests_not_a_whole_gb_refused(tmp_path):
-    found = facts.gather(os.path.join(HOSTS, 'intel-2s-smt-ept-1g'))
-    path = tmp_path / 'gb.yaml'
-    path.write_text('description: 1G\nsource: test\ntuners:\n'
-                    '  - {name: hugepages, params: {page_size: 1GB}}\n')
-    with pytest.raises(KvmtuneError,
-                       match='are no whole number of 1 GB pages, Nova cannot '
-                             'place them') as err:
-        hugepages.guest_pages(compute.load_profile(str(path)), found, 1, 256)
-    assert 'no whole number of 1 GB pages' in err.value.line()
-    need = hugepages.guest_pages(compute.load_profile(str(path)), found, 2,
-                                 2048)
-    assert (need.size_kb, need.count) == (KB_1G, 4 + 2 + 1)
-
-
 # -- an operator's cloud -----------------------------------------------------
 
 def remote(this, nodes, compute_facts=None, profile=None):
@@ -302,10 +276,6 @@ def test_remote_without_facts_does_not_tag():
     assert lines[-1].startswith('  kvmtune host tag --os-cloud op')
     assert lines[-2] == ('  the huge pages and kernel arguments the plan '
                          'names')
-
-
-def test_task_args_take_the_runtime():
-    assert sweep.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 
 class FakeConn:

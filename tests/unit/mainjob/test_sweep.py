@@ -197,3 +197,7 @@ def test_a_terminal_sees_the_running_step_rewritten(rally_db, monkeypatch):
     progress.finish()
     assert written[0].startswith('\r\033[Kmain-job: sweep: m1.tty, 1 VM(s) (')
     assert written[-1] == '\n'
+
+
+def test_task_args_take_the_runtime():
+    assert sweep.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5

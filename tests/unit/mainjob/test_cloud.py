@@ -1,0 +1,130 @@
+"""kvmtune.mainjob.cloud: the cloud side of the main job. The embedded
+cloud is asked through its own library about a state directory of the
+test's (no cloud there: nothing runs, nothing to stop); the image upload
+and the base flavor go to a stand-in openstacksdk connection (the real
+cloud: tests/functional/test_mainjob.py)."""
+
+import hashlib
+import types
+
+import pytest
+
+from kvmtune import mainjob
+from kvmtune.errors import CloudError
+from kvmtune.mainjob import cloud
+
+
+@pytest.fixture
+def no_cloud(tmp_path, monkeypatch):
+    """An embedded cloud that was never brought up here."""
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path / 'cloud'))
+    monkeypatch.setenv('KVMTUNE_CLOUD_VENV', str(tmp_path / 'venv'))
+    return tmp_path
+
+
+def test_nothing_up_nothing_to_stop(no_cloud):
+    assert cloud.stop_hint() is None
+    assert cloud.local_cloud_emulated() is False
+    assert cloud.nova_python() is None
+    assert cloud.nova_conf() == str(
+        no_cloud / 'cloud' / 'etc' / 'nova' / 'nova-compute.conf')
+
+
+def test_the_venv_python_when_it_exists(no_cloud):
+    python = no_cloud / 'venv' / 'bin' / 'python3'
+    python.parent.mkdir(parents=True)
+    python.write_text('')
+    assert cloud.nova_python() == str(python)
+
+
+class Images:
+    def __init__(self, old):
+        self.old = old
+        self.deleted = []
+
+    def images(self, name):
+        return [i for i in self.old if i.name == name]
+
+    def delete_image(self, image):
+        self.deleted.append(image)
+
+
+class Conn:
+    """The openstacksdk calls the main job makes, recorded."""
+
+    def __init__(self, old_images=(), flavors=(), hypervisors=None):
+        self.image = Images(list(old_images))
+        self.created = []
+        self.flavors = set(flavors)
+        made = self.created
+
+        class Compute:
+            def find_flavor(self, name):
+                return name if name in flavors else None
+
+            def create_flavor(self, **kwargs):
+                made.append(('flavor', kwargs))
+
+            def hypervisors(self):
+                if hypervisors is None:
+                    raise PermissionError('403')
+                return [types.SimpleNamespace(name=n) for n in hypervisors]
+        self.compute = Compute()
+
+    def create_image(self, name, **kwargs):
+        self.created.append(('image', name, kwargs))
+
+
+@pytest.fixture
+def image_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(mainjob, 'IMAGE_DIR', str(tmp_path))
+    return tmp_path
+
+
+def test_the_qcow2_is_preferred_and_no_image_is_one_line(image_dir):
+    with pytest.raises(CloudError, match='no benchmark image after the '
+                                         'build'):
+        cloud.image_file()
+    (image_dir / 'kvmtune-bench.raw').write_bytes(b'raw')
+    assert cloud.image_file() == (str(image_dir / 'kvmtune-bench.raw'),
+                                  'raw')
+    (image_dir / 'kvmtune-bench.qcow2').write_bytes(b'qcow2')
+    assert cloud.image_file() == (str(image_dir / 'kvmtune-bench.qcow2'),
+                                  'qcow2')
+
+
+def test_an_unchanged_image_is_not_uploaded_again(image_dir):
+    (image_dir / 'kvmtune-bench.qcow2').write_bytes(b'the image')
+    same = types.SimpleNamespace(
+        name=mainjob.IMAGE_NAME,
+        hash_value=hashlib.sha512(b'the image').hexdigest())
+    conn = Conn([same])
+    assert cloud.upload_image(conn) == 'image kvmtune-bench unchanged'
+    assert conn.created == [] and conn.image.deleted == []
+
+
+def test_a_changed_image_replaces_the_old_one(image_dir):
+    (image_dir / 'kvmtune-bench.qcow2').write_bytes(b'new image')
+    old = types.SimpleNamespace(name=mainjob.IMAGE_NAME, hash_value='0')
+    conn = Conn([old])
+    assert cloud.upload_image(conn) == 'image kvmtune-bench uploaded'
+    [(kind, name, kwargs)] = conn.created
+    assert (kind, name) == ('image', mainjob.IMAGE_NAME)
+    assert kwargs['disk_format'] == 'qcow2'
+    assert kwargs['filename'] == str(image_dir / 'kvmtune-bench.qcow2')
+    assert conn.image.deleted == [old]
+
+
+def test_base_flavor_made_once():
+    conn = Conn()
+    assert cloud.base_flavor(conn) == 'flavor m1.bench created'
+    assert conn.created == [('flavor', dict(mainjob.BASE_FLAVOR,
+                                            is_public=True))]
+    assert cloud.base_flavor(Conn(flavors=['m1.bench'])) == \
+        'flavor m1.bench exists'
+
+
+def test_compute_node_names_or_none_when_hidden():
+    assert cloud.compute_node_names(Conn(hypervisors=['a', 'b'])) == {
+        'a', 'b'}
+    assert cloud.compute_node_names(Conn(hypervisors=None)) == set()
