@@ -42,7 +42,6 @@ NOT_MIRRORED = ('testcloud/files/', 'tempest_plugin/tests/')
 MISSING = {
     'devstack/resources.py', 'rally/scenarios/kvmtune/disk.py',
     'rally/scenarios/kvmtune/network.py', 'rally/scenarios/kvmtune/utils.py',
-    'tempest_plugin/config.py', 'tempest_plugin/plugin.py',
     'tuning/export/common.py',
 }
 
