@@ -1,11 +1,16 @@
-"""A stand-in OpenStack cloud for the commands that talk to one.
+"""A stand-in OpenStack cloud for the unit tests of what talks to one
+(the flavor and host commands, the DevStack plugin's extra/unstack).
 
 ``nova`` answers the Nova flavor and hypervisor calls and the Placement
 trait calls kvmtune makes, kept in memory in the shapes Nova 34 (2.86)
-and Placement (1.6) answer, and records every write. It is pure call
-logic: the real calls run against the test cloud in
-tests/functional/test_flavors.py and test_traits.py.
+and Placement (1.6) answer, and the few Glance calls of openstacksdk's
+``conn.image`` the DevStack plugin makes; it records every write. It is
+pure call logic: the real calls run against the test cloud in
+tests/functional/ (test_flavors.py, test_traits.py,
+test_devstack_plugin.py).
 """
+
+import types
 
 import pytest
 
@@ -22,6 +27,8 @@ class FakeCloud:
         self.provider_traits = {}
         self.generation = {}
         self.writes = []
+        self.images = {}
+        self.conn = types.SimpleNamespace(image=Glance(self))
 
         class Requests:
             def summary(self):
@@ -92,6 +99,32 @@ class FakeCloud:
             return None
         return {'traits': sorted(self.provider_traits[uuid]),
                 'resource_provider_generation': self.generation[uuid]}
+
+
+class Glance:
+    """openstacksdk's conn.image, the calls the DevStack plugin makes."""
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+
+    def images(self, name):
+        return [i for i in self.cloud.images.values() if i.name == name]
+
+    def create_image(self, name, filename, **kwargs):
+        with open(filename, 'rb') as f:
+            size = len(f.read())
+        image = types.SimpleNamespace(id=f'img-{len(self.cloud.images)}',
+                                      name=name, size=size, **kwargs)
+        self.cloud.images[image.id] = image
+        self.cloud.writes.append(('POST', '/images', name))
+        return image
+
+    def find_image(self, image_id):
+        return self.cloud.images.get(image_id)
+
+    def delete_image(self, image_id):
+        del self.cloud.images[image_id]
+        self.cloud.writes.append(('DELETE', f'/images/{image_id}', None))
 
 
 @pytest.fixture
