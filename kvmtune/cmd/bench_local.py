@@ -373,6 +373,6 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
     if args.png:
         from kvmtune import report
 
-        output.wrote(args.png, report.write_atomic(args.png,
-                                                   render.png_bytes(cmp)))
+        output.wrote(args.png, report.write_atomic(
+            args.png, report.plot.png_bytes(cmp)))
     return 0 if valid else 1

@@ -91,11 +91,11 @@ def run(args: argparse.Namespace) -> int | None:
         print(report.render.text(analysed), end='')
     else:
         output.emit(args, [], [], document=analysed.to_dict())
-    png = report.render.png_bytes(analysed) if (args.png or args.html) \
+    png = report.plot.png_bytes(analysed) if (args.png or args.html) \
         else None
     for path, data in ((args.png, png),
                        (args.html, args.html and png is not None and
-                        report.render.html_page(
+                        report.page.html_page(
                             analysed, png).encode('utf-8'))):
         if path and data:
             # beside a JSON or YAML document the line goes to stderr

@@ -176,9 +176,9 @@ def _report_step(out_json: str, baseline: str | None, state_dir: str
     with steps.step('report') as s:
         analysed = report.analyse(out_json, baseline)
         table = report.render.text(analysed)
-        png = report.render.png_bytes(analysed)
+        png = report.plot.png_bytes(analysed)
         fileio.write_atomic(paths['png'], png)
-        fileio.write_atomic(paths['html'], report.render.html_page(
+        fileio.write_atomic(paths['html'], report.page.html_page(
             analysed, png).encode('utf-8'))
         s.done(f'{len(analysed.guests)} sweep(s) analysed')
     return table, paths

@@ -1,5 +1,7 @@
 """The report: ``analyse(runs) -> Analysis`` (kvmtune.report.analysis)
-and its one renderer (kvmtune.report.render: text, PNG, HTML).
+and its one renderer: text and tables (kvmtune.report.render), the PNG
+plot (kvmtune.report.plot) and the HTML page of both
+(kvmtune.report.page).
 
 Runs come from kvmtune.results (one reader per source); ``kvmtune report
 FILE...`` is always a comparison of the runs its files hold, one file
@@ -10,6 +12,8 @@ from typing import Sequence
 
 from kvmtune.errors import InputError
 from kvmtune.report import analysis
+from kvmtune.report import page
+from kvmtune.report import plot
 from kvmtune.report import render
 
 
@@ -44,4 +48,5 @@ def write_atomic(path: str, data: bytes) -> bool:
     return True
 
 
-__all__ = ['analyse', 'analysis', 'load', 'render', 'write_atomic']
+__all__ = ['analyse', 'analysis', 'load', 'page', 'plot', 'render',
+           'write_atomic']

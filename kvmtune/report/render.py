@@ -1,5 +1,7 @@
-"""The one renderer of an Analysis: text, PNG and a self-contained HTML
-page (doc/design.md 9.4).
+"""The one renderer of an Analysis, its text and tables: what every
+format prints (doc/design.md 9.4). kvmtune.report.plot draws the PNG and
+kvmtune.report.page makes the self-contained HTML page of these tables
+and that plot.
 
 One VM count for every guest run (bench local, bench nested): a step
 table, metrics down and runs across, the bare host last. Several VM
@@ -11,9 +13,6 @@ latency in microseconds. Figures measured under QEMU TCG are labelled
 never KVM's speed.
 """
 
-import base64
-import html
-import io
 from typing import Any
 from typing import Sequence
 
@@ -288,138 +287,3 @@ def text(an: Analysis) -> str:
     for run in an.runs:
         out.extend(budget_lines(run))
     return '\n'.join(out) + '\n'
-
-
-# ---- plot ------------------------------------------------------------------
-
-def png_bytes(an: Analysis) -> bytes:
-    """Bars (one VM count: one bar per run, the bare host hatched) or
-    per-VM curves by VM count with their fits dotted, the bare host a
-    dashed line; latency beside it (mean and worst-guest tail, never a
-    sum)."""
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
-
-    unit, tail, s = an.unit or 'throughput', an.tail or 'p99', an.scale
-    fig, (ax, lat) = pyplot.subplots(1, 2, figsize=(12, 4.8))
-
-    def y(value: float | None, scale: float = s) -> float:
-        return (value or 0.0) * scale
-
-    if an.step_table or not an.guests:
-        labels = [r.label for r in an.guests] + (['bare host'] if an.bare
-                                                 else [])
-        pts = [an.points[r.label][0] for r in an.guests] + (
-            [an.bare] if an.bare else [])
-        xs = list(range(len(pts)))
-        bars = ax.bar(xs, [y(p.per_vm) for p in pts], color='tab:blue')
-        if an.bare:
-            bars[-1].set_facecolor('lightgrey')
-            bars[-1].set_hatch('//')
-        for x, p in zip(xs, pts):
-            note = ('no valid result' if p.per_vm is None else
-                    _pct(p.change) if p.change is not None else '')
-            ax.annotate(note, (x, y(p.per_vm)), ha='center', va='bottom',
-                        fontsize=8)
-        ax.set_xticks(xs, labels, rotation=30, ha='right', fontsize=8)
-        lat.bar([x - 0.2 for x in xs], [y(p.lat_mean_ns, 1e-3) for p in pts],
-                width=0.4, label='mean')
-        lat.bar([x + 0.2 for x in xs], [y(p.lat_tail_ns, 1e-3) for p in pts],
-                width=0.4, label=f'{tail} (worst guest)')
-        lat.set_xticks(xs, labels, rotation=30, ha='right', fontsize=8)
-    else:
-        for run in an.guests:
-            pts = [p for p in an.points[run.label] if p.per_vm is not None]
-            label = run.label if pts else f'{run.label} (no valid result)'
-            line, = ax.plot([p.vms for p in pts], [y(p.per_vm) for p in pts],
-                            marker='o', label=label)
-            fit = an.fits[run.label]
-            if fit.slope is not None and fit.intercept is not None:
-                ax.plot([p.vms for p in pts],
-                        [(fit.intercept + fit.slope * p.vms) * s
-                         for p in pts], linestyle=':',
-                        color=line.get_color())
-            lat.plot([p.vms for p in pts],
-                     [y(p.lat_mean_ns, 1e-3) for p in pts], marker='o',
-                     color=line.get_color(), label=f'{run.label} mean')
-            lat.plot([p.vms for p in pts],
-                     [y(p.lat_tail_ns, 1e-3) for p in pts], marker='^',
-                     linestyle='--', color=line.get_color(),
-                     label=f'{run.label} {tail}')
-        if an.bare and an.bare.per_vm is not None:
-            ax.axhline(y(an.bare.per_vm), color='grey', linestyle='--',
-                       label='bare host')
-        ax.set_xlabel('VMs on the host')
-        lat.set_xlabel('VMs on the host')
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        lat.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(fontsize=8)
-    ax.set_ylabel(f'per-VM {unit}')
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    lat.set_ylabel('latency across guests (us)')
-    lat.set_ylim(bottom=0)
-    lat.grid(True, alpha=0.3)
-    if lat.get_legend_handles_labels()[0]:
-        lat.legend(fontsize=8)
-    lat.set_title('latency: mean of guests, worst guest tail')
-    ax.set_title(f'{an.workload or ""} per-VM {unit}')
-    if an.emulated:
-        fig.suptitle(EMULATED, color='#a40')
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=100)
-    pyplot.close(fig)
-    return buf.getvalue()
-
-
-_CSS = ('body{font-family:sans-serif;margin:2em;max-width:72em}'
-        'table{border-collapse:collapse;margin:.5em 0}'
-        'td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}'
-        'td:first-child,th:first-child{text-align:left}'
-        '.emulated{color:#a40;font-weight:bold}'
-        'img{max-width:100%}pre{white-space:pre-wrap}')
-
-
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    esc = html.escape
-    return ('<table><tr>' + ''.join(f'<th>{esc(c)}</th>' for c in header)
-            + '</tr>' + ''.join('<tr>' + ''.join(f'<td>{esc(c)}</td>'
-                                                 for c in r) + '</tr>'
-                                for r in rows) + '</table>')
-
-
-def html_page(an: Analysis, png: bytes) -> str:
-    """A self-contained page: the text's tables, fits, failures and
-    budgets, and the plot inline."""
-    esc = html.escape
-    head = title(an)
-    parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-             f'<title>{esc(head)}</title><style>{_CSS}</style></head>'
-             f'<body><h1>{esc(head)}</h1>']
-    if an.emulated:
-        parts.append(f'<p class="emulated">Figures are {EMULATED}: they '
-                     'show how the run works, not what a KVM host '
-                     'delivers.</p>')
-    parts.extend(f'<p>{esc(w)}</p>' for w in an.warnings)
-    parts.append('<ul>' + ''.join(f'<li>{esc(s.strip())}</li>'
-                                  for s in source_lines(an)) + '</ul>')
-    if an.metric is None:
-        parts.append('<p>No valid result in any run: nothing to '
-                     'compare.</p>')
-    parts.extend(_html_table(*t) for t in tables(an))
-    if an.metric is not None and not an.step_table and an.guests:
-        parts.append(f'<h2>Linear fits of per-VM {esc(an.unit or "")}</h2>'
-                     + _html_table(*fit_rows(an)))
-    bad = failure_lines(an)
-    if bad:
-        parts.append(f'<p>{esc(bad[0])}</p><ul>' + ''.join(
-            f'<li>{esc(b.strip())}</li>' for b in bad[1:]) + '</ul>')
-    budgets = [line for run in an.runs for line in budget_lines(run)]
-    if budgets:
-        parts.append('<pre>' + esc('\n'.join(budgets)) + '</pre>')
-    data = base64.b64encode(png).decode('ascii')
-    parts.append(f'<img alt="{esc(head)}" src="data:image/png;base64,'
-                 f'{data}"></body></html>')
-    return '\n'.join(parts)

@@ -25,3 +25,12 @@ def before_after_bare():
                                   result(2500.0, p99=6000.0)],
                                  settings={'cache': 'writeback'})),
         ('bare.json', baseline_doc(result(10000.0))))
+
+
+def sweep(bare=None, per_vm=(4000.0, 700.0, 500.0), vms=(1, 6, 10)):
+    """One bench local run per VM count (each guest at ``per_vm``), and
+    a bare host at ``bare``: (name, document) each."""
+    docs = [(f'{n}vm.json', bench_doc([result(iops)] * n))
+            for n, iops in zip(vms, per_vm)]
+    return docs + ([('bare.json', baseline_doc(result(bare)))]
+                   if bare else [])
