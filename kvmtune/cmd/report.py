@@ -21,9 +21,10 @@ hosts, accelerators, parameters or runtimes, and files without a
 record, are compared with a warning line each.
 
 --png draws the per-VM figure (bars, or curves by VM count with their
-fits) beside latency; --html writes a self-contained page with the
-tables and the plot. Figures from QEMU without KVM (TCG) are labelled
-"emulated" in the table, the plot and the page.
+fits) beside latency; with a bare host, as its share of the bare host,
+the per-VM figure on a second axis. --html writes a self-contained page
+with the tables and the plot. Figures from QEMU without KVM (TCG) are
+labelled "emulated" in the table, the plot and the page.
 """
 
 import argparse
