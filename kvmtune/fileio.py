@@ -22,6 +22,7 @@ What it promises (doc/design.md section 8):
   container, an owner or attribute cannot be set, or the directory is not
   writable) the file is rewritten in place instead: same inode, under the
   lock, truncated and written, fsync'ed.
+  (How, in both cases: kvmtune.filereplace, which only this module calls.)
 - A backup (``backup=``) is written only once the write itself has been
   shown to be possible (an immutable or append-only target is refused
   first), and only after the new content is in place, so a refused write
@@ -34,23 +35,15 @@ What it promises (doc/design.md section 8):
 import contextlib
 import errno
 import fcntl
-import glob
 import os
-import re
 import stat
-import struct
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import cast
 
+from kvmtune import filereplace
 from kvmtune.errors import InputError
 
-_TEMP_INFIX = '.kvmtune-'
-_TEMP_SUFFIX = '.tmp'
-_FS_IOC_GETFLAGS = 0x80086601       # linux/fs.h, _IOR('f', 1, long)
-_FS_IMMUTABLE_FL = 0x10
-_FS_APPEND_FL = 0x20
 _KINDS = (
     (stat.S_ISCHR, 'a character device'),
     (stat.S_ISBLK, 'a block device'),
@@ -188,174 +181,6 @@ def _acquire(real: str, source: object) -> int:
                  source, 'stop the other program writing it')
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _flags(fd: int) -> int:
-    buf = struct.pack('l', 0)
-    try:
-        flags: int = struct.unpack(
-            'l', fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf))[0]
-        return flags
-    except OSError:
-        return 0        # the filesystem has no such flags
-
-
-def _mount_points() -> set[str]:
-    points = set()
-    try:
-        with open('/proc/self/mountinfo', encoding='utf-8',
-                  errors='replace') as handle:
-            for line in handle:
-                fields = line.split()
-                if len(fields) > 4:
-                    points.add(re.sub(r'\\([0-7]{3})',
-                                      lambda m: chr(int(m.group(1), 8)),
-                                      fields[4]))
-    except OSError:
-        pass
-    return points
-
-
-def _xattrs(fd: int) -> dict[str, bytes]:
-    try:
-        names = os.listxattr(fd)
-    except OSError:
-        return {}
-    values = {}
-    for name in names:
-        with contextlib.suppress(OSError):
-            values[name] = os.getxattr(fd, name)
-    return values
-
-
-def _copy_metadata(fd: int, old: os.stat_result,
-                   attrs: dict[str, bytes]) -> bool:
-    """Give the temporary file ``fd`` the old file's owner, mode and
-    xattrs; False when something could not be copied exactly."""
-    try:
-        if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-            # chown first: it may clear set-id bits that chmod restores.
-            os.fchown(fd, old.st_uid, old.st_gid)
-        for name in set(_xattrs(fd)) - set(attrs):
-            os.removexattr(fd, name)    # e.g. a directory's default ACL
-        for name, value in attrs.items():
-            os.setxattr(fd, name, value)
-        os.fchmod(fd, stat.S_IMODE(old.st_mode))
-    except OSError:
-        return False
-    new = os.fstat(fd)
-    return ((new.st_uid, new.st_gid, stat.S_IMODE(new.st_mode))
-            == (old.st_uid, old.st_gid, stat.S_IMODE(old.st_mode))
-            and _xattrs(fd) == attrs)
-
-
-def clean_stale(real: str) -> list[str]:
-    """Remove temporary files of kvmtune's pattern beside ``real``; call
-    under lock(): no live writer owns one then."""
-    directory, name = os.path.split(real)
-    pattern = os.path.join(glob.escape(directory),
-                           glob.escape(f'.{name}{_TEMP_INFIX}')
-                           + f'*{_TEMP_SUFFIX}')
-    removed = []
-    for temp in glob.glob(pattern):
-        with contextlib.suppress(OSError):
-            if stat.S_ISREG(os.lstat(temp).st_mode):
-                os.unlink(temp)
-                removed.append(temp)
-    return removed
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _temp(real: str) -> tuple[int, str]:
-    directory, name = os.path.split(real)
-    return tempfile.mkstemp(dir=directory, prefix=f'.{name}{_TEMP_INFIX}',
-                            suffix=_TEMP_SUFFIX)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _prepare(real: str, data: bytes, old: os.stat_result | None,
-             attrs: dict[str, bytes], mode: int | None) -> str | None:
-    """A fsync'ed temporary file beside ``real`` holding ``data`` with the
-    old file's metadata (or ``mode`` for a new file); None (and nothing
-    left) when it cannot carry the old metadata."""
-    fd: int | None
-    fd, temp = _temp(real)
-    try:
-        _write_all(fd, data)
-        if old is None:
-            os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
-        elif not _copy_metadata(fd, old, attrs):
-            os.close(fd)
-            fd = None
-            os.unlink(temp)
-            return None
-        os.fsync(fd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    finally:
-        if fd is not None:
-            os.close(fd)
-    return temp
-
-
-def _commit(temp: str, real: str) -> None:
-    try:
-        os.replace(temp, real)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    # The rename is done: a failing directory fsync must not be reported
-    # as "nothing written" (nor drop the backup of what was there).
-    with contextlib.suppress(OSError):
-        _fsync_dir(os.path.dirname(real))
-
-
-def _replace(real: str, data: bytes, old: os.stat_result | None,
-             attrs: dict[str, bytes], mode: int | None) -> bool:
-    temp = _prepare(real, data, old, attrs, mode)
-    if temp is None:
-        return False
-    _commit(temp, real)
-    return True
-
-
-def _in_place(fd: int, data: bytes) -> None:
-    os.lseek(fd, 0, os.SEEK_SET)
-    _write_all(fd, data)
-    os.ftruncate(fd, len(data))
-    os.fsync(fd)
-
-
-def _needs_in_place(real: str, old: os.stat_result,
-                    attrs: dict[str, bytes]) -> str | None:
-    if old.st_nlink > 1:
-        return 'it has other hard links'
-    if real in _mount_points():
-        return 'it is a mount point (a bind-mounted file)'
-    if not os.access(os.path.dirname(real), os.W_OK | os.X_OK):
-        return 'its directory is not writable'
-    return None
-
-
 def check_writable(path: str, source: object = None,
                    fix: str | None = None) -> str:
     """Refuse, before anything is written, what write_atomic() would
@@ -368,7 +193,7 @@ def check_writable(path: str, source: object = None,
     directory = os.path.dirname(real)
     if old is not None:
         try:
-            _refuse_if_immutable(real)
+            filereplace.refuse_if_immutable(real)
         except InputError as exc:
             raise InputError(exc.problem, source=source, fix=exc.fix) \
                 from None
@@ -406,7 +231,7 @@ def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
         _backup_place(backup)
     with lock(path, source):
         real, old = resolve(path, source)       # again, under the lock
-        clean_stale(real)
+        filereplace.clean_stale(real)
         try:
             return _write_locked(real, data, old, backup, mode)
         except InputError as exc:
@@ -436,13 +261,13 @@ def _write_locked(real: str, data: bytes, old: os.stat_result | None,
             raise InputError(f'its directory {directory} is not writable; '
                              'nothing was written',
                              fix='give a path in a writable directory')
-        _replace(real, data, None, {}, mode)
+        filereplace.replace(real, data, None, {}, mode)
         return 'created'
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(real, flags)
     except OSError as exc:
-        _refuse_if_immutable(real)
+        filereplace.refuse_if_immutable(real)
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise InputError(f'is not writable ({exc.strerror}); nothing '
                              'was written',
@@ -456,15 +281,15 @@ def _write_locked(real: str, data: bytes, old: os.stat_result | None,
             raise InputError('was replaced while kvmtune was writing it; '
                              'nothing was written',
                              fix='run the command again')
-        _refuse_if_immutable(real, fd)
+        filereplace.refuse_if_immutable(real, fd)
         if backup is not None:
             backup_temp = _prepare_backup(backup, _read_all(fd), old)
-        attrs = _xattrs(fd)
+        attrs = filereplace.xattrs(fd)
         done = False
-        if _needs_in_place(real, old, attrs) is None:
-            done = _replace(real, data, old, attrs, mode)
+        if filereplace.needs_in_place(real, old, attrs) is None:
+            done = filereplace.replace(real, data, old, attrs, mode)
         if not done:
-            _in_place(fd, data)
+            filereplace.in_place(fd, data)
     except BaseException:
         if backup_temp is not None:
             with contextlib.suppress(FileNotFoundError):
@@ -475,24 +300,6 @@ def _write_locked(real: str, data: bytes, old: os.stat_result | None,
     if backup_temp is not None:     # made only when backup is given
         _commit_backup(backup_temp, cast(str, backup))
     return 'replaced' if done else 'in place'
-
-
-def _refuse_if_immutable(real: str, fd: int | None = None) -> None:
-    if fd is None:
-        try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-                         | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            return _refuse_if_immutable(real, fd)
-        finally:
-            os.close(fd)
-    if _flags(fd) & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
-        raise InputError('is immutable or append-only (chattr +i/+a); '
-                         'nothing was written',
-                         fix='chattr -i/-a it first if the change is '
-                         'wanted')
 
 
 def _read_all(fd: int) -> bytes:
@@ -534,11 +341,11 @@ def _prepare_backup(backup: str, previous: bytes,
     before the target changes (a full disk stops everything), renamed
     into place only after."""
     real = _backup_place(backup)
-    clean_stale(real)
-    temp = _prepare(real, previous, like, {}, None)
+    filereplace.clean_stale(real)
+    temp = filereplace.prepare(real, previous, like, {}, None)
     if temp is None:
         # The owner cannot be copied (not root): keep it private.
-        temp = _prepare(real, previous, None, {}, 0o600)
+        temp = filereplace.prepare(real, previous, None, {}, 0o600)
     return temp
 
 
