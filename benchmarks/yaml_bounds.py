@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Hostile YAML and a FIFO: how long kvmtune's input reader takes to refuse.
 
-Times ``kvmtune.inputs`` on what the unit tier only checks is refused
-(tests/unit/test_inputs.py, under a hang guard, not a clock): a "billion
-laughs" document (10 levels of 10 aliases, 10**10 nodes if expanded),
-a document nested 300 levels deep, and a FIFO in place of a profile. Prints
+Times ``kvmtune.yamlinput`` on what the unit tier only checks is refused
+(tests/unit/test_yamlinput.py and test_inputs.py, under a hang guard, not
+a clock): a "billion laughs" document (10 levels of 10 aliases, 10**10
+nodes if expanded), a document nested 300 levels deep, and a FIFO in place
+of a profile. Prints
 the median of each (target under 1 s each; the refusal must not depend on
 what the document would expand to).
 
@@ -50,19 +51,19 @@ def refused_in(call, runs):
 
 
 def main():
-    from kvmtune import inputs
+    from kvmtune import yamlinput
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('-n', type=int, default=5, help='runs (median)')
     args = parser.parse_args()
     cases = [
-        ('billion laughs', lambda: inputs.parse_yaml(laughs(), 'l.yaml')),
-        ('300 levels deep', lambda: inputs.parse_yaml(deep(), 'd.yaml')),
+        ('billion laughs', lambda: yamlinput.parse_yaml(laughs(), 'l.yaml')),
+        ('300 levels deep', lambda: yamlinput.parse_yaml(deep(), 'd.yaml')),
     ]
     with tempfile.TemporaryDirectory() as root:
         fifo = os.path.join(root, 'profile.yaml')
         os.mkfifo(fifo)
-        cases.append(('a FIFO', lambda: inputs.load_yaml(fifo)))
+        cases.append(('a FIFO', lambda: yamlinput.load_yaml(fifo)))
         for name, call in cases:
             seconds, message = refused_in(call, args.n)
             print(f'{name}: refused in {seconds:.4f} s (target < '

@@ -19,7 +19,7 @@ import importlib.util
 import os
 from typing import Any
 
-from kvmtune import inputs
+from kvmtune import yamlinput
 from kvmtune.errors import InputError
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
@@ -28,7 +28,7 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
 
 @functools.lru_cache(maxsize=None)
 def table() -> Any:
-    return inputs.load_yaml(DATA)
+    return yamlinput.load_yaml(DATA)
 
 
 def known() -> list[int]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
 
-from kvmtune import inputs
+from kvmtune import yamlinput
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
 
@@ -96,8 +96,8 @@ MAX_BYTES = 1 << 20     # a profile is a few hundred bytes
 
 
 def _read_yaml(path: str) -> Any:
-    # Duplicate keys, non-string keys, nesting, non-UTF-8: kvmtune.inputs.
-    return inputs.load_yaml(path, max_bytes=MAX_BYTES)
+    # Duplicate keys, non-string keys, nesting, non-UTF-8: kvmtune.yamlinput.
+    return yamlinput.load_yaml(path, max_bytes=MAX_BYTES)
 
 
 def _kind(value: object) -> str:

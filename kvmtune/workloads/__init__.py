@@ -107,7 +107,7 @@ def _from_dict(data: Any, source: str) -> Workload:
 
 def load_all(dirs: Iterable[str] | None = None) -> dict[str, Workload]:
     """{name: Workload} from every ``*.yaml`` in ``dirs``."""
-    from kvmtune import inputs
+    from kvmtune import yamlinput
 
     found = {}
     for d in (dirs if dirs is not None else workload_dirs()):
@@ -116,7 +116,7 @@ def load_all(dirs: Iterable[str] | None = None) -> dict[str, Workload]:
                 continue
             path = os.path.join(d, name)
             # Duplicate or non-string keys, nesting, non-UTF-8: one line.
-            data = inputs.load_yaml(path, max_bytes=1 << 20)
+            data = yamlinput.load_yaml(path, max_bytes=1 << 20)
             workload = _from_dict(data, path)
             if workload.name != name[:-5]:
                 raise InputError(f'name {workload.name!r} differs from the '

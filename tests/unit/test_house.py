@@ -19,7 +19,7 @@ UNIT = os.path.join(paths.REPO, 'tests', 'unit')
 # it and from its own line, as long as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'extras', 'conf',
-     'privileged', 'nova_releases', 'filereplace'},
+     'privileged', 'nova_releases', 'filereplace', 'yamlinput'},
     {'facts'},
     {'tuning'},
     {'openstack'},

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from kvmtune import inputs
+from kvmtune import yamlinput
 from kvmtune.errors import InputError
 from tests import devices
 from tests import hang
@@ -26,7 +27,7 @@ def test_fifo_is_refused_without_blocking(tmp_path):
     with pytest.raises(InputError,
                        match=r'is a FIFO \(named pipe\), not a '
                              r'regular file') as caught:
-        hang.call(lambda: inputs.load_yaml(str(fifo)), release=[fifo])
+        hang.call(lambda: yamlinput.load_yaml(str(fifo)), release=[fifo])
     _one_line(caught, 'FIFO', str(fifo))
 
 
@@ -58,7 +59,7 @@ def test_non_utf8_is_one_line_with_its_line(tmp_path):
     path.write_bytes(b'description: ok\nsource: caf\xe9\n')
     with pytest.raises(InputError,
                        match=r'not UTF-8 text \(byte 27, line 2\)') as caught:
-        inputs.load_yaml(str(path))
+        yamlinput.load_yaml(str(path))
     _one_line(caught, 'not UTF-8', 'line 2', str(path))
 
 
@@ -66,93 +67,7 @@ def test_nul_bytes(tmp_path):
     path = tmp_path / 'p.yaml'
     path.write_bytes(b'a: 1\n\0\n')
     with pytest.raises(InputError, match='NUL'):
-        inputs.load_yaml(str(path))
-
-
-# -- YAML --------------------------------------------------------------------
-
-def test_duplicate_top_level_key_is_an_error():
-    text = 'tuners:\n  - cpu_pinning\ndescription: x\ntuners:\n  - ept\n'
-    with pytest.raises(InputError,
-                       match=r"line 4: duplicate key 'tuners' \(first at line "
-                             r"1\)") as caught:
-        inputs.parse_yaml(text, 'p.yaml')
-    _one_line(caught, "duplicate key 'tuners'", 'line 4', 'line 1')
-
-
-def test_duplicate_nested_key_is_an_error():
-    text = 'tuners:\n  - name: x\n    params: {a: 1, a: 2}\n'
-    with pytest.raises(InputError, match="duplicate key 'a'"):
-        inputs.parse_yaml(text, 'p.yaml')
-
-
-@pytest.mark.parametrize('key', ['yes', 'on', '1', '2.5', 'null', '~',
-                                 '2026-11-22'])
-def test_keys_yaml_reads_as_something_else(key):
-    with pytest.raises(InputError,
-                       match=r"^p\.yaml: line 1: key '.*' is not a string "
-                             r"\(YAML reads it as ") as caught:
-        inputs.parse_yaml(f'{key}: 1\nname: x\n', 'p.yaml')
-    _one_line(caught, 'not a string', f'quote it: "{key}"')
-
-
-def test_mapping_and_sequence_keys():
-    with pytest.raises(InputError, match='a sequence, not a string'):
-        inputs.parse_yaml('? [a, b]\n: 1\n', 'p.yaml')
-    with pytest.raises(InputError, match='a mapping, not a string'):
-        inputs.parse_yaml('? {a: 1}\n: 1\n', 'p.yaml')
-
-
-def test_deep_nesting_is_bounded_not_a_recursion_error():
-    for text in ('[' * 200000, '- ' * 5000 + 'x', 'a:\n' + ''.join(
-            ' ' * i + f'k{i}:\n' for i in range(1, 300))):
-        with pytest.raises(InputError, match='nested'):
-            inputs.parse_yaml(text, 'deep.yaml')
-
-
-def test_billion_laughs_is_bounded():
-    lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]']
-    for i in range(1, 10):
-        refs = ', '.join([f'*a{i - 1}'] * 10)
-        lines.append(f'a{i}: &a{i} [{refs}]')
-    # unbounded, it would build 10**10 nodes: a hang, not an answer; how
-    # fast it is refused is benchmarks/yaml_bounds.py
-    with pytest.raises(InputError, match='expands to more than'):
-        hang.call(lambda: inputs.parse_yaml('\n'.join(lines) + '\n',
-                                            'laughs.yaml'))
-
-
-def test_recursive_alias_is_refused():
-    with pytest.raises(InputError, match='refers to itself'):
-        inputs.parse_yaml('a: &a [1, *a]\n', 'p.yaml')
-
-
-def test_merge_keys_and_plain_documents_still_load():
-    doc = inputs.parse_yaml('base: &b {x: 1}\nmore:\n  <<: *b\n  y: 2\n',
-                            'p.yaml')
-    assert doc == {'base': {'x': 1}, 'more': {'x': 1, 'y': 2}}
-    assert inputs.parse_yaml('', 'empty.yaml') is None
-    assert inputs.parse_yaml('- 1\n- two\n', 'l.yaml') == [1, 'two']
-
-
-def test_malformed_yaml_names_line_and_column():
-    with pytest.raises(InputError,
-                       match=r"line 2, column 2: malformed YAML: expected ',' "
-                             r"or '\]', but "
-                             r"got ':'") as caught:
-        inputs.parse_yaml('a: [1, 2\nb: 3\n', 'p.yaml')
-    _one_line(caught, 'malformed YAML', 'p.yaml', 'line ')
-
-
-def test_two_documents_are_refused():
-    with pytest.raises(InputError, match='malformed YAML'):
-        inputs.parse_yaml('a: 1\n---\nb: 2\n', 'p.yaml')
-
-
-def test_python_tags_are_refused():
-    with pytest.raises(InputError, match='malformed YAML'):
-        inputs.parse_yaml('a: !!python/object/apply:os.system [id]\n',
-                          'p.yaml')
+        yamlinput.load_yaml(str(path))
 
 
 # -- JSON --------------------------------------------------------------------

@@ -24,6 +24,7 @@ import yaml
 
 from kvmtune import fileio
 from kvmtune import inputs
+from kvmtune import yamlinput
 from kvmtune.tuning import traits as kvmtune_traits
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
@@ -262,8 +263,8 @@ def _differing_key(path: str, old: str, new: str, fmt: str) -> str:
                     for option, values in options.items()}
             spell = str
         elif fmt == 'yaml':
-            olds = _flatten(inputs.parse_yaml(old, path) or {})
-            news = _flatten(inputs.parse_yaml(new, path) or {})
+            olds = _flatten(yamlinput.parse_yaml(old, path) or {})
+            news = _flatten(yamlinput.parse_yaml(new, path) or {})
             spell = repr
         else:
             olds = news = None
