@@ -1,12 +1,10 @@
 """The guests layer: what Nova's libvirt driver gave this host's guests.
 
-Reads the live domain XML of every running domain through libvirt's
-read-only connection (libvirt-python when it is installed, else
-``virsh -r``), keeps the domains Nova made (they carry Nova's
-``<nova:instance>`` metadata, whose flavor names its extra specs since
-Nova 2023.1: no API call is needed) and checks each against its flavor and
-the host's plan, as whitebox-tempest-plugin checks a guest inside a test
-run (https://opendev.org/openstack/whitebox-tempest-plugin):
+Reads the live domain XML of every running domain, keeps the domains
+Nova made (kvmtune.verify.domain: the read and the parse) and checks each
+against its flavor and the host's plan, as whitebox-tempest-plugin checks
+a guest inside a test run
+(https://opendev.org/openstack/whitebox-tempest-plugin):
 
 - ``<domain> vcpu pins``: a dedicated guest (``hw:cpu_policy=dedicated``)
   has every vCPU pinned to one host CPU of its own inside the plan's
@@ -33,19 +31,15 @@ lasts only until then). ``ctx.domains`` (a list of XML texts, or
 refuses the connection: UNKNOWN with the reason.
 """
 
-import dataclasses
-import shutil
-import subprocess
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
 from kvmtune.tuning import extra_specs
 from kvmtune import verify
+from kvmtune.verify import domain
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
-from kvmtune.facts.cpulist import parse_cpulist
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan
@@ -54,161 +48,6 @@ if TYPE_CHECKING:
 Where = dict[str, Any]
 
 LAYER = 'guests'
-NOVA_NS_PREFIX = '{http://openstack.org/xmlns/libvirt/nova/'
-DEFAULT_URI = 'qemu:///system'
-VIRSH_TIMEOUT = 60
-# Domain XML of one guest is a few KiB; anything far larger is not one.
-MAX_XML = 4 << 20
-
-
-@dataclasses.dataclass
-class Guest:
-    """The parts of one Nova guest's domain XML that verify reads.
-
-    vcpupins      {vcpu: frozenset of host CPUs} from <cputune><vcpupin>
-    emulatorpin   frozenset of host CPUs, or None
-    page_kb       [page size in KiB] from <memoryBacking><hugepages>
-    cells         {guest cell id: frozenset of vcpus} from <cpu><numa>
-    memnodes      {guest cell id: frozenset of host nodes} (<numatune>)
-    disks         [(source type, driver cache, driver type, target dev)]
-    interfaces    [(model, driver name, rx_queue_size)]
-    """
-    domain: str
-    uuid: str
-    name: str
-    flavor: str
-    vcpus: int
-    extra_specs: dict[str, str]
-    vcpupins: dict[int, frozenset[int]]
-    emulatorpin: frozenset[int] | None
-    page_kb: list[int | None]
-    cells: dict[int, frozenset[int]]
-    memnodes: dict[int, frozenset[int]]
-    disks: list[tuple[str | None, str | None, str | None, str | None]]
-    interfaces: list[tuple[str | None, str | None, str | None]]
-
-    @property
-    def dedicated(self) -> bool:
-        return self.extra_specs.get('hw:cpu_policy') == 'dedicated'
-
-    def pinned_cpus(self) -> frozenset[int]:
-        return frozenset().union(*self.vcpupins.values())
-
-
-def _cpus(text: str | None) -> frozenset[int]:
-    return frozenset(parse_cpulist(text or ''))
-
-
-def _nova(root: Any) -> Any:
-    """Nova's <nova:instance> element (any version of its namespace)."""
-    metadata = root.find('metadata')
-    if metadata is None:
-        return None
-    for child in metadata:
-        if child.tag.startswith(NOVA_NS_PREFIX) and \
-                child.tag.endswith('}instance'):
-            return child
-    return None
-
-
-def _child(element: Any, local: str) -> Any:
-    for child in element if element is not None else ():
-        if child.tag.endswith('}' + local):
-            return child
-    return None
-
-
-def parse_domain(text: str) -> Guest | None:
-    """A Guest from one domain's XML, or None when Nova did not make it.
-
-    :raises ValueError: the text is not a libvirt domain's XML
-    """
-    # ElementTree's optional attributes are read as libvirt writes them
-    root: Any
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise ValueError(f'not XML: {exc}') from None
-    if root.tag != 'domain':
-        raise ValueError(f'the root element is <{root.tag}>, not <domain>')
-    nova = _nova(root)
-    if nova is None:
-        return None
-    flavor = _child(nova, 'flavor')
-    specs = {}
-    for spec in _child(flavor, 'extraSpecs') or ():
-        if spec.get('name'):
-            specs[spec.get('name')] = (spec.text or '').strip()
-    vcpus = _child(flavor, 'vcpus')
-    name = _child(nova, 'name')
-    cputune = root.find('cputune')
-    pins = {}
-    emulator = None
-    if cputune is not None:
-        for pin in cputune.findall('vcpupin'):
-            pins[_int(pin, 'vcpu')] = _cpus(pin.get('cpuset'))
-        if cputune.find('emulatorpin') is not None:
-            emulator = _cpus(cputune.find('emulatorpin').get('cpuset'))
-    pages: list[int | None] = []
-    for page in root.findall('memoryBacking/hugepages/page'):
-        pages.append(_kib(page.get('size'), page.get('unit') or 'KiB'))
-    if root.find('memoryBacking/hugepages') is not None and not pages:
-        pages.append(None)   # the host's default huge page size
-    cells = {_int(cell, 'id'): _cpus(cell.get('cpus'))
-             for cell in root.findall('cpu/numa/cell')}
-    memnodes = {_int(node, 'cellid'): _cpus(node.get('nodeset'))
-                for node in root.findall('numatune/memnode')}
-    disks = []
-    for disk in root.findall('devices/disk'):
-        if disk.get('device', 'disk') != 'disk':
-            continue
-        driver = disk.find('driver')
-        target = disk.find('target')
-        disks.append((disk.get('type'),
-                      driver.get('cache') if driver is not None else None,
-                      driver.get('type') if driver is not None else None,
-                      target.get('dev') if target is not None else '?'))
-    interfaces = []
-    for nic in root.findall('devices/interface'):
-        model = nic.find('model')
-        driver = nic.find('driver')
-        interfaces.append((
-            model.get('type') if model is not None else None,
-            driver.get('name') if driver is not None else None,
-            driver.get('rx_queue_size') if driver is not None else None))
-    return Guest(
-        domain=root.findtext('name') or '?',
-        uuid=root.findtext('uuid') or '?',
-        name=(name.text or '').strip() if name is not None else '',
-        flavor=flavor.get('name') if flavor is not None else '?',
-        vcpus=int(vcpus.text) if vcpus is not None and vcpus.text
-        else int(root.findtext('vcpu') or 0),
-        extra_specs=specs, vcpupins=pins, emulatorpin=emulator,
-        page_kb=pages, cells=cells, memnodes=memnodes, disks=disks,
-        interfaces=interfaces)
-
-
-def _int(element: Any, attribute: str) -> int:
-    """An element's integer attribute; ValueError (never TypeError) when it
-    is missing or not a number, so bad XML is one UNKNOWN row."""
-    value = element.get(attribute)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f'<{element.tag} {attribute}={value!r}>: not an '
-                         'integer') from None
-
-
-# libvirt also takes bytes
-_UNITS = dict(extra_specs.KIB_PER_UNIT, b=1 / 1024, bytes=1 / 1024)
-
-
-def _kib(size: str | None, unit: str | None) -> int:
-    """A libvirt size and unit in KiB (libvirt's units are binary)."""
-    factor = _UNITS.get((unit or 'KiB').lower())
-    if size is None or factor is None:
-        raise ValueError(f'page size {size!r} {unit!r}')
-    return int(int(size) * factor)
 
 
 def _planned(plans: Sequence['Plan'], section: str, option: str) -> Any:
@@ -220,18 +59,18 @@ def _planned(plans: Sequence['Plan'], section: str, option: str) -> Any:
     return None
 
 
-def _pins_text(guest: Guest) -> str:
+def _pins_text(guest: domain.Guest) -> str:
     return ', '.join(f'{v}->{format_cpulist(sorted(c))}'
                      for v, c in sorted(guest.vcpupins.items())) or 'none'
 
 
-def _hard_reboot(guest: Guest) -> str:
+def _hard_reboot(guest: domain.Guest) -> str:
     label = guest.name or guest.uuid
     return (f'openstack server reboot --hard {label} (Nova writes the '
             'domain again from the placement it stored)')
 
 
-def _pin_check(guest: Guest, dedicated_set: frozenset[int],
+def _pin_check(guest: domain.Guest, dedicated_set: frozenset[int],
                where: Where) -> verify.Check:
     expected = (f'each of {guest.vcpus} vCPUs on a CPU of its own in '
                 f'{format_cpulist(sorted(dedicated_set))}'
@@ -252,7 +91,7 @@ def _pin_check(guest: Guest, dedicated_set: frozenset[int],
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _emulator_check(guest: Guest, dedicated_set: frozenset[int],
+def _emulator_check(guest: domain.Guest, dedicated_set: frozenset[int],
                     shared_set: frozenset[int],
                     where: Where) -> verify.Check:
     policy = guest.extra_specs.get('hw:emulator_threads_policy')
@@ -279,7 +118,7 @@ def _emulator_check(guest: Guest, dedicated_set: frozenset[int],
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _page_check(guest: Guest, where: Where) -> verify.Check | None:
+def _page_check(guest: domain.Guest, where: Where) -> verify.Check | None:
     spec = guest.extra_specs.get('hw:mem_page_size')
     try:
         wanted = extra_specs.page_size_kb(spec)
@@ -317,7 +156,7 @@ def _node_of(facts: Any) -> dict[int, int]:
     return nodes
 
 
-def _numa_check(guest: Guest, facts: Any,
+def _numa_check(guest: domain.Guest, facts: Any,
                 where: Where) -> verify.Check | None:
     if not guest.memnodes or not guest.vcpupins:
         return None
@@ -361,7 +200,7 @@ _FORMAT: dict[str | None, str] = {
     'qcow2': 'qcow2', 'ploop': 'ploop'}
 
 
-def _disk_checks(guest: Guest, cachemodes: dict[str, str],
+def _disk_checks(guest: domain.Guest, cachemodes: dict[str, str],
                  images_type: str | None,
                  where: Where) -> list[verify.Check]:
     found = []
@@ -393,7 +232,7 @@ def _disk_checks(guest: Guest, cachemodes: dict[str, str],
     return found
 
 
-def _vhost_check(guest: Guest, rx_queue_size: str | None,
+def _vhost_check(guest: domain.Guest, rx_queue_size: str | None,
                  where: Where) -> verify.Check | None:
     nics = [nic for nic in guest.interfaces if nic[0] == 'virtio']
     if not nics:
@@ -414,7 +253,7 @@ def _vhost_check(guest: Guest, rx_queue_size: str | None,
         **where)
 
 
-def shared_pin_check(guests: Sequence[Guest],
+def shared_pin_check(guests: Sequence[domain.Guest],
                      where: Where | None = None) -> verify.Check:
     """No host CPU pinned by two dedicated guests."""
     where = where or {}
@@ -435,7 +274,7 @@ def shared_pin_check(guests: Sequence[Guest],
         if shared else None, **where)
 
 
-def check_guests(guests: Sequence[Guest], plans: Sequence['Plan'],
+def check_guests(guests: Sequence[domain.Guest], plans: Sequence['Plan'],
                  facts: Any = None,
                  where: Where | None = None) -> list[verify.Check]:
     """The checks for parsed guests against plans (pure: no libvirt)."""
@@ -464,56 +303,6 @@ def check_guests(guests: Sequence[Guest], plans: Sequence['Plan'],
     return found
 
 
-class LibvirtUnavailable(Exception):
-    """libvirt could not be read; the message says why."""
-
-
-def read_domains(uri: str | None = None) -> list[tuple[str, str]]:
-    """[(name, live XML)] of every running domain, through a read-only
-    connection: libvirt-python when installed, else ``virsh -r``.
-
-    :raises LibvirtUnavailable: no libvirt, or it refused the connection
-    """
-    uri = uri or DEFAULT_URI
-    try:
-        import libvirt
-    except ImportError:
-        libvirt = None
-    if libvirt is not None:
-        try:
-            conn = libvirt.openReadOnly(uri)
-            try:
-                return [(dom.name(), dom.XMLDesc(0))
-                        for dom in conn.listAllDomains(
-                            libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
-            finally:
-                conn.close()
-        except libvirt.libvirtError as exc:
-            raise LibvirtUnavailable(
-                f'libvirt at {uri} refused: {exc}') from None
-    virsh = shutil.which('virsh')
-    if virsh is None:
-        raise LibvirtUnavailable('neither libvirt-python nor virsh is '
-                                 'installed')
-    names = _virsh(virsh, uri, 'list', '--name', '--state-running')
-    return [(name, _virsh(virsh, uri, 'dumpxml', name))
-            for name in names.split() if name]
-
-
-def _virsh(virsh: str, uri: str, *argv: str) -> str:
-    try:
-        done = subprocess.run([virsh, '-r', '-c', uri, *argv],
-                              capture_output=True, text=True,
-                              timeout=VIRSH_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise LibvirtUnavailable(f'virsh {argv[0]} on {uri} did not answer '
-                                 f'in {VIRSH_TIMEOUT} s') from None
-    if done.returncode != 0:
-        message = (done.stderr.strip().splitlines() or ['no message'])[-1]
-        raise LibvirtUnavailable(f'libvirt at {uri} refused: {message}')
-    return done.stdout
-
-
 def checks(plans: Sequence['Plan'],
            ctx: verify.Context) -> list[verify.Check]:
     where = {'host': ctx.host}
@@ -521,14 +310,14 @@ def checks(plans: Sequence['Plan'],
         texts = list(ctx.domains)
     else:
         try:
-            texts = read_domains(ctx.libvirt_uri)
-        except LibvirtUnavailable as exc:
+            texts = domain.read_domains(ctx.libvirt_uri)
+        except domain.LibvirtUnavailable as exc:
             return [verify.unknown(LAYER, 'guests', 'Nova\'s domains read',
                                    str(exc), **where)]
     guests, others, bad = [], 0, []
     for source, text in texts:
         try:
-            guest = parse_domain(text)
+            guest = domain.parse_domain(text)
         except ValueError as exc:
             bad.append(verify.unknown(LAYER, f'{source}', 'a libvirt domain',
                                       f'{source}: {exc}', **where))

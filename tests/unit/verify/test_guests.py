@@ -8,6 +8,7 @@ import pytest
 from kvmtune.tuning import extra_specs
 from kvmtune.tuning import plan as plans
 from kvmtune import verify
+from kvmtune.verify import domain
 from kvmtune.verify import guests
 from tests import paths
 
@@ -40,29 +41,8 @@ def by_name(found):
     return {check.name: check for check in found}
 
 
-def test_novas_xml_reads_as_novas_metadata_says():
-    guest = guests.parse_domain(PINNED)
-    assert guest.domain == 'instance-00000007'
-    assert guest.name == 'kvmtune-ft-e8e0920c'
-    assert guest.vcpus == 1 and guest.dedicated
-    assert guest.extra_specs == {
-        'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'prefer',
-        'hw:emulator_threads_policy': 'share', 'hw:mem_page_size': 'large'}
-    assert guest.vcpupins == {0: frozenset({1})}
-    assert guest.emulatorpin == frozenset({0})
-    assert guest.page_kb == [2048]
-    assert guest.cells == {0: frozenset({0})}
-    assert guest.memnodes == {0: frozenset({0})}
-    # the cdrom (config drive) is not a disk of the guest's
-    assert guest.disks == [('file', 'none', 'qcow2', 'vda')]
-    plain = guests.parse_domain(PLAIN)
-    assert not plain.dedicated and plain.extra_specs == {}
-    assert plain.vcpupins == {} and plain.page_kb == []
-    assert plain.interfaces == [('virtio', 'qemu', None)]
-
-
 def test_the_pinned_guest_nova_started_passes_every_check():
-    found = by_name(guests.check_guests([guests.parse_domain(PINNED)],
+    found = by_name(guests.check_guests([domain.parse_domain(PINNED)],
                                         [TUNED], facts=FACTS))
     assert set(found) == {
         'instance-00000007 vcpu pins', 'instance-00000007 emulator threads',
@@ -76,7 +56,7 @@ def test_a_pin_outside_the_dedicated_set_is_drift_with_the_reboot():
     # `virsh vcpupin instance-00000007 0 0`, as the functional test does
     moved = PINNED.replace("<vcpupin vcpu='0' cpuset='1'/>",
                            "<vcpupin vcpu='0' cpuset='0'/>")
-    found = by_name(guests.check_guests([guests.parse_domain(moved)],
+    found = by_name(guests.check_guests([domain.parse_domain(moved)],
                                         [TUNED], facts=FACTS))
     pins = found['instance-00000007 vcpu pins']
     assert pins.status == verify.DRIFT
@@ -84,7 +64,7 @@ def test_a_pin_outside_the_dedicated_set_is_drift_with_the_reboot():
     assert 'openstack server reboot --hard kvmtune-ft-e8e0920c' in pins.fix
     # a pin to a range is floating, not pinned, even inside the set
     floating = PINNED.replace("cpuset='1'/>", "cpuset='0-1'/>", 1)
-    found = by_name(guests.check_guests([guests.parse_domain(floating)],
+    found = by_name(guests.check_guests([domain.parse_domain(floating)],
                                         [TUNED], facts=FACTS))
     assert found['instance-00000007 vcpu pins'].status == verify.DRIFT
 
@@ -92,7 +72,7 @@ def test_a_pin_outside_the_dedicated_set_is_drift_with_the_reboot():
 def test_two_dedicated_guests_on_one_cpu_is_drift():
     other = PINNED.replace('instance-00000007', 'instance-00000008')
     found = by_name(guests.check_guests(
-        [guests.parse_domain(PINNED), guests.parse_domain(other)],
+        [domain.parse_domain(PINNED), domain.parse_domain(other)],
         [TUNED], facts=FACTS))
     shared = found['pinned CPUs shared']
     assert shared.status == verify.DRIFT
@@ -113,7 +93,7 @@ def test_emulator_threads_where_the_policy_puts_them(policy, emulatorpin,
                       f'threads_policy">{policy}<')
     wide = plan({'compute': {'cpu_dedicated_set': '1-3',
                              'cpu_shared_set': '0'}})
-    found = by_name(guests.check_guests([guests.parse_domain(xml)], [wide]))
+    found = by_name(guests.check_guests([domain.parse_domain(xml)], [wide]))
     check = found['instance-00000007 emulator threads']
     assert check.status == status, check
 
@@ -122,13 +102,13 @@ def test_pages_other_than_the_flavors_are_drift():
     small = PINNED.replace('<hugepages>', '<nohugepages>').replace(
         "<page size='2048' unit='KiB' nodeset='0'/>", '').replace(
         '</hugepages>', '</nohugepages>')
-    check = by_name(guests.check_guests([guests.parse_domain(small)],
+    check = by_name(guests.check_guests([domain.parse_domain(small)],
                                         [TUNED]))['instance-00000007 pages']
     assert check.status == verify.DRIFT
     assert check.live == 'small pages (4 KiB)'
     one_g = PINNED.replace('"hw:mem_page_size">large<',
                            '"hw:mem_page_size">1GB<')
-    check = by_name(guests.check_guests([guests.parse_domain(one_g)],
+    check = by_name(guests.check_guests([domain.parse_domain(one_g)],
                                         [TUNED]))['instance-00000007 pages']
     assert check.status == verify.DRIFT
     assert check.expected.startswith('1048576 KiB pages')
@@ -146,12 +126,12 @@ def test_memory_on_another_node_than_the_vcpus_is_drift():
     two_nodes = {'numa': {'nodes': [{'id': 0, 'cpus': [0]},
                                     {'id': 1, 'cpus': [1]}]}}
     check = by_name(guests.check_guests(
-        [guests.parse_domain(PINNED)], [TUNED],
+        [domain.parse_domain(PINNED)], [TUNED],
         facts=two_nodes))['instance-00000007 numa memory']
     assert check.status == verify.DRIFT
     assert check.live == 'cell 0: memory 0, vCPUs on 1'
     unknown = by_name(guests.check_guests(
-        [guests.parse_domain(PINNED)], [TUNED]))[
+        [domain.parse_domain(PINNED)], [TUNED]))[
         'instance-00000007 numa memory']
     assert unknown.status == verify.UNKNOWN
 
@@ -159,13 +139,13 @@ def test_memory_on_another_node_than_the_vcpus_is_drift():
 def test_disk_cache_and_format_as_the_plan_says():
     io = plan({'libvirt': {'disk_cachemodes': 'file=none,block=none',
                            'images_type': 'raw'}})
-    found = by_name(guests.check_guests([guests.parse_domain(PLAIN)], [io]))
+    found = by_name(guests.check_guests([domain.parse_domain(PLAIN)], [io]))
     assert found['instance-0000000c disk cache'].status == verify.PASS
     fmt = found['instance-0000000c disk format']
     # Nova made this disk as qcow2 (images_type default): raw is drift
     assert fmt.status == verify.DRIFT and fmt.live == 'vda qcow2'
     writeback = plan({'libvirt': {'disk_cachemodes': 'file=writeback'}})
-    found = by_name(guests.check_guests([guests.parse_domain(PLAIN)],
+    found = by_name(guests.check_guests([domain.parse_domain(PLAIN)],
                                         [writeback]))
     assert found['instance-0000000c disk cache'].status == verify.DRIFT
 
@@ -173,13 +153,13 @@ def test_disk_cache_and_format_as_the_plan_says():
 def test_an_interface_without_vhost_is_drift_where_vhost_is_planned():
     # Nova under virt_type=qemu writes driver qemu; on KVM it is vhost.
     net = plan({'libvirt': {'rx_queue_size': '1024'}})
-    check = by_name(guests.check_guests([guests.parse_domain(PLAIN)],
+    check = by_name(guests.check_guests([domain.parse_domain(PLAIN)],
                                         [net]))['instance-0000000c vhost']
     assert check.status == verify.DRIFT
     assert check.live == 'driver qemu rx_queue_size=default'
     vhost = PLAIN.replace("<driver name='qemu'/>",
                           "<driver name='vhost' rx_queue_size='1024'/>")
-    check = by_name(guests.check_guests([guests.parse_domain(vhost)],
+    check = by_name(guests.check_guests([domain.parse_domain(vhost)],
                                         [net]))['instance-0000000c vhost']
     assert check.status == verify.PASS
 
@@ -220,19 +200,8 @@ def test_a_nova_domain_with_a_bad_attribute_is_unknown(old, new, words):
 
 def test_a_libvirt_that_refuses_is_unknown(monkeypatch):
     def refuse(uri):
-        raise guests.LibvirtUnavailable(f'libvirt at {uri} refused: no')
-    monkeypatch.setattr(guests, 'read_domains', refuse)
+        raise domain.LibvirtUnavailable(f'libvirt at {uri} refused: no')
+    monkeypatch.setattr(domain, 'read_domains', refuse)
     found = guests.checks([TUNED], verify.Context(libvirt_uri='test:///x'))
     assert [c.status for c in found] == [verify.UNKNOWN]
     assert found[0].reason == 'libvirt at test:///x refused: no'
-
-
-def test_virsh_refusing_the_connection_is_unknown(tmp_path, monkeypatch):
-    # a real virsh against a socket that is not there
-    import shutil
-    if not shutil.which('virsh'):
-        pytest.skip('virsh (libvirt-clients) is not installed')
-    monkeypatch.setitem(__import__('sys').modules, 'libvirt', None)
-    uri = f'qemu+unix:///system?socket={tmp_path}/none'
-    with pytest.raises(guests.LibvirtUnavailable, match='refused'):
-        guests.read_domains(uri)
