@@ -7,12 +7,9 @@ on a config drive (or the kernel command line); the addresses go in the
 config drive's network_data.json as Nova writes it for a subnet without
 DHCP (or in the job, on the command line).
 
-The clients start together (design.md 6). ``signal`` (the default): each
-client says ``ready`` on its console (a server starts at once and says
-``serving``), and once every guest has, each client gets an NMI through
-its QEMU's QMP socket, back to back, as the Rally scenarios do through
-Nova's trigger_crash_dump. ``at``: the old common ``start_at``, launch +
-a boot allowance. Results come back on the serial consoles, are verified
+The clients start together (design.md 6; kvmtune.bench.syncstart): on an
+NMI once every guest is ready (``signal``, the default) or at a common
+``start_at`` (``at``). Results come back on the serial consoles, are verified
 (byte count, sha256) and parsed. A guest that fails, is not ready in time
 or times out is reported as such and kept out of the aggregate.
 """
@@ -34,9 +31,9 @@ from typing import Any
 from typing import cast
 
 from kvmtune.errors import InputError
-from kvmtune.errors import KvmtuneError
 from kvmtune import image
 from kvmtune.bench import qemu
+from kvmtune.bench import syncstart
 from kvmtune.results import row as rows
 from kvmtune.results import verdict as verdicts
 from kvmtune.results.row import Row
@@ -45,33 +42,9 @@ from kvmtune.workloads import console
 from kvmtune.workloads import guestjob as jobs
 
 SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
-# Seconds from launch to start_at: boot (kernel reaches /init in ~5 s
-# under TCG, ~17 s to a result) plus the cost of booting guests at once.
-# A 2-core host busy with other work booted one TCG guest in up to 45 s
-# (guests then reported `late`): the allowance leaves room for that.
-BOOT_ALLOWANCE = {'tcg': (60, 20), 'kvm': (10, 2)}
-FINISH_MARGIN = 30
-# How clients start: on an NMI once all are ready, or at start_at.
-START_MODES = ('signal', 'at')
-# signal: seconds from launch for every guest to say ready, a ceiling
-# only (the run goes on when the last one is ready); twice and more the
-# allowance start_at needs, since waiting longer costs nothing when all
-# boot in time.
-READY_TIMEOUT = {'tcg': (180, 40), 'kvm': (60, 5)}
-READY_POLL = 0.2
 # A ready client reports late by itself this long after the ready timeout
 # (it was never signalled: this run died or left it out).
 START_TIMEOUT_MARGIN = 60
-
-
-def start_delay(accel: str, vms: int) -> int:
-    base, per_vm = BOOT_ALLOWANCE[accel]
-    return base + per_vm * (vms - 1)
-
-
-def ready_timeout(accel: str, vms: int) -> int:
-    base, per_vm = READY_TIMEOUT[accel]
-    return base + per_vm * (vms - 1)
 
 
 @contextlib.contextmanager
@@ -179,100 +152,6 @@ def _no_status(guest: qemu.Guest, text: str) -> str:
     return why + _console_end(text)
 
 
-def _said(guest: qemu.Guest) -> str | None:
-    """The state of the guest's last status line, or None."""
-    reported = console.status(guest.console_text(), guest.instance_id)
-    return reported[0] if reported else None
-
-
-def _done(guest: qemu.Guest) -> bool:
-    if guest.poll() is not None:
-        return True
-    return _said(guest) in ('ok', 'late', 'error')
-
-
-def _wait_ready(guests: Sequence[qemu.Guest], deadline: float,
-                clock: Callable[[], float] = time.monotonic,
-                sleep: Callable[[float], None] = time.sleep
-                ) -> list[qemu.Guest]:
-    """Wait until every guest said ready (a server: serving), gave its
-    verdict or exited, or until ``deadline`` (``clock`` time). Sets each
-    one's ``ready_seen`` (``clock`` time); returns those never ready."""
-    pending = list(guests)
-    while pending:
-        for guest in list(pending):
-            if guest.poll() is not None or _said(guest) is not None:
-                guest.ready_seen = clock()
-                pending.remove(guest)
-        if not pending or clock() >= deadline:
-            break
-        sleep(READY_POLL)
-    return pending
-
-
-def _signal(clients: Sequence[qemu.Guest],
-            clock: Callable[[], float] = time.monotonic
-            ) -> list[qemu.Guest]:
-    """The start signal: an NMI into each client through QMP. All sessions
-    are opened first, then the NMIs go back to back. Sets ``signalled``
-    (``clock`` time) or ``signal_error``; returns the clients signalled."""
-    sessions = []
-    try:
-        for guest in clients:
-            try:
-                sessions.append((guest, guest.qmp()))
-            except KvmtuneError as exc:
-                guest.signal_error = exc.line()
-        for guest, session in sessions:
-            try:
-                guest.inject_nmi(session)
-                guest.signalled = clock()
-            except KvmtuneError as exc:
-                guest.signal_error = exc.line()
-    finally:
-        for _, session in sessions:
-            session.close()
-    return [g for g in clients if g.signalled]
-
-
-def _wait_done(clients: Sequence[qemu.Guest], deadline: float,
-               clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep,
-               poll: float = 0.5) -> None:
-    """Until every client exited or printed its verdict (a held guest
-    stays up after it; servers serve until stopped), or ``deadline``."""
-    while clock() < deadline:
-        if all(_done(g) for g in clients):
-            break
-        sleep(poll)
-
-
-def _start_on_signal(guests: Sequence[qemu.Guest], vms: int, runtime: int,
-                     ready_wait: int, log: Callable[[str], object]) -> None:
-    """Signal mode after launch: all ready, the ready clients signalled,
-    their verdicts waited for (from the last signal: runtime + margin)."""
-    launched = min(cast(float, g.started) for g in guests)
-    missing = _wait_ready(guests, launched + ready_wait)
-    for guest in missing:
-        guest.missed = ready_wait
-    go = [g for g in guests if g.role == 'client' and g not in missing
-          and g.poll() is None and _said(g) == 'ready']
-    sent = _signal(go)
-    if missing:
-        log(f'{len(missing)} guest(s) not ready within {ready_wait} s: '
-            'left out')
-    if not sent:
-        log('no client got the start signal (see the rows)')
-        return
-    signals = [cast(float, g.signalled) for g in sent]
-    last_ready = max(cast(float, g.ready_seen) for g in guests
-                     if g not in missing)
-    log(f'ready {last_ready - launched:.1f} s after launch; start signal '
-        f'(NMI) to {len(sent)} client(s) within '
-        f'{(max(signals) - min(signals)) * 1000:.0f} ms')
-    _wait_done(sent, max(signals) + runtime + FINISH_MARGIN + 10 * vms)
-
-
 def _plan(workload: Workload, vms: int
           ) -> list[tuple[str, str | None, str | None]]:
     """[(role, address, peer)] per guest: disk guests alone; network
@@ -323,9 +202,9 @@ def check_start(start: str, delay: float | None = None,
                 ready_wait: float | None = None) -> None:
     """InputError for an unknown start mode, or one given the other
     mode's option (``delay`` is ``at``'s, ``ready_wait`` ``signal``'s)."""
-    if start not in START_MODES:
+    if start not in syncstart.START_MODES:
         raise InputError(f'unknown start mode {start!r}', key='--start',
-                         fix=f'one of {", ".join(START_MODES)}')
+                         fix=f'one of {", ".join(syncstart.START_MODES)}')
     if start == 'signal' and delay is not None:
         raise InputError('a start delay is for --start at only',
                          key='--start-delay',
@@ -397,10 +276,11 @@ def run(workload: Workload, vms: int, vcpus: int = 1, ram_mb: int = 256,
     runtime = int(runtime or workload.settings(params).get('runtime', 10))
     signalled = start == 'signal'
     if signalled:
-        ready_wait = (ready_timeout(accel, vms) if ready_wait is None
-                      else int(ready_wait))
+        ready_wait = (syncstart.ready_timeout(accel, vms)
+                      if ready_wait is None else int(ready_wait))
     else:
-        delay = start_delay(accel, vms) if delay is None else delay
+        delay = (syncstart.start_delay(accel, vms) if delay is None
+                 else delay)
     workdir = tempfile.mkdtemp(prefix='kvmtune-bench-', dir=SCRATCH_DIR)
     # One multicast group per run: guests of other runs never meet.
     group = f'230.0.{os.getpid() % 250}.{int(time.time()) % 250}:' \
@@ -455,16 +335,16 @@ def run(workload: Workload, vms: int, vcpus: int = 1, ram_mb: int = 256,
                 log(f'{vms} guest(s) booting ({label}), start: signal '
                     f'(NMI) once all are ready (at most {ready_wait} s), '
                     f'runtime {runtime} s')
-                _start_on_signal(guests, vms, runtime, cast(int, ready_wait),
-                                 log)
+                syncstart.start_on_signal(guests, vms, runtime,
+                                          cast(int, ready_wait), log)
             else:
                 log(f'{vms} guest(s) booting ({label}), start: at a '
                     f'common time in '
                     f'{cast(float, start_at) - int(time.time())} s, '
                     f'runtime {runtime} s')
-                _wait_done(clients, cast(float, start_at) + runtime
-                           + FINISH_MARGIN
-                           + 10 * vms, clock=time.time)
+                syncstart.wait_done(clients, cast(float, start_at) + runtime
+                                    + syncstart.FINISH_MARGIN
+                                    + 10 * vms, clock=time.time)
             for guest in guests:
                 guest.poll()
             return [_verdict(g, workload, accel) for g in guests]

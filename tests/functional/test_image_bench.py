@@ -176,7 +176,7 @@ def test_bench_local_starts_guests_on_the_signal(built, tmp_path):
     started when it was signalled (its own uptime from ready to start
     matches the host's from ready seen to signal sent); the run's wall
     time is printed beside the old fixed start's boot allowance."""
-    from kvmtune.bench import local
+    from kvmtune.bench import syncstart
 
     out = tmp_path / 'run.json'
     began = time.monotonic()
@@ -205,13 +205,13 @@ def test_bench_local_starts_guests_on_the_signal(built, tmp_path):
     # as slowly as it likes): the old mode idled start_delay before any
     # start; benchmarks/guest_boot.py times one guest's boot
     print(f'\nbench local, 2 guests, signal start: {wall:.1f} s (the old '
-          f'fixed start idled {local.start_delay("tcg", 2)} s first)')
+          f'fixed start idled {syncstart.start_delay("tcg", 2)} s first)')
 
 
 def test_bench_local_reports_guests_not_ready_in_time(built, tmp_path):
     """No guest boots within a 2 s ready timeout: each is late with the
     reason, none averaged in, no start signal, and the run ends then."""
-    from kvmtune.bench import local
+    from kvmtune.bench import syncstart
 
     out = tmp_path / 'run.json'
     began = time.monotonic()
@@ -231,7 +231,7 @@ def test_bench_local_reports_guests_not_ready_in_time(built, tmp_path):
           f'{wall:.1f} s')
     # hang bound: the run ends at its 2 s ready timeout, not at the
     # default one (180 s under TCG)
-    assert wall < local.ready_timeout('tcg', 1), wall
+    assert wall < syncstart.ready_timeout('tcg', 1), wall
 
 
 def test_bench_local_fixed_start_is_kept(built):
