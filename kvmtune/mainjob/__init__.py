@@ -47,6 +47,8 @@ from typing import Any
 # The job in parts, each importing only the ones before it:
 #   steps    how a step runs and what the job says (say, step, detail,
 #            run, the log)
+#   rallycloud the cloud a Rally environment is for: its spec, its
+#            credentials checked
 #   rallyenv Rally's database and environment for a cloud (also `kvmtune
 #            rally env`, for plain rally)
 #   rally    Rally's environment, task arguments and the sweep

@@ -17,7 +17,7 @@ its current environment. A plain ``rally task start`` then finds both.
    ``OS_CLIENT_CONFIG_FILE`` first), or, when none is named, the embedded
    cloud's admin (``kvmtune-admin`` of its own clouds.yaml);
 2. its credentials are checked (a Keystone token) before Rally is
-   touched;
+   touched (1 and 2, and the spec: kvmtune.mainjob.rallycloud);
 3. Rally's database is made where none exists (``rally db ensure``);
 4. the environment: made when none has that name; left as it is when it
    holds the same spec; when it holds another (new passwords, another
@@ -40,18 +40,13 @@ import time
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 from typing import Any
-from typing import cast
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.errors import mask_secrets
+from kvmtune.mainjob import rallycloud
 
-if TYPE_CHECKING:
-    from openstack.config.cloud_region import CloudRegion
-
-EMBEDDED_CLOUD = 'kvmtune-admin'
 CONFIG_NAME = 'rally.conf'
 RALLY_DIR = '.rally'
 DEFAULT_DB_NAME = 'rally.sqlite'
@@ -166,86 +161,6 @@ def rally_config(rally: str | None = None, home: str | None = None
     fileio.write_atomic(path, f'[database]\nconnection = sqlite:///{db}\n',
                         mode=0o600, fix=fix)
     return path, path
-
-
-def cloud_config(os_cloud: str | None = None,
-                 config_files: Iterable[str] = ()
-                 ) -> tuple[str, 'CloudRegion']:
-    """(cloud name, openstacksdk CloudRegion): ``os_cloud`` from
-    clouds.yaml, or the embedded cloud's admin when None."""
-    from openstack import config as os_config
-    from openstack import exceptions as sdk_exc
-
-    if os_cloud is None:
-        from kvmtune.testcloud import api
-
-        path = api.layout(config_files).clouds_yaml
-        if not os.path.isfile(path):
-            raise InputError('no embedded cloud has been up here',
-                             source=path,
-                             fix='kvmtune cloud up, or name a cloud of '
-                                 'your clouds.yaml with --os-cloud')
-        loader = os_config.OpenStackConfig(
-            config_files=[path], secure_files=[], vendor_files=[],
-            load_envvars=False)
-        name, where = EMBEDDED_CLOUD, path
-    else:
-        loader, name = os_config.OpenStackConfig(), os_cloud
-        where = 'clouds.yaml'
-    try:
-        return name, loader.get_one(cloud=name)
-    except sdk_exc.ConfigException as exc:
-        known = ', '.join(sorted(set(loader.get_cloud_names()) -
-                                 {'defaults'})) or 'none'
-        raise InputError(f'no cloud {name!r} ({_first_line(exc)})',
-                         source=where, key='--os-cloud',
-                         fix=f'one of: {known} (clouds.yaml: '
-                             'OS_CLIENT_CONFIG_FILE, ./clouds.yaml, '
-                             '~/.config/openstack/)') from None
-
-
-def rally_spec(cloud: 'CloudRegion') -> dict[str, Any]:
-    """An existing@openstack spec from an openstacksdk CloudRegion."""
-    auth = cloud.config['auth']
-    admin = {k: auth[k] for k in ('username', 'password', 'project_name',
-                                  'user_domain_name', 'project_domain_name')
-             if auth.get(k)}
-    spec: dict[str, Any] = {
-        'auth_url': auth['auth_url'], 'admin': admin,
-        'endpoint_type': cloud.config.get('interface') or 'public'}
-    if cloud.get_region_name():
-        spec['region_name'] = cloud.get_region_name()
-    if cloud.config.get('verify') is False:
-        spec['https_insecure'] = True
-    return {'existing@openstack': spec}
-
-
-def check_credentials(name: str, region: 'CloudRegion') -> None:
-    """Ask Keystone for a token with the cloud's credentials; CloudError
-    when it refuses them or cannot be reached."""
-    from kvmtune.openstack import connection
-    from kvmtune.openstack import errors
-
-    connection.quiet_libraries()
-    secrets = connection.auth_secrets(region.config.get('auth') or {})
-    try:
-        # keystoneauth's own errors (Connection.authorize() folds them
-        # into an SDKException without the HTTP status)
-        region.get_session().get_token()
-    except Exception as exc:
-        error = errors.from_exception(exc, name, secrets)
-        if error is exc:
-            raise
-        error = cast(CloudError, error)     # not exc: one made of it
-        if getattr(error, 'http_status', None) == 401:
-            error.problem = ('the cloud refused the credentials: '
-                             + error.problem)
-        raise error from None
-
-
-def _first_line(text: object) -> str:
-    lines = str(text).strip().splitlines()
-    return lines[0].strip() if lines else ''
 
 
 # "2026-11-25 15:40:33.753 13758 ERROR rally ": oslo.log's line prefix
@@ -368,8 +283,9 @@ def use(rally: RallyCommand, name: str, spec: Mapping[str, Any],
 def store(rally: RallyCommand, name: str, spec: Mapping[str, Any],
           fix: str | None = None) -> dict[str, Any]:
     """Rally's database (made where none exists) and the environment
-    ``name`` for ``spec`` (an existing@openstack spec, rally_spec()),
-    made Rally's current one. Rally does not reach the cloud here.
+    ``name`` for ``spec`` (an existing@openstack spec,
+    rallycloud.rally_spec()), made Rally's current one. Rally does not
+    reach the cloud here.
 
     :returns: {'environment': 'created' | 'refreshed' | 'unchanged',
                'replaced': the old environment's new name or None,
@@ -423,16 +339,16 @@ def ensure(os_cloud: str | None = None, name: str | None = None,
                'region_name', 'environment', 'replaced', 'current',
                'database', 'rally_config', 'wrote'}; no password
     """
-    cloud, region = cloud_config(os_cloud, config_files)
+    cloud, region = rallycloud.cloud_config(os_cloud, config_files)
     name = name or cloud
     try:
-        check_credentials(cloud, region)
+        rallycloud.check_credentials(cloud, region)
     except CloudError as exc:
         if os_cloud is None and getattr(exc, 'http_status', None) is None:
             exc.fix = ('is the embedded cloud up? kvmtune cloud status; '
                        'start it: kvmtune cloud up')
         raise
-    spec = rally_spec(region)
+    spec = rallycloud.rally_spec(region)
     rally = rally or rally_bin()
     config, wrote = rally_config(rally, home)
     command = RallyCommand(config_file=config, home=home, rally=rally,

@@ -1,16 +1,14 @@
 """Rally's database and environment for a cloud (`kvmtune rally env`):
-the spec from clouds.yaml, where plain rally's database goes, and the
-environment made, left or refreshed, with the real rally program in a
-HOME of the test's own. No cloud: Rally does not reach one when it
-stores an environment (``rally env check`` is the functional tier's,
-tests/functional/test_rally_env.py)."""
+where plain rally's database goes, and the environment made, left or
+refreshed, with the real rally program in a HOME of the test's own (the
+spec from clouds.yaml: test_rallycloud.py). No cloud: Rally does not
+reach one when it stores an environment (``rally env check`` is the
+functional tier's, tests/functional/test_rally_env.py)."""
 
 import json
 
 import pytest
-from openstack import config as os_config
 
-from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.mainjob import rallyenv
 
@@ -29,32 +27,6 @@ clouds:
     verify: false
 """
 PASSWORD = 'f00dfeed' * 4
-
-
-def test_rally_spec_from_clouds_yaml(tmp_path):
-    path = tmp_path / 'clouds.yaml'
-    path.write_text(CLOUDS)
-    cloud = os_config.OpenStackConfig(
-        config_files=[str(path)]).get_one(cloud='c')
-    spec = rallyenv.rally_spec(cloud)
-    assert spec == {'existing@openstack': {
-        'auth_url': 'http://127.0.0.1:5000/v3', 'region_name': 'RegionOne',
-        'endpoint_type': 'internal', 'https_insecure': True,
-        'admin': {'username': 'admin', 'password': 'secret',
-                  'project_name': 'admin', 'user_domain_name': 'Default',
-                  'project_domain_name': 'Default'}}}
-
-
-def test_rally_spec_passes_rallys_own_schema(tmp_path):
-    import jsonschema
-    from rally_openstack.environment.platforms import existing
-
-    path = tmp_path / 'clouds.yaml'
-    path.write_text(CLOUDS)
-    cloud = os_config.OpenStackConfig(
-        config_files=[str(path)]).get_one(cloud='c')
-    jsonschema.validate(rallyenv.rally_spec(cloud)['existing@openstack'],
-                        existing.OpenStack.CONFIG_SCHEMA)
 
 
 @pytest.fixture
@@ -145,47 +117,3 @@ def test_a_database_rally_cannot_write_is_one_line(home, tmp_path):
         rallyenv.store(rally, 'c', _spec(PASSWORD))
     assert err.value.source == f'sqlite:///{tmp_path}/afile/rally.sqlite'
     assert '\n' not in err.value.line()
-
-
-def test_an_unknown_cloud_is_named_with_the_known_ones(
-        tmp_path, monkeypatch):
-    path = tmp_path / 'clouds.yaml'
-    path.write_text(CLOUDS)
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(path))
-    with pytest.raises(InputError, match=r"no cloud 'nosuch' .*one of: "
-                                         r'c \(clouds.yaml'):
-        rallyenv.cloud_config('nosuch')
-    name, region = rallyenv.cloud_config('c')
-    assert name == 'c' and region.config['auth']['username'] == 'admin'
-
-
-def test_no_embedded_cloud_says_how_to_start_one(tmp_path, monkeypatch):
-    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
-    with pytest.raises(InputError, match='no embedded cloud has been up '
-                                         r'here \(fix: kvmtune cloud up'):
-        rallyenv.cloud_config(None)
-
-
-def test_the_embedded_cloud_is_its_own_clouds_yaml(tmp_path, monkeypatch):
-    # whatever OS_CLIENT_CONFIG_FILE says: the embedded cloud's own file
-    (tmp_path / 'clouds.yaml').write_text(CLOUDS.replace(
-        '  c:', '  kvmtune-admin:'))
-    other = tmp_path / 'other.yaml'
-    other.write_text(CLOUDS.replace('  c:', '  kvmtune-admin:').replace(
-        'username: admin', 'username: someone'))
-    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(other))
-    name, region = rallyenv.cloud_config(None)
-    assert name == 'kvmtune-admin'
-    assert region.config['auth']['username'] == 'admin'
-
-
-def test_an_unreachable_cloud_is_one_cloud_error_line(tmp_path):
-    path = tmp_path / 'clouds.yaml'
-    path.write_text(CLOUDS.replace('127.0.0.1:5000', '127.0.0.1:9'))
-    region = os_config.OpenStackConfig(
-        config_files=[str(path)]).get_one(cloud='c')
-    with pytest.raises(CloudError) as err:
-        rallyenv.check_credentials('c', region)
-    assert err.value.line().startswith('cloud c: ')
-    assert 'secret' not in err.value.line()
