@@ -10,7 +10,7 @@ release again, so it cannot drift from what the releases say.
 A plan is made for one release (``kvmtune plan --nova-release N``,
 ``[nova] release`` in kvmtune.conf, else the Nova importable here, else the
 newest release in the table): the tuners plan only options, values and
-extra specs that release has (kvmtune.tuning.tuners.base.Tuner.fit_release).
+extra specs that release has (kvmtune.tuning.tuners.releasefit).
 """
 
 import functools
