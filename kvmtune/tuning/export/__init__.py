@@ -4,8 +4,8 @@ Deployment tools (kolla-ansible, OpenStack-Ansible, openstack-helm, ...)
 regenerate nova.conf on every run, so an in-place ``nova-conf apply`` on
 their hosts is lost: ``export(...)`` writes the same plan as each tool's
 own override files instead. One module per target, all built on
-kvmtune.tuning.export.common. See the user guide, "Using kvmtune with your
-deployment tool".
+kvmtune.tuning.export.common and written by kvmtune.tuning.export.writer.
+See the user guide, "Using kvmtune with your deployment tool".
 """
 
 import dataclasses
@@ -91,10 +91,10 @@ def export(target: str, plan: 'Plan', facts: Facts, output: str,
         existing file that sets a key differently, an output that cannot
         be written. In every case nothing is written.
     """
-    from kvmtune.tuning.export import common
+    from kvmtune.tuning.export import writer
 
     files, notes = build(target, plan, facts, host=host,
                          base_path=base_path, cmdlines=cmdlines,
                          under=under, anyway=anyway)
-    return Result(target=target, files=common.write(output, files),
+    return Result(target=target, files=writer.write(output, files),
                   notes=notes)

@@ -1,20 +1,15 @@
-"""What every export target shares: the context, the host files, the writer.
+"""What every export target shares: the context, the host files and how
+its files are rendered.
 
 A target module has ``build(ctx) -> [OutFile]``; the files are relative to
 the output directory and mirror where the tool (or the operator) puts them,
-e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``.
-
-Writing is all or nothing: every file is checked first (the output directory
-can be written, an existing file holds the same content or is refused with
-the key it sets differently), then each changed file is written atomically
-through kvmtune.fileio. A file that already has the content is not touched,
-so a second export with unchanged facts changes no byte (and no mtime).
+e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``. Writing them,
+all or nothing, is kvmtune.tuning.export.writer.
 """
 
 import dataclasses
 import os
 import re
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -22,9 +17,6 @@ from typing import Any
 
 import yaml
 
-from kvmtune import fileio
-from kvmtune import inputs
-from kvmtune import yamlinput
 from kvmtune.tuning import traits as kvmtune_traits
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
@@ -130,10 +122,10 @@ def read_base(path: str, with_text: bool = False) -> Any:
 
     text = update.read_config(path)
     ini = update.parse_config(path, text)
-    return (_ini_items(ini), text) if with_text else _ini_items(ini)
+    return (ini_items(ini), text) if with_text else ini_items(ini)
 
 
-def _ini_items(ini: inifile.IniFile) -> dict[str, dict[str, list[str]]]:
+def ini_items(ini: inifile.IniFile) -> dict[str, dict[str, list[str]]]:
     items: dict[str, dict[str, list[str]]] = {}
     for block in ini.blocks:
         if block.section is None:
@@ -233,191 +225,3 @@ def host_files(ctx: Context, prefix: str = '') -> list[OutFile]:
                 'reboot for them to take effect.'))
             + f'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {args}"\n', 'text'))
     return files
-
-
-# -- writing ---------------------------------------------------------------
-
-def _flatten(data: Any, prefix: str = '') -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f'{prefix}{key}.'))
-        return out
-    return {prefix.rstrip('.'): data}
-
-
-def _differing_key(path: str, old: str, new: str, fmt: str) -> str:
-    """A phrase naming what ``old`` sets differently from ``new``."""
-    olds: dict[str, Any] | None
-    news: dict[str, Any] | None
-    spell: Callable[[Any], str]
-    try:
-        if fmt == 'ini':
-            olds = _ini_items(inifile.IniFile(old))
-            news = _ini_items(inifile.IniFile(new))
-            olds = {(f'[{section}] {option}'): ', '.join(values)
-                    for section, options in olds.items()
-                    for option, values in options.items()}
-            news = {(f'[{section}] {option}'): ', '.join(values)
-                    for section, options in news.items()
-                    for option, values in options.items()}
-            spell = str
-        elif fmt == 'yaml':
-            olds = _flatten(yamlinput.parse_yaml(old, path) or {})
-            news = _flatten(yamlinput.parse_yaml(new, path) or {})
-            spell = repr
-        else:
-            olds = news = None
-        if olds is not None and news is not None:   # both or neither
-            # The key, never the value found there: an override file may
-            # hold a password (kolla's passwords, an OSA become password)
-            # or be a link to a private file (issue 26). The plan's own
-            # value is kvmtune's and may be shown.
-            for key, value in news.items():
-                if key in olds and olds[key] != value:
-                    return (f'{key} is set differently there, the plan '
-                            f'wants {spell(value)}')
-            for key in olds:
-                if key not in news:
-                    return f'{key} is set there, and the plan does not set it'
-            for key, value in news.items():
-                if key not in olds:
-                    return (f'{key} is not there, the plan wants '
-                            f'{spell(value)}')
-    except (InputError, inifile.ParseError):
-        pass
-    for number, (a, b) in enumerate(zip(old.splitlines(),
-                                        new.splitlines()), start=1):
-        if a != b:
-            what = ('its comment' if a.lstrip().startswith('#')
-                    else 'line')
-            return f'{what} on line {number} differs'
-    return 'its content differs from what kvmtune writes'
-
-
-def _existing_ancestor(path: str) -> str:
-    """The nearest existing path from ``path`` up (a relative path ends
-    at '.')."""
-    probe = path
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe.rstrip('/')) or '.'
-        if parent == probe:
-            break
-        probe = parent
-    return probe
-
-
-def _check_output(output: str) -> None:
-    fix = 'give --output a directory you can write'
-    if not output or not output.strip():
-        # os.path.join('', path) is relative: files would land in the
-        # current directory (issue 26).
-        raise InputError('an empty path', key='--output', fix=fix)
-    if os.path.islink(output) and not os.path.isdir(output):
-        # A dangling link or a loop: makedirs would fail half-way.
-        raise InputError('is a symbolic link to no directory (dangling, '
-                         'or a loop)', source=output, key='--output',
-                         fix=f'remove the link {output} or give another '
-                             '--output')
-    probe = _existing_ancestor(output)
-    if os.path.islink(probe) and not os.path.isdir(probe):
-        raise InputError('is a symbolic link to no directory (dangling, '
-                         'or a loop)', source=probe, key='--output',
-                         fix=f'remove the link {probe} or give another '
-                             '--output')
-    if not os.path.isdir(probe):
-        raise InputError('not a directory', source=probe, key='--output',
-                         fix=fix)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InputError('cannot write there: permission denied; nothing '
-                         'written', source=probe, key='--output', fix=fix)
-
-
-def _inside(output: str, target: str) -> bool:
-    """Whether ``target``'s directory, links resolved, stays under
-    ``output``: a link inside --output must not carry files out of it
-    (issue 26)."""
-    root = os.path.realpath(output)
-    real = os.path.realpath(os.path.dirname(target))
-    return os.path.commonpath([root, real]) == root
-
-
-def plan_writes(output: str, files: Iterable[OutFile]
-                ) -> list[tuple[OutFile, str, str]]:
-    """[(OutFile, target path, 'unchanged'|'created'|'replaced')], or
-    InputError for the first file that may not be written."""
-    _check_output(output)
-    planned: list[tuple[OutFile, str, str]] = []
-    for item in files:
-        target = os.path.join(output, item.path)
-        if not _inside(output, target):
-            raise InputError('a link under --output leads out of it; '
-                             'nothing written', source=target,
-                             key='--output', fix='remove the link, or give '
-                             'another --output')
-        if os.path.isdir(os.path.dirname(target)):
-            fileio.resolve(target, fix='remove what is in its place')
-        if os.path.lexists(target):
-            old = inputs.read_text(target)
-            if old == item.text:
-                planned.append((item, target, 'unchanged'))
-                continue
-            reason = _differing_key(target, old, item.text, item.fmt)
-            raise InputError(
-                f'exists and {reason}; nothing written', source=target,
-                fix='kvmtune never overwrites an override file: move it '
-                    'away (or merge it by hand) and export again')
-        probe = _existing_ancestor(os.path.dirname(target))
-        if not os.path.isdir(probe):
-            raise InputError(f'cannot create it: {probe} is not a '
-                             'directory; nothing written', source=target,
-                             fix=f'remove {probe} or give another --output')
-        if not os.access(probe, os.W_OK | os.X_OK):
-            raise InputError('cannot create it: its directory is not '
-                             'writable; nothing written', source=target,
-                             fix='give --output a directory you can write')
-        planned.append((item, target, 'created'))
-    return planned
-
-
-def write(output: str, files: Iterable[OutFile]) -> list[tuple[str, str]]:
-    """Write ``files`` under ``output``; return [(path, status)]."""
-    planned = plan_writes(output, files)
-    done: list[tuple[str, str]] = []
-    made: list[str] = []
-    try:
-        for item, target, status in planned:
-            if status == 'created':
-                _makedirs(os.path.dirname(target), made)
-                fileio.write_atomic(target, item.text, mode=0o644)
-                made.append(target)
-            done.append((target, status))
-    except (OSError, InputError) as exc:
-        # All or nothing: a full disk or no inodes left half-way left 3 of
-        # 6 files of a plan that only makes sense whole (issue 26).
-        for path in reversed(made):
-            try:
-                (os.rmdir if os.path.isdir(path) else os.unlink)(path)
-            except OSError:
-                pass
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f'cannot write: {exc.strerror}; nothing written '
-                         '(the files of this export made so far were '
-                         'removed)', source=getattr(exc, 'filename', None)
-                         or output, key='--output',
-                         fix='free space or inodes there, or give another '
-                             '--output') from None
-    return done
-
-
-def _makedirs(path: str, made: list[str]) -> None:
-    """os.makedirs(path), appending each directory it makes to ``made``
-    as it goes (so a failure half-way can be undone)."""
-    missing = []
-    while path and not os.path.lexists(path):
-        missing.append(path)
-        path = os.path.dirname(path.rstrip('/'))
-    for directory in reversed(missing):
-        os.mkdir(directory)
-        made.append(directory)
