@@ -30,7 +30,7 @@ from kvmtune.rally.scenarios.kvmtune import utils
                     name="KvmTune.disk_scaling", platform="openstack")
 class DiskScaling(utils.KvmTuneScenario):
 
-    # throughput only: latency has its own chart (utils._add_charts)
+    # throughput only: latency has its own chart (charts.ScenarioCharts)
     _chart_metrics = (("iops", "IOPS", 1.0), ("events_s", "events/s", 1.0),
                       ("bw_bytes_s", "MiB/s", 1.0 / 1048576.0))
 

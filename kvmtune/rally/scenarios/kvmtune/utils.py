@@ -6,9 +6,11 @@ the serial console, and turns the verdicts into Rows (kvmtune.results),
 output charts and the per-VM table the SLA and ``kvmtune report`` read
 (kvmtune.results.rally.table_output). Nothing is reached
 inside the guests: no SSH, floating IP or agent.
+
+KvmTuneScenario boots, runs and deletes a step's guests; reading their
+consoles is consoles.GuestConsoles, Rally's output charts.ScenarioCharts.
 """
 
-import concurrent.futures as futures
 import contextlib
 import dataclasses
 import time
@@ -22,7 +24,8 @@ from rally.task import utils
 from rally_openstack.task.scenarios.nova import utils as nova_utils
 
 from kvmtune.errors import KvmtuneError
-from kvmtune.report import analysis
+from kvmtune.rally.scenarios.kvmtune import charts
+from kvmtune.rally.scenarios.kvmtune import consoles
 from kvmtune.report import guests
 from kvmtune.results import rally as results_rally
 from kvmtune.results import row as result_rows
@@ -30,35 +33,17 @@ from kvmtune.results import row as result_rows
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
-CONSOLE_POLL_INTERVAL = 5
-# While guests boot and once their run is due: a step ends within this of
-# its last verdict (the console API is cheap next to a TCG boot).
-SIGNAL_POLL_INTERVAL = 2
 NEW_SERVER_404_RETRIES = 3
-# Threads reading consoles in one polling round.
-CONSOLE_READERS = 5
 # How the clients of a step start (design.md 6): "signal", each says ready
 # on its console and all get an NMI (Nova's trigger_crash_dump) once every
 # one is ready; "at", the old common start_at guessed from start_margin.
 START_MODES = ("signal", "at")
-BUDGET_TITLE = "kvmtune step time budget"
 # While servers are being deleted, the delete is sent again this often: a
 # nova-compute that died keeps a server in task_state deleting (Nova then
 # ignores a second delete) until the service is seen down
 # ([DEFAULT] service_down_time, 60 s by default); from then on Nova's API
 # deletes it locally (nova/compute/api.py _delete: is_local_delete).
 DELETE_RESEND_INTERVAL = 15
-
-
-class _Unreadable:
-    """A console that could not be read this round (the API or the
-    guest's nova-compute did not answer); the step goes on until its own
-    deadline, and a guest never read again is counted invalid."""
-
-    def __init__(self, reason):
-        self.reason = reason
-
-
 _GONE = object()
 
 
@@ -67,7 +52,8 @@ class GuestResultsMissing(exceptions.RallyException):
     msg_fmt = "%(count)s of %(total)s guests gave no valid result: %(which)s"
 
 
-class KvmTuneScenario(nova_utils.NovaScenario):
+class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
+                      nova_utils.NovaScenario):
     """Boot benchmark guests together and read their results."""
 
     def _vm_count(self, vm_counts):
@@ -173,116 +159,6 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                     raise
                 self.sleep_between(2)
 
-    def _console(self, server):
-        """The console log, or None when Nova has none to give: libvirt
-        serves no log of a stopped guest, so a guest that powered off
-        before its verdict was read is lost (jobs hold guests for this).
-        An _Unreadable when the API or the guest's nova-compute did not
-        answer (5xx, no connection, a timeout): the caller looks again
-        until its own deadline instead of failing the step."""
-        try:
-            return self._ignore_404(
-                self.clients("nova").servers.get_console_output, server)
-        except Exception as exc:
-            return self._unreadable(server, exc)
-
-    def _unreadable(self, server, exc):
-        code = getattr(exc, "code", None)
-        if isinstance(code, int) and code < 500:
-            raise exc          # a refusal (403, 409): an answer, not a fault
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-        LOG.warning(f"kvmtune: console of {server.id} unreadable: {reason}")
-        return _Unreadable(reason)
-
-    def _stopped(self, server):
-        """Whether Nova says the guest is SHUTOFF; None when it cannot
-        say (the API does not answer)."""
-        try:
-            return self._show_server(server).status == "SHUTOFF"
-        except Exception as exc:
-            self._unreadable(server, exc)
-            return None
-
-    def _consoles(self, servers):
-        """{server id: console log or None} of ``servers``, read at once
-        by a few threads: one round costs about one call, not N (a
-        10-guest step reads 10 logs per round)."""
-        if len(servers) <= 1:
-            return {s.id: self._console(s) for s in servers}
-        with futures.ThreadPoolExecutor(
-                max_workers=min(len(servers), CONSOLE_READERS)) as pool:
-            return dict(zip([s.id for s in servers],
-                            pool.map(self._console, servers)))
-
-    @atomic.action_timer("kvmtune.wait_ready")
-    def _wait_ready(self, servers, deadline):
-        """({server id: host time its ready line was first seen}, {server
-        id: last console log}) once every guest said ready (a server:
-        serving) or gave a verdict, or when the deadline passes."""
-        seen, logs, pending = {}, {}, list(servers)
-        while pending:
-            texts = self._consoles(pending)
-            for server in list(pending):
-                text = texts[server.id]
-                if isinstance(text, _Unreadable):
-                    self._lost_reads[server.id] = text.reason
-                    continue
-                self._lost_reads.pop(server.id, None)
-                if text is None:
-                    if self._stopped(server):
-                        pending.remove(server)
-                    continue
-                logs[server.id] = text
-                if guests.ready(text, server.id):
-                    seen[server.id] = time.time()
-                    pending.remove(server)
-            LOG.info(f"kvmtune: guests ready "
-                     f"{len(servers) - len(pending)}/{len(servers)}")
-            if not pending or time.time() >= deadline:
-                break
-            self.sleep_between(SIGNAL_POLL_INTERVAL)
-        return seen, logs
-
-    @atomic.action_timer("kvmtune.start")
-    def _start_guests(self, servers):
-        """The start signal: an NMI into each guest (Nova's crash dump
-        trigger, API 2.17, a project member's right): {id: host time}."""
-        nova = self.clients("nova")
-
-        def signal(server):
-            try:
-                nova.servers.trigger_crash_dump(server)
-            except Exception as exc:    # it never joins: its row says so
-                LOG.warning(f"kvmtune: no start signal to {server.id}: "
-                            f"{exc}")
-                return None
-            return time.time()
-
-        if not servers:
-            return {}
-        # all calls at once: one after another, 10 guests would start
-        # seconds apart
-        with futures.ThreadPoolExecutor(max_workers=len(servers)) as pool:
-            sent = dict(zip([s.id for s in servers],
-                            pool.map(signal, servers)))
-        return {i: t for i, t in sent.items() if t is not None}
-
-    def _run_signalled(self, active, clients, runtime, ready_timeout,
-                       result_timeout):
-        """The signal mode's wait: all ``active`` ready (or the timeout),
-        then the ready ``clients`` started together and their verdicts.
-        Returns (logs, {id: host time first seen ready}, {id: sent})."""
-        ready_at, logs = self._wait_ready(active,
-                                          time.time() + ready_timeout)
-        go = [s for s in clients if s.id in ready_at and
-              not guests.status(logs.get(s.id), s.id)]
-        sent = self._start_guests(go)
-        if go:
-            logs.update(self._wait_results(
-                go, max(sent.values()) + runtime + result_timeout,
-                poll=SIGNAL_POLL_INTERVAL, first_wait=runtime))
-        return logs, ready_at, sent
-
     def _run_step(self, vms, watched, clients, start, runtime, workload,
                   emulated, created_at, active_at, ready_timeout,
                   result_timeout):
@@ -310,66 +186,6 @@ class KvmTuneScenario(nova_utils.NovaScenario):
             self._add_budget(vms, created_at, active_at, ready_at, sent,
                              rows)
         return rows
-
-    def _add_budget(self, vms, created_at, active_at, ready_at, sent, rows):
-        """This step's readiness in Rally's output: guest and host views
-        of boot-to-ready, the start spread (the atomic actions hold the
-        phases' durations)."""
-        said = [r.ready_s for r in rows if r.ready_s is not None]
-        seen = [t - created_at for t in ready_at.values()]
-        data = [["guests", vms], ["guests ready", len(ready_at)],
-                ["guests started", len(sent)],
-                ["API to ACTIVE, s", round(active_at - created_at, 2)],
-                ["API to last ready seen, s",
-                 round(max(seen), 2) if seen else None],
-                ["guest uptime at ready, min s",
-                 round(min(said), 2) if said else None],
-                ["guest uptime at ready, max s",
-                 round(max(said), 2) if said else None],
-                ["start signal spread, s",
-                 round(max(sent.values()) - min(sent.values()), 2)
-                 if sent else None]]
-        self.add_output(complete={
-            "title": BUDGET_TITLE, "chart_plugin": "Table",
-            "description": "Host clock unless it says guest uptime; the "
-                           "atomic actions give boot, ready, workload, "
-                           "collect and delete",
-            "data": {"cols": ["figure", "value"], "rows": data}})
-
-    @atomic.action_timer("kvmtune.wait_results")
-    def _wait_results(self, servers, deadline, poll=CONSOLE_POLL_INTERVAL,
-                      first_wait=0):
-        """Console log of each server once it printed its verdict, the
-        last log seen when the deadline passes, None when it was lost.
-        Nothing is read for ``first_wait`` s (the run cannot be over)."""
-        if first_wait:
-            self.sleep_between(first_wait)
-        logs, pending = {}, list(servers)
-        while pending:
-            texts = self._consoles(pending)
-            for server in list(pending):
-                text = texts[server.id]
-                if isinstance(text, _Unreadable):
-                    self._lost_reads[server.id] = text.reason
-                    logs.setdefault(server.id, None)
-                    continue
-                self._lost_reads.pop(server.id, None)
-                if text is None:
-                    logs.setdefault(server.id, None)
-                    if self._stopped(server):
-                        pending.remove(server)
-                    continue
-                logs[server.id] = text
-                if guests.status(text, server.id):
-                    pending.remove(server)
-            # a person following Rally's log reads this (the main job
-            # follows the task in Rally's database: mainjob.rally.follow)
-            LOG.info(f"kvmtune: guests reported "
-                     f"{len(servers) - len(pending)}/{len(servers)}")
-            if not pending or time.time() >= deadline:
-                break
-            self.sleep_between(poll)
-        return logs
 
     @atomic.action_timer("kvmtune.delete_servers")
     def _delete_guests(self, servers, group):
@@ -428,16 +244,6 @@ class KvmTuneScenario(nova_utils.NovaScenario):
         errors.pop(server_id, None)
         return result if result is not None else True
 
-    @staticmethod
-    def _ignore_404(call, *args):
-        """call(*args), or None when Nova says the thing is gone."""
-        try:
-            return call(*args)
-        except Exception as exc:
-            if getattr(exc, "code", None) == 404:
-                return None
-            raise
-
     @contextlib.contextmanager
     def _guest_batch(self, host, workload=None):
         """Yield (created servers list, placement kwargs); on the way out
@@ -480,84 +286,6 @@ class KvmTuneScenario(nova_utils.NovaScenario):
                 row, reason=f"{row.reason}; its console could not be "
                             f"read: {reason}")
         return row
-
-    def _add_charts(self, rows):
-        """Rally output of one iteration: trends across the sweep's steps
-        (additive, one point per iteration) and this step's guests.
-
-        Throughput: the per-VM mean and the aggregate (sum), as the report
-        computes them (kvmtune.report.analysis.point). Latency is never
-        summed (a sum of different guests' latencies means nothing): the
-        mean of the guests' means and the worst guest's p99, or its max
-        where the tool gives no p99 (sysbench). Rally's charts print MiB/s
-        and microseconds; the per-VM table keeps the Rows' own units.
-        """
-        self._charted = True
-        cl = results_rally.measuring(rows)
-        ok = [r for r in cl if r.ok]
-        emulated = any(r.emulated for r in ok)
-        tag = " (emulated: QEMU TCG)" if emulated else ""
-        axis = "Sweep step (iteration)"
-        metrics = [m for m in self._chart_metrics
-                   if any(r.figure(m[0]) is not None for r in ok)]
-        for key, unit, scale in metrics or self._chart_metrics[:1]:
-            step = analysis.point(len(cl), [cl], key)
-            self.add_output(additive={
-                "title": f"{unit} by VM count{tag}",
-                "description": f"Per-VM mean and aggregate {unit} at "
-                               f"{len(cl)} VMs; 0 means no valid guest",
-                "chart_plugin": "Lines", "axis_label": axis, "label": unit,
-                "data": [[f"per-VM {unit}", (step.per_vm or 0.0) * scale],
-                         [f"aggregate {unit}",
-                          (step.aggregate or 0.0) * scale]]})
-            self.add_output(complete={
-                "title": f"{unit} per VM at {len(cl)} VMs{tag}",
-                "chart_plugin": "StackedArea", "axis_label": "VM",
-                "label": unit,
-                "data": [[f"{unit}",
-                          [[i, (r.figure(key) or 0.0) * scale if r.ok
-                            else 0.0]
-                           for i, r in enumerate(cl, 1)]]]})
-        self._add_latency_charts(cl, ok, tag, axis)
-        self.add_output(additive={
-            "title": "Guests with a valid result",
-            "chart_plugin": "StackedArea", "axis_label": axis,
-            "label": "guests",
-            "data": [["valid", len(ok)], ["no valid result",
-                                          len(cl) - len(ok)]]})
-        self.add_output(complete=results_rally.table_output(rows, emulated))
-
-    def _add_latency_charts(self, cl, ok, tag, axis):
-        """Latency across guests (us): mean of means, worst guest's tail."""
-        tail, name = next(
-            ((k, n) for k, n in analysis.TAILS
-             if any(r.figure(k) is not None for r in ok)), (None, None))
-        step = analysis.point(len(cl), [cl], None, tail)
-        if step.lat_mean_ns is None:
-            return
-        data = [["mean of the guests' mean latency",
-                 step.lat_mean_ns / 1000.0]]
-        if step.lat_tail_ns is not None:
-            data.append([f"worst guest's {name} latency",
-                         step.lat_tail_ns / 1000.0])
-        self.add_output(additive={
-            "title": f"latency across guests (us) by VM count{tag}",
-            "description": "Mean of the guests' mean latencies and the "
-                           f"highest guest {name or 'tail'}; never summed",
-            "chart_plugin": "Lines", "axis_label": axis, "label": "us",
-            "data": data})
-        per_vm = [["mean latency (us)",
-                   [[i, (r.lat_ns.mean or 0.0) / 1000.0 if r.ok else 0.0]
-                    for i, r in enumerate(cl, 1)]]]
-        if tail:
-            per_vm.append([f"{name} latency (us)",
-                           [[i, (r.figure(tail) or 0.0) / 1000.0
-                             if r.ok else 0.0]
-                            for i, r in enumerate(cl, 1)]])
-        self.add_output(complete={
-            "title": f"latency per VM at {len(cl)} VMs{tag}",
-            "chart_plugin": "Lines", "axis_label": "VM", "label": "us",
-            "data": per_vm})
 
     def _fail_on_bad_guests(self, rows):
         cl = results_rally.measuring(rows)

@@ -6,7 +6,6 @@ import hashlib
 import itertools
 import json
 import os
-import sys
 
 import pytest
 
@@ -18,6 +17,8 @@ from novaclient import api_versions
 
 from kvmtune.results import rally as rally_results
 from kvmtune.results import row as rows_
+from kvmtune.rally.scenarios.kvmtune import charts
+from kvmtune.rally.scenarios.kvmtune import consoles
 from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.rally.scenarios.kvmtune import network
 from kvmtune.rally.scenarios.kvmtune import utils
@@ -158,8 +159,8 @@ def no_waiting(monkeypatch):
              'nova_server_delete_poll_interval')
     for name in names:
         cfg.CONF.set_override(name, 0, group='openstack')
-    monkeypatch.setattr(utils, 'CONSOLE_POLL_INTERVAL', 0)
-    monkeypatch.setattr(utils, 'SIGNAL_POLL_INTERVAL', 0)
+    monkeypatch.setattr(consoles, 'CONSOLE_POLL_INTERVAL', 0)
+    monkeypatch.setattr(consoles, 'SIGNAL_POLL_INTERVAL', 0)
     if hasattr(utils, 'DELETE_RESEND_INTERVAL'):
         monkeypatch.setattr(utils, 'DELETE_RESEND_INTERVAL', 0)
     monkeypatch.setattr(utils.KvmTuneScenario, 'sleep_between',
@@ -226,17 +227,6 @@ def test_a_bad_job_fails_the_iteration_naming_the_guest():
     assert (f'{server.id}: error: target /dev/vdz is not a block device '
             'here') in str(exc.value)
     assert table(scen)[0]['status'] == rows_.ERROR
-    assert nova.servers.live == {}
-
-
-def test_a_guest_that_stopped_before_being_read_is_a_no_result():
-    nova = Nova(powered_off=True)
-    scen = scenario(disk.DiskScaling, nova)
-    with pytest.raises(utils.GuestResultsMissing, match='no-result: Nova '
-                       'gave no console log'):
-        scen.run(flavor='f', image='i', vm_counts=[1], result_timeout=5)
-    assert nova.servers.created[0].job['hold'] is True
-    assert table(scen)[0]['status'] == rows_.NO_RESULT
     assert nova.servers.live == {}
 
 
@@ -320,56 +310,8 @@ def atomic_names(scen):
 
 def budget(scen):
     chart, = [c for c in scen._output['complete']
-              if c['title'] == utils.BUDGET_TITLE]
+              if c['title'] == charts.BUDGET_TITLE]
     return dict(chart['data']['rows'])
-
-
-def test_signal_mode_starts_every_guest_once_all_are_ready():
-    nova = Nova()
-    scen = scenario(disk.DiskScaling, nova, iteration=3)
-    scen.run(flavor='f', image='i', vm_counts=[1, 2, 3], result_timeout=5)
-    jobs = [s.job for s in nova.servers.created]
-    assert all(j['start'] == 'nmi' and j['start_at'] is None for j in jobs)
-    assert [s.nmis for s in nova.servers.created] == [1, 1, 1]
-    rows = table(scen)
-    assert [r['status'] for r in rows] == ['ok'] * 3
-    assert all(r['ready_s'] == 9.5 and r['seen_ready_s'] >= 0
-               for r in rows)
-    assert atomic_names(scen) == [
-        'nova.create_server_group', 'kvmtune.create_servers',
-        'kvmtune.wait_active',
-        'kvmtune.wait_ready', 'kvmtune.start', 'kvmtune.wait_results',
-        'kvmtune.collect', 'kvmtune.delete_servers']
-    figures = budget(scen)
-    assert figures['guests'] == 3 and figures['guests ready'] == 3
-    assert figures['guests started'] == 3
-    assert figures['guest uptime at ready, max s'] == 9.5
-    assert nova.servers.live == {}
-
-
-def test_a_guest_never_ready_is_not_waited_for_nor_averaged_in():
-    nova = Nova()
-    nova.servers.ids = iter(f'00000000-0000-0000-0000-{i:012d}'
-                            for i in range(1, 4))
-    nova.never_ready.add('00000000-0000-0000-0000-000000000002')
-    scen = scenario(disk.DiskScaling, nova, iteration=3)
-    with pytest.raises(utils.GuestResultsMissing,
-                       match='^1 of 3 guests gave no valid result: .*: '
-                             'no-result: no KVMTUNE-STATUS line') as exc:
-        scen.run(flavor='f', image='i', vm_counts=[1, 2, 3],
-                 result_timeout=5, ready_timeout=0)
-    assert [s.nmis for s in nova.servers.created] == [1, 0, 1]
-    rows = table(scen)
-    assert [r['status'] for r in rows] == ['ok', 'no-result', 'ok']
-    assert rows[1]['iops'] is None and rows[1]['seen_ready_s'] is None
-    assert '1 of 3 guests' in str(exc.value)
-    figures = budget(scen)
-    assert (figures['guests ready'], figures['guests started']) == (2, 2)
-    # the per-VM chart averages the two valid guests only
-    trend = [o for o in scen._output['additive']
-             if o['title'].startswith('IOPS by VM count')][0]
-    per_vm, total = trend['data']
-    assert per_vm[1] == pytest.approx(total[1] / 2)
 
 
 def test_start_mode_at_keeps_the_old_common_start():
@@ -383,64 +325,6 @@ def test_start_mode_at_keeps_the_old_common_start():
     assert [s.nmis for s in nova.servers.created] == [0, 0]
     assert [r['status'] for r in table(scen)] == ['ok', 'ok']
     assert 'kvmtune.start' not in atomic_names(scen)
-
-
-def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):
-    """sysbench-cpu in the disk scenario: no ephemeral disk asked, no
-    target in the job, events/s charted, latency never summed."""
-    def guest(job, instance, *start_signals):
-        assert job['workload'] == 'sysbench-cpu' and job['target'] is None
-        return frame(instance, 'sysbench-cpu', 'sysbench',
-                     fixture('sysbench-1.0.20-cpu-1t.txt'))
-    monkeypatch.setattr(sys.modules[__name__], 'benchmark_guest', guest)
-    nova = Nova(ephemeral=0)
-    scen = scenario(disk.DiskScaling, nova, iteration=2)
-    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
-             workload='sysbench-cpu', emulated=True,
-             record={'profile': 'baseline'})
-    rows = table(scen)
-    assert [r['events_s'] for r in rows] == [1539.48, 1539.48]
-    assert [r['lat_max_ns'] for r in rows] == [14320000.0, 14320000.0]
-    additive = {o['title']: o for o in scen._output['additive']}
-    assert 'events/s by VM count (emulated: QEMU TCG)' in additive
-    lat = additive['latency across guests (us) by VM count '
-                   '(emulated: QEMU TCG)']
-    # the mean of the two guests' means and the worst max, not a sum
-    assert lat['data'] == [["mean of the guests' mean latency", 640.0],
-                           ["worst guest's max latency", 14320.0]]
-    assert not any('aggregate' in name and 'latency' in name
-                   for o in scen._output['additive']
-                   for name, _ in o['data'])
-
-
-def test_fio_latency_chart_takes_the_worst_p99():
-    nova = Nova()
-    scen = scenario(disk.DiskScaling, nova, iteration=2)
-    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5)
-    rows = table(scen)
-    lat = [o for o in scen._output['additive']
-           if o['title'].startswith('latency across guests')][0]
-    assert lat['data'][1] == ["worst guest's p99 latency",
-                              max(r['lat_p99_ns'] for r in rows) / 1000.0]
-    assert lat['data'][0][1] == pytest.approx(
-        sum(r['lat_mean_ns'] for r in rows) / 2 / 1000.0)
-
-
-def test_network_signal_mode_starts_the_clients_once_the_server_serves():
-    nova = Nova()
-    scen = scenario(network.NetworkScaling, nova, iteration=2,
-                    networks=[{'id': 'net-1'}])
-    scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=5,
-             start_mode='signal')
-    server, *clients = nova.servers.created
-    assert 'start' not in server.job and server.nmis == 0
-    assert all(c.job['start'] == 'nmi' and c.nmis == 1 for c in clients)
-    rows = table(scen)
-    assert [r['status'] for r in rows] == ['ok', 'ok']
-    assert all(r['gbit_s'] > 0 and r['ready_s'] == 9.5 for r in rows)
-    figures = budget(scen)
-    assert (figures['guests'], figures['guests ready'],
-            figures['guests started']) == (2, 2, 2)
 
 
 # -- faults on the cloud side (issue 25) -------------------------------------
@@ -474,27 +358,6 @@ class DeadCompute:
             raise NotFound(sid)
         if self.deletes > self.seen_down_after:
             del self.servers.live[sid]
-
-
-def test_a_dead_compute_mid_step_counts_guests_lost_and_still_deletes():
-    # Before: the first unreadable console (500) ended the iteration with
-    # no rows at all, and the one delete Nova ignored left the server.
-    nova = Nova()
-    dead = DeadCompute(nova)
-    scen = scenario(disk.DiskScaling, nova, iteration=2)
-    with pytest.raises(utils.GuestResultsMissing,
-                       match='^2 of 2 guests gave no valid result') as exc:
-        scen.run(flavor='f', image='i', vm_counts=[1, 2], result_timeout=0,
-                 ready_timeout=0)
-    rows = table(scen)
-    assert [r['status'] for r in rows] == [rows_.NO_RESULT] * 2
-    for r in rows:
-        assert 'its console could not be read: ServerError: Unexpected ' \
-            'API Error' in r['reason'], r
-        assert r['iops'] is None
-    assert 'console could not be read' in str(exc.value)
-    assert dead.deletes > 2        # sent again until Nova took it
-    assert nova.servers.live == {} and nova.server_groups.live == {}
 
 
 def test_a_step_that_fails_before_its_verdicts_leaves_lost_rows(monkeypatch):
