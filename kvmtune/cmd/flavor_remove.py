@@ -40,13 +40,15 @@ def run(args: argparse.Namespace) -> int | None:
     from kvmtune.openstack import planning
     from kvmtune.openstack.connection import Cloud
 
+    # the plan first: one that withheld values is refused before any
+    # request leaves
+    plan = None if args.delete else planning.plan_for(
+        args.profile, args.root, args.facts, args.config_file)
     cloud = Cloud.connect(args.os_cloud)
     flavors = tuned.Flavors(cloud)
-    if args.delete:
+    if plan is None:
         _delete(flavors, args)
     else:
-        plan = planning.plan_for(
-            args.profile, args.root, args.facts, args.config_file)
         flavor = flavors.get(args.name)
         diff = tuned.owned_present(flavor.get('extra_specs'),
                                    plan.owned_extra_specs)

@@ -46,14 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
-    from kvmtune.tuning import profiles
 
-    dirs = profiles.configured_dirs(args.config_file)
-    profile = profiles.load(args.profile, dirs)
-    facts = host_facts.resolve(root=args.root, facts_file=args.facts)
-    plan = plans.build_plan(profile, facts, release=args.nova_release)
+    # The front door, told to return a plan that withheld values: this
+    # command shows what was withheld and why, then refuses (below).
+    [plan] = plans.for_host([args.profile], root=args.root,
+                            facts_file=args.facts,
+                            config_files=args.config_file,
+                            release=args.nova_release,
+                            refuse_withheld=False)
     fmt = output.format_of(args)
     if fmt in ('json', 'yaml'):
         output.emit(args, [], [], document=plan.to_dict())

@@ -22,8 +22,12 @@ def run(args: argparse.Namespace) -> int | None:
     from kvmtune.tuning import profiles
 
     profile = profiles.load_file(args.file)
-    # an empty host: the tuners read every fact with a default
-    plan = plans.build_plan(profile, cast(Facts, {'source': 'no host'}))
+    # An empty host: the tuners read every fact with a default. What they
+    # withhold there (CPU sets, page pools: no CPUs, no memory) says
+    # nothing of the file, so the front door returns that plan.
+    [plan] = plans.for_host([profile], facts=cast(Facts,
+                                                  {'source': 'no host'}),
+                            refuse_withheld=False)
     tuners = ', '.join(ref.name for ref in profile.tuner_refs) or 'none'
     print(f'{args.file}: OK: profile {profile.name} (tuners: {tuners}; '
           f'{len(plan.extra_specs)} extra specs)')

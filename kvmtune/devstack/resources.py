@@ -54,12 +54,20 @@ def extra(changes: 'Changes', os_cloud: str, profiles: Iterable[str],
           image_dir: str, image_name: str,
           compute_only: bool = False) -> dict[str, Any]:
     from kvmtune.openstack.flavors import tuned_name
+    from kvmtune.tuning import plan as plans
 
+    profiles = [] if compute_only else list(profiles)
+    if profiles:
+        # Every profile's plan on this host, through the front door,
+        # before the first request: one that withheld values stops the
+        # phase before any flavor is made (apply_profile plans each again
+        # as it makes it).
+        plans.for_host(profiles)
     cloud = _connect(os_cloud)
     found: dict[str, Any] = {
              'flavors': {}, 'host_traits': [], 'traits_tagged': tag_host,
              'benchmark_image': None}
-    for profile in [] if compute_only else profiles:
+    for profile in profiles:
         name = tuned_name(base_flavor, profile)
         before = _flavors(cloud).find(name)
         from kvmtune.openstack import flavorapply as tuned

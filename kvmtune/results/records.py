@@ -148,8 +148,11 @@ def for_sweep(profile: str, facts: Any, accel: str, workload: str,
 
     nova_conf = extra_specs = None
     if facts is not None:
-        made = plans.build_plan(profiles.load(
-            profile, dirs or profiles.search_dirs()), facts).to_dict()
+        # the front door: a plan that withheld values gives no record
+        [plan] = plans.for_host(
+            [profiles.load(profile, dirs or profiles.search_dirs())],
+            facts=facts)
+        made = plan.to_dict()
         nova_conf, extra_specs = made['nova_conf'], made['extra_specs']
     return {
         'kvmtune_version': version(), 'time': now(), 'kind': 'rally-sweep',

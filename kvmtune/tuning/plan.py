@@ -258,34 +258,54 @@ def refuse_withheld(plan: Plan) -> None:
                              'facts")')
 
 
-def for_host(profile_names: str | Iterable[str], *, root: str | None = None,
-             facts_file: str | None = None, facts: Facts | None = None,
-             config_files: Iterable[str] = (),
-             release: 'int | str | Release | None' = None) -> list[Plan]:
+def for_host(profile_names: 'str | Iterable[str | Profile]', *,
+             root: str | None = None, facts_file: str | None = None,
+             facts: Facts | None = None, config_files: Iterable[str] = (),
+             release: 'int | str | Release | None' = None,
+             refuse_withheld: bool = True) -> list[Plan]:
     """The front door for "profiles on a host" (doc/design.md section 9).
 
-    Loads each named profile (or profile file) once, resolves the facts
-    once (``facts`` given, else ``facts_file``, else the tree at ``root``,
-    else this host), builds one Plan per profile and refuses a plan that
-    withheld values (InputError), so no caller can forget the refusal.
-    Returns the plans in the order the names were given.
+    Loads each named profile (or profile file; a Profile already loaded
+    is taken as it is) once, resolves the facts once (``facts`` given,
+    else ``facts_file``, else the tree at ``root``, else this host),
+    builds one Plan per profile and refuses a plan that withheld values
+    (InputError), so no caller can forget the refusal. Returns the plans
+    in the order the names were given.
+
+    ``refuse_withheld=False`` returns such a plan instead: only for a
+    path that shows it (``kvmtune plan`` prints what was withheld, then
+    refuses; ``profile validate`` checks a file on an empty host), never
+    for one that applies it.
     """
     from kvmtune import facts as host_facts
     from kvmtune.tuning import profiles
 
     if isinstance(profile_names, str):
         profile_names = [profile_names]
+    profile_names = list(profile_names)
     if not profile_names:
         raise InputError('no profile given', key='--profile',
                          fix='name one (kvmtune profile list)')
-    dirs = profiles.configured_dirs(list(config_files))
-    loaded = [profiles.load(name, dirs) for name in profile_names]
+    dirs: list[str] | None = None
+    loaded = []
+    for name in profile_names:
+        if isinstance(name, profiles.Profile):
+            loaded.append(name)
+            continue
+        if dirs is None:
+            dirs = profiles.configured_dirs(list(config_files))
+        loaded.append(profiles.load(name, dirs))
     if facts is None:
         facts = host_facts.resolve(root=root, facts_file=facts_file)
     built = [build_plan(profile, facts, release) for profile in loaded]
-    for plan in built:
-        refuse_withheld(plan)
+    if refuse_withheld:
+        for plan in built:
+            _refuse_withheld(plan)
     return built
+
+
+# for_host's keyword of that name hides the function there
+_refuse_withheld = refuse_withheld
 
 
 _PLAN_KEYS: dict[str, type | tuple[type, ...]] = {

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -259,40 +260,170 @@ def _no_write(*args, **kwargs):
     raise AssertionError('a withheld plan reached a write')
 
 
-@pytest.mark.parametrize('argv', [
-    ['plan', '--profile', 'hugepages', '--root', NO_MEMTOTAL],
-    ['export', '--profile', 'hugepages', '--root', NO_MEMTOTAL, '--target',
-     'oslo-dropin', '--output', 'out'],
-    ['nova-conf', 'apply', '--profile', 'hugepages', '--root', NO_MEMTOTAL,
-     '--config', 'nova.conf'],
-    ['verify', '--profile', 'hugepages', '--root', NO_MEMTOTAL, '--layer',
-     'host'],
-    ['flavor', 'diff', '--os-cloud', 'never-reached', '--profile',
-     'hugepages', '--root', NO_MEMTOTAL, '--name', 'f'],
-    ['flavor', 'apply', '--os-cloud', 'never-reached', '--profile',
-     'hugepages', '--root', NO_MEMTOTAL, '--from', 'm1.small'],
-    ['pages', 'apply', '--profile', 'hugepages'],
-])
-def test_every_command_that_plans_refuses_a_withheld_plan(
-        argv, tmp_path, monkeypatch, capsys):
+def _cli(*argv):
+    """A kvmtune command: exit 2 and its one stderr line."""
+    def run(capsys):
+        assert cli.main(list(argv)) == 2
+        return capsys.readouterr().err
+    return run
+
+
+def _devstack(*argv):
+    """DevStack's plugin.sh step (python -m kvmtune.devstack)."""
+    def run(capsys):
+        from kvmtune.devstack import __main__ as devstack
+
+        assert devstack.main(['--state-dir', 'state', *argv]) == 2
+        return capsys.readouterr().err
+    return run
+
+
+def _call(function):
+    """A library path a shell calls (the main job's steps, the Tempest
+    plugin): the InputError, as the shell prints it."""
+    def run(capsys):
+        with pytest.raises(InputError) as raised:
+            function(host_facts.gather(NO_MEMTOTAL))
+        return f'kvmtune: error: {raised.value.line()}\n'
+    return run
+
+
+def _main_job_setup(facts):
+    from kvmtune.mainjob import compute
+    compute.local_setup(facts, 'nova.conf', 1, 256, 'hugepages')
+
+
+def _main_job_nova_conf(facts):
+    from kvmtune.mainjob import compute
+    compute.apply_nova_conf('hugepages', facts, 'nova.conf')
+
+
+def _main_job_record(facts):
+    from kvmtune.results import records
+    records.for_sweep('hugepages', facts, 'tcg', 'fio-randread-4k')
+
+
+def _tempest_plugin(facts):
+    from kvmtune.openstack import planning
+    planning.plan_for('hugepages', root=NO_MEMTOTAL)
+
+
+# Every path from a profile on a host to something done with its plan:
+# each is fed the capture above (its own --root/--facts, or as this host)
+# and must refuse in one line before it writes or sends anything.
+PLANNING = {
+    'plan': _cli('plan', '--profile', 'hugepages', '--root', NO_MEMTOTAL),
+    'plan -f json': _cli('plan', '--profile', 'hugepages', '--facts',
+                         'facts.json', '-f', 'json'),
+    'export': _cli('export', '--profile', 'hugepages', '--root',
+                   NO_MEMTOTAL, '--target', 'oslo-dropin', '--output',
+                   'out'),
+    'nova-conf apply': _cli('nova-conf', 'apply', '--profile', 'hugepages',
+                            '--root', NO_MEMTOTAL, '--config', 'nova.conf'),
+    'pages apply': _cli('pages', 'apply', '--profile', 'hugepages'),
+    'verify': _cli('verify', '--profile', 'hugepages', '--root',
+                   NO_MEMTOTAL, '--layer', 'host'),
+    'verify --plan': _cli('verify', '--plan', 'withheld-plan.json',
+                          '--root', NO_MEMTOTAL, '--layer', 'host'),
+    'verify --all-hosts': _cli('verify', '--all-hosts', '--os-cloud',
+                               'replay', '--facts-dir', 'facts',
+                               '--profile', 'hugepages'),
+    'capacity': _cli('capacity', '--os-cloud', 'replay', '--flavor',
+                     'kvmtune-ft-002e681a-pinned', '--facts-dir', 'facts',
+                     '--profile', 'hugepages', '--prometheus',
+                     'capacity.prom'),
+    'flavor diff': _cli('flavor', 'diff', '--os-cloud', 'never-reached',
+                        '--profile', 'hugepages', '--root', NO_MEMTOTAL,
+                        '--name', 'f'),
+    'flavor apply': _cli('flavor', 'apply', '--os-cloud', 'never-reached',
+                         '--profile', 'hugepages', '--root', NO_MEMTOTAL,
+                         '--from', 'm1.small'),
+    'flavor remove': _cli('flavor', 'remove', '--os-cloud',
+                          'never-reached', '--profile', 'hugepages',
+                          '--root', NO_MEMTOTAL, '--name', 'f'),
+    'main job: compute setup': _call(_main_job_setup),
+    'main job: nova.conf': _call(_main_job_nova_conf),
+    'main job: sweep record': _call(_main_job_record),
+    'DevStack post-config': _devstack('post-config', '--nova-conf',
+                                      'nova.conf', '--profiles', 'hugepages',
+                                      '--modprobe-dir', 'modprobe.d',
+                                      '--hugepages', 'plan'),
+    'DevStack extra': _devstack('extra', '--os-cloud', 'never-reached',
+                                '--profiles', 'hugepages', '--base-flavor',
+                                'm1.small'),
+    'Tempest plugin': _call(_tempest_plugin),
+}
+
+
+@pytest.mark.parametrize('path', sorted(PLANNING))
+def test_every_path_that_plans_refuses_a_withheld_plan(
+        path, tmp_path, monkeypatch, capsys):
     from kvmtune import fileio
-    from kvmtune.tuning import pages
     from kvmtune.openstack import connection
+    from kvmtune.tuning import pages
+    from tests.unit.capacity.replay import Replay
+    from tests.unit.capacity.replay import load
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / 'nova.conf').write_text('[DEFAULT]\n')
-    # pages apply plans for this host: here, the capture's facts
     real = host_facts.gather(NO_MEMTOTAL)
+    # what the paths may read: nova.conf, the facts as JSON (also the
+    # capacity facts of the recorded cloud's one node, "vm"), the plan
+    # ``kvmtune plan -f json`` prints (it shows the withheld values)
+    (tmp_path / 'nova.conf').write_text('[DEFAULT]\n')
+    (tmp_path / 'facts.json').write_text(json.dumps(real))
+    (tmp_path / 'facts').mkdir()
+    (tmp_path / 'facts' / 'vm.json').write_text(json.dumps(real))
+    (tmp_path / 'withheld-plan.json').write_text(json.dumps(
+        plans.for_host('hugepages', facts=real,
+                       refuse_withheld=False)[0].to_dict()))
+    given = sorted(os.listdir(tmp_path))
+    # the paths that plan for this host: here, the capture's facts
     monkeypatch.setattr(host_facts, 'resolve', lambda **kw: real)
     monkeypatch.setattr(fileio, 'write_atomic', _no_write)
     monkeypatch.setattr(pages, 'apply', _no_write, raising=False)
-    monkeypatch.setattr(connection.Cloud, 'connect', _no_write)
-    assert cli.main(argv) == 2
-    out, err = capsys.readouterr()
-    assert err.count('\n') == 1 and 'withheld' in err, err
+    if path in ('capacity', 'verify --all-hosts'):
+        # both read the cloud (GETs only) before they plan per node; the
+        # fleet view lists the nodes without /detail
+        replay = Replay(load('testcloud-libvirt-pinned.json'))
+        detail = replay.answers['compute /os-hypervisors/detail']
+        replay.answers['compute /os-hypervisors'] = {'hypervisors': [
+            {'hypervisor_hostname': node['hypervisor_hostname'],
+             'id': node['id']} for node in detail['hypervisors']]}
+        monkeypatch.setattr(connection.Cloud, 'connect',
+                            classmethod(lambda cls, name: replay))
+    else:
+        monkeypatch.setattr(connection.Cloud, 'connect', _no_write)
+
+    err = PLANNING[path](capsys)
+    assert err.count('\n') == 1, err
+    assert err.startswith('kvmtune: error: ')
+    assert re.search(r': hugepages: the 1G huge page pool is withheld: ', err)
     assert 'memory size is unknown' in err
+    assert 'the plan is incomplete for this host' in err
     assert (tmp_path / 'nova.conf').read_text() == '[DEFAULT]\n'
-    assert sorted(os.listdir(tmp_path)) == ['nova.conf']
+    assert sorted(os.listdir(tmp_path)) == given
+
+
+def test_only_an_inspection_path_gets_a_withheld_plan(tmp_path, capsys):
+    """The front door returns a withheld plan only when the caller says
+    so at the call: kvmtune plan shows what was withheld (then exits 2,
+    above), profile validate checks a file on an empty host."""
+    real = host_facts.gather(NO_MEMTOTAL)
+    with pytest.raises(InputError, match='withheld'):
+        plans.for_host('hugepages', facts=real)
+    [plan] = plans.for_host('hugepages', facts=real, refuse_withheld=False)
+    assert plan.withheld[0]['tuner'] == 'hugepages'
+    facts_file = tmp_path / 'facts.json'
+    facts_file.write_text(json.dumps(real))
+    assert cli.main(['plan', '--profile', 'hugepages', '--facts',
+                     str(facts_file), '-f', 'json']) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)['withheld'] == plan.to_dict()['withheld']
+    assert err.count('\n') == 1 and 'withheld' in err
+    # an empty host withholds the pool as well: the file is still OK
+    hugepages = profiles.load('hugepages', profiles.search_dirs())
+    assert cli.main(['profile', 'validate', hugepages.path]) == 0
+    assert ': OK: profile hugepages' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize('name', ['pinned-hugepages-ept', 'baseline',
