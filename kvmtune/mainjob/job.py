@@ -20,6 +20,7 @@ from kvmtune import mainjob
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
+from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 
@@ -346,7 +347,7 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
 
     runner = sweep.Rally(state_dir)
     with steps.step('rally environment') as s:
-        done = runner.use_cloud(cloud_name, sweep.rally_spec(conn.config))
+        done = runner.use_cloud(cloud_name, rallycloud.rally_spec(conn.config))
         s.done(f'{cloud_name}, {done["environment"]} from the cloud\'s '
                'credentials (not shown)')
     out_json = os.path.join(state_dir, 'disk-scaling.json')

@@ -19,15 +19,11 @@ from typing import cast
 from kvmtune import fileio
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
-from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
-
-# the environment spec from a cloud: rallycloud has it (`kvmtune rally env`)
-rally_spec = rallycloud.rally_spec
 
 # The task files are package data of the Rally plugins' package, installed
 # beside them (pbr puts every git-tracked file in the wheel).

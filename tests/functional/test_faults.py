@@ -577,6 +577,7 @@ SWEEP_HANG_BOUND = 900         # hang bound: the sweep's own are far below
 def sweeping(request, tmp_path_factory):
     """(Rally with the timeouts above, openstacksdk connection, the
     libvirt TestCloud), with test_rally_sweep's module fixtures."""
+    from kvmtune.mainjob import rallycloud
     from kvmtune.mainjob import sweep
 
     cloud = request.getfixturevalue('libvirt_cloud')
@@ -587,7 +588,7 @@ def sweeping(request, tmp_path_factory):
         for section, options in SWEEP_RALLY_CONF.items():
             f.write(f'[{section}]\n' + ''.join(
                 f'{k} = {v}\n' for k, v in options.items()))
-    r.use_cloud('kvmtune-faults', sweep.rally_spec(sdk.config))
+    r.use_cloud('kvmtune-faults', rallycloud.rally_spec(sdk.config))
     return r, sdk, cloud
 
 

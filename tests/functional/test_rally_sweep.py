@@ -17,6 +17,7 @@ import pytest
 from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
+from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
 from kvmtune.report import analysis
 from kvmtune.report import render
@@ -100,7 +101,7 @@ def bench_flavor_and_image(conn):
 @pytest.fixture(scope='module')
 def rally(conn, bench_flavor_and_image, tmp_path_factory):
     r = sweep.Rally(str(tmp_path_factory.mktemp('rally')))
-    r.use_cloud('kvmtune-functional', sweep.rally_spec(conn.config))
+    r.use_cloud('kvmtune-functional', rallycloud.rally_spec(conn.config))
     return r
 
 

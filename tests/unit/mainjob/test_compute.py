@@ -21,6 +21,7 @@ from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
 from kvmtune.mainjob import hugepages
+from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 from kvmtune.errors import KvmtuneError
@@ -331,7 +332,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                         f'{base}.{profile}')
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
-    monkeypatch.setattr(sweep, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(rallycloud, 'rally_spec', lambda config: {})
     monkeypatch.setattr(sweep, 'Rally', FakeRally)
     monkeypatch.setattr(job, '_report_step', lambda out, base, state: (
         'table\n', {'png': 'p.png', 'html': 'r.html'}))

@@ -10,6 +10,7 @@ from kvmtune.errors import CloudError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
+from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
 
@@ -60,7 +61,7 @@ def local_job(monkeypatch, tmp_path):
         setup.pcpu, setup.summary = 1, '1 PCPU'
         return 1
     monkeypatch.setattr(compute, 'tune_local_compute', tune)
-    monkeypatch.setattr(sweep, 'rally_spec', lambda config: {})
+    monkeypatch.setattr(rallycloud, 'rally_spec', lambda config: {})
     monkeypatch.setattr(sweep, 'Rally', FakeRally)
     monkeypatch.setattr(job, '_report_step', lambda *a: (
         'disk sweep fio-randread-4k, flavor m1.bench.baseline\n 1 ...\n',
