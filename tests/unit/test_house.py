@@ -39,10 +39,7 @@ NOT_MIRRORED = ('testcloud/files/', 'tempest_plugin/tests/')
 
 # Modules whose mirrored test file is still to be written (issue 23: this
 # list only shrinks; the test fails once a listed module has its file).
-MISSING = {
-    'rally/scenarios/kvmtune/disk.py', 'rally/scenarios/kvmtune/network.py',
-    'rally/scenarios/kvmtune/utils.py',
-}
+MISSING = set()
 
 # Test files that mirror no single module, each with what it tests.
 TOPICS = {
@@ -65,7 +62,6 @@ TOPICS = {
     'facts/test_real_hosts.py': 'gather on captures of real machines',
     'image/test_guestlib.py': 'kvmtune/image/guestlib.sh, the guest side',
     'mainjob/test_profile.py': 'the main job\'s tuned profile on hosts',
-    'rally/scenarios/test_kvmtune.py': 'the scenarios through Rally',
     'rally/test_tasks.py': 'the task files through Rally\'s task engine',
     'tuning/novaconf/test_rules_cpu_models.py': 'the cpu_models rule '
                                                 'against Nova',

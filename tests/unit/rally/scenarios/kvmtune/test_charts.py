@@ -1,19 +1,17 @@
 """Rally's output of a step (charts.py), through KvmTune.disk_scaling
-against the in-memory Nova of test_kvmtune.py: the throughput charted by
+against the in-memory Nova of fakenova.py: the throughput charted by
 the workload's own figure, latency across guests never summed."""
 
 
 import pytest
 
 from kvmtune.rally.scenarios.kvmtune import disk
-from tests.unit.rally.scenarios import test_kvmtune as fakes
-from tests.unit.rally.scenarios.test_kvmtune import Nova
-from tests.unit.rally.scenarios.test_kvmtune import fixture
-from tests.unit.rally.scenarios.test_kvmtune import frame
-from tests.unit.rally.scenarios.test_kvmtune import scenario
-from tests.unit.rally.scenarios.test_kvmtune import table
-
-no_waiting = fakes.no_waiting       # autouse: no poll waits, Rally loaded
+from tests.unit.rally.scenarios import fakenova as fakes
+from tests.unit.rally.scenarios.fakenova import Nova
+from tests.unit.rally.scenarios.fakenova import fixture
+from tests.unit.rally.scenarios.fakenova import frame
+from tests.unit.rally.scenarios.fakenova import scenario
+from tests.unit.rally.scenarios.fakenova import table
 
 
 def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):

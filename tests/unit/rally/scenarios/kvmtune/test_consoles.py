@@ -1,6 +1,6 @@
 """Reading a step's guests through Nova's console API (consoles.py),
 through KvmTune.disk_scaling and network_scaling against the in-memory
-Nova of test_kvmtune.py: the signal start once every guest is ready, a
+Nova of fakenova.py: the signal start once every guest is ready, a
 guest never ready or stopped before being read, a dead nova-compute."""
 
 import pytest
@@ -9,15 +9,12 @@ from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.rally.scenarios.kvmtune import network
 from kvmtune.rally.scenarios.kvmtune import utils
 from kvmtune.results import row as rows_
-from tests.unit.rally.scenarios import test_kvmtune as fakes
-from tests.unit.rally.scenarios.test_kvmtune import DeadCompute
-from tests.unit.rally.scenarios.test_kvmtune import Nova
-from tests.unit.rally.scenarios.test_kvmtune import atomic_names
-from tests.unit.rally.scenarios.test_kvmtune import budget
-from tests.unit.rally.scenarios.test_kvmtune import scenario
-from tests.unit.rally.scenarios.test_kvmtune import table
-
-no_waiting = fakes.no_waiting       # autouse: no poll waits, Rally loaded
+from tests.unit.rally.scenarios.fakenova import DeadCompute
+from tests.unit.rally.scenarios.fakenova import Nova
+from tests.unit.rally.scenarios.fakenova import atomic_names
+from tests.unit.rally.scenarios.fakenova import budget
+from tests.unit.rally.scenarios.fakenova import scenario
+from tests.unit.rally.scenarios.fakenova import table
 
 
 def test_signal_mode_starts_every_guest_once_all_are_ready():
