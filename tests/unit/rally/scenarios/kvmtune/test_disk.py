@@ -69,3 +69,10 @@ def test_a_flavor_without_data_disk_is_refused_before_booting():
         scenario(disk.DiskScaling, nova).run(flavor='f', image='i',
                                              vm_counts=[1])
     assert nova.servers.created == []
+
+
+def test_a_rally_plugin_under_its_task_name():
+    from rally.task import scenario as rally_scenario
+
+    assert rally_scenario.Scenario.get('KvmTune.disk_scaling') is \
+        disk.DiskScaling

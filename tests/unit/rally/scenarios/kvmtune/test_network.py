@@ -84,3 +84,10 @@ def test_network_lost_step_names_the_server_guest_apart():
     assert [r['role'] for r in rows] == ['server']
     assert [r for r in rows if r['role'] != 'server'] == []
     assert nova.servers.live == {}
+
+
+def test_a_rally_plugin_under_its_task_name():
+    from rally.task import scenario as rally_scenario
+
+    assert rally_scenario.Scenario.get('KvmTune.network_scaling') is \
+        network.NetworkScaling

@@ -5,7 +5,10 @@ the start at a common time, lost rows of a step that fails before its
 verdicts, and deletes that outlast an API down for a while or end within
 Rally's timeout."""
 
+import types
+
 import pytest
+from novaclient import api_versions
 from rally import exceptions
 from rally.common import cfg
 
@@ -97,3 +100,33 @@ def test_a_delete_that_never_takes_ends_within_rallys_timeout():
                                 group='openstack')
     # the lost guest was charted before the delete gave up
     assert table(scen)[0]['status'] == rows_.NO_RESULT
+
+
+@pytest.mark.parametrize('iteration, expected', [(1, 1), (2, 2), (3, 3),
+                                                 (4, 1), (5, 2)])
+def test_iteration_i_runs_the_ith_step_of_the_sweep(iteration, expected):
+    scen = scenario(disk.DiskScaling, Nova(), iteration=iteration)
+    assert scen._vm_count([1, 2, 3]) == expected
+
+
+def test_nics_as_asked_else_the_context_network_else_none():
+    given = [{'net-id': 'mine'}]
+    scen = scenario(disk.DiskScaling, Nova(), networks=[{'id': 'n1'},
+                                                        {'id': 'n2'}])
+    assert scen._nics(given) == given
+    assert scen._nics(None) == [{'net-id': 'n1'}]
+    # no network: "none" from compute API 2.37, nothing before it
+    alone = scenario(disk.DiskScaling, Nova())
+    assert alone._nics(None) == 'none'
+    old = Nova()
+    old.api_version = api_versions.APIVersion('2.36')
+    assert scenario(disk.DiskScaling, old)._nics(None) is None
+
+
+def test_a_batch_goes_to_an_admins_host_or_an_affinity_group():
+    scen = scenario(disk.DiskScaling, Nova())
+    group = types.SimpleNamespace(id='g-1')
+    assert scen._placement('compute-1', group) == {
+        'availability_zone': 'nova:compute-1'}
+    assert scen._placement(None, group) == {
+        'scheduler_hints': {'group': 'g-1'}}
