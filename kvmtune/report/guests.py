@@ -16,7 +16,7 @@ NO_CONSOLE = ('Nova gave no console log (the guest stopped before its '
               'verdict was read)')
 
 
-def job(workload: str, start_at: int | None, runtime: int,
+def job(workload: str, start_at: float | None, runtime: int,
         target: str | None = None, role: str = 'client',
         peer: str | None = None, hold: bool = False,
         params: dict[str, Any] | None = None,

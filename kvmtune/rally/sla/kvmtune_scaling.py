@@ -1,5 +1,7 @@
 """SLA of a scaling sweep: per-VM throughput may shrink only so far."""
 
+from typing import Any
+
 from rally import consts
 from rally.task import sla
 
@@ -7,6 +9,7 @@ from kvmtune.errors import KvmtuneError
 from kvmtune.report import analysis
 from kvmtune.results import rally as rally_results
 from kvmtune.results import run as runs
+from kvmtune.results.row import Row
 
 
 @sla.configure(name="kvmtune_scaling")
@@ -32,16 +35,17 @@ class KvmtuneScaling(sla.SLA):
         "additionalProperties": False,
     }
 
-    def __init__(self, criterion_value):
+    def __init__(self, criterion_value: dict[str, Any]) -> None:
         super().__init__(criterion_value)
-        self.min_share = criterion_value["min_share"]
-        self.baseline_path = criterion_value.get("baseline")
-        self.iterations = {}    # VM count -> [[Row] of an iteration]
-        self.bad_guests = []    # "instance (N VMs): status: reason"
-        self.problems = []      # why no reference or no rows could be had
+        self.min_share: float = criterion_value["min_share"]
+        self.baseline_path: str | None = criterion_value.get("baseline")
+        # VM count -> [[Row] of an iteration]
+        self.iterations: dict[int, list[list[Row]]] = {}
+        self.bad_guests: list[str] = []  # "instance (N VMs): status: reason"
+        self.problems: list[str] = []  # why no reference or rows were had
         self.judged = 0         # iterations that left guest results
 
-    def add_iteration(self, iteration):
+    def add_iteration(self, iteration: dict[str, Any]) -> bool:
         try:
             rows = rally_results.rows_of(iteration.get("output"))
         except KvmtuneError as exc:
@@ -56,7 +60,8 @@ class KvmtuneScaling(sla.SLA):
                 for r in rows if not r.ok)
         return self._check()
 
-    def _analysis(self):
+    def _analysis(
+            self) -> tuple[analysis.Analysis | None, str, str | None]:
         """(Analysis or None, what the shares are of, problem or None)."""
         run = runs.Run("sweep", "(this sweep)", runs.RALLY, None,
                        self.iterations)
@@ -72,7 +77,7 @@ class KvmtuneScaling(sla.SLA):
         except KvmtuneError as exc:
             return None, against, exc.line()
 
-    def _shortfalls(self):
+    def _shortfalls(self) -> tuple[list[str], str, str | None]:
         """(shortfall lines, reference, problem)."""
         an, against, problem = self._analysis()
         if an is None or an.metric is None:
@@ -86,13 +91,13 @@ class KvmtuneScaling(sla.SLA):
                            f"(< {self.min_share:.0%})")
         return out, against, problem
 
-    def _check(self):
+    def _check(self) -> bool:
         short, _, problem = self._shortfalls()
         self.success = bool(self.judged) and not (
             short or self.bad_guests or problem or self.problems)
         return self.success
 
-    def merge(self, other):
+    def merge(self, other: "KvmtuneScaling") -> bool:
         for vms, its in other.iterations.items():
             self.iterations.setdefault(vms, []).extend(its)
         self.bad_guests.extend(other.bad_guests)
@@ -100,7 +105,7 @@ class KvmtuneScaling(sla.SLA):
         self.judged += other.judged
         return self._check()
 
-    def details(self):
+    def details(self) -> str:
         reasons, against, problem = self._shortfalls()
         if problem:
             reasons.append(f"no bare-metal reference: {problem}"

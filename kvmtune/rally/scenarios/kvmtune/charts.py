@@ -2,16 +2,41 @@
 per-VM table the SLA and ``kvmtune report`` read): a mixin of
 KvmTuneScenario (utils.py), which sets ``_chart_metrics`` per scenario."""
 
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import ClassVar
+from typing import Protocol
+
 from kvmtune.report import analysis
 from kvmtune.results import rally as results_rally
+from kvmtune.results.row import Row
 
 BUDGET_TITLE = "kvmtune step time budget"
+
+
+class _AddOutput(Protocol):
+    """Rally's Scenario.add_output: one chart or table (its plugin's
+    dict) added to the iteration's output."""
+
+    def __call__(self, additive: dict[str, Any] | None = None,
+                 complete: dict[str, Any] | None = None) -> None: ...
 
 
 class ScenarioCharts:
     """Charts and tables of one iteration (Rally's add_output)."""
 
-    def _add_budget(self, vms, created_at, active_at, ready_at, sent, rows):
+    # Given by the scenario class this is mixed into (KvmTuneScenario:
+    # Rally's Scenario; the scenarios set the metrics); declared only, so
+    # the class attributes stay theirs. A metric: (Row column, unit
+    # printed, scale to it).
+    add_output: _AddOutput
+    _chart_metrics: ClassVar[tuple[tuple[str, str, float], ...]]
+    _charted: bool
+
+    def _add_budget(self, vms: int, created_at: float, active_at: float,
+                    ready_at: Mapping[str, float], sent: Mapping[str, float],
+                    rows: Sequence[Row]) -> None:
         """This step's readiness in Rally's output: guest and host views
         of boot-to-ready, the start spread (the atomic actions hold the
         phases' durations)."""
@@ -36,7 +61,7 @@ class ScenarioCharts:
                            "collect and delete",
             "data": {"cols": ["figure", "value"], "rows": data}})
 
-    def _add_charts(self, rows):
+    def _add_charts(self, rows: Sequence[Row]) -> None:
         """Rally output of one iteration: trends across the sweep's steps
         (additive, one point per iteration) and this step's guests.
 
@@ -82,7 +107,8 @@ class ScenarioCharts:
                                           len(cl) - len(ok)]]})
         self.add_output(complete=results_rally.table_output(rows, emulated))
 
-    def _add_latency_charts(self, cl, ok, tag, axis):
+    def _add_latency_charts(self, cl: Sequence[Row], ok: Sequence[Row],
+                            tag: str, axis: str) -> None:
         """Latency across guests (us): mean of means, worst guest's tail."""
         tail, name = next(
             ((k, n) for k, n in analysis.TAILS

@@ -3,8 +3,13 @@ guest's ready line, the start signal (Nova's crash dump trigger), the
 verdicts; a console the API cannot read is tried again until the step's
 own deadline. A mixin of KvmTuneScenario (utils.py)."""
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import concurrent.futures as futures
 import time
+from typing import Any
+from typing import TypeAlias
+from typing import TypeVar
 
 from rally.common import logging
 from rally.task import atomic
@@ -20,13 +25,28 @@ SIGNAL_POLL_INTERVAL = 2
 # Threads reading consoles in one polling round.
 CONSOLE_READERS = 5
 
+# A novaclient Server (id, name, status, addresses): novaclient, like
+# Rally, has no type information, so its objects are Any to mypy.
+Server: TypeAlias = Any
+# {server id: its last console log, None when Nova gave none}
+Logs: TypeAlias = dict[str, str | None]
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def action_timer(name: str) -> Callable[[_F], _F]:
+    """Rally's atomic.action_timer (untyped to mypy), which keeps the
+    signature of the method it times."""
+    timer: Callable[[_F], _F] = atomic.action_timer(name)
+    return timer
+
 
 class _Unreadable:
     """A console that could not be read this round (the API or the
     guest's nova-compute did not answer); the step goes on until its own
     deadline, and a guest never read again is counted invalid."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str) -> None:
         self.reason = reason
 
 
@@ -34,7 +54,15 @@ class GuestConsoles:
     """The console reads of a step; ``_lost_reads`` ({server id: why its
     console could not be read}) is the scenario's (utils._guest_batch)."""
 
-    def _console(self, server):
+    # Given by the scenario class this is mixed into (KvmTuneScenario:
+    # Rally's Scenario and NovaScenario, utils._guest_batch); declared
+    # only, so the class attributes stay the scenario's.
+    _lost_reads: dict[str, str]
+    clients: Callable[[str], Any]
+    sleep_between: Callable[[float], None]
+    _show_server: Callable[[Server], Server]
+
+    def _console(self, server: Server) -> str | _Unreadable | None:
         """The console log, or None when Nova has none to give: libvirt
         serves no log of a stopped guest, so a guest that powered off
         before its verdict was read is lost (jobs hold guests for this).
@@ -47,7 +75,7 @@ class GuestConsoles:
         except Exception as exc:
             return self._unreadable(server, exc)
 
-    def _unreadable(self, server, exc):
+    def _unreadable(self, server: Server, exc: Exception) -> _Unreadable:
         code = getattr(exc, "code", None)
         if isinstance(code, int) and code < 500:
             raise exc          # a refusal (403, 409): an answer, not a fault
@@ -55,16 +83,19 @@ class GuestConsoles:
         LOG.warning(f"kvmtune: console of {server.id} unreadable: {reason}")
         return _Unreadable(reason)
 
-    def _stopped(self, server):
+    def _stopped(self, server: Server) -> bool | None:
         """Whether Nova says the guest is SHUTOFF; None when it cannot
         say (the API does not answer)."""
         try:
-            return self._show_server(server).status == "SHUTOFF"
+            status: str = self._show_server(server).status
+            return status == "SHUTOFF"
         except Exception as exc:
             self._unreadable(server, exc)
             return None
 
-    def _consoles(self, servers):
+    def _consoles(
+            self, servers: Sequence[Server]
+    ) -> dict[str, str | _Unreadable | None]:
         """{server id: console log or None} of ``servers``, read at once
         by a few threads: one round costs about one call, not N (a
         10-guest step reads 10 logs per round)."""
@@ -75,12 +106,15 @@ class GuestConsoles:
             return dict(zip([s.id for s in servers],
                             pool.map(self._console, servers)))
 
-    @atomic.action_timer("kvmtune.wait_ready")
-    def _wait_ready(self, servers, deadline):
+    @action_timer("kvmtune.wait_ready")
+    def _wait_ready(self, servers: Sequence[Server],
+                    deadline: float) -> tuple[dict[str, float], Logs]:
         """({server id: host time its ready line was first seen}, {server
         id: last console log}) once every guest said ready (a server:
         serving) or gave a verdict, or when the deadline passes."""
-        seen, logs, pending = {}, {}, list(servers)
+        seen: dict[str, float] = {}
+        logs: Logs = {}
+        pending = list(servers)
         while pending:
             texts = self._consoles(pending)
             for server in list(pending):
@@ -104,13 +138,13 @@ class GuestConsoles:
             self.sleep_between(SIGNAL_POLL_INTERVAL)
         return seen, logs
 
-    @atomic.action_timer("kvmtune.start")
-    def _start_guests(self, servers):
+    @action_timer("kvmtune.start")
+    def _start_guests(self, servers: Sequence[Server]) -> dict[str, float]:
         """The start signal: an NMI into each guest (Nova's crash dump
         trigger, API 2.17, a project member's right): {id: host time}."""
         nova = self.clients("nova")
 
-        def signal(server):
+        def signal(server: Server) -> float | None:
             try:
                 nova.servers.trigger_crash_dump(server)
             except Exception as exc:    # it never joins: its row says so
@@ -128,8 +162,10 @@ class GuestConsoles:
                             pool.map(signal, servers)))
         return {i: t for i, t in sent.items() if t is not None}
 
-    def _run_signalled(self, active, clients, runtime, ready_timeout,
-                       result_timeout):
+    def _run_signalled(
+            self, active: Sequence[Server], clients: Sequence[Server],
+            runtime: float, ready_timeout: float, result_timeout: float
+    ) -> tuple[Logs, dict[str, float], dict[str, float]]:
         """The signal mode's wait: all ``active`` ready (or the timeout),
         then the ready ``clients`` started together and their verdicts.
         Returns (logs, {id: host time first seen ready}, {id: sent})."""
@@ -144,15 +180,17 @@ class GuestConsoles:
                 poll=SIGNAL_POLL_INTERVAL, first_wait=runtime))
         return logs, ready_at, sent
 
-    @atomic.action_timer("kvmtune.wait_results")
-    def _wait_results(self, servers, deadline, poll=CONSOLE_POLL_INTERVAL,
-                      first_wait=0):
+    @action_timer("kvmtune.wait_results")
+    def _wait_results(self, servers: Sequence[Server], deadline: float,
+                      poll: float = CONSOLE_POLL_INTERVAL,
+                      first_wait: float = 0) -> Logs:
         """Console log of each server once it printed its verdict, the
         last log seen when the deadline passes, None when it was lost.
         Nothing is read for ``first_wait`` s (the run cannot be over)."""
         if first_wait:
             self.sleep_between(first_wait)
-        logs, pending = {}, list(servers)
+        logs: Logs = {}
+        pending = list(servers)
         while pending:
             texts = self._consoles(pending)
             for server in list(pending):
@@ -180,7 +218,7 @@ class GuestConsoles:
         return logs
 
     @staticmethod
-    def _ignore_404(call, *args):
+    def _ignore_404(call: Callable[..., _T], *args: Any) -> _T | None:
         """call(*args), or None when Nova says the thing is gone."""
         try:
             return call(*args)

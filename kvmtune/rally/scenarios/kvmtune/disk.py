@@ -6,6 +6,7 @@ no ephemeral disk.
 """
 
 import time
+from typing import Any
 
 from rally.common import validation
 from rally.task import types
@@ -34,11 +35,14 @@ class DiskScaling(utils.KvmTuneScenario):
     _chart_metrics = (("iops", "IOPS", 1.0), ("events_s", "events/s", 1.0),
                       ("bw_bytes_s", "MiB/s", 1.0 / 1048576.0))
 
-    def run(self, flavor, image, vm_counts, workload="fio-randread-4k",
-            target="/dev/vdb", runtime=10, params=None, start_margin=45,
-            start_margin_per_vm=20, result_timeout=180, host=None,
-            nics=None, emulated=False, record=None, start_mode="signal",
-            ready_timeout=600):
+    def run(self, flavor: str, image: str, vm_counts: list[int],
+            workload: str = "fio-randread-4k",
+            target: str | None = "/dev/vdb", runtime: int = 10,
+            params: dict[str, Any] | None = None, start_margin: float = 45,
+            start_margin_per_vm: float = 20, result_timeout: float = 180,
+            host: str | None = None, nics: utils.Nics | None = None,
+            emulated: bool = False, record: dict[str, Any] | None = None,
+            start_mode: str = "signal", ready_timeout: float = 600) -> None:
         """Boot N guests on one host; each runs a fio job on its data disk.
 
         Iteration i boots vm_counts[i] guests (so a task sweeps the list

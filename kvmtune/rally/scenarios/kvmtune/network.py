@@ -1,6 +1,7 @@
 """Network scaling: N client guests against one server guest, one host."""
 
 import time
+from typing import Any
 
 from rally.common import validation
 from rally import exceptions
@@ -32,21 +33,25 @@ class NetworkScaling(utils.KvmTuneScenario):
     _chart_metrics = (("gbit_s", "Gbit/s", 1.0),
                       ("tps", "transactions/s", 1.0))
 
-    def _address(self, server):
+    def _address(self, server: utils.Server) -> str:
         """The server guest's first fixed address, from the Nova API."""
         for addresses in (server.addresses or {}).values():
             for a in addresses:
                 if a.get("OS-EXT-IPS:type", "fixed") == "fixed":
-                    return a["addr"]
+                    addr: str = a["addr"]
+                    return addr
         raise exceptions.RallyException(
             f"server guest {server.id} has no fixed address: the network "
             "scenario needs a tenant network (network@openstack context or "
             "the nics argument)")
 
-    def run(self, flavor, image, vm_counts, workload="iperf3-tcp-stream",
-            runtime=10, params=None, start_margin=45, start_margin_per_vm=20,
-            result_timeout=180, host=None, nics=None, emulated=False,
-            server_flavor=None, start_mode="signal", ready_timeout=600):
+    def run(self, flavor: str, image: str, vm_counts: list[int],
+            workload: str = "iperf3-tcp-stream", runtime: int = 10,
+            params: dict[str, Any] | None = None, start_margin: float = 45,
+            start_margin_per_vm: float = 20, result_timeout: float = 180,
+            host: str | None = None, nics: utils.Nics | None = None,
+            emulated: bool = False, server_flavor: str | None = None,
+            start_mode: str = "signal", ready_timeout: float = 600) -> None:
         """Boot a server guest, then N clients that load it at once.
 
         The server guest (role server, hold) serves until it is deleted;

@@ -11,9 +11,14 @@ KvmTuneScenario boots, runs and deletes a step's guests; reading their
 consoles is consoles.GuestConsoles, Rally's output charts.ScenarioCharts.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
 import contextlib
 import dataclasses
 import time
+from typing import Any
+from typing import TypeAlias
 
 from rally.common import cfg
 from rally.common import logging
@@ -29,6 +34,7 @@ from kvmtune.rally.scenarios.kvmtune import consoles
 from kvmtune.report import guests
 from kvmtune.results import rally as results_rally
 from kvmtune.results import row as result_rows
+from kvmtune.results.row import Row
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -46,6 +52,14 @@ START_MODES = ("signal", "at")
 DELETE_RESEND_INTERVAL = 15
 _GONE = object()
 
+Server: TypeAlias = consoles.Server
+# A novaclient ServerGroup (untyped, as Server).
+ServerGroup: TypeAlias = Any
+# NICs for novaclient: [{"net-id": ...}, ...], or "none" / "auto".
+Nics: TypeAlias = list[dict[str, str]] | str
+# Where a batch goes: availability_zone or scheduler_hints (_placement).
+Placement: TypeAlias = dict[str, str | dict[str, str]]
+
 
 class GuestResultsMissing(exceptions.RallyException):
     error_code = 720
@@ -56,11 +70,13 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
                       nova_utils.NovaScenario):
     """Boot benchmark guests together and read their results."""
 
-    def _vm_count(self, vm_counts):
+    def _vm_count(self, vm_counts: Sequence[int]) -> int:
         """The sweep step of this iteration: iteration i runs vm_counts[i]."""
-        return vm_counts[(self.context["iteration"] - 1) % len(vm_counts)]
+        step: int = (self.context["iteration"] - 1) % len(vm_counts)
+        return vm_counts[step]
 
-    def _job(self, workload, start_at, runtime, **kwargs):
+    def _job(self, workload: str, start_at: float | None, runtime: int,
+             **kwargs: Any) -> str:
         """A guest's user_data; a bad workload or params stop the
         iteration before anything boots."""
         try:
@@ -69,7 +85,7 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
             raise exceptions.InvalidArgumentsException(exc.line()) from None
 
     @staticmethod
-    def _needs_disk(workload):
+    def _needs_disk(workload: str) -> bool:
         """Whether the workload benchmarks a data disk (fio), not only
         the guest's CPUs and memory (sysbench); unknown: the job says."""
         from kvmtune import workloads
@@ -79,7 +95,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         except KvmtuneError as exc:
             raise exceptions.InvalidArgumentsException(exc.line()) from None
 
-    def _require_data_disk(self, flavor_id, target):
+    def _require_data_disk(self, flavor_id: str,
+                           target: str | None) -> None:
         """Refuse a flavor without ephemeral disk: the boot disk is never
         benchmarked (writes would destroy it, reads can skip real I/O)."""
         flavor = self.clients("nova").flavors.get(flavor_id)
@@ -89,7 +106,7 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
                 "give the benchmark flavor one (openstack flavor create "
                 "--ephemeral 1 ...), the boot disk is never benchmarked")
 
-    def _nics(self, nics):
+    def _nics(self, nics: Nics | None) -> Nics | None:
         """NICs as asked, else the context's networks, else none at all."""
         if nics:
             return nics
@@ -99,20 +116,22 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         version = self.clients("nova").api_version
         return "none" if version.ver_minor >= 37 else None
 
-    def _affinity_group(self):
+    def _affinity_group(self) -> ServerGroup:
         """A server group keeping the batch on one host (as a user)."""
         if self.clients("nova").api_version.ver_minor >= 64:
             return self._create_server_group(policy="affinity")
         return self._create_server_group(policies=["affinity"])
 
-    def _placement(self, host, group):
-        """Where the batch goes: an admin's "nova:HOST" or the group."""
+    def _placement(self, host: str | None, group: ServerGroup) -> Placement:
+        """Where the batch goes: an admin's "nova:HOST" or the group (None
+        when there is a host)."""
         if host:
             return {"availability_zone": f"nova:{host}"}
         return {"scheduler_hints": {"group": group.id}}
 
-    def _create_guests(self, image, flavor, jobs, placement, nics, created,
-                       role="client"):
+    def _create_guests(self, image: str, flavor: str, jobs: Sequence[str],
+                       placement: Placement, nics: Nics | None,
+                       created: list[Server], role: str = "client") -> None:
         """Create one server per job without waiting, so they boot together.
 
         ``created`` receives each server as soon as Nova returns it, so the
@@ -122,8 +141,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         prefix = self.generate_random_name()
         with atomic.ActionTimer(self, "kvmtune.create_servers"):
             for i, user_data in enumerate(jobs):
-                kwargs = dict(placement, userdata=user_data,
-                              config_drive=True)
+                kwargs: dict[str, object] = dict(
+                    placement, userdata=user_data, config_drive=True)
                 if nics is not None:
                     kwargs["nics"] = nics
                 server = self.clients("nova").servers.create(
@@ -135,12 +154,12 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
                 server.kvmtune_role = role
                 created.append(server)
 
-    @atomic.action_timer("kvmtune.wait_active")
-    def _wait_active(self, servers):
+    @consoles.action_timer("kvmtune.wait_active")
+    def _wait_active(self, servers: Sequence[Server]) -> list[Server]:
         self.sleep_between(CONF.openstack.nova_server_boot_prepoll_delay)
         return [self._active(server) for server in servers]
 
-    def _active(self, server):
+    def _active(self, server: Server) -> Server:
         # A server Nova has just accepted can answer 404 for a moment
         # (build request handed to a cell), and a busy API can drop a
         # connection (GetResourceFailure): look again before giving up.
@@ -159,9 +178,11 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
                     raise
                 self.sleep_between(2)
 
-    def _run_step(self, vms, watched, clients, start, runtime, workload,
-                  emulated, created_at, active_at, ready_timeout,
-                  result_timeout):
+    def _run_step(self, vms: int, watched: Sequence[Server],
+                  clients: Sequence[Server], start: int | None,
+                  runtime: int, workload: str, emulated: bool,
+                  created_at: float, active_at: float, ready_timeout: float,
+                  result_timeout: float) -> list[Row]:
         """One step's guests from ACTIVE to their rows: signal mode
         (``start`` is None: wait for every ``watched`` guest to be ready,
         start the ``clients`` together) or start-at mode (wait for the
@@ -187,8 +208,9 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
                              rows)
         return rows
 
-    @atomic.action_timer("kvmtune.delete_servers")
-    def _delete_guests(self, servers, group):
+    @consoles.action_timer("kvmtune.delete_servers")
+    def _delete_guests(self, servers: Sequence[Server],
+                       group: ServerGroup | None) -> None:
         """Delete ``servers`` and wait until Nova has none of them, within
         Rally's nova_server_delete_timeout. The delete is sent again every
         DELETE_RESEND_INTERVAL s while one is left, and a call that fails
@@ -199,8 +221,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         timeout = CONF.openstack.nova_server_delete_timeout
         deadline = time.time() + timeout
         left = {server.id: server for server in servers}
-        errors = {}
-        sent = None
+        errors: dict[str, str] = {}
+        sent: float | None = None
         while left:
             if sent is None or time.time() - sent >= DELETE_RESEND_INTERVAL:
                 sent = time.time()
@@ -230,7 +252,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
             self._ignore_404(nova.server_groups.delete, group.id)
 
     @staticmethod
-    def _try(errors, server_id, call, *args):
+    def _try(errors: dict[str, str], server_id: str,
+             call: Callable[..., object], *args: Any) -> object:
         """call(*args); _GONE on a 404; the error kept in ``errors`` and
         False when the call failed otherwise (tried again later)."""
         try:
@@ -245,7 +268,9 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         return result if result is not None else True
 
     @contextlib.contextmanager
-    def _guest_batch(self, host, workload=None):
+    def _guest_batch(
+            self, host: str | None, workload: str | None = None
+    ) -> Iterator[tuple[list[Server], Placement]]:
         """Yield (created servers list, placement kwargs); on the way out
         delete every server put in the list and the affinity group, also
         when a boot or a wait failed half way. A step that fails after it
@@ -253,7 +278,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         API or nova-compute gone) still leaves a row for each created
         client: lost, with the error, counted invalid by the SLA and
         `kvmtune report` (never averaged)."""
-        created, group = [], None
+        created: list[Server] = []
+        group: ServerGroup | None = None
         self._lost_reads, self._charted = {}, False
         try:
             if not host:
@@ -266,7 +292,8 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         finally:
             self._delete_guests(created, group)
 
-    def _chart_lost(self, created, exc, workload):
+    def _chart_lost(self, created: Sequence[Server], exc: Exception,
+                    workload: str | None) -> None:
         reason = (f"lost: the step failed before its verdict "
                   f"({type(exc).__name__}: {exc})").splitlines()[0][:300]
         rows = [self._lost_read(result_rows.failed(
@@ -277,17 +304,18 @@ class KvmTuneScenario(consoles.GuestConsoles, charts.ScenarioCharts,
         except Exception:       # the error being raised says more
             LOG.exception("kvmtune: could not chart the lost guests")
 
-    def _lost_read(self, row):
+    def _lost_read(self, row: Row) -> Row:
         """``row``, its reason saying so when the guest's console could
         not be read at the last attempt."""
-        reason = self._lost_reads.get(row.instance)
+        reason = (self._lost_reads.get(row.instance)
+                  if row.instance is not None else None)
         if reason and not row.ok:
             row = dataclasses.replace(
                 row, reason=f"{row.reason}; its console could not be "
                             f"read: {reason}")
         return row
 
-    def _fail_on_bad_guests(self, rows):
+    def _fail_on_bad_guests(self, rows: Sequence[Row]) -> None:
         cl = results_rally.measuring(rows)
         bad = [r for r in cl if not r.ok]
         if bad:
