@@ -29,7 +29,10 @@ What it promises (doc/design.md section 8):
   never overwrites an earlier backup.
 - Temporary files of kvmtune's own pattern (``.<name>.kvmtune-*.tmp``) left
   by a killed writer are removed under the lock.
-- Every failure is one InputError line naming the file and the fix.
+- Every failure is one InputError line naming the file and the fix; on a
+  filesystem mounted read-only the line says so, naming the mount
+  (read_only_error: "permission denied" would mislead, root is refused
+  too).
 """
 
 import contextlib
@@ -181,6 +184,34 @@ def _acquire(real: str, source: object) -> int:
                  source, 'stop the other program writing it')
 
 
+def read_only_error(path: str, source: object = None) -> InputError | None:
+    """The one line for a ``path`` (a file, or where one would be made) on
+    a filesystem mounted read-only, naming the mount and the fix; None
+    when its filesystem is writable (or cannot be looked at).
+
+    A filesystem that went read-only (remounted after an I/O error, a
+    read-only bind mount, a container's root) refuses root too, so
+    "permission denied" or "run as root" would send the user the wrong
+    way."""
+    probe = path
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe.rstrip('/')) or '.'
+        if parent == probe:
+            return None
+        probe = parent
+    try:
+        if not os.statvfs(probe).f_flag & os.ST_RDONLY:
+            return None
+    except OSError:
+        return None
+    mount = filereplace.mount_point_of(probe)
+    return _error(f'is on a read-only filesystem (mounted read-only at '
+                  f'{mount}); nothing was written', source or path,
+                  f'remount it read-write: mount -o remount,rw {mount} '
+                  '(after I/O errors, check the disk first); or give a '
+                  'path on a writable filesystem')
+
+
 def check_writable(path: str, source: object = None,
                    fix: str | None = None) -> str:
     """Refuse, before anything is written, what write_atomic() would
@@ -191,6 +222,9 @@ def check_writable(path: str, source: object = None,
     real, old = resolve(path, source, fix)
     fix = fix or 'give a path in a directory you may write'
     directory = os.path.dirname(real)
+    read_only = read_only_error(real, source)
+    if read_only is not None:
+        raise read_only
     if old is not None:
         try:
             filereplace.refuse_if_immutable(real)
@@ -237,10 +271,15 @@ def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
         except InputError as exc:
             if exc.source:
                 raise
-            raise InputError(exc.problem, source=source, key=exc.key,
-                             fix=exc.fix or fix) from None
+            raise read_only_error(real, source) or InputError(
+                exc.problem, source=source, key=exc.key,
+                fix=exc.fix or fix) from None
         except OSError as exc:
             name = exc.filename or real
+            read_only = read_only_error(real, source) \
+                if exc.errno == errno.EROFS else None
+            if read_only is not None:
+                raise read_only from None
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 # Not a permission matter: the filesystem is full (space
                 # or inodes) or the quota is used up.

@@ -68,6 +68,18 @@ def _mount_points() -> set[str]:
     return points
 
 
+def mount_point_of(path: str) -> str:
+    """The mount point of the filesystem holding the existing ``path``
+    (fileio names it when that filesystem is read-only)."""
+    real = os.path.realpath(path)
+    found = '/'
+    for point in _mount_points():
+        inside = real == point or real.startswith(point.rstrip('/') + '/')
+        if inside and len(point) > len(found):
+            found = point
+    return found
+
+
 def xattrs(fd: int) -> dict[str, bytes]:
     try:
         names = os.listxattr(fd)

@@ -80,9 +80,16 @@ def assert_one_line_full(err):
     assert 'nothing was written' in err or 'not written' in err, err
 
 
-def assert_one_line_readonly(err):
+def assert_one_line_readonly(err, mount=None):
+    """One line saying the filesystem is read-only (not "permission
+    denied": root is refused too), naming its mount and the fix."""
     assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
     assert 'Traceback' not in err, err
+    assert 'read-only filesystem' in err and 'permission denied' not in \
+        err, err
+    assert '(fix: remount it read-write: mount -o remount,rw ' in err, err
+    if mount is not None:
+        assert f'mounted read-only at {mount})' in err, err
     assert any(words in err for words in ('nothing was written',
                                           'nothing written', 'not written')), \
         err

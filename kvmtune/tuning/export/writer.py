@@ -113,7 +113,11 @@ def _check_output(output: str) -> None:
     if not os.path.isdir(probe):
         raise InputError('not a directory', source=probe, key='--output',
                          fix=fix)
-    if not os.access(probe, os.W_OK | os.X_OK):
+    if not os.access(probe, os.W_OK | os.X_OK) and \
+            fileio.read_only_error(probe) is None:
+        # A read-only filesystem is named with the first file the export
+        # would make there (plan_writes): one already there unchanged
+        # needs no write.
         raise InputError('cannot write there: permission denied; nothing '
                          'written', source=probe, key='--output', fix=fix)
 
@@ -157,6 +161,9 @@ def plan_writes(output: str, files: Iterable[common.OutFile]
             raise InputError(f'cannot create it: {probe} is not a '
                              'directory; nothing written', source=target,
                              fix=f'remove {probe} or give another --output')
+        read_only = fileio.read_only_error(probe, target)
+        if read_only is not None:
+            raise read_only
         if not os.access(probe, os.W_OK | os.X_OK):
             raise InputError('cannot create it: its directory is not '
                              'writable; nothing written', source=target,

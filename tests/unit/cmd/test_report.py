@@ -202,10 +202,11 @@ def test_a_read_only_filesystem_keeps_the_old_png_and_html(tmp_path, capsys,
                                                            old):
     path = write(tmp_path, new_format())
     with fulldisk.readonly_tmpfs(tmp_path / 'ro', old) as ro:
-        _one_line_exit_2(capsys, ['report', path, '--png',
-                                  str(ro / 'plot.png'), '--html',
-                                  str(ro / 'page.html')],
-                         'not writable')
+        err = _one_line_exit_2(capsys, ['report', path, '--png',
+                                        str(ro / 'plot.png'), '--html',
+                                        str(ro / 'page.html')],
+                               str(ro / 'plot.png')).err
+        fulldisk.assert_one_line_readonly(err, ro)
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
 
 

@@ -230,12 +230,41 @@ def test_a_full_disk_keeps_a_previous_export(tmp_path, capsys):
 def test_a_read_only_filesystem_keeps_a_previous_export(tmp_path, capsys,
                                                         previous):
     # As on a full disk: a previous export but for one file, or none.
-    old, _, prepare = _previous_export_but_one(tmp_path, capsys)
+    # The line names the first file the export would make there (the one
+    # missing) and the mount, with the fix; never "permission denied"
+    # (root is refused too).
+    old, gone, prepare = _previous_export_but_one(tmp_path, capsys)
     if not previous:
         old, prepare = {}, None
 
     with fulldisk.readonly_tmpfs(tmp_path / 'ro', prepare=prepare) as ro:
         assert export(ro, target='kolla') == 2
-        fulldisk.assert_one_line_readonly(capsys.readouterr().err)
+        err = capsys.readouterr().err
+        fulldisk.assert_one_line_readonly(err, ro)
+        named = err[len('kvmtune: error: '):].split(': ', 1)[0]
+        assert named.startswith(f'{ro}/') and named.endswith('.conf'), err
+        if previous:
+            assert named == str(ro / gone), err
         now = {os.path.relpath(p, ro): v[0] for p, v in tree(ro).items()}
     assert now == old
+
+
+@fulldisk.ROOT_ONLY
+def test_an_export_already_in_place_on_a_read_only_filesystem_is_unchanged(
+        tmp_path, capsys):
+    # Nothing to write: a read-only --output is no reason to refuse.
+    before = tmp_path / 'before'
+    assert export(before, target='kolla') == 0
+    capsys.readouterr()
+    old = {os.path.relpath(p, before): v[0]
+           for p, v in tree(before).items()}
+
+    def prepare(directory):
+        shutil.copytree(before, directory, symlinks=True, dirs_exist_ok=True)
+
+    with fulldisk.readonly_tmpfs(tmp_path / 'ro', prepare=prepare) as ro:
+        assert export(ro, target='kolla') == 0
+        assert capsys.readouterr().err == \
+            f'kolla: 0 file(s) written, {len(old)} unchanged\n'
+        assert {os.path.relpath(p, ro): v[0]
+                for p, v in tree(ro).items()} == old
