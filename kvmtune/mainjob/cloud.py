@@ -13,6 +13,8 @@ from kvmtune.mainjob import steps
 if TYPE_CHECKING:
     from openstack.connection import Connection
 
+    from kvmtune.openstack.connection import Cloud
+
 
 def _say(line: str) -> None:
     steps.detail(line)
@@ -89,11 +91,31 @@ def local_cloud_emulated() -> bool:
     return running is not None and running.get('virt_type') == 'qemu'
 
 
+def connect(name: str) -> 'Cloud':
+    """The cloud of clouds.yaml as kvmtune.openstack.connection makes it:
+    openstacksdk's own calls through ``.conn`` retry reads (a line each),
+    send writes once and carry a request id; ``with cloud.named():``
+    makes what they raise one line naming the request, its id and the
+    endpoint."""
+    from kvmtune.openstack.connection import Cloud
+
+    return Cloud.connect(name)
+
+
 def compute_node_names(conn: 'Connection') -> set[str]:
     """Hypervisor hostnames of the cloud (admin); empty when hidden."""
+    from openstack import exceptions as sdk_exc
+
     try:
         return {h.name for h in conn.compute.hypervisors()}
-    except Exception as exc:  # a non-admin account may not list them
+    except sdk_exc.HttpException as exc:
+        # a non-admin account may not list them; a cloud that failed
+        # (5xx after the retries, no answer) is an error, not "hidden"
+        hidden = isinstance(exc, (sdk_exc.ForbiddenException,
+                                  sdk_exc.NotFoundException)) or \
+            exc.status_code in (401, 403, 404)
+        if not hidden:
+            raise
         steps.detail(f'compute nodes: not listed ({type(exc).__name__}):'
                      ' tagging needs --compute-facts')
         return set()

@@ -273,8 +273,6 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
          emulated: bool, tuned_profile: str | None, state_dir: str,
          strict: bool, config_files: Sequence[str],
          setup_only: bool = False) -> int:
-    import openstack
-
     given: dict[str, Any] = dict(
         os_cloud=os_cloud, compute_facts=compute_facts, max_vms=max_vms,
         workload=workload, runtime=runtime, emulated=emulated,
@@ -293,15 +291,20 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
     setup: compute.LocalSetup | compute.RemoteSetup
     if os_cloud:
         cloud_name = os_cloud
-        conn = openstack.connect(cloud=cloud_name)
-        setup = _prepare_remote(os_cloud, this_facts, conn, max_vms,
-                                compute_facts, tuned_profile)
+        api = cloud.connect(cloud_name)
+        with api.named():
+            setup = _prepare_remote(os_cloud, this_facts, api.conn,
+                                    max_vms, compute_facts, tuned_profile)
     else:
         cloud_name, setup = _prepare_local(this_facts, max_vms,
                                            tuned_profile, config_files)
         emulated = emulated or cloud.local_cloud_emulated()
-        conn = openstack.connect(cloud=cloud_name)
-    with steps.step('image and base flavor') as s:
+        api = cloud.connect(cloud_name)
+    # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):
+    # reads retried with a line each, writes once, a failure one line
+    # naming the request, its id and the endpoint
+    conn = api.conn
+    with steps.step('image and base flavor') as s, api.named():
         s.done(f'{cloud.upload_image(conn)}; {cloud.base_flavor(conn)}')
     flavors = _flavors_step(cloud_name,
                             (mainjob.BASE_PROFILE, setup.profile),
@@ -320,7 +323,7 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
             steps.say(line)
     else:
         setup = cast(compute.LocalSetup, setup)    # as made above
-        with steps.step('compute tuning') as s:
+        with steps.step('compute tuning') as s, api.named():
             fits = compute.tune_local_compute(conn, setup, cloud_name)
             s.done(f'{setup.summary}')
     counts = _sweep_counts(setup, flavors, max_vms, fits)

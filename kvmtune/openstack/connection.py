@@ -18,6 +18,12 @@ converges instead. Every request carries a request id kvmtune made
 (``X-OpenStack-Request-ID``, which the services log as the global request
 id), so an error the service never answered still names one.
 
+This holds for every request of the connection, openstacksdk's own calls
+included (``conn.image``, ``conn.compute`` of the main job): ``Cloud``
+wraps the keystoneauth session's ``request``, and ``Cloud.failure(exc)``
+(or ``with cloud.named():``) turns what such a call raised into the one
+CloudError line naming the request, its id and the endpoint.
+
 Tests only: ``KVMTUNE_TEST_KILL_AFTER_CALL=N`` makes the process SIGKILL
 itself as soon as the answer to its N-th HTTP request (Keystone's included)
 has arrived, after one line on stderr naming that request. The kill tests
@@ -26,11 +32,13 @@ N to stop it after each of its calls in turn. Nothing else sets it.
 """
 
 import collections
+import contextlib
 import logging
 import os
 import signal
 import sys
 import uuid
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,6 +87,8 @@ class RequestLog:
         self.counts: collections.Counter[str] = collections.Counter()
         self.token_requests = 0
         self.kill_after = _kill_after_call()
+        # (METHOD, full URL) of the request sent last
+        self.last: tuple[str, str] | None = None
 
     @property
     def writes(self) -> int:
@@ -92,6 +102,7 @@ class RequestLog:
     def record(self, method: str, url: str) -> None:
         method = method.upper()
         self.counts[method] += 1
+        self.last = (method, url)
         if method == 'POST' and _is_token_request(url):
             self.token_requests += 1
 
@@ -163,9 +174,23 @@ class _RetryLines(logging.Handler):
         # 'GET /v2.1/flavors/detail' being sent
         self.request: str | None = None
         self.count = 0
+        # the requests sent around this one: a Keystone token or a version
+        # document is fetched inside the request that needs it
+        self._outer: list[tuple[str | None, str | None, int]] = []
 
     def start(self, cloud: str | None, request: str | None) -> None:
         self.cloud, self.request, self.count = cloud, request, 0
+
+    def push(self, cloud: str | None, request: str | None) -> None:
+        self._outer.append((self.cloud, self.request, self.count))
+        self.start(cloud, request)
+
+    def pop(self) -> int:
+        """The retries of the request pushed last; the one around it is
+        current again."""
+        count = self.count
+        self.cloud, self.request, self.count = self._outer.pop()
+        return count
 
     def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, dict) else {}
@@ -186,6 +211,72 @@ class _RetryLines(logging.Handler):
 _RETRY_LINES = _RetryLines()
 
 
+class Sent:
+    """What the session sent last: 'GET /v2.1/flavors' as the caller
+    named it, the request id it carried, the retries it took."""
+
+    def __init__(self) -> None:
+        self.request: str | None = None
+        self.request_id: str | None = None
+        self.retries = 0
+
+
+def _header(headers: Any, name: str) -> str | None:
+    for key, value in dict(headers or {}).items():
+        if key.lower() == name.lower() and value:
+            return str(value)
+    return None
+
+
+def _harden(session: Any, cloud: str) -> Sent:
+    """Every request of the keystoneauth ``session`` (openstacksdk's
+    calls and Cloud's alike): a read is retried (READ_RETRIES, keystoneauth's
+    loop, a line each), a write goes once, each carries a request id
+    kvmtune made unless the caller gave one; ``sent`` says which went
+    last."""
+    import urllib.parse
+
+    installed: Sent | None = getattr(session, '_kvmtune_sent', None)
+    if installed is not None:
+        return installed
+    sent = Sent()
+    send = session.request
+
+    def request(url: str, method: str, **kwargs: Any) -> Any:
+        verb = method.upper()
+        if verb in READ_METHODS:
+            for key, value in (('connect_retries', READ_RETRIES),
+                               ('status_code_retries', READ_RETRIES),
+                               ('retriable_status_codes',
+                                RETRIABLE_STATUS_CODES)):
+                if kwargs.get(key) is None:
+                    kwargs[key] = value
+        else:
+            # a reset after the service took it: a second one would be a
+            # duplicate (design 9.8); the command is run again instead
+            kwargs['connect_retries'] = 0
+            kwargs['status_code_retries'] = 0
+        request_id = (kwargs.get('global_request_id') or
+                      _header(kwargs.get('headers'),
+                              'X-OpenStack-Request-ID') or
+                      f'req-{uuid.uuid4()}')
+        kwargs['global_request_id'] = request_id
+        name = f'{verb} {urllib.parse.urlsplit(url).path or url}'
+        _RETRY_LINES.push(cloud, name)
+        retries = 0
+        try:
+            return send(url, method, **kwargs)
+        finally:
+            retries = _RETRY_LINES.pop()
+            # after the token or version document fetched inside it
+            sent.request, sent.request_id, sent.retries = (
+                name, request_id, retries)
+
+    session.request = request
+    session._kvmtune_sent = sent
+    return sent
+
+
 class Cloud:
     """A named cloud from clouds.yaml; requests raise CloudError only."""
 
@@ -194,9 +285,45 @@ class Cloud:
         self.conn = conn
         self.requests = RequestLog()
         self.requests.install(conn.session.session)
+        self.sent = _harden(conn.session, name)
         for logger in ('keystoneauth', 'openstack'):
             if _RETRY_LINES not in logging.getLogger(logger).handlers:
                 logging.getLogger(logger).addHandler(_RETRY_LINES)
+
+    def failure(self, exc: BaseException) -> BaseException:
+        """What a call on ``conn`` raised, as the one CloudError line
+        naming the request, the request id it carried and the endpoint
+        (after its retries, or a write sent once); anything that is not
+        the cloud's or the client's is returned as it is."""
+        error = errors.from_exception(exc, self.name, self._secrets())
+        if not isinstance(error, errors.CloudError):
+            return error
+        last = self.requests.last
+        request = self.sent.request
+        if request is not None and self.sent.request_id:
+            endpoint = None
+            if last is not None and last[0] == request.split()[0]:
+                # openstacksdk names a path under the endpoint; the URL
+                # that left has all of it
+                endpoint = _endpoint_of(last[1])
+                request = errors.describe_request(*last) or request
+            if error.key is None:
+                error.key = request
+            _name_the_failure(error, request, self.sent.request_id,
+                              self.sent.retries, None, endpoint)
+        return error
+
+    @contextlib.contextmanager
+    def named(self) -> Iterator[None]:
+        """``with cloud.named(): conn.image...``: what the calls inside
+        raise leaves as Cloud.failure(exc)."""
+        try:
+            yield
+        except Exception as exc:
+            error = self.failure(exc)
+            if error is exc:
+                raise
+            raise error from None
 
     @classmethod
     def connect(cls, name: str) -> 'Cloud':
@@ -229,20 +356,26 @@ class Cloud:
         if body is not None:
             kwargs['json'] = body
         proxy = None
+        self.sent.retries = 0
         try:
             # Even the proxy may fail: it authenticates to find endpoints.
             proxy = getattr(self.conn, service)
-            _RETRY_LINES.start(self.name, f'{method} {path.split("?")[0]}')
             response = proxy.request(path, method, **kwargs)
             sdk_exc.raise_from_response(response)
         except Exception as exc:
             error = errors.from_exception(exc, self.name, self._secrets())
             if isinstance(error, errors.CloudError):
+                ours = self.sent.request_id == request_id
+                last = self.requests.last
+                # a write names the URL it went to, as Cloud.failure does
+                endpoint = _endpoint_of(last[1]) if (
+                    ours and method in WRITE_METHODS and last is not None
+                    and last[0] == method) else None
                 _name_the_failure(error, f'{method} {path.split("?")[0]}',
-                                  request_id, _RETRY_LINES.count, proxy)
+                                  request_id,
+                                  self.sent.retries if ours else 0, proxy,
+                                  endpoint)
             raise error
-        finally:
-            _RETRY_LINES.start(None, None)
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -258,20 +391,37 @@ class Cloud:
                              method, path, body)
 
 
+def _endpoint_of(url: str) -> str:
+    """'http://host:port/v2.1/flavors' from a full URL (no query)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    return f'{parts.scheme}://{parts.netloc}{parts.path}'
+
+
 def _name_the_failure(error: errors.CloudError, request: str,
-                      request_id: str, retries: int, proxy: Any) -> None:
+                      request_id: str, retries: int, proxy: Any,
+                      endpoint: str | None = None) -> None:
     """Add the request id kvmtune sent when the service gave none (and the
-    error is about that request, not the Keystone token before it), and,
-    after retries, the endpoint that kept failing."""
+    error is about that request, not the Keystone token before it); after
+    retries, the endpoint that kept failing; for a write, that it went
+    once to its endpoint and the run is to be made again."""
     method, path = request.split(' ', 1)
     ours = error.key is None or (error.key.startswith(method + ' ') and
                                  error.key.endswith(path))
     if ours and '(request ' not in error.problem:
         error.problem += f' (request {request_id})'
-    if retries:
+    if endpoint is None and proxy is not None and (
+            retries or method in WRITE_METHODS):
         try:
             endpoint = proxy.get_endpoint()
         except Exception:
             endpoint = None
+    if retries:
         error.problem += (f'; gave up after {retries} retries'
                           + (f' of {endpoint}' if endpoint else ''))
+    elif ours and method in WRITE_METHODS:
+        error.problem += ('; a write goes once, not retried'
+                          + (f' ({method} {endpoint})' if endpoint else ''))
+        again = 'then run the same command again: it converges'
+        error.fix = f'{error.fix}; {again}' if error.fix else again

@@ -19,6 +19,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -35,6 +37,7 @@ from tests.functional.conftest import kvmtune
 from tests.functional.conftest import kvmtune_process
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
+from tests.functional.conftest import Result
 from tests.functional.faultproxy import FaultProxy
 from tests.functional.test_flavors import expected_specs
 # module fixtures of the Rally sweep: the libvirt cloud, the bench image
@@ -337,7 +340,7 @@ _RETRY_LINE = re.compile(r'^kvmtune: cloud ' + FAULTY + r': (GET|HEAD) \S+: '
 
 def _proxied_cloud(admin, tmp_path, monkeypatch, stack, services):
     """clouds.yaml with the test cloud's clouds and FAULTY: kvmtune-admin
-    with each of ``services`` ('compute', 'placement') behind a
+    with each of ``services`` ('compute', 'image', 'placement') behind a
     FaultProxy of its own; returns {service: proxy}."""
     import os
 
@@ -350,7 +353,9 @@ def _proxied_cloud(admin, tmp_path, monkeypatch, stack, services):
              'api_timeout': API_TIMEOUT}
     proxies = {}
     for service in services:
-        endpoint = getattr(admin, service).get_endpoint()
+        # the catalog's URL, as a client starts from: Glance's is its root
+        # (its discovered /v2/ answers discovery with 401)
+        endpoint = admin.config.get_endpoint_from_catalog(service)
         proxy = stack.enter_context(FaultProxy(endpoint))
         cloud[f'{service}_endpoint_override'] = proxy.url(endpoint)
         proxies[service] = proxy
@@ -451,6 +456,8 @@ def test_a_failed_write_is_sent_once_and_the_rerun_converges(
     assert result.err.count('\n') == 1 and retry_lines(result.err) == [], \
         result.err
     assert f'flavor {unique} was not created' in result.err
+    assert (f'a write goes once, not retried (POST {faulty.root}/v2.1/'
+            'flavors/') in result.err, result.err
     posts = [s for s in faulty.seen
              if s[0] == 'POST' and s[1].endswith('/os-extra_specs')]
     assert len(posts) == 1 and posts[0][2] is not None, faulty.seen
@@ -554,6 +561,142 @@ def _rides_out_placement(proxy, argv, part):
     assert part(_json_out(kvmtune(command, '--os-cloud', FAULTY,
                                   *rest))) == plain
     return down
+
+
+# -- the main job's setup through the proxy ---------------------------------
+#
+# `kvmtune main-job --os-cloud FAULTY --setup-only`, its own process, with
+# Nova, Glance and Placement each behind a FaultProxy: openstacksdk's own
+# calls (the compute node list, the image upload, the base flavor) and
+# kvmtune's (the tuned flavors, host tag) go through them.
+
+JOB_TIMEOUT = 600
+_JOB_ERROR = re.compile(r'^main-job: error: (.*)$', re.M)
+
+
+@pytest.fixture
+def job_objects(admin, restore_traits):
+    """The image and the base flavor the main job makes, gone before it
+    runs (so that it uploads the image and POSTs the flavor through the
+    proxies); afterwards what the cloud did not have before is removed
+    (what it had, the job has made again)."""
+    from kvmtune import mainjob
+
+    base = mainjob.BASE_FLAVOR['name']
+    names = [base] + [f'{base}.{p}' for p in (
+        mainjob.BASE_PROFILE, 'pinned-hugepages', 'pinned-hugepages-ept')]
+    had = {n for n in names if admin.compute.find_flavor(n)}
+    had_image = bool(list(admin.image.images(name=mainjob.IMAGE_NAME)))
+    for image in admin.image.images(name=mainjob.IMAGE_NAME):
+        admin.image.delete_image(image)
+    if base in had:
+        admin.compute.delete_flavor(admin.compute.find_flavor(base))
+    yield names
+    for name in names:
+        flavor = admin.compute.find_flavor(name)
+        if flavor and name not in had:
+            admin.compute.delete_flavor(flavor)
+    if not had_image:
+        for image in admin.image.images(name=mainjob.IMAGE_NAME):
+            admin.image.delete_image(image)
+
+
+def main_job_setup(state_dir):
+    """`kvmtune main-job --os-cloud FAULTY --setup-only` as its own
+    process: (Result, its log's text)."""
+    env = dict(os.environ)
+    env.setdefault('KVMTUNE_IMAGE_CACHE', '/var/lib/kvmtune/build-cache')
+    env.pop('OS_CLOUD', None)
+    done = subprocess.run(
+        [sys.executable, '-m', 'kvmtune.cli', 'main-job', '--os-cloud',
+         FAULTY, '--max-vms', '1', '--state-dir', str(state_dir),
+         '--setup-only'], capture_output=True, text=True,
+        timeout=JOB_TIMEOUT, env=env)
+    log = state_dir / 'main-job.log'
+    return (Result(done.returncode, done.stdout, done.stderr),
+            log.read_text() if log.exists() else '')
+
+
+def _writes(proxies):
+    return [(m, p, fault) for proxy in proxies for m, p, fault in proxy.seen
+            if m not in ('GET', 'HEAD')]
+
+
+def test_main_job_setup_rides_out_read_faults_stops_on_a_write_reruns(
+        admin, tmp_path, monkeypatch, compute_node, job_objects):
+    """Reads (the compute node list, the image list) meet 503s and a
+    reset: each is retried after 0.5 s, then 1 s, with a line in the
+    job's log. The base flavor's POST /flavors meets a reset: it is
+    sent once, and the job stops on one line naming the request, the
+    endpoint and the request id it sent. A plain re-run makes the rest,
+    and a third run writes nothing: converged."""
+    from kvmtune import mainjob
+
+    with contextlib.ExitStack() as stack:
+        proxies = _proxied_cloud(admin, tmp_path, monkeypatch, stack,
+                                 ['compute', 'image', 'placement'])
+        nova, glance = proxies['compute'], proxies['image']
+        nova.fail_next(2, status=503, method='GET',
+                       path_part='/os-hypervisors')
+        glance.reset_next(1, method='GET', path_part='/images')
+        glance.fail_next(1, status=503, method='GET', path_part='/images')
+        nova.reset_next(1, method='POST', path_part='/flavors')
+        started = time.monotonic()
+        first, log = main_job_setup(tmp_path / 'state1')
+        seconds = [time.monotonic() - started]
+        print(f'\nfirst run: exit {first.rc}\n{first.out}{first.err}')
+        assert first.rc == 2, first.out + first.err
+        assert 'Traceback' not in first.out + first.err + log
+        assert 'main-job: image and base flavor: FAILED' in first.out
+        errors = _JOB_ERROR.findall(first.out)
+        assert len(errors) == 1, first.out
+        error = errors[0]
+        assert error.startswith(f'cloud {FAULTY}: POST /v2.1/flavors: '), \
+            error
+        assert re.search(r'\(request req-[0-9a-f-]{36}\)', error), error
+        assert f'(POST {nova.root}/' in error, error
+        assert 'a write goes once, not retried' in error, error
+        assert 'run the same command again' in error, error
+        # the reads: two 503s on the compute node list, a reset and a
+        # 503 on the image list, each retried with a line in the log
+        retried = [line for line in log.splitlines()
+                   if re.search(r'kvmtune: cloud ' + FAULTY + r': GET \S+: '
+                                r'(HTTP 503|connection failed); retry \d '
+                                r'of 3 in (0\.5|1\.0) s$', line)]
+        assert len(retried) == 4, log
+        assert sum('connection failed' in line for line in retried) == 1
+        assert nova.faults_left() == 0 and glance.faults_left() == 0
+        # the write went once and never reached Nova
+        posts = [w for w in _writes([nova]) if w[:2] == ('POST',
+                                                         '/v2.1/flavors')]
+        assert posts == [('POST', '/v2.1/flavors', 'reset')], nova.seen
+        base = mainjob.BASE_FLAVOR['name']
+        assert admin.compute.find_flavor(base) is None
+        images = list(admin.image.images(name=mainjob.IMAGE_NAME))
+        assert [i.status for i in images] == ['active'], images
+
+        started = time.monotonic()
+        again, log = main_job_setup(tmp_path / 'state2')
+        seconds.append(time.monotonic() - started)
+        print(f'\nre-run: exit {again.rc}\n{again.out}{again.err}')
+        assert again.rc == 0, again.out + again.err
+        assert 'set up for the sweep' in again.out
+        assert f'image {mainjob.IMAGE_NAME} unchanged' in again.out
+        assert f'flavor {base} created' in again.out
+        for proxy in proxies.values():
+            proxy.seen.clear()
+
+        started = time.monotonic()
+        third, log = main_job_setup(tmp_path / 'state3')
+        seconds.append(time.monotonic() - started)
+        assert third.rc == 0, third.out + third.err
+        assert f'flavor {base} exists' in third.out
+        assert _writes(proxies.values()) == []
+    assert len(list(admin.image.images(name=mainjob.IMAGE_NAME))) == 1
+    assert [n for n in job_objects if admin.compute.find_flavor(n)]
+    print(f'\nmain-job --setup-only through the proxies: '
+          f'{", ".join(f"{s:.0f} s" for s in seconds)} (faulted, re-run, '
+          f'converged: no writes)')
 
 
 # -- a sweep whose nova-compute dies, or whose cloud goes down ---------------

@@ -66,8 +66,13 @@ class Conn:
                 made.append(('flavor', kwargs))
 
             def hypervisors(self):
+                from openstack import exceptions as sdk_exc
+
                 if hypervisors is None:
-                    raise PermissionError('403')
+                    raise sdk_exc.ForbiddenException(
+                        message='Policy does not allow it')
+                if isinstance(hypervisors, Exception):
+                    raise hypervisors
                 return [types.SimpleNamespace(name=n) for n in hypervisors]
         self.compute = Compute()
 
@@ -128,3 +133,14 @@ def test_compute_node_names_or_none_when_hidden():
     assert cloud.compute_node_names(Conn(hypervisors=['a', 'b'])) == {
         'a', 'b'}
     assert cloud.compute_node_names(Conn(hypervisors=None)) == set()
+
+
+def test_a_cloud_that_fails_the_node_list_is_no_hidden_list():
+    # A 503 left after the retries is an error: read as "hidden", the
+    # job went on without tagging the compute, saying nothing.
+    from openstack import exceptions as sdk_exc
+
+    failed = sdk_exc.HttpException(message='Service Unavailable')
+    failed.status_code = 503
+    with pytest.raises(sdk_exc.HttpException):
+        cloud.compute_node_names(Conn(hypervisors=failed))

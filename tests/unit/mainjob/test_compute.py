@@ -8,6 +8,7 @@ whether the job tags, what it tells. Only the library calls that reach a
 cloud or nova.conf are stand-ins.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -293,6 +294,16 @@ class FakeConn:
         self.config = None
 
 
+class FakeCloud:
+    """kvmtune.openstack.connection.Cloud as the job uses it."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def named(self):
+        return contextlib.nullcontext()
+
+
 class FakeRally:
     def __init__(self, state_dir):
         self.dir = state_dir
@@ -336,9 +347,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(sweep, 'Rally', FakeRally)
     monkeypatch.setattr(job, '_report_step', lambda out, base, state: (
         'table\n', {'png': 'p.png', 'html': 'r.html'}))
-    import openstack
-    monkeypatch.setattr(openstack, 'connect',
-                        lambda cloud: FakeConn(this['hostname']))
+    monkeypatch.setattr(cloud, 'connect',
+                        lambda name: FakeCloud(FakeConn(this['hostname'])))
     rc = job.run(os_cloud='op', max_vms=1, runtime=5,
                  state_dir=str(tmp_path))
     assert rc == 0, capsys.readouterr().out

@@ -4,6 +4,8 @@ failed, 2 when a step could not run; quiet stdout that ends with how to
 stop the embedded cloud. The cloud, Rally and the report are stand-ins;
 what is decided (profile, counts that fit, lines shown) is the job's."""
 
+import contextlib
+
 import pytest
 
 from kvmtune.errors import CloudError
@@ -16,6 +18,15 @@ from kvmtune.mainjob import steps
 
 STOP = 'the embedded cloud keeps running for the next run; stop it with: ' \
     'kvmtune cloud down'
+
+
+class FakeCloud:
+    """kvmtune.openstack.connection.Cloud as the job uses it."""
+
+    conn = type('Conn', (), {'config': None})()
+
+    def named(self):
+        return contextlib.nullcontext()
 
 
 class FakeRally:
@@ -66,9 +77,7 @@ def local_job(monkeypatch, tmp_path):
     monkeypatch.setattr(job, '_report_step', lambda *a: (
         'disk sweep fio-randread-4k, flavor m1.bench.baseline\n 1 ...\n',
         {'png': 'p.png', 'html': 'r.html'}))
-    import openstack
-    monkeypatch.setattr(openstack, 'connect', lambda cloud: type(
-        'Conn', (), {'config': None})())
+    monkeypatch.setattr(cloud, 'connect', lambda name: FakeCloud())
     yield str(tmp_path)
     steps.OUT.close()
 
