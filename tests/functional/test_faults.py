@@ -46,6 +46,7 @@ from tests.functional.test_rally_sweep import bench_flavor_and_image  # noqa: F4
 from tests.functional.test_rally_sweep import conn  # noqa: F401
 from tests.functional.test_rally_sweep import FLAVOR as SWEEP_FLAVOR
 from tests.functional.test_rally_sweep import libvirt_cloud  # noqa: F401
+from tests.functional.test_rally_sweep import net_image  # noqa: F401
 
 # The spec that keeps a flavor unplaceable while kvmtune changes it; spelt
 # out here so that the test also runs against code that lacks it.
@@ -775,14 +776,16 @@ def rally_lines(monkeypatch):
     return lines
 
 
-def start_sweep(rally, tmp_path):
-    """The disk sweep at 1 VM in a thread; returns (thread, outcome)."""
+def start_sweep(rally, tmp_path, task='disk-scaling',
+                workload='fio-randread-4k', image=None):
+    """The sweep of ``task`` at 1 VM (the network one: 1 client and its
+    server guest) in a thread; returns (thread, outcome)."""
     from kvmtune import mainjob
     from kvmtune.mainjob import cloud as mainjob_cloud
     from kvmtune.mainjob import sweep
 
     args = dict(sweep.task_args(
-        1, 'fio-randread-4k', [SWEEP_FLAVOR], mainjob.IMAGE_NAME,
+        1, workload, [SWEEP_FLAVOR], image or mainjob.IMAGE_NAME,
         emulated=mainjob_cloud.local_cloud_emulated()),
         runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
     outcome = {}
@@ -791,7 +794,7 @@ def start_sweep(rally, tmp_path):
         started = time.monotonic()
         try:
             outcome['uuid'], outcome['sla_ok'] = rally.sweep(
-                sweep.task_path('disk-scaling'), args,
+                sweep.task_path(task), args,
                 str(tmp_path / 'results.json'), str(tmp_path / 'rally.html'))
         except BaseException as exc:    # the test names it
             outcome['error'] = exc
@@ -853,23 +856,20 @@ def wait_for(predicate, timeout, what):
     procs.wait_until(predicate, timeout, what, interval=1)
 
 
-@pytest.mark.compute('libvirt')
-def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
-                                                       tmp_path):
-    """nova-compute is SIGKILLed once the step's guest is ACTIVE and stays
-    dead until the sweep has ended. Console reads then fail (Nova's RPC
-    to the compute times out: HTTP 500) until the step's deadline; the
-    delete Nova first ignores (the server is 'deleting' while the
-    service still counts as up) is sent again until Nova deletes it
-    locally."""
+def kill_compute_mid_step(sweeping, lines, tmp_path, guests=1, **sweep):
+    """The sweep (start_sweep(**sweep)) with nova-compute SIGKILLed once
+    the step's ``guests`` are ACTIVE (the scenario's first "guests ready"
+    line) and dead until the sweep has ended, then started again. Checks
+    it ended within its own timeouts, its one client row is a no-result
+    the SLA names, never a figure; returns (rows, SLA detail, outcome,
+    seconds into the sweep of the kill)."""
     from kvmtune.testcloud import api
     from kvmtune.testcloud import procs
 
     rally, sdk, cloud = sweeping
-    lines = rally_lines
-    active = lines.when(r'kvmtune: guests ready \d+/1')
+    active = lines.when(rf'kvmtune: guests ready \d+/{guests}')
     started = time.monotonic()
-    thread, outcome = start_sweep(rally, tmp_path)
+    thread, outcome = start_sweep(rally, tmp_path, **sweep)
     try:
         assert active.wait(SWEEP_READY_TIMEOUT + 60), ''.join(lines.lines)
         compute = procs.load_state(api.layout())['services']['nova-compute']
@@ -882,14 +882,58 @@ def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
     assert 'error' not in outcome, outcome
     rows, sla = sweep_rows(tmp_path)
     assert [r['status'] for r in rows] == ['no-result'], rows
+    # lost, so no figure of it can reach an average
+    assert all(rows[0].get(k) is None for k in ('iops', 'gbit_s', 'tps'))
     assert not outcome['sla_ok']
     detail = next(s['detail'] for s in sla
                   if s['criterion'] == 'kvmtune_scaling')
     assert rows[0]['instance'] in detail and 'no valid result' in detail
-    nothing_left(sdk, {rows[0]['instance']})
+    return rows, detail, outcome, killed_at
+
+
+@pytest.mark.compute('libvirt')
+def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
+                                                       tmp_path):
+    """nova-compute is SIGKILLed once the step's guest is ACTIVE and stays
+    dead until the sweep has ended. Console reads then fail (Nova's RPC
+    to the compute times out: HTTP 500) until the step's deadline; the
+    delete Nova first ignores (the server is 'deleting' while the
+    service still counts as up) is sent again until Nova deletes it
+    locally."""
+    rows, detail, outcome, killed_at = kill_compute_mid_step(
+        sweeping, rally_lines, tmp_path)
+    nothing_left(sweeping[1], {rows[0]['instance']})
     print(f'\nnova-compute SIGKILLed {killed_at:.0f} s into the sweep; '
           f'the sweep ended after {outcome["seconds"]:.0f} s; guest row: '
           f'{rows[0]["status"]}: {rows[0]["reason"]}; SLA: {detail}')
+
+
+@pytest.mark.compute('libvirt')
+def test_a_network_sweep_whose_nova_compute_is_killed_mid_step(
+        sweeping, rally_lines, net_image, tmp_path):  # noqa: F811
+    """The network sweep (one server guest, one client, on the tenant
+    network Rally's network context makes), nova-compute SIGKILLed once
+    both are ACTIVE, as the disk sweep's above: it ends within its own
+    timeouts, the client counts invalid, and no server, port or volume
+    is left, nor the tenant network."""
+    from kvmtune.mainjob import cloud as mainjob_cloud
+
+    sdk = sweeping[1]
+    label = (' (emulated: QEMU TCG guests)'
+             if mainjob_cloud.local_cloud_emulated() else '')
+    networks = sorted(n.id for n in sdk.network.networks())
+    rows, detail, outcome, killed_at = kill_compute_mid_step(
+        sweeping, rally_lines, tmp_path, guests=2, task='network-scaling',
+        workload='iperf3-tcp-stream', image=net_image)
+    guests_seen = set(re.findall(r'console of ([0-9a-f-]{36}) unreadable',
+                                 ''.join(rally_lines.lines)))
+    assert rows[0]['instance'] in guests_seen, guests_seen
+    nothing_left(sdk, guests_seen)
+    assert sorted(n.id for n in sdk.network.networks()) == networks
+    print(f'\nnetwork sweep{label}, nova-compute SIGKILLed '
+          f'{killed_at:.0f} s into it; it ended after '
+          f'{outcome["seconds"]:.0f} s; client row: {rows[0]["status"]}: '
+          f'{rows[0]["reason"]}; SLA: {detail}')
 
 
 @pytest.mark.compute('libvirt')
