@@ -17,70 +17,42 @@ main job and the functional tests; plain arguments, results as data:
      computes=1, compute_facts=None, rotate_credentials=False)
                               a fresh cloud (the last up's passwords
                               unless rotated); returns its figures
-  down()                      stop exactly what up() started
+                              (the work: start.py)
+  down()                      stop exactly what up() started (stop.py)
   status()                    what runs, its ports, memory, computes;
                               None if down
   env()                       {name: value} for tests (no secrets)
   restart_compute(host=None)  after editing env()['KVMTUNE_NOVA_CONF']
-                              (or, with host, that compute's file)
+                              (or, with host, that compute's file;
+                              novacompute.py)
 
 Every function takes ``layout=None`` (then ``layout()``) and ``say``, a
 callable given each progress line (default: say nothing).
 """
 
-from collections.abc import Callable
 from collections.abc import Iterable
-from collections.abc import Mapping
-import concurrent.futures
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 from typing import Any
 from typing import IO
-from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.testcloud import config
 from kvmtune.testcloud import host
-from kvmtune.testcloud import neutron
+from kvmtune.testcloud import novacompute
 from kvmtune.testcloud import procs
-from kvmtune.testcloud import rest
 from kvmtune.testcloud import services
-
-if TYPE_CHECKING:
-    from kvmtune.facts.types import Facts
+from kvmtune.testcloud import start
+from kvmtune.testcloud import stop
+from kvmtune.testcloud.stop import STOP_HINT
 
 COMPUTE_MODES = ('fake', 'libvirt')
 NETWORKS = config.NETWORKS
 VIRT_TYPES = ('kvm', 'qemu')
-STOP_HINT = 'kvmtune cloud down'
-# How long `down` waits for a service to end on SIGTERM before it
-# SIGKILLs it and says so. Each stops within its own grace: Nova and
-# Neutron (oslo.service) [DEFAULT] graceful_shutdown_timeout = 10 s
-# (config.nova, neutron.neutron_conf; Neutron's default of 60 s made `down`
-# SIGKILL the RPC server and the OVS agent), the WSGI services (gunicorn)
-# --graceful-timeout 5 s; nova-compute may also be destroying guests.
-STOP_GRACE = 20
-# The OVS agent quits its loop and its RPC within quitting_rpc_timeout
-# (10 s) of SIGTERM, but its process never ends: os-ken's native hub
-# cannot stop the OpenFlow listener's thread (os_ken/lib/hub.py: kill() is
-# a no-op, StreamServer.serve_forever loops on accept()). It holds no
-# state: `down` SIGKILLs it once its own shutdown is over, and says so.
-STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 15}
-STOP_NOTE = {'neutron-openvswitch-agent':
-             "expected: os-ken's OpenFlow listener thread never ends"}
-DEFAULT_STOP_TIMEOUT = STOP_GRACE
-# the services `down` stops first, in this order; the switch comes last
-STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
-              'nova-scheduler', 'glance', 'placement', 'keystone',
-              'network') + neutron.STOP_ORDER
-# how progress lines are told (print, a log's, or _quiet)
-Say = Callable[[str], object]
 
 
 def _quiet(line: str) -> None:
@@ -129,24 +101,8 @@ def _resolve(given: config.Layout | None) -> config.Layout:
     return given if given is not None else layout()
 
 
-class Timer:
-    """Named phase durations, for the summary and timings.json."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.phases: dict[str, float] = {}
-
-    def phase(self, name: str, since: float) -> None:
-        self.phases[name] = round(time.monotonic() - since, 1)
-
-    def total(self) -> float:
-        return round(time.monotonic() - self.start, 1)
-
-
-# --- install ---------------------------------------------------------------
-
 def install(libvirt: bool = True, layout: config.Layout | None = None,
-            say: Say = _quiet, output: IO[Any] | None = None
+            say: procs.Say = _quiet, output: IO[Any] | None = None
             ) -> dict[str, Any]:
     """Install what is missing: Debian packages, the services' venv
     (pinned by files/constraints.txt), the fake driver; with ``libvirt``
@@ -158,7 +114,7 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
                'changed': [what was installed]}
     """
     lay = _resolve(layout)
-    timer = Timer()
+    timer = start.Timer()
     changed: list[str] = []
     t = time.monotonic()
     packages = host.APT_BASE + (host.APT_LIBVIRT if libvirt else ())
@@ -198,106 +154,9 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
             'changed': changed}
 
 
-# --- up ----------------------------------------------------------------------
-
-def _running_services(lay: config.Layout) -> dict[str, int]:
-    state = procs.load_state(lay)
-    return {n: p for n, p in state.get('services', {}).items()
-            if procs.alive(p)}
-
-
-def _check_ports_free(lay: config.Layout) -> None:
-    taken = ['%s %d' % (service, port)
-             for service, port in sorted(lay.ports.items())
-             if host.port_open(port)]
-    if taken:
-        raise CloudError('port in use on %s: %s'
-                         % (config.HOST, ', '.join(taken)),
-                         source='kvmtune.conf', key='[testcloud] *_port',
-                         fix='stop what listens there, or choose other '
-                             'ports')
-
-
-def _extra_facts(computes: int, compute_facts: Iterable[str] | None
-                 ) -> list[tuple[int, str, 'Facts']]:
-    """[(index, path, facts)] of computes 2..``computes``: the files given
-    first, then the shipped shapes (config.EXTRA_SHAPES); InputError for
-    a count out of range, a missing, unreadable or shapeless file."""
-    from kvmtune import facts as facts_mod
-
-    if isinstance(computes, bool) or not isinstance(computes, int) or \
-            not 1 <= computes <= config.MAX_COMPUTES:
-        raise InputError('--computes %r out of range' % (computes,),
-                         key='computes',
-                         fix='give 1 to %d (each extra compute takes ~150 '
-                             'MB)' % config.MAX_COMPUTES)
-    given = list(compute_facts or ())
-    if len(given) > computes - 1:
-        raise InputError('%d --compute-facts files for %d extra computes'
-                         % (len(given), computes - 1),
-                         key='compute_facts',
-                         fix='give at most one file per extra compute '
-                             '(--computes N has N-1), or raise --computes')
-    extras: list[tuple[int, str, 'Facts']] = []
-    for index in range(2, computes + 1):
-        if given:
-            path = os.path.abspath(given.pop(0))
-        else:
-            path = config.default_extra_facts(index, services.FILES)
-        if not os.path.isfile(path):
-            raise InputError('no such facts file', source=path,
-                             fix='give a file from kvmtune host inspect '
-                                 '--format json')
-        facts = facts_mod.load(path)    # InputError naming the problem
-        problem = config.check_extra_facts(facts)
-        if problem:
-            raise InputError('facts unusable for a fake compute: %s'
-                             % problem, source=path,
-                             fix='give a file from kvmtune host inspect '
-                                 '--format json of a host with NUMA nodes')
-        extras.append((index, path, facts))
-    return extras
-
-
-def _check_host_name(name: str, indexes: Iterable[int]) -> None:
-    """The first compute takes this machine's host name: an extra compute
-    must not have it too."""
-    taken = [config.extra_host(i) for i in indexes
-             if config.extra_host(i) == name]
-    if taken:
-        raise InputError('this machine is named %s, the host name of an '
-                         'extra compute' % name, key='computes',
-                         fix='rename the machine or use fewer --computes')
-
-
-def _prepare_extra_computes(lay: config.Layout,
-                            extras: Iterable[tuple[int, str, 'Facts']]
-                            ) -> list[dict[str, Any]]:
-    """Write each extra compute's facts copy and file; its state entry."""
-    computes: list[dict[str, Any]] = []
-    for index, source, facts in extras:
-        shared, dedicated = config.extra_cpu_sets(facts)
-        entry: dict[str, Any] = {
-            'index': index, 'host': config.extra_host(index),
-            'driver': 'fake', 'service': config.extra_service(index),
-            'conf': lay.extra_compute_conf(index),
-            'facts': lay.extra_compute_facts(index),
-            'facts_source': source,
-            'state_path': lay.extra_state_path(index),
-            'cpu_shared_set': shared, 'cpu_dedicated_set': dedicated,
-            'provider': None}
-        procs.write_file(entry['facts'], json.dumps(facts, indent=2))
-        procs.write_file(entry['conf'], config.render(config.extra_compute(
-            lay, index, shared, dedicated)), 0o600)
-        os.makedirs(os.path.join(entry['state_path'], 'lock'),
-                    exist_ok=True)
-        computes.append(entry)
-    return computes
-
-
 def up(compute: str = 'fake', network: str | None = None,
        facts: str | None = None, virt_type: str | None = None,
-       layout: config.Layout | None = None, say: Say = _quiet,
+       layout: config.Layout | None = None, say: procs.Say = _quiet,
        computes: int = 1, compute_facts: Iterable[str] | None = None,
        rotate_credentials: bool = False) -> dict[str, Any]:
     """Start a fresh cloud: databases, RabbitMQ vhost and state directory
@@ -316,12 +175,12 @@ def up(compute: str = 'fake', network: str | None = None,
     etc/nova/nova-compute-<i>.conf, state path data/nova-compute-<i> (so
     its own compute_id and resource provider) and log. Its shape is a
     facts JSON: the files of ``compute_facts`` in order, then the shapes
-    shipped in files/hosts/ (config.EXTRA_SHAPES: compute 2 a 2-socket
-    Intel with 1 GiB pages, compute 3 a 4-node AMD EPYC with 2 MiB
-    pages, compute 4 a real 2-socket Intel capture). Its [compute]
+    shipped in files/hosts/ (novacompute.EXTRA_SHAPES: compute 2 a
+    2-socket Intel with 1 GiB pages, compute 3 a 4-node AMD EPYC with
+    2 MiB pages, compute 4 a real 2-socket Intel capture). Its [compute]
     cpu_shared_set is the first online CPU of a NUMA node and its thread
     siblings (VCPU), cpu_dedicated_set every other online CPU in a node
-    (PCPU): config.extra_cpu_sets.
+    (PCPU): novacompute.extra_cpu_sets.
 
     :param compute: 'fake' (Nova's fake driver reporting a real NUMA
         topology) or 'libvirt' (real QEMU guests)
@@ -330,7 +189,7 @@ def up(compute: str = 'fake', network: str | None = None,
     :param facts: a kvmtune facts JSON file: the fake compute's host shape
     :param virt_type: libvirt's 'kvm' or 'qemu'; default: detected
     :param computes: how many nova-compute services (1 to
-        config.MAX_COMPUTES)
+        novacompute.MAX_COMPUTES)
     :param compute_facts: facts JSON files of computes 2, 3, ...
     :param rotate_credentials: new passwords instead of the last up's
     :returns: {'mode', 'network', 'virt_type', 'seconds', 'phases',
@@ -353,317 +212,38 @@ def up(compute: str = 'fake', network: str | None = None,
         raise InputError('unknown virt type %r' % virt_type,
                          key='virt_type',
                          fix='one of: %s' % ', '.join(VIRT_TYPES))
-    extras = _extra_facts(computes, compute_facts)
-    _check_host_name(socket.gethostname(), [i for i, _, _ in extras])
-    if _running_services(lay):
+    extras = novacompute.extra_facts(computes, compute_facts)
+    novacompute.check_host_name(socket.gethostname(),
+                                [i for i, _, _ in extras])
+    if start.running_services(lay):
         raise CloudError('a cloud is already up', source=lay.root,
                          fix='run: %s' % STOP_HINT)
-    _clean_after_crash(lay, say)
+    stop.clean_after_crash(lay, say)
     if facts and not os.path.isfile(facts):
         raise InputError('no such facts file', source=facts,
                          fix='give a file from kvmtune host inspect '
                              '--format json')
-    _check_ports_free(lay)
-    timer = Timer()
-    virt_type = virt_type or host.detect_virt_type()
-    state: dict[str, Any] = {
-             'mode': compute, 'network': network, 'services': {},
-             'virt_type': virt_type if compute == 'libvirt' else None,
-             'facts': os.path.abspath(facts) if facts else None,
-             'ports': lay.ports}
-    for sub in ('etc', 'data', 'log', 'run'):
-        shutil.rmtree(os.path.join(lay.root, sub), ignore_errors=True)
-        os.makedirs(os.path.join(lay.root, sub), exist_ok=True)
-    os.chmod(lay.root, 0o700)
-    secrets, credentials = services.load_secrets(lay.secrets,
-                                                 rotate_credentials)
-    procs.write_file(lay.secrets, json.dumps(secrets), 0o600)
-    pids = state['services']
-
-    t = time.monotonic()
-    state['started_mariadb'] = host.ensure_mariadb()
-    procs.save_state(lay, state)
-    state['started_rabbitmq'] = host.ensure_rabbitmq()
-    procs.save_state(lay, state)
-    services.install_driver(lay)
-    services.write_configs(lay, secrets, compute, virt_type, network)
-    state['computes'] = _prepare_extra_computes(lay, extras)
-    procs.save_state(lay, state)
-    timer.phase('prepare', t)
-
-    t = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        vhost = pool.submit(host.reset_rabbit_vhost)
-        ovs = (pool.submit(neutron.start_ovs, lay, pids)
-               if network == 'neutron' else None)
-        try:
-            host.reset_databases(secrets)
-            if compute == 'libvirt':
-                state['started_daemons'] = host.ensure_libvirtd(lay, say)
-            vhost.result()
-            if ovs:
-                state['started_ovs'] = ovs.result()
-        finally:
-            procs.save_state(lay, state)
-    if network == 'stub':
-        pids['network'] = procs.start(lay, 'network', [
-            sys.executable, '-m', 'kvmtune.testcloud.netstub',
-            '--port', str(lay.ports['network'])])
-    timer.phase('databases' + (', ovs' if network == 'neutron' else ''), t)
-
-    t = time.monotonic()
-
-    def timed(name: str, chain: Callable[..., None], *chain_args: Any
-              ) -> None:
-        chain(*chain_args)
-        timer.phase('sync+start ' + name, t)
-
-    with concurrent.futures.ThreadPoolExecutor(5) as pool:
-        chains = [
-            pool.submit(timed, 'keystone', services.keystone_chain, lay,
-                        secrets, pids, network),
-            pool.submit(timed, 'placement', services.placement_chain, lay,
-                        pids),
-            pool.submit(timed, 'glance', services.glance_chain, lay, pids),
-            pool.submit(timed, 'nova', services.nova_chain, lay, pids)]
-        if network == 'neutron':
-            chains.append(pool.submit(timed, 'neutron',
-                                      services.neutron_chain, lay, pids))
-        try:
-            for future in chains:
-                future.result()
-        finally:
-            procs.save_state(lay, state)
-
-    t = time.monotonic()
-    # They authenticate to Keystone when they start: users must exist.
-    for service in ('nova-conductor', 'nova-scheduler'):
-        pids[service] = procs.start(lay, service, [
-            lay.bin(service), '--config-file', lay.nova_conf])
-    pids['nova-compute'] = services.start_compute(lay, state)
-    for extra in state['computes']:
-        pids[extra['service']] = services.start_extra_compute(lay, extra)
-    procs.save_state(lay, state)
-    for service in ('placement', 'glance', 'nova-api', 'network'):
-        rest.wait_http(lay.url(service), 60)
-    token = services.admin_token(lay, secrets)
-    extra_hosts = [extra['host'] for extra in state['computes']]
-
-    def computes_alive() -> None:
-        for service in ['nova-compute'] + [
-                extra['service'] for extra in state['computes']]:
-            if not procs.alive(pids[service]):
-                raise CloudError('%s exited while registering' % service,
-                                 source=lay.log_file(service),
-                                 fix='read the end of this log')
-    # Three nova-computes starting on 2 shared cores take longer.
-    providers = services.wait_providers(
-        lay, token, extra_hosts, 1 + len(extra_hosts),
-        180 + 60 * len(extra_hosts), computes_alive)
-    first = [p for name, p in sorted(providers.items())
-             if name not in extra_hosts]
-    if len(first) != 1:
-        raise CloudError('resource providers %s: not one first compute '
-                         'beside %s' % (', '.join(sorted(providers)),
-                                        ', '.join(extra_hosts)),
-                         source=lay.root, fix='run: %s; then up again'
-                         % STOP_HINT)
-    provider = first[0]
-    for name in [provider['name']] + extra_hosts:
-        services.map_host(lay, name, 120)
-    state['compute_host'] = provider['name']
-    state['provider'] = provider['uuid']
-    for extra in state['computes']:
-        extra['provider'] = providers[extra['host']]['uuid']
-    procs.save_state(lay, state)
-    timer.phase('compute%s registered+mapped' % (
-        's' if extra_hosts else ''), t)
-    if network == 'neutron':
-        t = time.monotonic()
-        neutron.wait_agent(lay, token, 120, pids['neutron-openvswitch-agent'])
-        timer.phase('neutron ovs agent alive', t)
-
-    procs.write_file(lay.clouds_yaml, config.clouds_yaml(lay, secrets),
-                     0o600)
-    state['up_seconds'] = timer.total()
-    procs.save_state(lay, state)
-    timings = {'mode': compute, 'network': network,
-               'up_seconds': state['up_seconds'],
-               'phases': timer.phases, 'at': time.time()}
-    procs.write_file(lay.timings, json.dumps(timings, indent=2))
-    listed = []
-    for entry in procs.computes_of(state, lay):
-        listed.append(dict(entry, inventory=_totals(
-            lay, token, entry['provider']), rss_kb=procs.tree_rss_kb(
-            pids[entry['service']]) if entry['index'] > 1 else None))
-    return {'mode': compute, 'network': network,
-            'virt_type': state['virt_type'], 'credentials': credentials,
-            'seconds': state['up_seconds'], 'phases': timer.phases,
-            'compute_host': provider['name'], 'provider': provider['uuid'],
-            'inventory': listed[0]['inventory'],
-            'clouds_yaml': lay.clouds_yaml,
-            'compute_conf': lay.compute_conf, 'computes': listed}
+    start.check_ports_free(lay)
+    return start.start(lay, compute, network, facts, virt_type, extras,
+                       rotate_credentials, say)
 
 
-def _clean_after_crash(lay: config.Layout, say: Say) -> None:
-    """Clean up after a cloud whose services all died (SIGKILL, OOM, a
-    reboot) without `down`: what still runs with its marker (helpers,
-    libvirtd), its guests' libvirt domains (read from its Nova database
-    before up() empties it), its bridges and stale pid ledger. Nothing
-    to do after a `down`."""
-    state = procs.load_state(lay)
-    if not (state.get('services') or procs.owned_pids(lay) or
-            os.path.exists(lay.ledger)):
-        return
-    say('a cloud in %s was not taken down (its services died): cleaning '
-        'up what it left' % lay.root)
-    if state.get('mode') == 'libvirt' and \
-            host.virsh('version').returncode != 0:
-        # QEMU guests outlive libvirtd; only it can destroy them.
-        host.ensure_libvirtd(lay, say)
-    stopped = down(layout=lay, say=say)
-    say('cleaned up: %s' % (', '.join(stopped) or 'stale state only'))
-
-
-def _totals(lay: config.Layout, token: str, provider: str) -> dict[str, int]:
-    """{resource class: total} of a provider."""
-    inventory = rest.placement_inventories(
-        lay.url('placement'), token, provider)['inventories']
-    return {rc: inv['total'] for rc, inv in sorted(inventory.items())}
-
-
-# --- down, restart-compute, status, env --------------------------------------
-
-def _libvirt_domains_of_cloud() -> list[str]:
-    """UUIDs of libvirt domains that are instances of this cloud."""
-    try:
-        ours = set(host.mysql('SELECT uuid FROM nova.instances').split())
-    except CloudError:
-        return []
-    listed = host.virsh('list', '--all', '--uuid')
-    return [u for u in listed.stdout.split() if u in ours]
-
-
-def _is_compute(service: str) -> bool:
-    """'nova-compute' and the extra computes' 'nova-compute-<i>'."""
-    return service == 'nova-compute' or service.startswith('nova-compute-')
-
-
-def _stop(say: Say, named: Mapping[str, int], timeout: float) -> list[str]:
-    """SIGTERM the {name: pid} processes, SIGKILL those still running
-    ``timeout`` s later, one line each; returns the names killed."""
-    killed = procs.terminate(list(named.values()), timeout)
-    names = [n for n, p in named.items() if p in killed]
-    for name in names:
-        say('%s (pid %d) still running %d s after SIGTERM: SIGKILL%s'
-            % (name, named[name], timeout, ' (%s)' % STOP_NOTE[name]
-               if name in STOP_NOTE else ''))
-    return names
-
-
-def down(layout: config.Layout | None = None, say: Say = _quiet) -> list[str]:
+def down(layout: config.Layout | None = None, say: procs.Say = _quiet
+         ) -> list[str]:
     """Stop exactly what up() started (its ledger and marked processes),
     and MariaDB, RabbitMQ, Open vSwitch only when up() started them.
 
-    Every service gets SIGTERM and STOP_GRACE s (nova-compute
-    STOP_TIMEOUT's) to end; one still running then is SIGKILLed, with a
+    Every service gets SIGTERM and stop.STOP_GRACE s (nova-compute
+    stop.STOP_TIMEOUT's) to end; one still running then is SIGKILLed, with a
     line naming it.
 
     :returns: the names of what was stopped (empty when nothing ran)
     """
-    lay = _resolve(layout)
-    state = procs.load_state(lay)
-    pids = state.get('services', {})
-    if state.get('mode') == 'libvirt' and \
-            host.virsh('version').returncode == 0:
-        for domain in _libvirt_domains_of_cloud():
-            host.virsh('destroy', domain)
-            host.virsh('undefine', domain, '--nvram')
-            say('destroyed domain %s' % domain)
-    stopped: list[str] = []
-    # Every nova-compute at once (each may take its graceful shutdown
-    # time), before the services they report to.
-    computes = sorted(name for name, pid in pids.items()
-                      if _is_compute(name) and procs.alive(pid))
-    if computes:
-        killed = _stop(say, {n: pids[n] for n in computes},
-                       STOP_TIMEOUT['nova-compute'])
-        stopped += [n + (' (SIGKILL)' if n in killed else '')
-                    for n in computes]
-    ovs = ('ovs-vswitchd', 'ovsdb-server')
-    for name in STOP_ORDER + tuple(sorted(set(pids) - set(STOP_ORDER) -
-                                          set(ovs))):
-        pid = pids.get(name)
-        if pid and procs.alive(pid):
-            killed = _stop(say, {name: pid}, STOP_TIMEOUT.get(
-                name, DEFAULT_STOP_TIMEOUT))
-            stopped.append(name + (' (SIGKILL)' if killed else ''))
-    if state.get('network') == 'neutron':
-        names = {p: n for n, p in pids.items()}
-        stopped += neutron.stop_ovs(state, lambda p: _stop(
-            say, {names.get(x, 'pid %d' % x): x for x in p},
-            DEFAULT_STOP_TIMEOUT))
-    # What is left with our marker: gunicorn workers, privsep daemons,
-    # virtlogd/libvirtd when this cloud started them.
-    leftovers = procs.owned_pids(lay)
-    if leftovers:
-        _stop(say, {'helper %s' % (procs.cmdline(p)[:40] or '?'): p
-                    for p in leftovers}, DEFAULT_STOP_TIMEOUT)
-        stopped.append('%d helper processes' % len(leftovers))
-    if state.get('started_rabbitmq'):
-        subprocess.call(['rabbitmqctl', '-q', 'stop'])
-        subprocess.call(['epmd', '-kill'], stderr=subprocess.DEVNULL)
-        stopped.append('rabbitmq')
-    if state.get('started_mariadb'):
-        try:
-            with open('/run/mysqld/mysqld.pid') as f:
-                pid = int(f.read())
-        except (OSError, ValueError):
-            pid = None      # it died with the cloud: nothing to stop
-        if pid and procs.alive(pid):
-            _stop(say, {'mariadb': pid}, 60)
-            stopped.append('mariadb')
-    if os.path.exists(lay.ledger):
-        os.remove(lay.ledger)
-    if state:
-        state['services'] = {}
-        state['started_mariadb'] = state['started_rabbitmq'] = False
-        state['started_ovs'] = False
-        procs.save_state(lay, state)
-    return stopped
-
-
-def _compute_inventory_logged(log: str, offset: int, provider: str) -> bool:
-    import re
-
-    with open(log, 'rb') as f:
-        f.seek(offset)
-        text = f.read().decode(errors='replace')
-    return re.search(r'(Inventory has not changed|Updated inventory) for '
-                     r'provider %s' % provider, text) is not None
-
-
-def _find_compute(lay: config.Layout, state: Mapping[str, Any],
-                  host_name: str | None) -> dict[str, Any]:
-    """The compute entry (procs.computes_of) named ``host_name``, the
-    first compute when None."""
-    computes = procs.computes_of(state, lay)
-    if not computes or not state.get('services'):
-        raise CloudError('no cloud is up', source=lay.root,
-                         fix='run: kvmtune cloud up')
-    if host_name is None:
-        return computes[0]
-    for entry in computes:
-        if entry['host'] == host_name:
-            return entry
-    raise InputError('no compute host %r in this cloud' % host_name,
-                     source=lay.state, key='--host',
-                     fix='one of: %s' % ', '.join(
-                         str(e['host']) for e in computes))
+    return stop.stop_all(_resolve(layout), say)
 
 
 def restart_compute(layout: config.Layout | None = None,
-                    say: Say = _quiet, host: str | None = None
+                    say: procs.Say = _quiet, host: str | None = None
                     ) -> dict[str, Any]:
     """Restart a nova-compute (it reads its files again) and wait until
     it has reported its inventory to Placement.
@@ -674,38 +254,7 @@ def restart_compute(layout: config.Layout | None = None,
     :returns: {'seconds': float, 'host': name,
                'inventory': {class: total}}
     """
-    lay = _resolve(layout)
-    state = procs.load_state(lay)
-    entry = _find_compute(lay, state, host)
-    service = entry['service']
-    pid = state['services'].get(service)
-    if not pid:
-        raise CloudError('no cloud is up', source=lay.root,
-                         fix='run: kvmtune cloud up')
-    started = time.monotonic()
-    log = lay.log_file(service)
-    if procs.alive(pid):
-        procs.terminate([pid], STOP_TIMEOUT['nova-compute'])
-    offset = os.path.getsize(log)
-    services.install_driver(lay)
-    if entry['index'] == 1:
-        pid = services.start_compute(lay, state)
-    else:
-        pid = services.start_extra_compute(lay, entry)
-    state['services'][service] = pid
-    procs.save_state(lay, state)
-
-    def reported() -> bool:
-        if not procs.alive(pid):
-            raise CloudError('%s exited (bad configuration?)' % service,
-                             source=log, fix='read the end of this log')
-        return _compute_inventory_logged(log, offset, entry['provider'])
-    procs.wait_until(reported, 180, '%s inventory report' % service)
-    with open(lay.secrets) as f:
-        token = services.admin_token(lay, json.load(f))
-    return {'seconds': round(time.monotonic() - started, 1),
-            'host': entry['host'],
-            'inventory': _totals(lay, token, entry['provider'])}
+    return novacompute.restart(_resolve(layout), say, host)
 
 
 def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
@@ -734,7 +283,7 @@ def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
                           'cmdline': procs.cmdline(pid)})
     # the ports this cloud was started with (the options may have changed)
     ports = state.get('ports') or lay.ports
-    computes = _compute_status(lay, state)
+    computes = novacompute.statuses(lay, state)
     return {'root': lay.root, 'mode': state.get('mode'),
             'network': state.get('network', 'stub'),
             'virt_type': state.get('virt_type'),
@@ -748,34 +297,6 @@ def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
                                   if not procs.alive(p)),
             'computes': computes,
             'clouds_yaml': lay.clouds_yaml, 'stop': STOP_HINT}
-
-
-def _compute_status(lay: config.Layout, state: Mapping[str, Any]
-                    ) -> list[dict[str, Any]]:
-    """procs.computes_of entries with 'pid', 'running', 'rss_kb' (the
-    process tree's VmRSS) and 'inventory' ({class: total} from Placement,
-    None when Placement or Keystone does not answer)."""
-    pids = state.get('services', {})
-    token = None
-    try:
-        with open(lay.secrets) as f:
-            token = services.admin_token(lay, json.load(f))
-    except (OSError, ValueError, KeyError, rest.HTTPError):
-        pass
-    listed = []
-    for entry in procs.computes_of(state, lay):
-        pid = pids.get(entry['service'])
-        running = bool(pid) and procs.alive(pid)
-        inventory = None
-        if token and entry.get('provider'):
-            try:
-                inventory = _totals(lay, token, entry['provider'])
-            except (OSError, ValueError, KeyError, rest.HTTPError):
-                pass
-        listed.append(dict(entry, pid=pid, running=running,
-                           rss_kb=procs.tree_rss_kb(pid) if running else 0,
-                           inventory=inventory))
-    return listed
 
 
 def env(layout: config.Layout | None = None) -> dict[str, str]:

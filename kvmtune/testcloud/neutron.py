@@ -40,7 +40,7 @@ INT_BRIDGE = 'br-int'
 PHYS_BRIDGE = 'br-phys'
 PHYSNET = 'physnet1'
 VLAN_RANGE = '100:199'
-# Stopped by api.down in this order; the switch after them (stop_ovs).
+# Stopped by stop.stop_all in this order; the switch after them (stop_ovs).
 STOP_ORDER = ('neutron-openvswitch-agent', 'neutron-rpc-server',
               'neutron-api')
 PRIVSEP_SECTIONS = ('privsep', 'privsep_dhcp_release', 'privsep_ovs_vsctl',
@@ -84,7 +84,7 @@ def neutron_conf(layout: config.Layout, secrets: Mapping[str, str]
             # No DHCP agent: nothing to notify.
             'dhcp_agent_notification': 'false',
             # oslo.service's grace after SIGTERM (default 60 s), as Nova's:
-            # `down` waits api.STOP_GRACE, then SIGKILLs.
+            # `down` waits stop.STOP_GRACE, then SIGKILLs.
             'graceful_shutdown_timeout': 10,
             # network-vif-plugged/unplugged events to Nova.
             'notify_nova_on_port_status_changes': 'true',

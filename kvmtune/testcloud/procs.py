@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from kvmtune.testcloud.config import Layout
 
 OWNER_ENV = 'KVMTUNE_CLOUD_OWNER'
+# how progress lines are told (print, a log's, or say nothing)
+Say = Callable[[str], object]
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str,

@@ -4,7 +4,7 @@
 SIGKILLed comes up by itself: no "a cloud is already up", no manual
 clean-up; the crashed cloud's guest (its libvirt domain and tap) does not
 outlive it. `kvmtune cloud down` then stops every service on SIGTERM
-within its bound (kvmtune.testcloud.api.STOP_GRACE), SIGKILLing none.
+within its bound (kvmtune.testcloud.stop.STOP_GRACE), SIGKILLing none.
 
 This module takes the cloud down and brings up a fresh one (new
 databases and credentials), which would pull the cloud from under the
@@ -25,6 +25,7 @@ import pytest
 from kvmtune.testcloud import api
 from kvmtune.testcloud import host
 from kvmtune.testcloud import procs
+from kvmtune.testcloud import stop
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import BENCH_IMAGE
 from tests.functional.conftest import PREFIX
@@ -107,7 +108,7 @@ def test_cloud_down_stops_every_service_within_its_grace(test_cloud):
     ends on SIGTERM within its bound (STOP_GRACE s, nova-compute and the
     OVS agent STOP_TIMEOUT's). Only the OVS agent is SIGKILLed, with the
     line saying why, after its own shutdown: its process never ends
-    (api.STOP_NOTE). Before: the RPC server was SIGKILLed too (Neutron's
+    (stop.STOP_NOTE). Before: the RPC server was SIGKILLed too (Neutron's
     60 s graceful_shutdown_timeout)."""
     conn = connect()
     server, tap = guest_on_a_network(conn)
@@ -123,7 +124,7 @@ def test_cloud_down_stops_every_service_within_its_grace(test_cloud):
     agent = 'neutron-openvswitch-agent'
     assert len(killed) == 2 and killed[0].startswith(f'{agent} (pid '), out
     assert killed[0].endswith(f'still running 15 s after SIGTERM: SIGKILL '
-                              f'({api.STOP_NOTE[agent]})'), out
+                              f'({stop.STOP_NOTE[agent]})'), out
     assert f'{agent} (SIGKILL)' in killed[1] and \
         killed[1].count('SIGKILL') == 1, out
     with open(agent_log, 'rb') as f:
@@ -131,6 +132,6 @@ def test_cloud_down_stops_every_service_within_its_grace(test_cloud):
         assert b'Agent caught SIGTERM, quitting daemon loop' in f.read()
     assert server not in host.virsh('list', '--all', '--uuid').stdout
     assert not pathlib.Path('/sys/class/net', tap).exists()
-    print(f'\ncloud down in {seconds:.0f} s (bound: {api.STOP_GRACE} s a '
-          f'service, nova-compute {api.STOP_TIMEOUT["nova-compute"]} s):'
+    print(f'\ncloud down in {seconds:.0f} s (bound: {stop.STOP_GRACE} s a '
+          f'service, nova-compute {stop.STOP_TIMEOUT["nova-compute"]} s):'
           f' {out.strip().splitlines()[-1]}')
