@@ -287,6 +287,13 @@ def test_missing_cloud_name_and_unreachable_cloud(tmp_path):
                            INTEL_HOST,
                            env={'OS_CLIENT_CONFIG_FILE': str(clouds)})
     assert down.rc == 2
-    assert down.err.startswith('kvmtune: error: cloud down: cannot reach '
-                               'http://127.0.0.1:1/v3/auth/tokens')
+    # The version discovery (a read) is retried, a line each (design 9.8);
+    # then one error line naming the endpoint and the request id.
+    *retries, error = down.err.splitlines()
+    assert retries == [f'kvmtune: cloud down: GET /v3: connection failed; '
+                       f'retry {n} of 3 in {wait} s'
+                       for n, wait in ((1, 0.5), (2, 1.0), (3, 2.0))]
+    assert error.startswith('kvmtune: error: cloud down: cannot reach '
+                            'http://127.0.0.1:1/v3/auth/tokens')
+    assert '(request req-' in error
     assert 'p4ss-not-shown' not in down.err
