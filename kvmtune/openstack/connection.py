@@ -11,7 +11,7 @@ Reads are retried, writes are not (issue 25). A GET or HEAD that meets a
 connection failure, a timeout or HTTP 502/503/504 is sent again by
 keystoneauth's own retry loop (keystoneauth1/session.py ``_send_request``:
 ``connect_retries``, ``status_code_retries``, ``retriable_status_codes``,
-a delay from 0.5 s doubling), at most ``READ_RETRIES`` times, with one
+a delay from 0.5 s doubling), at most ``retries.READ_RETRIES`` times, with one
 stderr line per retry. A write is sent once: a reset after Nova took it
 would make a second one a duplicate, and running the command again
 converges instead. Every request carries a request id kvmtune made
@@ -43,18 +43,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.openstack import errors
+from kvmtune.openstack import retries
 
 COMPUTE_MICROVERSION = '2.86'
 PLACEMENT_MICROVERSION = '1.6'
 
 _LIBRARY_LOGGERS = ('keystoneauth', 'openstack', 'stevedore')
 
-WRITE_METHODS = frozenset({'POST', 'PUT', 'PATCH', 'DELETE'})
-READ_METHODS = frozenset({'GET', 'HEAD'})
-# Waits of 0.5, 1 and 2 s (keystoneauth's exponential delay): a control
-# plane restart of a few seconds is ridden out, a dead one named quickly.
-READ_RETRIES = 3
-RETRIABLE_STATUS_CODES = [502, 503, 504]
 
 KILL_AFTER_CALL_ENV = 'KVMTUNE_TEST_KILL_AFTER_CALL'
 
@@ -93,7 +88,7 @@ class RequestLog:
     @property
     def writes(self) -> int:
         return sum(n for m, n in self.counts.items()
-                   if m in WRITE_METHODS) - self.token_requests
+                   if m in retries.WRITE_METHODS) - self.token_requests
 
     @property
     def total(self) -> int:
@@ -163,120 +158,6 @@ class _CountingAdapter:
         self._adapter.close()
 
 
-class _RetryLines(logging.Handler):
-    """One stderr line per retry keystoneauth makes: it logs a warning
-    whose arguments carry the delay (and the status code or the error)
-    before it sleeps and sends again."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.cloud: str | None = None
-        # 'GET /v2.1/flavors/detail' being sent
-        self.request: str | None = None
-        self.count = 0
-        # the requests sent around this one: a Keystone token or a version
-        # document is fetched inside the request that needs it
-        self._outer: list[tuple[str | None, str | None, int]] = []
-
-    def start(self, cloud: str | None, request: str | None) -> None:
-        self.cloud, self.request, self.count = cloud, request, 0
-
-    def push(self, cloud: str | None, request: str | None) -> None:
-        self._outer.append((self.cloud, self.request, self.count))
-        self.start(cloud, request)
-
-    def pop(self) -> int:
-        """The retries of the request pushed last; the one around it is
-        current again."""
-        count = self.count
-        self.cloud, self.request, self.count = self._outer.pop()
-        return count
-
-    def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, dict) else {}
-        if self.request is None or 'delay' not in args:
-            return
-        self.count += 1
-        if 'code' in args:
-            what = f'HTTP {args["code"]}'
-        elif 'Timeout' in type(args.get('e')).__name__:
-            what = 'timed out'
-        else:
-            what = 'connection failed'
-        sys.stderr.write(f'kvmtune: cloud {self.cloud}: {self.request}: '
-                         f'{what}; retry {self.count} of {READ_RETRIES} '
-                         f'in {args["delay"]:.1f} s\n')
-
-
-_RETRY_LINES = _RetryLines()
-
-
-class Sent:
-    """What the session sent last: 'GET /v2.1/flavors' as the caller
-    named it, the request id it carried, the retries it took."""
-
-    def __init__(self) -> None:
-        self.request: str | None = None
-        self.request_id: str | None = None
-        self.retries = 0
-
-
-def _header(headers: Any, name: str) -> str | None:
-    for key, value in dict(headers or {}).items():
-        if key.lower() == name.lower() and value:
-            return str(value)
-    return None
-
-
-def _harden(session: Any, cloud: str) -> Sent:
-    """Every request of the keystoneauth ``session`` (openstacksdk's
-    calls and Cloud's alike): a read is retried (READ_RETRIES, keystoneauth's
-    loop, a line each), a write goes once, each carries a request id
-    kvmtune made unless the caller gave one; ``sent`` says which went
-    last."""
-    import urllib.parse
-
-    installed: Sent | None = getattr(session, '_kvmtune_sent', None)
-    if installed is not None:
-        return installed
-    sent = Sent()
-    send = session.request
-
-    def request(url: str, method: str, **kwargs: Any) -> Any:
-        verb = method.upper()
-        if verb in READ_METHODS:
-            for key, value in (('connect_retries', READ_RETRIES),
-                               ('status_code_retries', READ_RETRIES),
-                               ('retriable_status_codes',
-                                RETRIABLE_STATUS_CODES)):
-                if kwargs.get(key) is None:
-                    kwargs[key] = value
-        else:
-            # a reset after the service took it: a second one would be a
-            # duplicate (design 9.8); the command is run again instead
-            kwargs['connect_retries'] = 0
-            kwargs['status_code_retries'] = 0
-        request_id = (kwargs.get('global_request_id') or
-                      _header(kwargs.get('headers'),
-                              'X-OpenStack-Request-ID') or
-                      f'req-{uuid.uuid4()}')
-        kwargs['global_request_id'] = request_id
-        name = f'{verb} {urllib.parse.urlsplit(url).path or url}'
-        _RETRY_LINES.push(cloud, name)
-        retries = 0
-        try:
-            return send(url, method, **kwargs)
-        finally:
-            retries = _RETRY_LINES.pop()
-            # after the token or version document fetched inside it
-            sent.request, sent.request_id, sent.retries = (
-                name, request_id, retries)
-
-    session.request = request
-    session._kvmtune_sent = sent
-    return sent
-
-
 class Cloud:
     """A named cloud from clouds.yaml; requests raise CloudError only."""
 
@@ -285,10 +166,10 @@ class Cloud:
         self.conn = conn
         self.requests = RequestLog()
         self.requests.install(conn.session.session)
-        self.sent = _harden(conn.session, name)
+        self.sent = retries.harden(conn.session, name)
         for logger in ('keystoneauth', 'openstack'):
-            if _RETRY_LINES not in logging.getLogger(logger).handlers:
-                logging.getLogger(logger).addHandler(_RETRY_LINES)
+            if retries.RETRY_LINES not in logging.getLogger(logger).handlers:
+                logging.getLogger(logger).addHandler(retries.RETRY_LINES)
 
     def failure(self, exc: BaseException) -> BaseException:
         """What a call on ``conn`` raised, as the one CloudError line
@@ -347,12 +228,13 @@ class Cloud:
         from openstack import exceptions as sdk_exc
 
         request_id = f'req-{uuid.uuid4()}'
-        retries = READ_RETRIES if method in READ_METHODS else 0
+        tries = (retries.READ_RETRIES if method in retries.READ_METHODS
+                 else 0)
         kwargs = {'microversion': microversion,
                   'global_request_id': request_id,
-                  'connect_retries': retries,
-                  'status_code_retries': retries,
-                  'retriable_status_codes': RETRIABLE_STATUS_CODES}
+                  'connect_retries': tries,
+                  'status_code_retries': tries,
+                  'retriable_status_codes': retries.RETRIABLE_STATUS_CODES}
         if body is not None:
             kwargs['json'] = body
         proxy = None
@@ -369,8 +251,8 @@ class Cloud:
                 last = self.requests.last
                 # a write names the URL it went to, as Cloud.failure does
                 endpoint = _endpoint_of(last[1]) if (
-                    ours and method in WRITE_METHODS and last is not None
-                    and last[0] == method) else None
+                    ours and method in retries.WRITE_METHODS
+                    and last is not None and last[0] == method) else None
                 _name_the_failure(error, f'{method} {path.split("?")[0]}',
                                   request_id,
                                   self.sent.retries if ours else 0, proxy,
@@ -400,7 +282,7 @@ def _endpoint_of(url: str) -> str:
 
 
 def _name_the_failure(error: errors.CloudError, request: str,
-                      request_id: str, retries: int, proxy: Any,
+                      request_id: str, tries: int, proxy: Any,
                       endpoint: str | None = None) -> None:
     """Add the request id kvmtune sent when the service gave none (and the
     error is about that request, not the Keystone token before it); after
@@ -412,15 +294,15 @@ def _name_the_failure(error: errors.CloudError, request: str,
     if ours and '(request ' not in error.problem:
         error.problem += f' (request {request_id})'
     if endpoint is None and proxy is not None and (
-            retries or method in WRITE_METHODS):
+            tries or method in retries.WRITE_METHODS):
         try:
             endpoint = proxy.get_endpoint()
         except Exception:
             endpoint = None
-    if retries:
-        error.problem += (f'; gave up after {retries} retries'
+    if tries:
+        error.problem += (f'; gave up after {tries} retries'
                           + (f' of {endpoint}' if endpoint else ''))
-    elif ours and method in WRITE_METHODS:
+    elif ours and method in retries.WRITE_METHODS:
         error.problem += ('; a write goes once, not retried'
                           + (f' ({method} {endpoint})' if endpoint else ''))
         again = 'then run the same command again: it converges'
