@@ -31,8 +31,8 @@ What it promises (doc/design.md section 8):
   by a killed writer are removed under the lock.
 - Every failure is one InputError line naming the file and the fix; on a
   filesystem mounted read-only the line says so, naming the mount
-  (read_only_error: "permission denied" would mislead, root is refused
-  too).
+  (kvmtune.filesystem.read_only_error: "permission denied" would mislead,
+  root is refused too).
 """
 
 import contextlib
@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from typing import cast
 
 from kvmtune import filereplace
+from kvmtune import filesystem
 from kvmtune.errors import InputError
 
 _KINDS = (
@@ -184,34 +185,6 @@ def _acquire(real: str, source: object) -> int:
                  source, 'stop the other program writing it')
 
 
-def read_only_error(path: str, source: object = None) -> InputError | None:
-    """The one line for a ``path`` (a file, or where one would be made) on
-    a filesystem mounted read-only, naming the mount and the fix; None
-    when its filesystem is writable (or cannot be looked at).
-
-    A filesystem that went read-only (remounted after an I/O error, a
-    read-only bind mount, a container's root) refuses root too, so
-    "permission denied" or "run as root" would send the user the wrong
-    way."""
-    probe = path
-    while not os.path.lexists(probe):
-        parent = os.path.dirname(probe.rstrip('/')) or '.'
-        if parent == probe:
-            return None
-        probe = parent
-    try:
-        if not os.statvfs(probe).f_flag & os.ST_RDONLY:
-            return None
-    except OSError:
-        return None
-    mount = filereplace.mount_point_of(probe)
-    return _error(f'is on a read-only filesystem (mounted read-only at '
-                  f'{mount}); nothing was written', source or path,
-                  f'remount it read-write: mount -o remount,rw {mount} '
-                  '(after I/O errors, check the disk first); or give a '
-                  'path on a writable filesystem')
-
-
 def check_writable(path: str, source: object = None,
                    fix: str | None = None) -> str:
     """Refuse, before anything is written, what write_atomic() would
@@ -222,7 +195,7 @@ def check_writable(path: str, source: object = None,
     real, old = resolve(path, source, fix)
     fix = fix or 'give a path in a directory you may write'
     directory = os.path.dirname(real)
-    read_only = read_only_error(real, source)
+    read_only = filesystem.read_only_error(real, source)
     if read_only is not None:
         raise read_only
     if old is not None:
@@ -271,12 +244,12 @@ def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
         except InputError as exc:
             if exc.source:
                 raise
-            raise read_only_error(real, source) or InputError(
+            raise filesystem.read_only_error(real, source) or InputError(
                 exc.problem, source=source, key=exc.key,
                 fix=exc.fix or fix) from None
         except OSError as exc:
             name = exc.filename or real
-            read_only = read_only_error(real, source) \
+            read_only = filesystem.read_only_error(real, source) \
                 if exc.errno == errno.EROFS else None
             if read_only is not None:
                 raise read_only from None

@@ -22,11 +22,11 @@ import contextlib
 import fcntl
 import glob
 import os
-import re
 import stat
 import struct
 import tempfile
 
+from kvmtune import filesystem
 from kvmtune.errors import InputError
 
 _TEMP_INFIX = '.kvmtune-'
@@ -50,34 +50,6 @@ def _flags(fd: int) -> int:
         return flags
     except OSError:
         return 0        # the filesystem has no such flags
-
-
-def _mount_points() -> set[str]:
-    points = set()
-    try:
-        with open('/proc/self/mountinfo', encoding='utf-8',
-                  errors='replace') as handle:
-            for line in handle:
-                fields = line.split()
-                if len(fields) > 4:
-                    points.add(re.sub(r'\\([0-7]{3})',
-                                      lambda m: chr(int(m.group(1), 8)),
-                                      fields[4]))
-    except OSError:
-        pass
-    return points
-
-
-def mount_point_of(path: str) -> str:
-    """The mount point of the filesystem holding the existing ``path``
-    (fileio names it when that filesystem is read-only)."""
-    real = os.path.realpath(path)
-    found = '/'
-    for point in _mount_points():
-        inside = real == point or real.startswith(point.rstrip('/') + '/')
-        if inside and len(point) > len(found):
-            found = point
-    return found
 
 
 def xattrs(fd: int) -> dict[str, bytes]:
@@ -117,7 +89,7 @@ def needs_in_place(real: str, old: os.stat_result,
                    attrs: dict[str, bytes]) -> str | None:
     if old.st_nlink > 1:
         return 'it has other hard links'
-    if real in _mount_points():
+    if real in filesystem.mount_points():
         return 'it is a mount point (a bind-mounted file)'
     if not os.access(os.path.dirname(real), os.W_OK | os.X_OK):
         return 'its directory is not writable'

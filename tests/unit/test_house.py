@@ -19,7 +19,8 @@ UNIT = os.path.join(paths.REPO, 'tests', 'unit')
 # it and from its own line, as long as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'extras', 'conf',
-     'privileged', 'nova_releases', 'filereplace', 'yamlinput'},
+     'privileged', 'nova_releases', 'filereplace', 'yamlinput',
+     'filesystem'},
     {'facts'},
     {'tuning'},
     {'openstack'},
