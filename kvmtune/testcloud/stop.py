@@ -29,7 +29,6 @@ STOP_GRACE = 20
 STOP_TIMEOUT = {'nova-compute': 60, 'neutron-openvswitch-agent': 15}
 STOP_NOTE = {'neutron-openvswitch-agent':
              "expected: os-ken's OpenFlow listener thread never ends"}
-DEFAULT_STOP_TIMEOUT = STOP_GRACE
 # the services `down` stops first, in this order; the switch comes last
 STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
               'nova-scheduler', 'glance', 'placement', 'keystone',
@@ -110,19 +109,19 @@ def stop_all(lay: config.Layout, say: procs.Say) -> list[str]:
         pid = pids.get(name)
         if pid and procs.alive(pid):
             killed = _stop(say, {name: pid}, STOP_TIMEOUT.get(
-                name, DEFAULT_STOP_TIMEOUT))
+                name, STOP_GRACE))
             stopped.append(name + (' (SIGKILL)' if killed else ''))
     if state.get('network') == 'neutron':
         names = {p: n for n, p in pids.items()}
         stopped += neutron.stop_ovs(state, lambda p: _stop(
             say, {names.get(x, 'pid %d' % x): x for x in p},
-            DEFAULT_STOP_TIMEOUT))
+            STOP_GRACE))
     # What is left with our marker: gunicorn workers, privsep daemons,
     # virtlogd/libvirtd when this cloud started them.
     leftovers = procs.owned_pids(lay)
     if leftovers:
         _stop(say, {'helper %s' % (procs.cmdline(p)[:40] or '?'): p
-                    for p in leftovers}, DEFAULT_STOP_TIMEOUT)
+                    for p in leftovers}, STOP_GRACE)
         stopped.append('%d helper processes' % len(leftovers))
     if state.get('started_rabbitmq'):
         subprocess.call(['rabbitmqctl', '-q', 'stop'])

@@ -32,7 +32,7 @@ def lay(tmp_path, monkeypatch):
     lay = config.Layout(str(tmp_path / 'cloud'))
     for path in (lay.log, lay.run):
         os.makedirs(path)
-    monkeypatch.setattr(stop, 'DEFAULT_STOP_TIMEOUT', 1)
+    monkeypatch.setattr(stop, 'STOP_GRACE', 1)
     yield lay
     procs.terminate(procs.owned_pids(lay), 5)
 
