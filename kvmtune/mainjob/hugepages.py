@@ -70,7 +70,7 @@ def plan_for(profile: 'Profile', facts: 'Facts') -> 'Plan':
     here, before the job changes anything."""
     from kvmtune.tuning import plan as plans
 
-    [plan] = plans.for_host([profile.path], facts=facts)
+    [plan] = plans.for_host([profile], facts=facts)
     return plan
 
 
