@@ -105,7 +105,7 @@ def rally(conn, bench_flavor_and_image, tmp_path_factory):
     return r
 
 
-def sweep(rally, tmp_path, progress=None, **args):
+def run_sweep(rally, tmp_path, progress=None, **args):
     out = str(tmp_path / 'results.json')
     uuid, sla_ok = rally.sweep(
         DISK_TASK, dict(sweep.task_args(
@@ -164,8 +164,8 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     shown = []
     progress = sweep.Progress([FLAVOR], {FLAVOR: [1, 2]},
                               show=shown.append, tty=False)
-    doc, sla_ok, page = sweep(rally, tmp_path, progress, max_vms=2,
-                              min_share=0.25)
+    doc, sla_ok, page = run_sweep(rally, tmp_path, progress, max_vms=2,
+                                  min_share=0.25)
     # the job followed the sweep in Rally's database: a line per step
     assert [line.split(', per-VM ')[0] for line in shown] == [
         f'sweep: {FLAVOR}, 1 VM(s): guests valid 1/1',
@@ -188,8 +188,8 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
 def test_cpu_sweep_gives_events_per_second(rally, conn, tmp_path):
     # The CPU workload through the same scenario (target none: the guest
     # needs no data disk), started by the signal as the disk sweep is.
-    doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=2,
-                           workload='sysbench-cpu', runtime=5)
+    doc, sla_ok, _ = run_sweep(rally, tmp_path, max_vms=2,
+                               workload='sysbench-cpu', runtime=5)
     for r in valid_rows(doc, 2):
         assert r['tool'] == 'sysbench' and r['events_s'] > 0, r
         assert r['emulated'] is _emulated(), r
@@ -201,8 +201,8 @@ def test_a_bad_job_fails_the_sla_and_leaves_nothing(rally, conn, tmp_path):
     # the guest refuses a target that is no block device and says why;
     # the old start_at mode (start_mode "at"), which waits for verdicts
     # from the guessed common start instead of ready lines
-    doc, sla_ok, _ = sweep(rally, tmp_path, max_vms=1, target='/dev/vdz',
-                           start_mode='at')
+    doc, sla_ok, _ = run_sweep(rally, tmp_path, max_vms=1, target='/dev/vdz',
+                               start_mode='at')
     assert not sla_ok
     (_, _, data, sla), = rally_results.workloads(doc)
     detail = next(s['detail'] for s in sla

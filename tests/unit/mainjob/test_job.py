@@ -154,9 +154,9 @@ def test_report_step_reports_a_real_sweep(tmp_path, capsys):
 
     from tests import paths
 
-    sweep = os.path.join(paths.FIXTURES, 'outputs',
-                         'rally-disk-sweep-1-6-10-signal-tcg.json')
-    table, out = job._report_step(sweep, None, str(tmp_path))
+    rally_json = os.path.join(paths.FIXTURES, 'outputs',
+                              'rally-disk-sweep-1-6-10-signal-tcg.json')
+    table, out = job._report_step(rally_json, None, str(tmp_path))
     assert 'per-VM IOPS' in table and '10/10' in table
     with open(out['png'], 'rb') as f:
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
