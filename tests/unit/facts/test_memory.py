@@ -14,20 +14,12 @@ from kvmtune.facts.hostfs import HostFiles
 from tests import paths
 
 SMT = os.path.join(paths.HOSTS, 'real', '32intel64-2p8co2t+8ve')
-PVM = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
 
 
 @pytest.fixture
 def tree(tmp_path):
     root = tmp_path / 'host'
     shutil.copytree(SMT, root, symlinks=True)
-    return root
-
-
-@pytest.fixture
-def pvm_tree(tmp_path):
-    root = tmp_path / 'pvm'
-    shutil.copytree(PVM, root)
     return root
 
 

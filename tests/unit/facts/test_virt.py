@@ -11,23 +11,9 @@ import pytest
 from kvmtune import facts as host_facts
 from kvmtune.facts import virt
 from kvmtune.facts.hostfs import HostFiles
-from tests import paths
+from tests.unit.facts.conftest import write
 
-PVM = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
 NONE = {'kvm': None, 'kvm_intel': None, 'kvm_amd': None, 'kvm_pvm': None}
-
-
-@pytest.fixture
-def tree(tmp_path):
-    root = tmp_path / 'host'
-    shutil.copytree(PVM, root)
-    return root
-
-
-def write(root, path, text):
-    full = root / path
-    full.parent.mkdir(parents=True, exist_ok=True)
-    full.write_text(text)
 
 
 def add_vmx(root):
@@ -36,42 +22,42 @@ def add_vmx(root):
         cpuinfo.replace('flags\t\t: fpu', 'flags\t\t: vmx ept fpu'))
 
 
-def test_hardware_nested_off_beats_nothing_but_not_pvm(tree):
-    add_vmx(tree)
-    write(tree, 'sys/module/kvm_intel/parameters/nested', 'N\n')
-    write(tree, 'sys/module/kvm_intel/parameters/ept', 'Y\n')
-    virt = host_facts.gather(str(tree))['virt']
+def test_hardware_nested_off_beats_nothing_but_not_pvm(pvm_tree):
+    add_vmx(pvm_tree)
+    write(pvm_tree, 'sys/module/kvm_intel/parameters/nested', 'N\n')
+    write(pvm_tree, 'sys/module/kvm_intel/parameters/ept', 'Y\n')
+    virt = host_facts.gather(str(pvm_tree))['virt']
     assert virt['mechanism'] == 'vmx'
     assert virt['ept'] is True
     # kvm_pvm is still there, so nested guests are possible through it.
     assert (virt['nested'], virt['nested_mechanism']) == (True, 'pvm')
-    shutil.rmtree(tree / 'sys/module/kvm_pvm')
-    virt = host_facts.gather(str(tree))['virt']
+    shutil.rmtree(pvm_tree / 'sys/module/kvm_pvm')
+    virt = host_facts.gather(str(pvm_tree))['virt']
     assert (virt['nested'], virt['nested_mechanism']) == (False, None)
 
 
-def test_nested_unknown_when_parameter_is_missing(tree):
-    add_vmx(tree)
-    shutil.rmtree(tree / 'sys/module/kvm_pvm')
-    write(tree, 'sys/module/kvm_intel/parameters/ept', 'N\n')
-    virt = host_facts.gather(str(tree))['virt']
+def test_nested_unknown_when_parameter_is_missing(pvm_tree):
+    add_vmx(pvm_tree)
+    shutil.rmtree(pvm_tree / 'sys/module/kvm_pvm')
+    write(pvm_tree, 'sys/module/kvm_intel/parameters/ept', 'N\n')
+    virt = host_facts.gather(str(pvm_tree))['virt']
     assert (virt['nested'], virt['nested_mechanism']) == (None, None)
     assert virt['ept'] is False
 
 
-def test_vendor_module_without_its_cpu_flag_is_ignored(tree):
+def test_vendor_module_without_its_cpu_flag_is_ignored(pvm_tree):
     # A kernel may build in kvm_intel on an AMD CPU: it drives nothing.
-    write(tree, 'sys/module/kvm_intel/parameters/nested', 'Y\n')
-    virt = host_facts.gather(str(tree))['virt']
+    write(pvm_tree, 'sys/module/kvm_intel/parameters/nested', 'Y\n')
+    virt = host_facts.gather(str(pvm_tree))['virt']
     assert virt['mechanism'] == 'pvm'
     assert virt['nested_mechanism'] == 'pvm'
 
 
-def test_no_kvm_at_all(tree):
-    shutil.rmtree(tree / 'sys/module')
-    os.unlink(tree / 'dev/kvm')
-    os.unlink(tree / 'kvmtune-capture.json')
-    virt = host_facts.gather(str(tree))['virt']
+def test_no_kvm_at_all(pvm_tree):
+    shutil.rmtree(pvm_tree / 'sys/module')
+    os.unlink(pvm_tree / 'dev/kvm')
+    os.unlink(pvm_tree / 'kvmtune-capture.json')
+    virt = host_facts.gather(str(pvm_tree))['virt']
     assert virt['kvm_device'] is False
     assert virt['kvm_usable'] is None
     assert virt['mechanism'] is None
@@ -80,10 +66,10 @@ def test_no_kvm_at_all(tree):
                                'kvm_amd': None, 'kvm_pvm': None}
 
 
-def test_probe_of_a_device_that_is_not_kvm(tree):
+def test_probe_of_a_device_that_is_not_kvm(pvm_tree):
     # The marker file in a captured tree is not a KVM device: a forced
     # probe must fail with the reason, not raise.
-    virt = host_facts.gather(str(tree), probe_kvm=True)['virt']
+    virt = host_facts.gather(str(pvm_tree), probe_kvm=True)['virt']
     assert virt['kvm_usable'] is False
     assert virt['kvm_error'].startswith('KVM_GET_API_VERSION')
 
@@ -127,33 +113,34 @@ def test_mechanism_and_ept(loaded, flags, mechanism, ept):
     assert virt.ept(loaded, flags) is ept
 
 
-def test_hypervisor_vendor_of_a_guest(tree):
-    files = HostFiles(str(tree))
+def test_hypervisor_vendor_of_a_guest(pvm_tree):
+    files = HostFiles(str(pvm_tree))
     # the capture's clock sources: tsc kvm-clock
     assert virt.hypervisor_vendor(files, ['hypervisor']) == 'KVM'
     # not a guest, or flags unknown: no vendor named
     assert virt.hypervisor_vendor(files, ['vmx']) is None
     assert virt.hypervisor_vendor(files, None) is None
-    write(tree, 'sys/hypervisor/type', 'xen\n')
-    assert virt.hypervisor_vendor(HostFiles(str(tree)),
+    write(pvm_tree, 'sys/hypervisor/type', 'xen\n')
+    assert virt.hypervisor_vendor(HostFiles(str(pvm_tree)),
                                   ['hypervisor']) == 'Xen'
 
 
-def test_hypervisor_vendor_unknown_clocksource(tree):
-    write(tree, virt.CLOCKSOURCES.lstrip('/'), 'tsc hpet\n')
-    assert virt.hypervisor_vendor(HostFiles(str(tree)),
+def test_hypervisor_vendor_unknown_clocksource(pvm_tree):
+    write(pvm_tree, virt.CLOCKSOURCES.lstrip('/'), 'tsc hpet\n')
+    assert virt.hypervisor_vendor(HostFiles(str(pvm_tree)),
                                   ['hypervisor']) is None
-    write(tree, virt.CLOCKSOURCES.lstrip('/'), 'hyperv_clocksource_tsc_page\n')
-    assert virt.hypervisor_vendor(HostFiles(str(tree)),
+    write(pvm_tree, virt.CLOCKSOURCES.lstrip('/'),
+          'hyperv_clocksource_tsc_page\n')
+    assert virt.hypervisor_vendor(HostFiles(str(pvm_tree)),
                                   ['hypervisor']) == 'Microsoft'
 
 
-def test_module_params_skips_unreadable_and_knows_unloaded(tree):
-    files = HostFiles(str(tree))
+def test_module_params_skips_unreadable_and_knows_unloaded(pvm_tree):
+    files = HostFiles(str(pvm_tree))
     assert virt.module_params(files, 'kvm_amd') is None
-    write(tree, 'sys/module/kvm_amd/parameters/npt', 'Y\n')
-    os.mkdir(tree / 'sys/module/kvm_amd/parameters/write_only')
-    assert virt.module_params(HostFiles(str(tree)), 'kvm_amd') == {
+    write(pvm_tree, 'sys/module/kvm_amd/parameters/npt', 'Y\n')
+    os.mkdir(pvm_tree / 'sys/module/kvm_amd/parameters/write_only')
+    assert virt.module_params(HostFiles(str(pvm_tree)), 'kvm_amd') == {
         'npt': 'Y'}
 
 
