@@ -4,31 +4,14 @@ named like a profile is passed over."""
 
 import json
 import os
-import textwrap
 
 import pytest
 
 from kvmtune import cli
 from tests import hang
-
-SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
-           'nested-host', 'net-tuned', 'pinned-hugepages',
-           'pinned-hugepages-ept']
-
-GOOD = """\
-    description: test profile
-    source: doc/sources.md [S4]
-    tuners:
-      - name: cpu_pinning
-        params: {thread_policy: isolate}
-      - ept
-    """
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
+from tests.profilefiles import GOOD
+from tests.profilefiles import SHIPPED
+from tests.profilefiles import write
 
 
 @pytest.fixture

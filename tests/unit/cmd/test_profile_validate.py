@@ -1,24 +1,9 @@
 """``kvmtune profile validate``: one OK line naming the tuners and the
 extra specs count, or the first problem as one line, exit 2."""
 
-import textwrap
-
 from kvmtune import cli
-
-GOOD = """\
-    description: test profile
-    source: doc/sources.md [S4]
-    tuners:
-      - name: cpu_pinning
-        params: {thread_policy: isolate}
-      - ept
-    """
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
+from tests.profilefiles import GOOD
+from tests.profilefiles import write
 
 
 def test_profile_validate(tmp_path, capsys):

@@ -2,7 +2,6 @@
 
 import os
 import re
-import textwrap
 
 import pytest
 
@@ -10,16 +9,9 @@ from kvmtune.tuning import profiles
 from kvmtune.errors import InputError
 from tests import hang
 from tests import paths
-
-SHIPPED = ['baseline', 'cpu-pinning', 'hugepages', 'io-tuned',
-           'nested-host', 'net-tuned', 'pinned-hugepages',
-           'pinned-hugepages-ept']
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
+from tests.profilefiles import GOOD
+from tests.profilefiles import SHIPPED
+from tests.profilefiles import write
 
 
 def error_line(path):
@@ -28,16 +20,6 @@ def error_line(path):
     line = err.value.line()
     assert '\n' not in line
     return line
-
-
-GOOD = """\
-    description: test profile
-    source: doc/sources.md [S4]
-    tuners:
-      - name: cpu_pinning
-        params: {thread_policy: isolate}
-      - ept
-    """
 
 
 def test_shipped_profiles_load_and_cite_a_seed():
