@@ -38,10 +38,6 @@ LAYER = {group: n for n, line in enumerate(LAYERS) for group in line}
 # Tempest's tests, which are tests themselves.
 NOT_MIRRORED = ('testcloud/files/', 'tempest_plugin/tests/')
 
-# Modules whose mirrored test file is still to be written (issue 23: this
-# list only shrinks; the test fails once a listed module has its file).
-MISSING = set()
-
 # Test files that mirror no single module, each with what it tests.
 TOPICS = {
     'test_accel.py': 'tests/accel.py, the accelerator the functional tier '
@@ -194,18 +190,11 @@ def _mirrored():
             and not rel.startswith(NOT_MIRRORED)]
 
 
-@pytest.mark.parametrize('rel', sorted(set(_mirrored()) - MISSING))
+@pytest.mark.parametrize('rel', sorted(_mirrored()))
 def test_module_has_its_mirrored_test_file(rel):
     test = os.path.join(UNIT, _mirror(rel))
     assert os.path.isfile(test), (
         f'kvmtune/{rel}: its tests belong in tests/unit/{_mirror(rel)}')
-
-
-def test_the_missing_list_only_shrinks():
-    done = sorted(rel for rel in MISSING
-                  if os.path.isfile(os.path.join(UNIT, _mirror(rel))))
-    gone = sorted(MISSING - set(_mirrored()))
-    assert (done, gone) == ([], []), 'remove these from MISSING'
 
 
 def test_every_test_file_mirrors_a_module_or_names_its_topic():
