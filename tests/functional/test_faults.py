@@ -35,6 +35,7 @@ from tests.functional.conftest import find_flavor
 from tests.functional.conftest import INTEL_HOST
 from tests.functional.conftest import kvmtune
 from tests.functional.conftest import kvmtune_process
+from tests.functional.conftest import main_job_objects_kept
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
 from tests.functional.conftest import Result
@@ -586,20 +587,12 @@ def job_objects(admin, restore_traits):
     base = mainjob.BASE_FLAVOR['name']
     names = [base] + [f'{base}.{p}' for p in (
         mainjob.BASE_PROFILE, 'pinned-hugepages', 'pinned-hugepages-ept')]
-    had = {n for n in names if admin.compute.find_flavor(n)}
-    had_image = bool(list(admin.image.images(name=mainjob.IMAGE_NAME)))
-    for image in admin.image.images(name=mainjob.IMAGE_NAME):
-        admin.image.delete_image(image)
-    if base in had:
-        admin.compute.delete_flavor(admin.compute.find_flavor(base))
-    yield names
-    for name in names:
-        flavor = admin.compute.find_flavor(name)
-        if flavor and name not in had:
-            admin.compute.delete_flavor(flavor)
-    if not had_image:
+    with main_job_objects_kept(admin, names) as had:
         for image in admin.image.images(name=mainjob.IMAGE_NAME):
             admin.image.delete_image(image)
+        if base in had:
+            admin.compute.delete_flavor(admin.compute.find_flavor(base))
+        yield names
 
 
 def main_job_setup(state_dir):

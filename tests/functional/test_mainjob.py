@@ -37,6 +37,7 @@ from tests.functional.conftest import ADMIN
 from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import NR_HUGEPAGES
 from tests.functional.conftest import kvmtune
+from tests.functional.conftest import main_job_objects_kept
 from tests.functional.conftest import provider_traits
 
 pytestmark = pytest.mark.compute('libvirt')
@@ -109,17 +110,9 @@ def operator_tuned_compute(test_cloud, admin, host_hugepages):
 def job_leftovers(admin):
     """What the job leaves in the cloud, removed after the assertions
     when the cloud did not have it before."""
-    names = [mainjob.BASE_FLAVOR['name']] + FLAVORS
-    had = {n for n in names if admin.compute.find_flavor(n)}
-    had_image = bool(list(admin.image.images(name=mainjob.IMAGE_NAME)))
-    yield
-    for name in names:
-        flavor = admin.compute.find_flavor(name)
-        if flavor and name not in had:
-            admin.compute.delete_flavor(flavor)
-    if not had_image:
-        for image in admin.image.images(name=mainjob.IMAGE_NAME):
-            admin.image.delete_image(image)
+    with main_job_objects_kept(admin,
+                               [mainjob.BASE_FLAVOR['name']] + FLAVORS):
+        yield
 
 
 def report_table(out):
