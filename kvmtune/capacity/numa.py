@@ -136,10 +136,19 @@ def node_units(nodes: Iterable[Node], request: 'NumaRequest'
 def _spread(units: Iterable[int], k: int) -> int:
     """Instances of k guest nodes, each on k different host nodes: the
     largest t with sum(min(units_n, t)) >= k * t."""
-    t = 0
-    while sum(min(u, t + 1) for u in units) >= k * (t + 1):
-        t += 1
-    return t
+    units = list(units)
+    # sum(min(u, t)) - k * t is concave in t and 0 at t = 0, so the t
+    # that hold form one range [0, best]: a binary search over it, at most
+    # log2(sum / k) steps whatever the units (a node without pinned CPUs
+    # has "unlimited" CPU units).
+    low, high = 0, sum(units) // max(k, 1)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(u, mid) for u in units) >= k * mid:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def fit(nodes: Iterable[Node], request: 'NumaRequest') -> tuple[int, str]:

@@ -14,6 +14,7 @@ import pytest
 from kvmtune import facts as host_facts
 from kvmtune.capacity import numa
 from kvmtune.capacity import request
+from tests import hang
 from tests import paths
 from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
@@ -175,3 +176,36 @@ def test_servers_already_there_use_their_nodes():
     after = numa.fit(numa.host_nodes(facts, dedicated,
                                      [({'id': 'a'}, topology)]), wanted)[0]
     assert after == before - 1
+
+
+SHARED_NUMA = {
+    'shared-numa-1': {'vcpus': 2, 'ram': 2048, 'extra_specs': {
+        'hw:numa_nodes': '1'}},
+    'shared-2m': {'vcpus': 2, 'ram': 2048, 'extra_specs': {
+        'hw:mem_page_size': '2MB'}},
+    'shared-numa-2': {'vcpus': 4, 'ram': 4096, 'extra_specs': {
+        'hw:numa_nodes': '2'}},
+}
+
+
+@pytest.mark.parametrize('name', sorted(
+    n for n in os.listdir(REAL) if os.path.isdir(os.path.join(REAL, n))))
+def test_shared_numa_flavors_return_on_every_capture(name):
+    """A shared flavor with a NUMA topology has no pinned CPUs: the fit
+    used to count its "unlimited" CPU units up one by one, for ever."""
+    facts = with_pools(host_facts.gather(os.path.join(REAL, name)),
+                       {2048: 512})
+
+    def count():
+        out = {}
+        for flavor, f in SHARED_NUMA.items():
+            wanted = request.from_flavor(dict(f, name=flavor, disk=0))
+            out[flavor] = numa.fit(numa.host_nodes(facts, set(), ()),
+                                   wanted.numa)[0]
+        return out
+
+    counts = hang.call_in_child(count, timeout=hang.HANG_BOUND_S)
+    memory = sum(n['memory_mb'] or 0 for n in facts['numa']['nodes'])
+    for flavor, got in counts.items():
+        # whatever the count, no more guests than the memory holds
+        assert 0 <= got <= memory // SHARED_NUMA[flavor]['ram'], flavor
