@@ -23,7 +23,7 @@ LAYERS = (
      'filesystem'},
     {'facts'},
     {'tuning'},
-    {'openstack'},
+    {'openstack', 'boot'},
     {'verify', 'capacity'},
     {'workloads'},
     {'results'},
