@@ -139,6 +139,10 @@ def run(args: argparse.Namespace) -> int | None:
     else:
         built = plans.for_host(args.profile, facts=facts,
                                config_files=args.config_file)
+    domains = None
+    if args.domain_xml_dir is not None:
+        from kvmtune.verify import domain
+        domains = domain.read_files(args.domain_xml_dir)
     cloud = None
     if args.os_cloud and 'cloud' in layers:
         from kvmtune.openstack.connection import Cloud
@@ -148,8 +152,7 @@ def run(args: argparse.Namespace) -> int | None:
                          config_dirs=args.nova_config_dirs,
                          service=args.service, cloud=cloud,
                          libvirt_uri=args.libvirt_uri, host=args.host,
-                         facts=facts, domains=domain_files(
-                             args.domain_xml_dir))
+                         facts=facts, domains=domains)
     checks = verify.run(built, ctx, layers)
     return _show(args, checks, COLUMNS, [plan.profile for plan in built],
                  layers, host=ctx.host)
@@ -230,22 +233,6 @@ def _show(args: argparse.Namespace, checks: Sequence['Check'],
         print(f'{counts["PASS"]} pass, {counts["DRIFT"]} drift, '
               f'{counts["UNKNOWN"]} unknown', file=sys.stderr)
     return verify.exit_code(checks)
-
-
-def domain_files(directory: str | None) -> list[tuple[str, str]] | None:
-    """[(file name, XML)] of the *.xml files in directory, or None."""
-    if directory is None:
-        return None
-    from kvmtune import inputs
-
-    found = []
-    for stem, path in inputs.names_in(
-            directory, '.xml', key='--domain-xml-dir',
-            fix='give a directory of "virsh dumpxml" files').items():
-        data = inputs.read_bytes(path, max_bytes=4 << 20,
-                                 fix='give "virsh dumpxml" output')
-        found.append((stem + '.xml', data.decode('utf-8', 'replace')))
-    return found
 
 
 def summary(checks: Sequence['Check']) -> dict[str, int]:

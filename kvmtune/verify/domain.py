@@ -172,6 +172,22 @@ def _kib(size: str | None, unit: str | None) -> int:
     return int(int(size) * factor)
 
 
+def read_files(directory: str) -> list[tuple[str, str]]:
+    """[(file name, XML)] of the *.xml files in ``directory`` ("virsh
+    dumpxml" of each guest), read instead of libvirt (``verify
+    --domain-xml-dir``)."""
+    from kvmtune import inputs
+
+    found = []
+    for stem, path in inputs.names_in(
+            directory, '.xml', key='--domain-xml-dir',
+            fix='give a directory of "virsh dumpxml" files').items():
+        data = inputs.read_bytes(path, max_bytes=MAX_XML,
+                                 fix='give "virsh dumpxml" output')
+        found.append((stem + '.xml', data.decode('utf-8', 'replace')))
+    return found
+
+
 class LibvirtUnavailable(Exception):
     """libvirt could not be read; the message says why."""
 

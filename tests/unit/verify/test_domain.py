@@ -4,6 +4,7 @@ README.md), and libvirt's read-only connection refusing."""
 
 import pytest
 
+from kvmtune.errors import InputError
 from kvmtune.verify import domain
 from tests.unit.verify.test_guests import PINNED
 from tests.unit.verify.test_guests import PLAIN
@@ -39,3 +40,16 @@ def test_virsh_refusing_the_connection_is_unknown(tmp_path, monkeypatch):
     uri = f'qemu+unix:///system?socket={tmp_path}/none'
     with pytest.raises(domain.LibvirtUnavailable, match='refused'):
         domain.read_domains(uri)
+
+
+def test_domain_files_are_read_by_name_and_bounded(tmp_path, monkeypatch):
+    (tmp_path / 'b.xml').write_text(PLAIN)
+    (tmp_path / 'a.xml').write_text(PINNED)
+    (tmp_path / 'notes.txt').write_text('not a domain')
+    found = dict(domain.read_files(str(tmp_path)))
+    assert found == {'a.xml': PINNED, 'b.xml': PLAIN}
+    # one guest's XML is a few KiB: a file over MAX_XML is refused
+    monkeypatch.setattr(domain, 'MAX_XML', len(PLAIN) - 1)
+    with pytest.raises(InputError) as exc:
+        domain.read_files(str(tmp_path))
+    assert 'b.xml' in exc.value.line() or 'a.xml' in exc.value.line()
