@@ -21,8 +21,6 @@ from kvmtune.facts.types import Facts
 from kvmtune.results import baseline as results_baseline
 from kvmtune.workloads import Workload
 
-KIND = results_baseline.KIND
-SCHEMA = results_baseline.SCHEMA
 SCRATCH_DIR = '/var/tmp'   # not tmpfs: fio needs O_DIRECT
 _UNITS = {'': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3}
 
@@ -100,7 +98,7 @@ def run(workload: Workload, target: str | None = None,
     facts = _facts()
     runtime = int(runtime or settings.get('runtime', 10))
     return {
-        'schema': SCHEMA, 'kind': KIND,
+        'schema': results_baseline.SCHEMA, 'kind': results_baseline.KIND,
         'time': datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec='seconds').replace('+00:00', 'Z'),
         'workload': workload.name, 'params': dict(params or {}),
@@ -135,11 +133,8 @@ def save(doc: Mapping[str, Any], path: str) -> None:
                         + '\n')
 
 
-validate = results_baseline.validate
-
-
 def load(path: str) -> dict[str, Any]:
     """Read a baseline file back, validating its shape."""
     from kvmtune import inputs
 
-    return validate(inputs.load_json(path), path)
+    return results_baseline.validate(inputs.load_json(path), path)

@@ -121,6 +121,8 @@ def _install(args: argparse.Namespace, api: types.ModuleType,
 
 def _up(args: argparse.Namespace, api: types.ModuleType,
         layout: 'Layout') -> int:
+    from kvmtune.testcloud import stop
+
     done = api.up(compute=args.compute, network=args.network,
                   facts=args.facts, virt_type=args.virt_type,
                   layout=layout, say=print, computes=args.computes,
@@ -147,7 +149,7 @@ def _up(args: argparse.Namespace, api: types.ModuleType,
           % done['clouds_yaml'])
     print('  credentials: %s' % _credentials(done['credentials']))
     print('  compute config: %s' % done['compute_conf'])
-    print('  stop it: %s' % api.STOP_HINT)
+    print('  stop it: %s' % stop.STOP_HINT)
     return 0
 
 

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int | None:
     else:
         sys.stdout.write(format_text(plan))
     # Values withheld for safety: the plan above says why; exit 2.
-    plans.refuse_withheld(plan)
+    plans.refuse_if_withheld(plan)
     return 0
 
 

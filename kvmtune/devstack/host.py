@@ -38,8 +38,6 @@ from kvmtune.tuning.plan import PlanDict
 # plan dicts (kvmtune.tuning.plan.Plan.to_dict())
 Plans = Sequence[PlanDict]
 
-# "kvmtune nova-conf apply" keeps the previous nova.conf there.
-NOVA_CONF_BACKUP_SUFFIX = update.BACKUP_SUFFIX
 # The INI files whose options are recorded and undone one by one.
 INI_KINDS = ('nova_conf', 'tempest_conf')
 
@@ -187,7 +185,7 @@ def post_config(changes: Changes, nova_conf: str, plans: Plans,
     _record(changes, 'nova_conf', nova_conf, read_ini(nova_conf),
             [(section, option) for section, options in full.items()
              for option in options])
-    backup = nova_conf + NOVA_CONF_BACKUP_SUFFIX
+    backup = nova_conf + update.BACKUP_SUFFIX
     if not os.path.exists(backup) and changes.find(
             'created', path=backup) is None:
         changes.entries('created').append({'path': backup})

@@ -22,12 +22,10 @@ from kvmtune.facts.types import Facts
 from kvmtune.facts.types import KvmProbe
 from kvmtune.facts.types import VhostNetFacts
 
-SCHEMA_VERSION = schema.SCHEMA_VERSION
 CAPTURE_FILE = 'kvmtune-capture.json'
 HOSTNAME = '/proc/sys/kernel/hostname'
 OSRELEASE = '/proc/sys/kernel/osrelease'
 CMDLINE = '/proc/cmdline'
-CPUINFO = cpu.CPUINFO
 VHOST_NET_DEVICE = '/dev/vhost-net'
 VHOST_NET_MODULE = '/sys/module/vhost_net'
 REGENERATE = 'regenerate it with kvmtune host inspect --format json'
@@ -73,7 +71,7 @@ def collect(files: hostfs.HostFiles,
     memory_facts, numa = memory.gather(files, cpu_facts['online'])
     cmdline = files.read_value(CMDLINE)
     return {
-        'schema': SCHEMA_VERSION,
+        'schema': schema.SCHEMA_VERSION,
         'source': files.root,
         'hostname': files.read_value(HOSTNAME),
         'cpu': cpu_facts,
@@ -122,9 +120,9 @@ def load(path: str) -> Facts:
     for key, problem in schema.problems(facts):
         raise InputError(problem, source=path, key=key or None,
                          fix=REGENERATE)
-    if facts['schema'] != SCHEMA_VERSION:
+    if facts['schema'] != schema.SCHEMA_VERSION:
         raise InputError(f'schema {facts["schema"]} is not supported '
-                         f'(this kvmtune reads {SCHEMA_VERSION})',
+                         f'(this kvmtune reads {schema.SCHEMA_VERSION})',
                          source=path, key='schema', fix=REGENERATE)
     if not facts['numa']['nodes']:
         raise InputError('no NUMA node', source=path, key='numa.nodes',
@@ -142,7 +140,7 @@ def resolve(root: str | None = None,
     if facts_file is not None:
         return load(facts_file)
     if root is not None and not os.path.isfile(
-            os.path.join(root, CPUINFO.lstrip('/'))):
+            os.path.join(root, cpu.CPUINFO.lstrip('/'))):
         raise InputError('not a host tree (no proc/cpuinfo in it)',
                          source=root,
                          fix='give a directory made by kvmtune host capture')

@@ -24,6 +24,7 @@ def local_cloud() -> tuple[str, str]:
     """Bring up the embedded cloud (libvirt compute) unless it already
     runs: (cloud name, what happened)."""
     from kvmtune.testcloud import api
+    from kvmtune.testcloud import stop
 
     running = api.status()
     stale = running is not None and bool(running.get('not_running'))
@@ -37,7 +38,7 @@ def local_cloud() -> tuple[str, str]:
         raise CloudError('an embedded cloud without libvirt compute is up',
                          source=running['root'],
                          fix='guests need libvirt: when nobody uses it, '
-                             f'{api.STOP_HINT}, then run again')
+                             f'{stop.STOP_HINT}, then run again')
     else:
         api.install(libvirt=True, say=_say, output=steps.OUT.log)
         figures = api.up(compute='libvirt', say=_say)
@@ -73,6 +74,7 @@ def stop_hint() -> str | None:
     """How to stop the embedded cloud, which the job leaves running for
     the next run; None when none runs."""
     from kvmtune.testcloud import api
+    from kvmtune.testcloud import stop
 
     try:
         if not api.status():
@@ -80,7 +82,7 @@ def stop_hint() -> str | None:
     except Exception:   # a broken state dir: say how to stop anyway
         pass
     return (f'the embedded cloud keeps running for the next run; stop it '
-            f'with: {api.STOP_HINT}')
+            f'with: {stop.STOP_HINT}')
 
 
 def local_cloud_emulated() -> bool:

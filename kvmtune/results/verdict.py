@@ -26,15 +26,8 @@ from typing import Any
 from kvmtune.errors import KvmtuneError
 from kvmtune.results import row as rows
 
-OK = rows.OK
-LATE = rows.LATE
-ERROR = rows.ERROR
-INVALID = rows.INVALID
-NO_RESULT = rows.NO_RESULT
-SERVER = rows.SERVER
-STATUSES = rows.STATUSES
 # What a measuring guest's last status line may say when it is done.
-FINAL = (OK, LATE, ERROR)
+FINAL = (rows.OK, rows.LATE, rows.ERROR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +38,8 @@ class Verdict:
     sha256: str | None = None
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f'status {self.status!r} not in {STATUSES}')
+        if self.status not in rows.STATUSES:
+            raise ValueError(f'status {self.status!r} not in {rows.STATUSES}')
 
 
 def read(console_text: str | None, instance_id: str, role: str,
@@ -65,36 +58,36 @@ def read(console_text: str | None, instance_id: str, role: str,
 
     text = console_text or ''
     said = console.status(text, instance_id)
-    if role == 'server' and said and said[0] in ('serving', OK):
-        return Verdict(SERVER)
+    if role == 'server' and said and said[0] in ('serving', rows.OK):
+        return Verdict(rows.SERVER)
     if said is None or said[0] not in FINAL:
         if no_status:
-            return Verdict(NO_RESULT, no_status)
+            return Verdict(rows.NO_RESULT, no_status)
         if said is not None:
-            return Verdict(NO_RESULT, (
+            return Verdict(rows.NO_RESULT, (
                 'ready but gave no verdict before the timeout: never joined '
                 'the common start (ready after the batch started, or no '
                 'start signal reached it)'))
-        return Verdict(NO_RESULT, 'no KVMTUNE-STATUS line on the console '
-                                  'before the timeout')
+        return Verdict(rows.NO_RESULT, 'no KVMTUNE-STATUS line on the '
+                                       'console before the timeout')
     state, why = said
-    if state == LATE:
-        return Verdict(LATE, why or 'ready after start_at: did not run')
-    if state == ERROR:
-        return Verdict(ERROR, why or 'guest reported an error')
+    if state == rows.LATE:
+        return Verdict(rows.LATE, why or 'ready after start_at: did not run')
+    if state == rows.ERROR:
+        return Verdict(rows.ERROR, why or 'guest reported an error')
     emulated = console.emulated(text, instance_id, emulated)
     try:
         mine = [p for p in console.extract(text, instance_id)
                 if p['workload'] == workload]
         if not mine:
-            return Verdict(INVALID, f'status ok but no {workload} result '
-                                    'frame')
+            return Verdict(rows.INVALID, f'status ok but no {workload} '
+                                         'result frame')
         result = dict(parsers.parse(mine[-1]['tool'], mine[-1]['raw'],
                                     workload=workload, emulated=emulated))
     except KvmtuneError as exc:
-        return Verdict(INVALID, exc.line())
+        return Verdict(rows.INVALID, exc.line())
     result.setdefault('workload', workload)
-    return Verdict(OK, '', result, mine[-1].get('sha256'))
+    return Verdict(rows.OK, '', result, mine[-1].get('sha256'))
 
 
 def verdict(console_text: str | None, instance_id: str, role: str,
@@ -104,12 +97,12 @@ def verdict(console_text: str | None, instance_id: str, role: str,
     ok, else its status and reason. ``console_text`` None (the caller
     could not read the console) is `no-result` with ``no_status``."""
     if console_text is None:
-        return rows.failed(instance_id, role, NO_RESULT,
+        return rows.failed(instance_id, role, rows.NO_RESULT,
                            no_status or 'no console log to read', workload,
                            accel)
     seen = read(console_text, instance_id, role, workload, emulated,
                 no_status)
-    if seen.status == OK and seen.result is not None:
+    if seen.status == rows.OK and seen.result is not None:
         return rows.from_result(instance_id, role, seen.result, accel,
                                 workload)
     return rows.failed(instance_id, role, seen.status, seen.reason,

@@ -48,10 +48,8 @@ from kvmtune.testcloud import procs
 from kvmtune.testcloud import services
 from kvmtune.testcloud import start
 from kvmtune.testcloud import stop
-from kvmtune.testcloud.stop import STOP_HINT
 
 COMPUTE_MODES = ('fake', 'libvirt')
-NETWORKS = config.NETWORKS
 VIRT_TYPES = ('kvm', 'qemu')
 
 
@@ -205,9 +203,9 @@ def up(compute: str = 'fake', network: str | None = None,
         raise InputError('unknown compute mode %r' % compute, key='compute',
                          fix='one of: %s' % ', '.join(COMPUTE_MODES))
     network = network or ('neutron' if compute == 'libvirt' else 'stub')
-    if network not in NETWORKS:
+    if network not in config.NETWORKS:
         raise InputError('unknown network %r' % network, key='network',
-                         fix='one of: %s' % ', '.join(NETWORKS))
+                         fix='one of: %s' % ', '.join(config.NETWORKS))
     if virt_type not in (None,) + VIRT_TYPES:
         raise InputError('unknown virt type %r' % virt_type,
                          key='virt_type',
@@ -217,7 +215,7 @@ def up(compute: str = 'fake', network: str | None = None,
                                 [i for i, _, _ in extras])
     if start.running_services(lay):
         raise CloudError('a cloud is already up', source=lay.root,
-                         fix='run: %s' % STOP_HINT)
+                         fix='run: %s' % stop.STOP_HINT)
     stop.clean_after_crash(lay, say)
     if facts and not os.path.isfile(facts):
         raise InputError('no such facts file', source=facts,
@@ -296,7 +294,7 @@ def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
             'not_running': sorted(n for n, p in pids.items()
                                   if not procs.alive(p)),
             'computes': computes,
-            'clouds_yaml': lay.clouds_yaml, 'stop': STOP_HINT}
+            'clouds_yaml': lay.clouds_yaml, 'stop': stop.STOP_HINT}
 
 
 def env(layout: config.Layout | None = None) -> dict[str, str]:

@@ -246,7 +246,7 @@ def build_plan(profile: 'Profile', facts: Facts,
     return plan
 
 
-def refuse_withheld(plan: Plan) -> None:
+def refuse_if_withheld(plan: Plan) -> None:
     """Raise the one-line InputError when the plan withheld values."""
     if plan.withheld:
         item = plan.withheld[0]
@@ -300,12 +300,8 @@ def for_host(profile_names: 'str | Iterable[str | Profile]', *,
     built = [build_plan(profile, facts, release) for profile in loaded]
     if refuse_withheld:
         for plan in built:
-            _refuse_withheld(plan)
+            refuse_if_withheld(plan)
     return built
-
-
-# for_host's keyword of that name hides the function there
-_refuse_withheld = refuse_withheld
 
 
 _PLAN_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -367,7 +363,7 @@ def from_dict(data: Any, source: str = '<plan>') -> Plan:
         raise InputError('wrong type', source=source, key='nova_release',
                          fix=fix)
     plan.nova_release = release
-    refuse_withheld(plan)
+    refuse_if_withheld(plan)
     return plan
 
 

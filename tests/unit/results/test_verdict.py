@@ -13,6 +13,7 @@ from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.report import guests
 from kvmtune.results import bench as results_bench
+from kvmtune.results import row as rows
 from kvmtune.results import verdict
 from tests import paths
 
@@ -30,7 +31,7 @@ def console(name):
 def test_a_guest_that_measured_is_ok_with_its_figures():
     seen = verdict.read(console('console-tcg-fio-randread-4k.log'), GUEST,
                         'client', FIO, emulated=True)
-    assert seen.status == verdict.OK and seen.reason == ''
+    assert seen.status == rows.OK and seen.reason == ''
     assert seen.result['workload'] == FIO and seen.result['iops'] > 0
     assert seen.result['emulated'] is True
     assert len(seen.sha256) == 64
@@ -45,18 +46,18 @@ def test_a_guest_that_says_tcg_is_emulated_whatever_the_caller_knew():
     instance = next(line.split()[1] for line in text.splitlines()
                     if line.startswith('KVMTUNE-STATUS '))
     seen = verdict.read(text, instance, 'client', FIO, emulated=False)
-    assert seen.status == verdict.OK and seen.result['emulated'] is True
+    assert seen.status == rows.OK and seen.result['emulated'] is True
 
 
 @pytest.mark.parametrize('text, status, words', [
-    (f'KVMTUNE-STATUS {GUEST} late\n', verdict.LATE, 'did not run'),
-    (f'KVMTUNE-STATUS {GUEST} error fio: bad job\n', verdict.ERROR,
+    (f'KVMTUNE-STATUS {GUEST} late\n', rows.LATE, 'did not run'),
+    (f'KVMTUNE-STATUS {GUEST} error fio: bad job\n', rows.ERROR,
      'fio: bad job'),
-    (f'KVMTUNE-STATUS {GUEST} ok\n', verdict.INVALID,
+    (f'KVMTUNE-STATUS {GUEST} ok\n', rows.INVALID,
      'no KVMTUNE-RESULT-BEGIN line'),
-    (f'KVMTUNE-STATUS {GUEST} ready uptime=5 time=1\n', verdict.NO_RESULT,
+    (f'KVMTUNE-STATUS {GUEST} ready uptime=5 time=1\n', rows.NO_RESULT,
      'ready but gave no verdict'),
-    ('SeaBIOS\nBooting from ROM...\n', verdict.NO_RESULT,
+    ('SeaBIOS\nBooting from ROM...\n', rows.NO_RESULT,
      'no KVMTUNE-STATUS line'),
 ])
 def test_each_status_says_why(text, status, words):
@@ -70,19 +71,19 @@ def test_a_frame_that_fails_its_checksum_is_invalid():
     tampered = text.replace('"fio-3.33"', '"fio-3.34"', 1)
     assert tampered != text
     seen = verdict.read(tampered, GUEST, 'client', FIO, emulated=True)
-    assert seen.status == verdict.INVALID and 'sha256' in seen.reason, seen
+    assert seen.status == rows.INVALID and 'sha256' in seen.reason, seen
 
 
 def test_a_server_that_served_is_a_server():
     assert verdict.read(f'KVMTUNE-STATUS {GUEST} serving\n', GUEST,
                         'server', 'sockperf-tcp-rr', True).status == \
-        verdict.SERVER
+        rows.SERVER
 
 
 def test_the_callers_own_reason_for_no_status():
     seen = verdict.read('', GUEST, 'client', FIO, True,
                         no_status='QEMU exited 1 without a status')
-    assert seen == verdict.Verdict(verdict.NO_RESULT,
+    assert seen == verdict.Verdict(rows.NO_RESULT,
                                    'QEMU exited 1 without a status')
 
 
@@ -109,10 +110,10 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
         f.write(text)
     bench = local._verdict(guest, workloads.get(FIO), 'tcg').row
     assert rally.status == bench.status, (rally, bench)
-    if rally.status == verdict.OK:
+    if rally.status == rows.OK:
         assert dataclasses.replace(bench, accel=None, ready_s=None,
                                    start_s=None, seconds=None) == rally
-    elif rally.status != verdict.NO_RESULT:
+    elif rally.status != rows.NO_RESULT:
         # no-result reasons differ by design: Rally's timeout, QEMU's exit
         assert rally.reason == bench.reason
     # bench local's file, read back, is the same Row
@@ -131,5 +132,5 @@ def test_verdict_is_the_row_of_the_reading():
     assert row.bw_bytes_s == seen.result['bw_bytes_s'] and row.accel == 'tcg'
     gone = verdict.verdict(None, instance, 'client', FIO, True,
                            no_status='Nova gave no console log')
-    assert (gone.status, gone.reason) == (verdict.NO_RESULT,
+    assert (gone.status, gone.reason) == (rows.NO_RESULT,
                                           'Nova gave no console log')
