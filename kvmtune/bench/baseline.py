@@ -7,7 +7,6 @@ place, kvmtune.results.baseline.
 
 import contextlib
 import datetime
-import json
 import os
 import shutil
 import tempfile
@@ -129,8 +128,10 @@ def save(doc: Mapping[str, Any], path: str) -> None:
     """Write atomically (kvmtune.fileio, the one writer)."""
     from kvmtune import fileio
 
-    fileio.write_atomic(path, json.dumps(doc, indent=2, sort_keys=True)
-                        + '\n')
+    from kvmtune import jsonout
+
+    fileio.write_atomic(path, jsonout.dumps(doc, source=path,
+                                            sort_keys=True) + '\n')
 
 
 def load(path: str) -> dict[str, Any]:

@@ -222,12 +222,11 @@ def _record(kind: str, workload: 'Workload', accel: str, why: str | None,
 
 
 def _save(doc: Mapping[str, Any], path: str) -> None:
-    import json
-
     from kvmtune import fileio
+    from kvmtune import jsonout
 
-    fileio.write_atomic(path, json.dumps(doc, indent=2, sort_keys=True)
-                        + '\n')
+    fileio.write_atomic(path, jsonout.dumps(doc, source=path,
+                                            sort_keys=True) + '\n')
     output.wrote(path)
 
 

@@ -18,7 +18,6 @@ why. Exit 0 when every cell is valid, 1 when one is not, 2 on bad input.
 """
 
 import argparse
-import json
 import sys
 import types
 
@@ -73,6 +72,7 @@ def _log(line: str) -> None:
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.errors import InputError
     from kvmtune import fileio
+    from kvmtune import jsonout
     from kvmtune import workloads
     from kvmtune.bench import nested
     from kvmtune.cmd import baseline
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int | None:
                      cpu=args.l1_cpu or nested.TCG_CPU, accel=args.accel,
                      image_dir=args.image_dir, levels=levels, log=_log)
     if args.output:
-        fileio.write_atomic(args.output, (json.dumps(doc, indent=2) +
-                                          '\n').encode())
+        fileio.write_atomic(args.output, (jsonout.dumps(
+            doc, source=args.output) + '\n').encode())
     if args.format == 'table':
         print('\n'.join(nested.table(doc)))
     else:

@@ -14,12 +14,12 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 """
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
 
+from kvmtune import jsonout
 from kvmtune.errors import InputError
 from kvmtune.cmd import output
 
@@ -60,9 +60,10 @@ def run(args: argparse.Namespace) -> int | None:
         facts['versions'] = versions.probe()
     fmt = output.format_of(args)
     if fmt == 'json':
-        text = to_json(facts)
+        text = to_json(facts, source=args.facts or args.root or '/')
     elif fmt == 'yaml':
         import yaml
+        jsonout.check_finite(facts, source=args.facts or args.root or '/')
         text = yaml.safe_dump(facts, sort_keys=False,
                               default_flow_style=False)
     else:
@@ -74,12 +75,16 @@ def run(args: argparse.Namespace) -> int | None:
     return 0
 
 
-def to_json(facts: 'Facts | dict[str, Any]') -> str:
-    """Indented JSON with short lists (CPUs, a pool) kept on one line."""
+def to_json(facts: 'Facts | dict[str, Any]', source: object = 'facts'
+            ) -> str:
+    """Indented JSON with short lists (CPUs, a pool) kept on one line,
+    every value through the one strict encoder (kvmtune.jsonout)."""
+    jsonout.check_finite(facts, source=source)
+
     def encode(value: Any, indent: int) -> str:
         if isinstance(value, dict) and value:
             pad = '  ' * (indent + 1)
-            items = [f'{pad}{json.dumps(k)}: {encode(v, indent + 1)}'
+            items = [f'{pad}{jsonout.dumps(k)}: {encode(v, indent + 1)}'
                      for k, v in value.items()]
             return '{\n' + ',\n'.join(items) + '\n' + '  ' * indent + '}'
         if isinstance(value, list) and any(
@@ -87,7 +92,7 @@ def to_json(facts: 'Facts | dict[str, Any]') -> str:
             pad = '  ' * (indent + 1)
             items = [pad + encode(v, indent + 1) for v in value]
             return '[\n' + ',\n'.join(items) + '\n' + '  ' * indent + ']'
-        return json.dumps(value)
+        return jsonout.dumps(value, indent=None)
     return encode(facts, 0) + '\n'
 
 

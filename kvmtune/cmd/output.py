@@ -14,7 +14,6 @@ doc/design.md section 9 is the contract.
 """
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import Any
 from typing import TextIO
 from typing import cast
 
+from kvmtune import jsonout
 from kvmtune.errors import InputError
 
 FORMATS = ('table', 'json', 'yaml', 'value')
@@ -153,11 +153,13 @@ def emit(args: argparse.Namespace, columns: Sequence[str],
     if fmt in ('json', 'yaml'):
         data = document if document is not None else [
             {name: row[i] for name, i in zip(shown, index)} for row in rows]
+        # one strict encoder (kvmtune.jsonout): a figure that is not
+        # finite is refused before anything is printed, in either format
         if fmt == 'json':
-            json.dump(data, stream, indent=2, sort_keys=False)
-            stream.write('\n')
+            stream.write(jsonout.dumps(data, source='-f json') + '\n')
         else:
             import yaml
+            jsonout.check_finite(data, source='-f yaml')
             yaml.safe_dump(data, stream, sort_keys=False,
                            default_flow_style=False)
         return

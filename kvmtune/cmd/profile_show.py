@@ -8,9 +8,9 @@ you read is what ``kvmtune plan`` uses.
 """
 
 import argparse
-import json
 import sys
 
+from kvmtune import jsonout
 from kvmtune.cmd import output
 
 
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int | None:
         for ref in profile.tuner_refs]
     shown['path'] = profile.path
     if args.format == 'json':
-        json.dump(shown, sys.stdout, indent=2)
-        sys.stdout.write('\n')
+        sys.stdout.write(jsonout.dumps(shown, source=profile.path) + '\n')
     else:
+        jsonout.check_finite(shown, source=profile.path)
         yaml.safe_dump(shown, sys.stdout, sort_keys=False,
                        default_flow_style=False, width=79)
     return 0

@@ -18,7 +18,7 @@ UNIT = os.path.join(paths.REPO, 'tests', 'unit')
 # doc/design.md 9.1, top to bottom. A group may import from the lines above
 # it and from its own line, as long as the groups of one line form no cycle.
 LAYERS = (
-    {'kvmtune', 'errors', 'fileio', 'inputs', 'extras', 'conf',
+    {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
      'privileged', 'nova_releases', 'filereplace', 'yamlinput',
      'filesystem'},
     {'facts'},
