@@ -24,6 +24,7 @@ import dataclasses
 import math
 from typing import Any
 from typing import Callable
+from typing import Iterator
 from typing import Sequence
 
 from kvmtune.errors import InputError
@@ -190,28 +191,50 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Fit:
         return Fit(None, None, None, len(xs))
     x = numpy.asarray(xs, dtype=float)
     y = numpy.asarray(ys, dtype=float)
-    slope, intercept = numpy.polyfit(x, y, 1)
-    r2 = None
-    if len(xs) >= 3:
-        ss_tot = float(((y - y.mean()) ** 2).sum())
-        ss_res = float(((y - (slope * x + intercept)) ** 2).sum())
-        r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    # figures near a float's limit overflow here: the caller refuses the
+    # result that is not finite (_finite) instead of numpy warning
+    with numpy.errstate(all='ignore'):
+        slope, intercept = numpy.polyfit(x, y, 1)
+        r2 = None
+        if len(xs) >= 3:
+            ss_tot = float(((y - y.mean()) ** 2).sum())
+            ss_res = float(((y - (slope * x + intercept)) ** 2).sum())
+            r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
     return Fit(float(slope), float(intercept), r2, len(xs))
 
 
-def _finite(run: Run, pts: Sequence[Point]) -> None:
+def _figures(p: Point) -> Iterator[tuple[str, float | None]]:
+    """(name, value) of every figure of a Point."""
+    for field in dataclasses.fields(p):
+        value = getattr(p, field.name)
+        if isinstance(value, dict):
+            yield from ((f'aggregate {k}', v) for k, v in value.items())
+        elif isinstance(value, float):
+            yield field.name, value
+
+
+def _finite(run: Run, pts: Sequence[Point], fit: Fit | None = None) -> None:
     """Figures that are figures: finite guest figures can still add up
     beyond a float (1e308 twice), which printed as inf and +nan% and
-    fitted a line of NaN (issue 26)."""
+    fitted a line of NaN (issue 26); so can a change against a tiny
+    figure, a sum of a figure that is not the metric, or a fit (issue 40).
+    Every figure the report prints, plots or writes as JSON is checked
+    here, naming the run and the figure."""
+    fix = 'give the file kvmtune or Rally wrote, unedited'
     for p in pts:
-        for name in ('per_vm', 'aggregate', 'lat_mean_ns', 'lat_tail_ns'):
-            value = getattr(p, name)
+        for name, value in _figures(p):
             if value is not None and not math.isfinite(value):
                 raise InputError(
                     f'{p.vms} VMs: the {name} figure is not finite (its '
                     'guests\' figures add up beyond any real measurement)',
-                    source=run.source, key=run.label,
-                    fix='give the file kvmtune or Rally wrote, unedited')
+                    source=run.source, key=run.label, fix=fix)
+    for name in ('slope', 'intercept', 'r2'):
+        value = getattr(fit, name, None)
+        if value is not None and not math.isfinite(value):
+            raise InputError(
+                f'the {name} of the per-VM figure\'s line is not finite '
+                '(its figures are beyond any real measurement)',
+                source=run.source, key=run.label, fix=fix)
 
 
 def _check_bare(run: Run, point_: Point, metric: str | None,
@@ -286,6 +309,8 @@ def analyse(runs: Sequence[Run]) -> Analysis:
         _, ref = result.reference()
         bare.change = _ratio(bare, ref, minus_one=True)
         bare.share = 1.0 if bare.per_vm else None
+    for run in runs:
+        _finite(run, points[run.label], fits.get(run.label))
     return result
 
 

@@ -24,6 +24,7 @@ converting them once, on reading.
 """
 
 import dataclasses
+import math
 from typing import Any
 from typing import Mapping
 
@@ -187,7 +188,16 @@ def from_flat(data: Any, source: str = '<input>',
     for old, (key, factor) in LEGACY.items():
         figure = _figure(data.get(old), source, f'{where}.{old}')
         if figure is not None and values[key] is None:
+            # finite in the file, and still beyond a float once in the
+            # one unit set (1e305 MiB/s is 1e311 bytes/s): refused like
+            # the infinity it would become (issue 40)
             values[key] = figure * factor
+            if not math.isfinite(values[key]):
+                raise InputError(
+                    f'{figure:g} is beyond any real measurement: it '
+                    f'overflows once converted to {key}', source=source,
+                    key=f'{where}.{old}',
+                    fix='give the file kvmtune or Rally wrote, unedited')
     times = {k: _figure(data.get(k), source, f'{where}.{k}') for k in TIMES}
     return Row(
         _text(data.get('instance')), str(data.get('role') or 'client'),

@@ -143,3 +143,76 @@ def test_bad_arguments_are_one_line_with_the_fix(argv, words, tmp_path):
         return
     refused(rc, err, *words)
     assert os.listdir(tmp_path) == []
+
+
+# -- issue 40: figures that overflow, records that do not say ------------
+
+SWEEP = os.path.join(paths.FIXTURES, 'outputs',
+                     'rally-disk-sweep-1-6-10-signal-tcg.json')
+LOCAL = os.path.join(paths.FIXTURES, 'outputs',
+                     'bench-local-2vm-fio-randread-4k-tcg-schema1.json')
+
+
+def edited(tmp_path, source, edit, name=None):
+    """A copy of a real result file (the project's recorded Rally sweep or
+    bench local run), parsed, changed by ``edit(doc)`` and written."""
+    with open(source) as f:
+        doc = json.load(f)
+    edit(doc)
+    path = tmp_path / (name or os.path.basename(source))
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def rally_rows(doc):
+    """(cols, rows) of every per-VM table of a Rally result, in order."""
+    for wl in doc['tasks'][0]['subtasks'][0]['workloads']:
+        for it in wl['data']:
+            for chart in it['output']['complete']:
+                if chart['title'] == 'kvmtune per-VM results':
+                    yield chart['data']['cols'], chart['data']['rows']
+
+
+def strict_json(text):
+    """Strict JSON (RFC 8259): NaN, Infinity and -Infinity refused, as jq
+    and JSON.parse refuse them."""
+    def refuse(name):
+        raise ValueError(f'{name} is not JSON')
+    return json.loads(text, parse_constant=refuse)
+
+
+def overflowing_guests(doc):
+    # two guests of 1.7e308 bytes/s each: finite in the file, infinite
+    # once the aggregate adds them
+    for row in doc['rows']:
+        row['result']['bw_bytes_s'] = 1.7e308
+
+
+def overflowing_mib(doc):
+    # the per-VM table Rally runs wrote before the one unit set: MiB/s,
+    # converted to bytes/s on reading (x 1048576)
+    for cols, rows in rally_rows(doc):
+        rows[0][cols.index('bw_MiB_s')] = 1e305
+
+
+@pytest.mark.parametrize('fmt', ['json', 'yaml', 'table'])
+@pytest.mark.parametrize('source, edit, words', [
+    (LOCAL, overflowing_guests, ['aggregate bw_bytes_s', 'not finite',
+                                 'bench-local-2vm']),
+    (SWEEP, overflowing_mib, ['row 1.bw_MiB_s', 'beyond any real']),
+])
+def test_a_figure_that_overflows_is_refused_in_every_format(
+        source, edit, words, fmt, tmp_path):
+    path = edited(tmp_path, source, edit)
+    png = tmp_path / 'plot.png'
+    rc, out, err = kvmtune('report', path, '-f', fmt, '--png', png)
+    refused(rc, err, str(path), *words)
+    assert out == '' and not png.exists()
+
+
+def test_an_overflow_against_a_real_run_is_refused_as_well(tmp_path):
+    # the overflowing run beside an intact one: no change of +inf %
+    path = edited(tmp_path, LOCAL, overflowing_guests, 'big.json')
+    rc, out, err = kvmtune('report', LOCAL, path, '-f', 'json')
+    refused(rc, err, 'big.json', 'aggregate bw_bytes_s')
+    assert out == ''

@@ -114,6 +114,35 @@ def test_figures_that_add_up_beyond_a_float_are_refused(tmp_path):
         analysed(tmp_path, ('huge.json', bench_doc([huge, dict(huge)])))
 
 
+@pytest.mark.parametrize('guests, words', [
+    # the metric (iops) is finite; the bytes/s summed beside it is not
+    ([dict(result(1.0), bw_bytes_s=1.7e308)] * 2,
+     'aggregate bw_bytes_s figure is not finite'),
+    # a mean adds up first: two CPU shares of 1.7e308 overflow
+    ([dict(result(1.0), cpu_pct=1.7e308)] * 2,
+     'cpu_pct figure is not finite'),
+])
+def test_every_figure_of_a_point_is_finite(tmp_path, guests, words):
+    with pytest.raises(InputError, match=words) as exc:
+        analysed(tmp_path, ('a.json', bench_doc(guests)))
+    assert exc.value.key == 'a' and 'a.json' in exc.value.line()
+
+
+def test_a_change_that_overflows_is_refused(tmp_path):
+    # both per-VM figures finite; their ratio is not
+    with pytest.raises(InputError, match='change figure is not finite'):
+        analysed(tmp_path, ('tiny.json', bench_doc([result(1e-300)])),
+                 ('big.json', bench_doc([result(1e300)])))
+
+
+def test_a_line_through_figures_near_the_limit_is_refused(tmp_path):
+    # per-VM figures finite at 1, 2 and 3 VMs: the squares of R² are not
+    docs = [(f'{n}vm.json', bench_doc([dict(result(1.0), iops=v)] * n))
+            for n, v in ((1, 1e308), (2, 0.0), (3, 5e307))]
+    with pytest.raises(InputError, match='line is not finite'):
+        analysed(tmp_path, *docs)
+
+
 def test_one_iteration_is_the_scenarios_chart_figure():
     """The Rally scenarios chart a step with analysis.point too."""
     guests = rally_results.rows_of(iteration([1000.0, 500.0])['output'])

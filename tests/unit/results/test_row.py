@@ -46,6 +46,15 @@ def test_a_row_not_of_the_shape_is_one_input_error(data, words):
         rows.from_flat(data, 'f.json')
 
 
+def test_a_legacy_figure_that_overflows_in_the_unit_set_is_refused():
+    # 1e305 MiB/s is finite in the file, 1e311 bytes/s is not (issue 40)
+    with pytest.raises(InputError) as exc:
+        rows.from_flat({'status': 'ok', 'bw_MiB_s': 1e305}, 'f.json',
+                       'row 2')
+    assert exc.value.key == 'row 2.bw_MiB_s'
+    assert 'beyond any real measurement' in exc.value.line()
+
+
 def test_a_status_is_one_of_the_verdicts():
     with pytest.raises(ValueError):
         rows.Row('a', status='great')
