@@ -19,8 +19,7 @@ UNIT = os.path.join(paths.REPO, 'tests', 'unit')
 # it and from its own line, as long as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
-     'privileged', 'nova_releases', 'filereplace', 'yamlinput',
-     'filesystem'},
+     'privileged', 'nova_releases', 'yamlinput'},
     {'facts'},
     {'tuning'},
     {'openstack', 'boot'},

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kvmtune import fileio
-from kvmtune import filesystem
+from kvmtune.fileio import mounts
 from kvmtune import inputs
 from kvmtune import yamlinput
 from kvmtune.errors import InputError
@@ -115,7 +115,7 @@ def _check_output(output: str) -> None:
         raise InputError('not a directory', source=probe, key='--output',
                          fix=fix)
     if not os.access(probe, os.W_OK | os.X_OK) and \
-            filesystem.read_only_error(probe) is None:
+            mounts.read_only_error(probe) is None:
         # A read-only filesystem is named with the first file the export
         # would make there (plan_writes): one already there unchanged
         # needs no write.
@@ -162,7 +162,7 @@ def plan_writes(output: str, files: Iterable[common.OutFile]
             raise InputError(f'cannot create it: {probe} is not a '
                              'directory; nothing written', source=target,
                              fix=f'remove {probe} or give another --output')
-        read_only = filesystem.read_only_error(probe, target)
+        read_only = mounts.read_only_error(probe, target)
         if read_only is not None:
             raise read_only
         if not os.access(probe, os.W_OK | os.X_OK):

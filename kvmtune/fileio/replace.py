@@ -26,7 +26,7 @@ import stat
 import struct
 import tempfile
 
-from kvmtune import filesystem
+from kvmtune.fileio import mounts
 from kvmtune.errors import InputError
 
 _TEMP_INFIX = '.kvmtune-'
@@ -89,7 +89,7 @@ def needs_in_place(real: str, old: os.stat_result,
                    attrs: dict[str, bytes]) -> str | None:
     if old.st_nlink > 1:
         return 'it has other hard links'
-    if real in filesystem.mount_points():
+    if real in mounts.mount_points():
         return 'it is a mount point (a bind-mounted file)'
     if not os.access(os.path.dirname(real), os.W_OK | os.X_OK):
         return 'its directory is not writable'

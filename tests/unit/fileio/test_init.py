@@ -1,6 +1,6 @@
 """kvmtune.fileio, attacked: devices, FIFOs, links, locks, backups,
 immutable files, full and read-only filesystems (what a replace keeps:
-test_filereplace.py)."""
+test_replace.py)."""
 
 import multiprocessing
 import os

@@ -22,7 +22,8 @@ What it promises (doc/design.md section 8):
   container, an owner or attribute cannot be set, or the directory is not
   writable) the file is rewritten in place instead: same inode, under the
   lock, truncated and written, fsync'ed.
-  (How, in both cases: kvmtune.filereplace, which only this module calls.)
+  (How, in both cases: kvmtune.fileio.replace, which only this module
+  calls.)
 - A backup (``backup=``) is written only once the write itself has been
   shown to be possible (an immutable or append-only target is refused
   first), and only after the new content is in place, so a refused write
@@ -31,8 +32,8 @@ What it promises (doc/design.md section 8):
   by a killed writer are removed under the lock.
 - Every failure is one InputError line naming the file and the fix; on a
   filesystem mounted read-only the line says so, naming the mount
-  (kvmtune.filesystem.read_only_error: "permission denied" would mislead,
-  root is refused too).
+  (kvmtune.fileio.mounts.read_only_error: "permission denied" would
+  mislead, root is refused too).
 """
 
 import contextlib
@@ -44,8 +45,8 @@ import threading
 from collections.abc import Iterator
 from typing import cast
 
-from kvmtune import filereplace
-from kvmtune import filesystem
+from kvmtune.fileio import mounts
+from kvmtune.fileio import replace
 from kvmtune.errors import InputError
 
 _KINDS = (
@@ -195,12 +196,12 @@ def check_writable(path: str, source: object = None,
     real, old = resolve(path, source, fix)
     fix = fix or 'give a path in a directory you may write'
     directory = os.path.dirname(real)
-    read_only = filesystem.read_only_error(real, source)
+    read_only = mounts.read_only_error(real, source)
     if read_only is not None:
         raise read_only
     if old is not None:
         try:
-            filereplace.refuse_if_immutable(real)
+            replace.refuse_if_immutable(real)
         except InputError as exc:
             raise InputError(exc.problem, source=source, fix=exc.fix) \
                 from None
@@ -238,18 +239,18 @@ def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
         _backup_place(backup)
     with lock(path, source):
         real, old = resolve(path, source)       # again, under the lock
-        filereplace.clean_stale(real)
+        replace.clean_stale(real)
         try:
             return _write_locked(real, data, old, backup, mode)
         except InputError as exc:
             if exc.source:
                 raise
-            raise filesystem.read_only_error(real, source) or InputError(
+            raise mounts.read_only_error(real, source) or InputError(
                 exc.problem, source=source, key=exc.key,
                 fix=exc.fix or fix) from None
         except OSError as exc:
             name = exc.filename or real
-            read_only = filesystem.read_only_error(real, source) \
+            read_only = mounts.read_only_error(real, source) \
                 if exc.errno == errno.EROFS else None
             if read_only is not None:
                 raise read_only from None
@@ -273,13 +274,13 @@ def _write_locked(real: str, data: bytes, old: os.stat_result | None,
             raise InputError(f'its directory {directory} is not writable; '
                              'nothing was written',
                              fix='give a path in a writable directory')
-        filereplace.replace(real, data, None, {}, mode)
+        replace.replace(real, data, None, {}, mode)
         return 'created'
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(real, flags)
     except OSError as exc:
-        filereplace.refuse_if_immutable(real)
+        replace.refuse_if_immutable(real)
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise InputError(f'is not writable ({exc.strerror}); nothing '
                              'was written',
@@ -293,15 +294,15 @@ def _write_locked(real: str, data: bytes, old: os.stat_result | None,
             raise InputError('was replaced while kvmtune was writing it; '
                              'nothing was written',
                              fix='run the command again')
-        filereplace.refuse_if_immutable(real, fd)
+        replace.refuse_if_immutable(real, fd)
         if backup is not None:
             backup_temp = _prepare_backup(backup, _read_all(fd), old)
-        attrs = filereplace.xattrs(fd)
+        attrs = replace.xattrs(fd)
         done = False
-        if filereplace.needs_in_place(real, old, attrs) is None:
-            done = filereplace.replace(real, data, old, attrs, mode)
+        if replace.needs_in_place(real, old, attrs) is None:
+            done = replace.replace(real, data, old, attrs, mode)
         if not done:
-            filereplace.in_place(fd, data)
+            replace.in_place(fd, data)
     except BaseException:
         if backup_temp is not None:
             with contextlib.suppress(FileNotFoundError):
@@ -353,11 +354,11 @@ def _prepare_backup(backup: str, previous: bytes,
     before the target changes (a full disk stops everything), renamed
     into place only after."""
     real = _backup_place(backup)
-    filereplace.clean_stale(real)
-    temp = filereplace.prepare(real, previous, like, {}, None)
+    replace.clean_stale(real)
+    temp = replace.prepare(real, previous, like, {}, None)
     if temp is None:
         # The owner cannot be copied (not root): keep it private.
-        temp = filereplace.prepare(real, previous, None, {}, 0o600)
+        temp = replace.prepare(real, previous, None, {}, 0o600)
     return temp
 
 

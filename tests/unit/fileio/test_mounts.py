@@ -1,10 +1,10 @@
-"""kvmtune.filesystem through the one writer: a filesystem mounted
+"""kvmtune.fileio.mounts through the one writer: a filesystem mounted
 read-only is named with its mount and the fix, by every way of writing."""
 
 import pytest
 
 from kvmtune import fileio
-from kvmtune import filesystem
+from kvmtune.fileio import mounts
 from kvmtune.errors import InputError
 from tests.unit import fulldisk
 
@@ -35,4 +35,4 @@ def test_a_read_only_filesystem_is_named_with_its_mount_and_fix(
                                'read-only filesystem'), line
         assert 'run as root' not in line, line
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
-    assert filesystem.read_only_error(target) is None   # unmounted: tmp_path
+    assert mounts.read_only_error(target) is None   # unmounted: tmp_path

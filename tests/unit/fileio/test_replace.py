@@ -1,4 +1,4 @@
-"""kvmtune.filereplace, through the one writer (kvmtune.fileio): what a
+"""kvmtune.fileio.replace, through the one writer (kvmtune.fileio): what a
 replace keeps (owner, mode, xattrs, ACLs), when it writes in place (hard
 links, bind mounts), a new file's mode, stale temporary files."""
 

@@ -1,5 +1,5 @@
 """What the filesystem under a path says, for the writer's errors and
-its in-place rule (kvmtune.fileio, kvmtune.filereplace): the mount points
+its in-place rule (kvmtune.fileio and its replace): the mount points
 (a bind-mounted file is one), and a filesystem mounted read-only, named
 with its mount and the fix (root is refused there too, so "permission
 denied" or "run as root" would mislead)."""
