@@ -57,8 +57,9 @@ def _normalise(text: str | bytes) -> str:
     return text.replace('\r\n', '\n')
 
 
-# (state, reason) or None; Any until kvmtune.report.guests.ready narrows
-# it (it tests bool(seen) before seen[0], which mypy does not follow).
+# (state, reason) or None; Any until the Rally scenarios' guests.ready
+# (kvmtune.rally.scenarios.kvmtune.guests) narrows it (it tests
+# bool(seen) before seen[0], which mypy does not follow).
 StatusLine = Any
 
 

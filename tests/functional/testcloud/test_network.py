@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from kvmtune import workloads
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob
 from kvmtune.workloads import parsers

@@ -1,7 +1,8 @@
 """The one verdict, on consoles real guests printed
 (tests/fixtures/outputs/console-tcg-*.log), and the same verdict whoever
-calls it: the Rally scenarios' row (kvmtune.report.guests) and bench
-local's row agree on every console."""
+calls it: the Rally scenarios' row
+(kvmtune.rally.scenarios.kvmtune.guests) and bench local's row agree on
+every console."""
 
 import dataclasses
 import os
@@ -11,7 +12,7 @@ import pytest
 from kvmtune import workloads
 from kvmtune.bench import local
 from kvmtune.bench import qemu
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.results import bench as results_bench
 from kvmtune.results import row as rows
 from kvmtune.results import verdict

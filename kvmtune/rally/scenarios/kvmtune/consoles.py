@@ -14,7 +14,7 @@ from typing import TypeVar
 from rally.common import logging
 from rally.task import atomic
 
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 
 LOG = logging.getLogger(__name__)
 

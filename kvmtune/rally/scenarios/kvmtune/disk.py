@@ -14,7 +14,7 @@ from rally.task import types
 from rally_openstack.common import consts
 from rally_openstack.task import scenario
 
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.rally.scenarios.kvmtune import utils
 
 

@@ -11,7 +11,7 @@ from rally_openstack.common import consts
 from rally_openstack.task import scenario
 
 from kvmtune.errors import KvmtuneError
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.rally.scenarios.kvmtune import utils
 
 

@@ -31,7 +31,7 @@ from rally_openstack.task.scenarios.nova import utils as nova_utils
 from kvmtune.errors import KvmtuneError
 from kvmtune.rally.scenarios.kvmtune import charts
 from kvmtune.rally.scenarios.kvmtune import consoles
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.results import rally as results_rally
 from kvmtune.results import row as result_rows
 from kvmtune.results.row import Row

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from kvmtune.errors import InputError
-from kvmtune.report import guests
+from kvmtune.rally.scenarios.kvmtune import guests
 from tests import paths
 from tests.unit.workloads import test_console
 
