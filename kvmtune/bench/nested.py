@@ -235,7 +235,7 @@ def table(doc: dict[str, Any]) -> list[str]:
     """The seed's table shape: host, L1, L2, L2 vs L1; lines of text.
     Each level is its Row (one unit set), the change is the report's
     (analysis.change) and the renderer prints the units."""
-    from kvmtune.report import analysis
+    from kvmtune.results import analysis
     from kvmtune.report import render
 
     by_level = {r['level']: rows.from_flat(r['row'], 'bench nested',

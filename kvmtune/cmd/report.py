@@ -8,7 +8,7 @@ Every file is read into runs (kvmtune.results): one per Rally sweep
 `kvmtune bench local --json` run (or column of a --compare), per level
 of `kvmtune bench nested -o`, and the bare host of a `kvmtune baseline`
 file (--baseline FILE is one more file). They are analysed once
-(kvmtune.report.analysis) and printed by the one renderer: per VM count
+(kvmtune.results.analysis) and printed by the one renderer: per VM count
 each run's per-VM and aggregate figures, the change against the first
 run and against its own 1-VM figure, the share of the bare host, latency
 across guests (mean, worst guest's p99 or max: never summed), the runs'
@@ -83,10 +83,11 @@ def _same_file(a: str, b: str) -> bool:
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import report
+    from kvmtune.results import analysis
 
     _check_outputs(args)
     paths = list(args.results) + ([args.baseline] if args.baseline else [])
-    analysed = report.load(paths)
+    analysed = analysis.load(paths)
     as_table = output.format_of(args) == 'table'
     if as_table:
         print(report.render.text(analysed), end='')

@@ -171,11 +171,13 @@ def _report_step(out_json: str, baseline: str | None, state_dir: str
                  ) -> tuple[str, dict[str, str]]:
     from kvmtune import fileio
     from kvmtune import report
+    from kvmtune.results import analysis
 
     paths = {kind: os.path.join(state_dir, name) for kind, name in (
         ('png', 'disk-scaling.png'), ('html', 'disk-scaling-report.html'))}
     with steps.step('report') as s:
-        analysed = report.analyse(out_json, baseline)
+        analysed = analysis.load([out_json] + ([baseline] if baseline
+                                               else []))
         table = report.render.text(analysed)
         png = report.plot.png_bytes(analysed)
         fileio.write_atomic(paths['png'], png)

@@ -238,7 +238,7 @@ class Progress:
     every iteration that ended (its ``data``, written when it ends: the
     job's rally.conf sets raw_result_chunk_size 1) the guests with a
     valid result and the per-VM figure, read as the report reads them
-    (kvmtune.results.rally, kvmtune.report.analysis). On a terminal the
+    (kvmtune.results.rally, kvmtune.results.analysis). On a terminal the
     running step's line is rewritten in place; every ended step prints
     one line.
     """
@@ -320,7 +320,7 @@ def step_result(iteration: Mapping[str, Any]) -> str:
     guests with a valid result and their per-VM figure, as the report
     computes it, or why the iteration left no per-VM table."""
     from kvmtune.errors import KvmtuneError
-    from kvmtune.report import analysis
+    from kvmtune.results import analysis
     from kvmtune.results import rally as rally_results
     from kvmtune.results import run
 

@@ -1,34 +1,17 @@
-"""The report: ``analyse(runs) -> Analysis`` (kvmtune.report.analysis)
-and its one renderer: text and tables (kvmtune.report.render), the PNG
-plot (kvmtune.report.plot) and the HTML page of both
-(kvmtune.report.page).
+"""The report's one renderer of an Analysis (kvmtune.results.analysis):
+text and tables (kvmtune.report.render), the PNG plot
+(kvmtune.report.plot) and the HTML page of both (kvmtune.report.page).
 
-Runs come from kvmtune.results (one reader per source); ``kvmtune report
-FILE...`` is always a comparison of the runs its files hold, one file
-included.
+Runs come from kvmtune.results (one reader per source) and are analysed
+there; ``kvmtune report FILE...`` is always a comparison of the runs its
+files hold, one file included.
 """
 
-from typing import Sequence
 
 from kvmtune.errors import InputError
-from kvmtune.report import analysis
 from kvmtune.report import page
 from kvmtune.report import plot
 from kvmtune.report import render
-
-
-def load(paths: Sequence[str]) -> analysis.Analysis:
-    """The Analysis of the runs in result files (kvmtune.results.read)."""
-    from kvmtune.results import read
-
-    return analysis.analyse(read.load_all(list(paths)))
-
-
-def analyse(results_path: str,
-            baseline_path: str | None = None) -> analysis.Analysis:
-    """``load([results_path, baseline_path])``: the main job's call."""
-    return load([results_path] + ([baseline_path] if baseline_path
-                                  else []))
 
 
 def write_atomic(path: str, data: bytes) -> bool:
@@ -48,5 +31,4 @@ def write_atomic(path: str, data: bytes) -> bool:
     return True
 
 
-__all__ = ['analyse', 'analysis', 'load', 'page', 'plot', 'render',
-           'write_atomic']
+__all__ = ['page', 'plot', 'render', 'write_atomic']

@@ -12,7 +12,7 @@ import base64
 import html
 from typing import Sequence
 
-from kvmtune.report.analysis import Analysis
+from kvmtune.results.analysis import Analysis
 from kvmtune.report.render import budget_lines
 from kvmtune.report.render import EMULATED
 from kvmtune.report.render import failure_lines

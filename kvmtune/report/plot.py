@@ -18,8 +18,8 @@ QEMU TCG carry the "emulated" label (render.EMULATED).
 import io
 from typing import Any
 
-from kvmtune.report.analysis import Analysis
-from kvmtune.report.analysis import Point
+from kvmtune.results.analysis import Analysis
+from kvmtune.results.analysis import Point
 from kvmtune.report.render import EMULATED
 from kvmtune.report.render import number
 from kvmtune.report.render import pct

@@ -16,9 +16,9 @@ never KVM's speed.
 from typing import Any
 from typing import Sequence
 
-from kvmtune.report.analysis import Analysis
-from kvmtune.report.analysis import Point
-from kvmtune.report.analysis import THROUGHPUT
+from kvmtune.results.analysis import Analysis
+from kvmtune.results.analysis import Point
+from kvmtune.results.analysis import THROUGHPUT
 from kvmtune.results.row import OK
 from kvmtune.results.row import Row
 from kvmtune.results.row import SERVER

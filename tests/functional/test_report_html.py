@@ -19,7 +19,7 @@ import struct
 
 import pytest
 
-from kvmtune import report
+from kvmtune.results import analysis
 from kvmtune.report import render
 from tests import chromium
 from tests import paths
@@ -69,7 +69,7 @@ def test_the_report_page_in_chromium(tmp_path, browser):
                            '--html', html, '--png', png)
     assert done.rc == 0, done.err
     assert f'wrote {html}' in done.out
-    an = report.load([str(p) for p in [*SWEEPS, BASELINE]])
+    an = analysis.load([str(p) for p in [*SWEEPS, BASELINE]])
     assert an.emulated and an.bare is not None and not an.step_table
 
     page = chromium.open_page(browser, html.as_uri())

@@ -6,7 +6,7 @@ from rally import consts
 from rally.task import sla
 
 from kvmtune.errors import KvmtuneError
-from kvmtune.report import analysis
+from kvmtune.results import analysis
 from kvmtune.results import rally as rally_results
 from kvmtune.results import run as runs
 from kvmtune.results.row import Row
@@ -20,7 +20,7 @@ class KvmtuneScaling(sla.SLA):
     reference is the bare-metal figure instead of one VM's. Any guest that
     returned no valid result (late, error, nothing on its console, a frame
     that fails verification) fails the SLA, naming the instance and why.
-    The figures are the report's (kvmtune.report.analysis.analyse).
+    The figures are the report's (kvmtune.results.analysis.analyse).
     """
 
     CONFIG_SCHEMA = {

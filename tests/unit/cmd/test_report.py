@@ -213,7 +213,7 @@ def test_a_read_only_filesystem_keeps_the_old_png_and_html(tmp_path, capsys,
 def test_report_as_json_is_the_analysis_the_table_prints(capsys):
     # -f json prints the same Analysis the table is rendered from (one
     # analysis, two renderings), as strict JSON (no NaN or Infinity).
-    from kvmtune import report
+    from kvmtune.results import analysis
     from tests import paths
 
     sweep = os.path.join(paths.FIXTURES, 'outputs',
@@ -224,7 +224,7 @@ def test_report_as_json_is_the_analysis_the_table_prints(capsys):
         raise AssertionError(f'not JSON: {constant}')
 
     doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
-    analysed = report.load([sweep])
+    analysed = analysis.load([sweep])
     (run,) = analysed.runs
     assert doc['metric'] == 'iops' and doc['unit'] == 'IOPS'
     assert [(p['vms'], p['per_vm'], p['valid']) for p in

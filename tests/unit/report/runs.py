@@ -1,7 +1,7 @@
 """Runs for the analysis and renderer tests: result files written by the
 builders of tests/unit/results/test_bench.py, read and analysed."""
 
-from kvmtune.report import analysis
+from kvmtune.results import analysis
 from kvmtune.results import read
 from tests.unit.results.test_bench import baseline_doc
 from tests.unit.results.test_bench import bench_doc

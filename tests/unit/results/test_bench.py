@@ -115,7 +115,7 @@ def test_a_recorded_file_of_schema_1_reads_as_the_same_rows():
         assert guest.emulated and guest.accel == 'emulated (TCG)'
     # the file's own aggregate, computed by bench local then, is what
     # the analysis of its Rows gives now
-    from kvmtune.report import analysis
+    from kvmtune.results import analysis
     p, = analysis.analyse([run]).points[run.label]
     total = doc['aggregate']
     assert p.aggregate == total['iops'] and p.valid == total['vms_ok']

@@ -8,7 +8,7 @@ from typing import Any
 from typing import ClassVar
 from typing import Protocol
 
-from kvmtune.report import analysis
+from kvmtune.results import analysis
 from kvmtune.results import rally as results_rally
 from kvmtune.results.row import Row
 
@@ -66,7 +66,7 @@ class ScenarioCharts:
         (additive, one point per iteration) and this step's guests.
 
         Throughput: the per-VM mean and the aggregate (sum), as the report
-        computes them (kvmtune.report.analysis.point). Latency is never
+        computes them (kvmtune.results.analysis.point). Latency is never
         summed (a sum of different guests' latencies means nothing): the
         mean of the guests' means and the worst guest's p99, or its max
         where the tool gives no p99 (sysbench). Rally's charts print MiB/s

@@ -314,6 +314,14 @@ def analyse(runs: Sequence[Run]) -> Analysis:
     return result
 
 
+def load(paths: Sequence[str]) -> Analysis:
+    """The Analysis of the runs in result files (kvmtune.results.read):
+    what ``kvmtune report FILE...`` and the main job print."""
+    from kvmtune.results import read
+
+    return analyse(read.load_all(list(paths)))
+
+
 def change(new: float | None, ref: float | None) -> float | None:
     """``new`` against ``ref``: new / ref - 1 (None without both, or
     against 0). The one change of the report, the step tables and bench

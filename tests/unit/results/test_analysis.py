@@ -5,7 +5,7 @@ the linear fit; and what it refuses."""
 import pytest
 
 from kvmtune.errors import InputError
-from kvmtune.report import analysis
+from kvmtune.results import analysis
 from kvmtune.results import rally as rally_results
 from tests.unit.report.runs import analysed
 from tests.unit.report.runs import before_after_bare
