@@ -1,5 +1,10 @@
 """How many more guests of each flavor fit, per host and in all.
 
+``for_hosts(cloud, flavor_names, facts_dir=..., profiles=...)`` is the
+front door (``kvmtune capacity`` and the rollout call it): it reads the
+nodes' facts and nova.conf files (kvmtune.capacity.nodefacts), plans each
+node's CPU sets from its own facts, and counts with ``compute``.
+
 ``compute(cloud, flavor_names, ...)`` reads each compute node once
 (kvmtune.capacity.placement), turns each flavor into the scheduler's
 request (kvmtune.capacity.request) and counts, per node and flavor:
@@ -270,3 +275,37 @@ def compute(cloud: Any, flavor_names: Sequence[str] | None = None, *,
         for req in wanted:
             fits.append(host_fit(node, req, facts, plans, servers, own))
     return Capacity(fits=fits, calls=reader.calls)
+
+
+def for_hosts(cloud: Any, flavor_names: Sequence[str] | None = None, *,
+              facts_dir: str | None = None,
+              profiles: Sequence[str] | None = None,
+              config_files: Iterable[str] = (),
+              hosts: Sequence[str] | None = None,
+              aggregates: Sequence[str] | None = None) -> Capacity:
+    """The capacity of the cloud, with what is known of its nodes.
+
+    :param facts_dir: HOST.json (facts) and HOST.conf (its nova.conf) per
+        compute node (kvmtune.capacity.nodefacts), for the NUMA fit
+    :param profiles: the profiles the nodes were tuned with: each node's
+        cpu_dedicated_set is planned from its own facts
+    :param config_files: kvmtune.conf files (where profiles are found)
+    :param hosts: only these compute nodes; ``aggregates``: only nodes in
+        these aggregates (``compute``)
+    """
+    from kvmtune.capacity import nodefacts
+
+    by_host, dedicated = (nodefacts.read_dir(facts_dir) if facts_dir
+                          else ({}, {}))
+    chosen, files = list(profiles or ()), list(config_files)
+
+    def plans_for(facts: Any) -> Sequence['Plan']:
+        """Each node's plans (its CPU sets), from its own facts."""
+        from kvmtune.tuning import plan
+
+        return plan.for_host(chosen, facts=facts, config_files=files)
+
+    return compute(cloud, flavor_names, facts_by_host=by_host, hosts=hosts,
+                   aggregates=aggregates,
+                   plans_for=plans_for if chosen else None,
+                   dedicated_by_host=dedicated)

@@ -23,13 +23,9 @@ Exit 0 (also when partial), 2 on bad input.
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from kvmtune import cmd
 from kvmtune.cmd import output
-
-if TYPE_CHECKING:
-    from kvmtune.facts.types import Facts
 
 COLUMNS = ['host', 'flavor', 'fits', 'limit', 'aggregates']
 
@@ -60,58 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'textfile collector (atomically)')
 
 
-def facts_dir(directory: str
-              ) -> tuple[dict[str, 'Facts'], dict[str, set[int]]]:
-    """({host name: facts} from DIR/*.json, {host name: dedicated CPUs}
-    from the ``[compute] cpu_dedicated_set`` of DIR/*.conf)."""
-    from kvmtune import facts
-    from kvmtune import inputs
-
-    fix = 'give a directory of HOST.json facts files'
-    jsons = inputs.names_in(directory, '.json', key='--facts-dir', fix=fix)
-    confs = inputs.names_in(directory, '.conf', key='--facts-dir', fix=fix)
-    return ({host: facts.load(path) for host, path in jsons.items()},
-            {host: dedicated_set(path) for host, path in confs.items()})
-
-
-def dedicated_set(path: str) -> set[int]:
-    """The CPUs of ``[compute] cpu_dedicated_set`` in a nova.conf (an empty
-    set when it sets none)."""
-    from kvmtune.errors import InputError
-    from kvmtune.facts.cpulist import parse_cpu_spec
-    from kvmtune.tuning.novaconf import update
-
-    ini = update.parse_config(path, update.read_config(path))
-    value = ini.get('compute', 'cpu_dedicated_set')
-    try:
-        return set(parse_cpu_spec(value or ''))
-    except ValueError as exc:
-        raise InputError(str(exc), source=path,
-                         key='[compute] cpu_dedicated_set',
-                         fix='give a CPU list as Nova reads it (1-7,^4)'
-                         ) from None
-
-
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import capacity
     from kvmtune.capacity import prometheus
     from kvmtune.openstack.connection import Cloud
 
-    by_host, dedicated = (facts_dir(args.facts_dir) if args.facts_dir
-                          else ({}, {}))
-    plans_for = None
-    if args.profile:
-        from kvmtune.tuning import plan
-        profiles, config_files = args.profile, args.config_file
-
-        # each node's CPU sets, planned from its own facts
-        plans_for = (lambda facts: plan.for_host(  # noqa: E731
-            profiles, facts=facts, config_files=config_files))
-    cloud = Cloud.connect(args.os_cloud)
-    result = capacity.compute(cloud, args.flavor, facts_by_host=by_host,
-                              hosts=args.host, aggregates=args.aggregate,
-                              plans_for=plans_for,
-                              dedicated_by_host=dedicated)
+    result = capacity.for_hosts(
+        Cloud.connect(args.os_cloud), args.flavor, facts_dir=args.facts_dir,
+        profiles=args.profile, config_files=args.config_file or (),
+        hosts=args.host, aggregates=args.aggregate)
     rows = [[fit.host, fit.flavor,
              '?' if fit.count is None else fit.count,
              fit.limit or (f'? {fit.reason}' if fit.reason else ''),

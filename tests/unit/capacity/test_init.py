@@ -126,3 +126,29 @@ def test_bad_input_names_what_and_the_fix(kwargs, words):
     with pytest.raises(InputError, match=words) as exc:
         capacity.compute(Replay(RECORDING), **kwargs)
     assert exc.value.fix
+
+
+def test_for_hosts_reads_the_nodes_files_and_plans_each(tmp_path):
+    # the front door: the node's nova.conf gives its dedicated CPUs, a
+    # profile plans them from the node's own facts; both count as
+    # compute() does with them given
+    with open(os.path.join(paths.FIXTURES, 'capacity', 'vm.json')) as f:
+        (tmp_path / 'vm.json').write_text(f.read())
+    assert fits(capacity.for_hosts(Replay(RECORDING), [PINNED],
+                                   facts_dir=str(tmp_path))) == {
+        ('vm', PINNED): (None, None)}
+    (tmp_path / 'vm.conf').write_text('[compute]\ncpu_dedicated_set = 1\n'
+                                      'cpu_shared_set = 0\n')
+    assert fits(capacity.for_hosts(Replay(RECORDING), [PINNED],
+                                   facts_dir=str(tmp_path))) == {
+        ('vm', PINNED): (1, 'PCPU')}
+    (tmp_path / 'vm.conf').unlink()
+    profile = tmp_path / 'kvmtune-ft-capacity.yaml'
+    profile.write_text('name: kvmtune-ft-capacity\ndescription: t\n'
+                       'source: tests/unit/capacity/test_init.py\n'
+                       'tuners:\n- name: cpu_pinning\n'
+                       '  params: {isolcpus: false}\n')
+    assert fits(capacity.for_hosts(Replay(RECORDING), [PINNED],
+                                   facts_dir=str(tmp_path),
+                                   profiles=[str(profile)])) == {
+        ('vm', PINNED): (1, 'PCPU')}
