@@ -238,29 +238,60 @@ def _job(workload: Workload, role: str, target: str | None,
                        else None))
 
 
-def run(workload: Workload, vms: int, vcpus: int = 1, ram_mb: int = 256,
-        disk_size: int | str = '256M', cache: str = 'none',
-        fmt: str = 'raw', accel: str = 'tcg',
-        job_via: str = 'config-drive', runtime: int | str | None = None,
-        params: dict[str, Any] | None = None,
-        image_dir: str | None = None, delay: float | None = None,
-        boot: str = 'kernel', log: Callable[[str], object] = print,
-        bus: str = 'virtio-blk', iothread: bool = True,
-        hugepages: str | None = None, pin: bool = False,
-        start: str = 'signal', ready_wait: int | None = None
-        ) -> list[Measured]:
-    """Boot ``vms`` guests at once, wait, and return each one Measured.
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How one bench local run boots its guests (``kvmtune bench local``'s
+    options).
 
-    :param bus: the data disk's bus (``qemu.BUSES``)
-    :param iothread: the data disk on its own I/O thread
-    :param hugepages: a hugetlbfs mount to back guest RAM, or None
-    :param pin: pin each guest to its own host CPUs (InputError when the
-        host has fewer than ``vms * vcpus``)
-    :param start: ``signal``: the clients start on an NMI once every
-        guest is ready (within ``ready_wait`` s of launch, default
-        ``ready_timeout``); ``at``: at launch + ``delay`` s (default
-        ``start_delay``)
+    vms, vcpus, ram_mb  the guests, all alike
+    disk_size, cache, fmt, bus, iothread
+                        each guest's scratch data disk (``qemu.BUSES``;
+                        iothread: the disk on its own I/O thread)
+    hugepages           a hugetlbfs mount to back guest RAM, or None
+    pin                 pin each guest to its own host CPUs (InputError
+                        when the host has fewer than ``vms * vcpus``)
+    accel, boot         QEMU's accelerator; how the guest boots
+    job_via             ``config-drive`` or ``cmdline``
+    runtime, params     the workload's (default: the workload's runtime)
+    image_dir           the image of ``kvmtune image build``
+    start               ``signal``: the clients start on an NMI once every
+                        guest is ready (within ``ready_wait`` s of launch,
+                        default ``ready_timeout``); ``at``: at launch +
+                        ``delay`` s (default ``start_delay``)
     """
+    vms: int = 1
+    vcpus: int = 1
+    ram_mb: int = 256
+    disk_size: int | str = '256M'
+    cache: str = 'none'
+    fmt: str = 'raw'
+    bus: str = 'virtio-blk'
+    iothread: bool = True
+    hugepages: str | None = None
+    pin: bool = False
+    accel: str = 'tcg'
+    boot: str = 'kernel'
+    job_via: str = 'config-drive'
+    runtime: int | str | None = None
+    params: dict[str, Any] | None = None
+    image_dir: str | None = None
+    start: str = 'signal'
+    delay: float | None = None
+    ready_wait: int | None = None
+
+
+def run(workload: Workload, settings: Settings,
+        log: Callable[[str], object] = print) -> list[Measured]:
+    """Boot ``settings.vms`` guests at once, wait, and return each one
+    Measured."""
+    vms, vcpus, ram_mb = settings.vms, settings.vcpus, settings.ram_mb
+    disk_size, cache, fmt = settings.disk_size, settings.cache, settings.fmt
+    bus, iothread = settings.bus, settings.iothread
+    hugepages, pin = settings.hugepages, settings.pin
+    accel, boot, job_via = settings.accel, settings.boot, settings.job_via
+    runtime, params = settings.runtime, settings.params
+    image_dir, start = settings.image_dir, settings.start
+    delay, ready_wait = settings.delay, settings.ready_wait
     check_start(start, delay, ready_wait)
     image_dir = image.image_dir(image_dir)
     qemu.check_image(image_dir)

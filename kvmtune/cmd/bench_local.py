@@ -192,16 +192,15 @@ def _one_run(args: argparse.Namespace, workload: 'Workload', accel: str,
                              fix='reserve 2M pages first (kvmtune pages '
                                  'apply), or compare without hugepages')
         mount = compare.hugetlbfs_mount()
-    return local.run(workload, args.vms, vcpus=int(settings['vcpus']),
-                     ram_mb=args.ram, disk_size=args.disk_size,
-                     cache=settings['cache'], fmt=settings['format'],
-                     accel=accel, job_via=args.job_via,
-                     runtime=args.runtime, params=params,
-                     image_dir=args.image_dir, delay=args.start_delay,
-                     boot=args.boot, log=log, bus=settings['bus'],
-                     iothread=settings['iothread'] == 'on',
-                     hugepages=mount, pin=settings['pinning'] == 'on',
-                     start=args.start, ready_wait=args.ready_timeout)
+    return local.run(workload, local.Settings(
+        vms=args.vms, vcpus=int(settings['vcpus']), ram_mb=args.ram,
+        disk_size=args.disk_size, cache=settings['cache'],
+        fmt=settings['format'], bus=settings['bus'],
+        iothread=settings['iothread'] == 'on', hugepages=mount,
+        pin=settings['pinning'] == 'on', accel=accel, boot=args.boot,
+        job_via=args.job_via, runtime=args.runtime, params=params,
+        image_dir=args.image_dir, start=args.start, delay=args.start_delay,
+        ready_wait=args.ready_timeout), log=log)
 
 
 def _record(kind: str, workload: 'Workload', accel: str, why: str | None,

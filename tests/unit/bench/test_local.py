@@ -212,9 +212,9 @@ def test_start_modes_are_checked_before_anything_boots():
     from kvmtune import workloads
     fio = workloads.get('fio-randread-4k')
     with pytest.raises(KvmtuneError, match='unknown start mode'):
-        local.run(fio, 1, start='later')
+        local.run(fio, local.Settings(vms=1, start='later'))
     with pytest.raises(KvmtuneError, match='for --start at only'):
-        local.run(fio, 1, start='signal', delay=30)
+        local.run(fio, local.Settings(vms=1, start='signal', delay=30))
 
 
 def _args(*argv):
