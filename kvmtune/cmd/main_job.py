@@ -84,10 +84,10 @@ def run(args: argparse.Namespace) -> int | None:
     if args.max_vms < 1:
         raise InputError(f'{args.max_vms} is no VM count',
                          key='--max-vms', fix='give 1 or more')
-    return job.run(
+    return job.run(job.Settings(
         os_cloud=args.os_cloud, compute_facts=args.compute_facts,
         max_vms=args.max_vms, workload=args.workload, runtime=args.runtime,
         baseline=args.baseline, emulated=args.emulated,
         tuned_profile=args.tuned_profile, state_dir=args.state_dir,
         strict=args.strict, verbose=args.verbose,
-        config_files=args.config_file, setup_only=args.setup_only)
+        config_files=args.config_file, setup_only=args.setup_only))

@@ -6,6 +6,7 @@ compute, the Rally sweep, the report and the summary.
 run() with plain arguments; so do tools/main-job and `python -m
 kvmtune.mainjob`, through the same command.
 """
+import dataclasses
 import json
 import os
 from collections.abc import Iterable
@@ -187,14 +188,28 @@ def _report_step(out_json: str, baseline: str | None, state_dir: str
     return table, paths
 
 
-def rerun_line(os_cloud: str | None = None,
-               compute_facts: str | None = None, max_vms: int = 3,
-               workload: str = 'fio-randread-4k',
-               runtime: int | None = None, baseline: str | None = None,
-               emulated: bool = False, tuned_profile: str | None = None,
-               state_dir: str = mainjob.STATE_DIR,
-               config_files: Iterable[str] = (),
-               args_file: str | None = None) -> str:
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What one run of the main job is asked (``kvmtune main-job``'s
+    options; defaults as there). ``setup_only``: everything up to the
+    sweep (image, cloud, flavors, compute, the task arguments), for
+    `rally task start` by hand (rerun_line)."""
+    os_cloud: str | None = None
+    compute_facts: str | None = None
+    max_vms: int = 3
+    workload: str = 'fio-randread-4k'
+    runtime: int | None = None
+    baseline: str | None = None
+    emulated: bool = False
+    tuned_profile: str | None = None
+    state_dir: str = mainjob.STATE_DIR
+    strict: bool = False
+    verbose: bool = False
+    config_files: Sequence[str] = ()
+    setup_only: bool = False
+
+
+def rerun_line(settings: Settings, args_file: str | None = None) -> str:
     """The shell line that runs the sweep again by hand, whatever became
     of the cloud since (a `kvmtune cloud down` and `up`, a reboot: a
     fresh embedded cloud has none of the job's image, flavors or compute
@@ -204,21 +219,24 @@ def rerun_line(os_cloud: str | None = None,
     the job's task arguments."""
     import shlex
 
+    os_cloud, workload = settings.os_cloud, settings.workload
+    state_dir, config_files = settings.state_dir, settings.config_files
     q = shlex.quote
     job = ['kvmtune'] + [f'--config-file {q(f)}' for f in config_files]
     job.append('main-job')
     for flag, value in (('--os-cloud', os_cloud),
-                        ('--compute-facts', compute_facts),
-                        ('--max-vms', max_vms),
+                        ('--compute-facts', settings.compute_facts),
+                        ('--max-vms', settings.max_vms),
                         ('--workload', None if workload == 'fio-randread-4k'
                          else workload),
-                        ('--runtime', runtime), ('--baseline', baseline),
-                        ('--tuned-profile', tuned_profile),
+                        ('--runtime', settings.runtime),
+                        ('--baseline', settings.baseline),
+                        ('--tuned-profile', settings.tuned_profile),
                         ('--state-dir', None if state_dir ==
                          mainjob.STATE_DIR else state_dir)):
         if value is not None:
             job.append(f'{flag} {q(str(value))}')
-    if emulated:
+    if settings.emulated:
         job.append('--emulated')
     job.append('--setup-only')
     env = ['kvmtune'] + [f'--config-file {q(f)}' for f in config_files]
@@ -229,23 +247,16 @@ def rerun_line(os_cloud: str | None = None,
     return f'{" ".join(job)} && {" ".join(env)} && {task}'
 
 
-def run(os_cloud: str | None = None, compute_facts: str | None = None,
-        max_vms: int = 3, workload: str = 'fio-randread-4k',
-        runtime: int | None = None, baseline: str | None = None,
-        emulated: bool = False, tuned_profile: str | None = None,
-        state_dir: str = mainjob.STATE_DIR, strict: bool = False,
-        verbose: bool = False, config_files: Sequence[str] = (),
-        setup_only: bool = False) -> int:
+def run(settings: Settings) -> int:
     """The whole job; its exit status (0 ran, 1 SLA failed with strict,
-    2 a step could not run). ``setup_only``: everything up to the
-    sweep (image, cloud, flavors, compute, the task arguments), for
-    `rally task start` by hand (rerun_line)."""
+    2 a step could not run)."""
+    state_dir = settings.state_dir
     try:
         os.makedirs(state_dir, exist_ok=True)
         log = os.path.join(state_dir, LOG_NAME)
         if os.path.exists(log):
             os.replace(log, log + '.1')     # the previous run's
-        steps.configure(log, verbose)
+        steps.configure(log, settings.verbose)
     except OSError as exc:
         print(f'main-job: error: {state_dir}: {exc.strerror} (fix: give '
               '--state-dir a directory you can write)')
@@ -253,9 +264,7 @@ def run(os_cloud: str | None = None, compute_facts: str | None = None,
     steps.say(f'log: {log} (commands, apt, pip, Rally; --verbose shows '
               'them here)')
     try:
-        return _run(os_cloud, compute_facts, max_vms, workload, runtime,
-                    baseline, emulated, tuned_profile, state_dir, strict,
-                    config_files, setup_only)
+        return _run(settings)
     except KvmtuneError as exc:
         steps.say(f'error: {exc.line()}')
     except Exception as exc:  # openstacksdk's own errors: one line too
@@ -264,22 +273,19 @@ def run(os_cloud: str | None = None, compute_facts: str | None = None,
     finally:
         steps.OUT.close()
     print(f'main-job: stopped; the log has the details: {log}')
-    hint = None if os_cloud else cloud.stop_hint()
+    hint = None if settings.os_cloud else cloud.stop_hint()
     if hint:
         print(f'main-job: {hint}')
     return 2
 
 
-def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
-         workload: str, runtime: int | None, baseline: str | None,
-         emulated: bool, tuned_profile: str | None, state_dir: str,
-         strict: bool, config_files: Sequence[str],
-         setup_only: bool = False) -> int:
-    given: dict[str, Any] = dict(
-        os_cloud=os_cloud, compute_facts=compute_facts, max_vms=max_vms,
-        workload=workload, runtime=runtime, emulated=emulated,
-        tuned_profile=tuned_profile, state_dir=state_dir,
-        config_files=config_files)
+def _run(settings: Settings) -> int:
+    os_cloud, compute_facts = settings.os_cloud, settings.compute_facts
+    max_vms, workload = settings.max_vms, settings.workload
+    runtime, baseline = settings.runtime, settings.baseline
+    emulated, tuned_profile = settings.emulated, settings.tuned_profile
+    state_dir, strict = settings.state_dir, settings.strict
+    config_files = settings.config_files
 
     this_facts = _facts_step()
     _image_step()
@@ -339,9 +345,10 @@ def _run(os_cloud: str | None, compute_facts: str | None, max_vms: int,
     args_file = os.path.join(state_dir, 'disk-scaling-args.json')
     fileio.write_atomic(args_file, json.dumps(args, indent=2) + '\n')
     # the baseline as a file of its own path: the re-run measures none
-    rerun = rerun_line(baseline=os.path.abspath(baseline) if baseline
-                       else None, args_file=args_file, **given)
-    if setup_only:
+    rerun = rerun_line(dataclasses.replace(
+        settings, baseline=os.path.abspath(baseline) if baseline else None),
+        args_file=args_file)
+    if settings.setup_only:
         steps.say(f'set up for the sweep (--setup-only: no sweep); Rally\'s '
                   f'task arguments: {args_file}')
         steps.say(f're-run the sweep by hand: {rerun}')

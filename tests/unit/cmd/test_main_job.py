@@ -2,6 +2,8 @@
 handed to kvmtune.mainjob.job.run as plain values (the job itself:
 tests/unit/mainjob/ and tests/functional/test_mainjob.py)."""
 
+import dataclasses
+
 import pytest
 
 from kvmtune import cli
@@ -13,8 +15,8 @@ def calls(monkeypatch):
     """job.run stands in: the command is only the plumbing to it."""
     seen = []
 
-    def run(**kwargs):
-        seen.append(kwargs)
+    def run(settings):
+        seen.append(dataclasses.asdict(settings))
         return 1
     monkeypatch.setattr(job, 'run', run)
     return seen

@@ -349,8 +349,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
         'table\n', {'png': 'p.png', 'html': 'r.html'}))
     monkeypatch.setattr(cloud, 'connect',
                         lambda name: FakeCloud(FakeConn(this['hostname'])))
-    rc = job.run(os_cloud='op', max_vms=1, runtime=5,
-                 state_dir=str(tmp_path))
+    rc = job.run(job.Settings(os_cloud='op', max_vms=1, runtime=5,
+                              state_dir=str(tmp_path)))
     assert rc == 0, capsys.readouterr().out
     profile = compute.tuned_profile(this)[0]
     assert made == ['image', ('op', 'baseline', 'm1.bench'),

@@ -86,7 +86,8 @@ def local_job(monkeypatch, tmp_path):
     (True, False, 0), (False, False, 0), (False, True, 1), (True, True, 0)])
 def test_exit_status_and_verdict(local_job, capsys, sla_ok, strict, rc):
     FakeRally.sla_ok = sla_ok
-    assert job.run(max_vms=3, state_dir=local_job, strict=strict) == rc
+    assert job.run(job.Settings(max_vms=3, state_dir=local_job,
+                                strict=strict)) == rc
     lines = capsys.readouterr().out.splitlines()
     assert all(line.startswith('main-job: ') for line in lines)
     assert lines[-1] == 'main-job: ' + STOP
@@ -103,7 +104,7 @@ def test_exit_status_and_verdict(local_job, capsys, sla_ok, strict, rc):
 
 def test_tuned_sweep_only_what_fits(local_job, capsys):
     FakeRally.sla_ok = True
-    assert job.run(max_vms=3, state_dir=local_job) == 0
+    assert job.run(job.Settings(max_vms=3, state_dir=local_job)) == 0
     tuned = 'm1.bench.pinned-hugepages'
     assert FakeRally.args['flavor_max_vms'] == {tuned: 1}
     assert FakeRally.args['emulated'] is True
@@ -118,7 +119,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
         raise CloudError('port 5000 is taken', source='keystone',
                          fix='kvmtune cloud status')
     monkeypatch.setattr(cloud, 'local_cloud', broken)
-    assert job.run(state_dir=local_job) == 2
+    assert job.run(job.Settings(state_dir=local_job)) == 2
     lines = capsys.readouterr().out.splitlines()
     assert lines[-4].startswith('main-job: test cloud: FAILED (')
     assert lines[-3] == ('main-job: error: keystone: port 5000 is taken '
@@ -171,8 +172,9 @@ def test_setup_only_stops_before_the_sweep_with_the_rerun_line(
     # and `up`, a reboot), refreshes plain rally's environment, then
     # sweeps with the job's arguments; --setup-only is its first part
     FakeRally.args = None
-    assert job.run(max_vms=2, runtime=5, state_dir=local_job,
-                   baseline='/b/base.json', setup_only=True) == 0
+    assert job.run(job.Settings(max_vms=2, runtime=5, state_dir=local_job,
+                                baseline='/b/base.json',
+                                setup_only=True)) == 0
     assert FakeRally.args is None
     lines = capsys.readouterr().out.splitlines()
     rerun = (f'main-job: re-run the sweep by hand: kvmtune main-job '
@@ -183,16 +185,17 @@ def test_setup_only_stops_before_the_sweep_with_the_rerun_line(
     assert rerun in lines
     assert lines[-1] == 'main-job: ' + STOP
     # the whole job prints the same line
-    assert job.run(max_vms=2, runtime=5, state_dir=local_job,
-                   baseline='/b/base.json') == 0
+    assert job.run(job.Settings(max_vms=2, runtime=5, state_dir=local_job,
+                                baseline='/b/base.json')) == 0
     assert rerun in capsys.readouterr().out.splitlines()
 
 
 def test_rerun_line_quotes_what_the_shell_would_split():
-    line = job.rerun_line(os_cloud='my cloud', max_vms=1,
-                          workload='sysbench-cpu', emulated=True,
-                          tuned_profile='pinned-hugepages',
-                          config_files=['/etc/k.conf'],
+    line = job.rerun_line(job.Settings(os_cloud='my cloud', max_vms=1,
+                                       workload='sysbench-cpu',
+                                       emulated=True,
+                                       tuned_profile='pinned-hugepages',
+                                       config_files=['/etc/k.conf']),
                           args_file='/s d/args.json')
     assert line == (
         "kvmtune --config-file /etc/k.conf main-job --os-cloud 'my cloud' "
