@@ -54,6 +54,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   apply   -> nova-conf apply     nova.conf, edited in place
              flavor apply        tuned flavors (openstacksdk)
              host tag            Placement traits for EPT/nested/1G/vhost-net
+             boot apply          kernel arguments (GRUB), modprobe.d, reboot
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
   measure -> image build, bench local, bench nested, baseline
@@ -84,6 +85,9 @@ COMMANDS: list[tuple[Any, ...]] = [
      'Write a profile\'s options into nova.conf, in place.'),
     (('pages', 'apply'), 'pages_apply',
      'Set huge page pools per NUMA node and page size, now.'),
+    (('boot', 'apply'), 'boot_apply',
+     'Write the kernel arguments and module options a profile needs at '
+     'boot.'),
     (('verify',), 'verify',
      'Check that the host, nova-compute, cloud and guests run as planned.'),
     (('capacity',), 'capacity',

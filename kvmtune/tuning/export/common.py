@@ -218,10 +218,30 @@ def host_files(ctx: Context, prefix: str = '') -> list[OutFile]:
             ''.join(f'# {line}\n' for line in _wrap(ctx.header)) + text,
             'text'))
     if ctx.plan.kernel_args:
-        args = ' '.join(ctx.plan.kernel_args)
         files.append(OutFile(os.path.join(prefix, GRUB_FILE), ''.join(
             f'# {line}\n' for line in _wrap(
                 ctx.header + ' Kernel arguments: run update-grub and '
                 'reboot for them to take effect.'))
-            + f'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {args}"\n', 'text'))
+            + grub_line(ctx.plan.kernel_args), 'text'))
     return files
+
+
+# Inside the double quotes of a shell assignment (grub-mkconfig sources
+# /etc/default/grub and grub.d/*.cfg with /bin/sh) these would be
+# expanded or end the string.
+_SHELL_SPECIAL = re.compile(r'["$`\\]')
+
+
+def grub_line(args: Iterable[str]) -> str:
+    """The line of /etc/default/grub (or a grub.d drop-in) that adds
+    ``args`` to GRUB_CMDLINE_LINUX, which grub-mkconfig's 10_linux puts on
+    every entry, recovery ones included; InputError for an argument the
+    shell would change."""
+    args = list(args)
+    for arg in args:
+        if _SHELL_SPECIAL.search(arg):
+            raise InputError(f'kernel argument {arg!r} holds a character '
+                             'the shell would expand in /etc/default/grub '
+                             '(", $, ` or \\)', key='kernel_args',
+                             fix='give the argument without it')
+    return f'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX {" ".join(args)}"\n'

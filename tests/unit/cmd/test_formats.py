@@ -65,7 +65,10 @@ def test_value_and_columns_on_a_table(capsys):
 # Every command that reads and prints (issue 23 item 3) takes -f json.
 READING_COMMANDS = {'host inspect', 'plan', 'profile list', 'profile show',
                     'verify', 'capacity', 'flavor diff', 'cloud status',
-                    'rally env', 'bench nested', 'report'}
+                    'rally env', 'bench nested', 'report',
+                    # writes, and prints what it did as a document
+                    # (tests/unit/cmd/test_boot_apply.py parses its JSON)
+                    'boot apply'}
 
 
 def _subparser(parser, words):

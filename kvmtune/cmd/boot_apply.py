@@ -1,0 +1,65 @@
+"""Write a profile's boot-time changes: kernel arguments and module options.
+
+  kvmtune boot apply --profile pinned-hugepages
+  kvmtune boot apply --profile cpu-pinning --root captured/compute-1 -f json
+
+Compares the profile's plan for this host with what it booted
+(/proc/cmdline, the loaded modules' parameters). When the booted command
+line lacks an argument, writes the arguments where the distribution's
+GRUB takes them (a drop-in under /etc/default/grub.d and update-grub on
+Debian/Ubuntu; a block of /etc/default/grub and grub2-mkconfig on
+RHEL-likes without BLS; the same block and grubby on BLS systems), and the
+plan's /etc/modprobe.d/kvm.conf. It records that a reboot is needed and
+why (cmdline, hugepages, module) in /var/lib/kvmtune/reboot-required.json,
+and removes that record once the booted host runs the whole plan. Nothing
+is written when the booted command line already matches.
+
+With --root (a tree made by kvmtune host capture, or a host's root
+mounted elsewhere) the files are written under that tree, and the boot
+loader commands are printed as not run: they act on this machine only.
+A plan that withheld isolcpus or a huge page pool, a booted command line
+that is unknown, an unknown boot loader or a missing tool is refused with
+one line, exit 2, nothing written.
+"""
+
+import argparse
+
+from kvmtune import cmd
+from kvmtune.cmd import output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    cmd.add_profile(parser)
+    parser.add_argument('--root', metavar='DIR', default='/',
+                        help='the host tree to plan for and write into '
+                             '(default: this host, /)')
+    cmd.add_dry_run(parser)
+    output.add_format(parser, columns=False,
+                      formats=('table', 'json', 'yaml'))
+
+
+def run(args: argparse.Namespace) -> int:
+    from kvmtune.boot import apply
+
+    result = apply.apply(args.profile, root=args.root,
+                         config_files=args.config_file or (),
+                         dry_run=args.dry_run)
+    if output.format_of(args) != 'table':
+        output.emit(args, [], [], document=result.to_dict())
+        return 0
+    for path, status in result.files:
+        print(f'{status} {path}')
+    for argv in result.commands:
+        state = 'ran' if result.ran else (
+            'not run (dry run)' if result.dry_run
+            else f'not run (--root {result.root} is not this machine)')
+        print(f'{state}: {" ".join(argv)}')
+    if result.reboot_required:
+        why = '; '.join(f'{reason}: {" ".join(items)}'
+                        for reason, items in result.reasons.items())
+        print(f'reboot required ({why}); record {result.record}')
+    else:
+        print('no reboot needed: the booted host has every kernel argument '
+              f'and module option of {result.profile}; record '
+              f'{result.record}')
+    return 0
