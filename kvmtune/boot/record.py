@@ -26,7 +26,6 @@ kvmtune_reboot_required, the rollout's reboot step).
 """
 
 import errno
-import json
 import os
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from typing import TypedDict
 
 from kvmtune import fileio
 from kvmtune import inputs
+from kvmtune import jsonout
 from kvmtune.errors import InputError
 
 SCHEMA = 1
@@ -102,7 +102,7 @@ def write(root: str, profile: str,
         raise InputError(f'cannot create {os.path.dirname(target)}: '
                          f'{exc.strerror}', source=target,
                          fix='run as root') from None
-    fileio.write_atomic(target, json.dumps(record, indent=2) + '\n',
+    fileio.write_atomic(target, jsonout.dumps(record, source=target) + '\n',
                         mode=0o644)
     return target
 
