@@ -120,8 +120,9 @@ def record(workload: Workload, facts: Facts | None,
     if facts:
         virt, why = qemu.choose_accel('auto', facts.get('virt') or {})
     return records.make('baseline', workload, facts, 'bare',
-                        params=params, runtime=runtime, command=argv,
-                        virt=virt, why=why)
+                        records.Conditions(params=params, runtime=runtime,
+                                           command=argv, virt=virt,
+                                           why=why))
 
 
 def save(doc: Mapping[str, Any], path: str) -> None:

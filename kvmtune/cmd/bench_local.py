@@ -216,8 +216,9 @@ def _record(kind: str, workload: 'Workload', accel: str, why: str | None,
                 and not (k in compare.NET_ONLY and workload.target != 'peer')}
 
     return records.make(kind, workload, host_facts.gather(), accel,
-                        params=params, runtime=runtime, settings=settings,
-                        virt=accel, why=why)
+                        records.Conditions(params=params, runtime=runtime,
+                                           settings=settings, virt=accel,
+                                           why=why))
 
 
 def _save(doc: Mapping[str, Any], path: str) -> None:

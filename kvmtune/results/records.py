@@ -30,6 +30,7 @@ different accelerators, different parameters or runtimes, and results
 without a record are warned about, one line each.
 """
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -101,16 +102,31 @@ def facts_digest(facts: Any) -> str | None:
     return _digest(stable)
 
 
+@dataclasses.dataclass(frozen=True)
+class Conditions:
+    """How a result was made, as its record states it (module docstring).
+
+    params, runtime, command  the workload's parameters, seconds, argv
+    settings                  what the run varied or fixed (cache, ...)
+    profile, nova_conf, extra_specs
+                              the tuning the guests ran under
+    virt, why                 ``kvm`` or ``tcg``: how guests run on this
+                              host as the caller chose it
+                              (``kvmtune.bench.qemu.choose_accel``), and why
+    """
+    params: dict[str, Any] | None = None
+    runtime: int | float | None = None
+    command: list[str] | None = None
+    settings: dict[str, Any] | None = None
+    profile: str | None = None
+    nova_conf: dict[str, Any] | None = None
+    extra_specs: dict[str, Any] | None = None
+    virt: str | None = None
+    why: str | None = None
+
+
 def make(kind: str, workload: Any, facts: Any, accel: str,
-         params: dict[str, Any] | None = None,
-         runtime: int | float | None = None,
-         command: list[str] | None = None,
-         settings: dict[str, Any] | None = None,
-         profile: str | None = None,
-         nova_conf: dict[str, Any] | None = None,
-         extra_specs: dict[str, Any] | None = None,
-         virt: str | None = None, why: str | None = None
-         ) -> dict[str, Any]:
+         conditions: Conditions = Conditions()) -> dict[str, Any]:
     """A record (module docstring) for a result made on this host.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -118,6 +134,11 @@ def make(kind: str, workload: Any, facts: Any, accel: str,
     """
     if kind not in KINDS:
         raise ValueError(kind)
+    c = conditions
+    params, runtime, command = c.params, c.runtime, c.command
+    settings, profile = c.settings, c.profile
+    nova_conf, extra_specs, virt, why = (c.nova_conf, c.extra_specs,
+                                         c.virt, c.why)
     return {
         'kvmtune_version': version(), 'time': now(), 'kind': kind,
         'host': host(facts, virt, why), 'facts_digest': facts_digest(facts),

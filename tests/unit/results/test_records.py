@@ -26,9 +26,9 @@ def hosts():
 def test_record_of_a_captured_host(hosts):
     f = _facts(hosts[0])
     w = workloads.get('sysbench-cpu')
-    rec = records.make('bench-local', w, f, 'tcg', params={'threads': 1},
-                       runtime=5, settings={'cache': 'none'}, virt='tcg',
-                       why='asked for')
+    rec = records.make('bench-local', w, f, 'tcg', records.Conditions(
+        params={'threads': 1}, runtime=5, settings={'cache': 'none'},
+        virt='tcg', why='asked for'))
     assert rec['kind'] == 'bench-local' and rec['emulated'] is True
     assert rec['host']['cpu_model'] == f['cpu']['model_name']
     assert rec['host']['nodes'] == len(f['numa']['nodes'])
@@ -164,5 +164,6 @@ def test_records_kvmtune_writes_are_of_the_shape(tmp_path):
     # by kvmtune report and bench local --compare --baseline run)
     from kvmtune import workloads
     bare = records.make('baseline', workloads.get('sysbench-cpu'), None,
-                        'bare', command=['sysbench', 'cpu', 'run'])
+                        'bare', records.Conditions(
+                            command=['sysbench', 'cpu', 'run']))
     assert records.validate(bare, 'b.json') is bare
