@@ -13,12 +13,12 @@ latency in microseconds. Figures measured under QEMU TCG are labelled
 never KVM's speed.
 """
 
-from typing import Any
 from typing import Sequence
 
 from kvmtune.results.analysis import Analysis
 from kvmtune.results.analysis import Point
 from kvmtune.results.analysis import THROUGHPUT
+from kvmtune.results.records import Record
 from kvmtune.results.row import OK
 from kvmtune.results.row import Row
 from kvmtune.results.row import SERVER
@@ -168,7 +168,7 @@ def fit_lines(an: Analysis) -> list[str]:
             'counts on):'] + grid(*fit_rows(an))
 
 
-def _settings(record: dict[str, Any] | None) -> list[str]:
+def _settings(record: Record | None) -> list[str]:
     settings = (record or {}).get('settings') or {}
     profile = (record or {}).get('profile')
     parts = [f'{k}={v}' for k, v in sorted(settings.items())]

@@ -91,7 +91,7 @@ def _compare_runs(doc: Mapping[str, Any], source: str) -> list[Run]:
     return runs
 
 
-def _nested_record(doc: Mapping[str, Any], level: str) -> dict[str, Any]:
+def _nested_record(doc: Mapping[str, Any], level: str) -> records.Record:
     host = level == 'host'
     return {'kind': 'bench-nested',
             'accel': 'bare' if host else str(doc.get('accel')),

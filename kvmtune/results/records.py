@@ -35,14 +35,57 @@ import datetime
 import hashlib
 import json
 from typing import Any
+from typing import Mapping
 from typing import NoReturn
 from typing import Sequence
+from typing import TypedDict
+from typing import cast
 
 from kvmtune.errors import InputError
 
 KINDS = ('bench-local', 'bench-compare', 'baseline', 'rally-sweep')
 IDENTITY = ('hostname', 'cpu_model', 'cpus', 'sockets', 'nodes',
             'memory_mb')
+
+
+class HostRecord(TypedDict, total=False):
+    """``record.host`` (module docstring); a file may leave keys out."""
+    digest: str
+    hostname: str | None
+    cpu_model: str | None
+    cpus: int
+    sockets: int | None
+    nodes: int
+    memory_mb: int | None
+    kernel: str | None
+    virt: str | None
+    why: str | None
+
+
+class WorkloadRecord(TypedDict, total=False):
+    """``record.workload`` (module docstring)."""
+    name: str | None
+    tool: str | None
+    params: dict[str, Any]
+    runtime: int | float | None
+    command: list[str] | None
+
+
+class Record(TypedDict, total=False):
+    """A result's record (module docstring): the run's provenance, of the
+    shape ``validate`` checks; a file may leave keys out."""
+    kvmtune_version: str | None
+    time: str | None
+    kind: str
+    host: HostRecord | None
+    facts_digest: str | None
+    accel: str | None
+    emulated: bool
+    profile: str | None
+    settings: dict[str, Any]
+    nova_conf: dict[str, Any] | None
+    extra_specs: dict[str, Any] | None
+    workload: WorkloadRecord
 
 
 def version() -> str:
@@ -236,7 +279,7 @@ _WORKLOAD_SHAPE: dict[str, Any] = {
     'command': list}
 
 
-def validate(record: Any, source: str) -> dict[str, Any] | None:
+def validate(record: Any, source: str) -> Record | None:
     """``record`` when it is None or of the module docstring's shape;
     else the one InputError naming the first wrong key."""
     if record is None:
@@ -262,14 +305,14 @@ def validate(record: Any, source: str) -> dict[str, Any] | None:
                     not isinstance(value, want) or
                     (want != bool and isinstance(value, bool))):
                 wrong(prefix + key, want)
-    return record
+    return cast(Record, record)
 
 
-def _workload_of(record: dict[str, Any] | None) -> dict[str, Any]:
+def _workload_of(record: Mapping[str, Any] | None) -> dict[str, Any]:
     return ((record or {}).get('workload') or {})
 
 
-def check(records: Sequence[dict[str, Any] | None],
+def check(records: Sequence[Mapping[str, Any] | None],
           sources: Sequence[str]) -> list[str]:
     """Warnings (list of lines) for results about to be compared.
 
@@ -308,7 +351,7 @@ def check(records: Sequence[dict[str, Any] | None],
         if len(values) > 1:
             warnings.append(f'warning: different {what} '
                             f'({", ".join(sorted(values))})')
-    hosts: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    hosts: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     for record, source in named:
         digest = (record.get('host') or {}).get('digest')
         if digest:

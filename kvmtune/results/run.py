@@ -9,8 +9,8 @@ server's Row is left out: it serves, it measures nothing.
 """
 
 import dataclasses
-from typing import Any
 
+from kvmtune.results.records import Record
 from kvmtune.results.row import Row
 
 RALLY = 'rally'
@@ -25,7 +25,7 @@ class Run:
     label: str
     source: str
     kind: str
-    record: dict[str, Any] | None
+    record: Record | None
     iterations: dict[int, list[list[Row]]]
     # one line per Rally iteration that failed before leaving its rows
     errors: list[str] = dataclasses.field(default_factory=list)
