@@ -49,7 +49,6 @@ TOPICS = {
     'test_strict.py': 'tests/strict.py, CI\'s strict mode',
     'test_timing_asserts.py': 'no timing assertion in the tests',
     'test_trees.py': 'tests/trees.py, the pinned upstream checkouts',
-    'test_typed_share.py': 'tools/typed-share',
     'cmd/test_formats.py': '-f on every reading command (the command table)',
     'devstack/test_plugin.py': 'devstack/plugin.sh, the DevStack contract',
     'devstack/test_shim.py': 'tests/devstack_shim, DevStack\'s functions',
