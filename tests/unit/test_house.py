@@ -1,5 +1,6 @@
-"""The house (doc/design.md 8 and 9.1): imports run down the layers, and
-every module has its mirrored test file.
+"""The house (doc/design.md 8 and 9.1): the layers are the map in
+design.md, imports run down them, every module has its mirrored test
+file, and a module over the size is one concept listed with its reason.
 
 These read the package's source with ``ast``; nothing is imported.
 """
@@ -7,6 +8,7 @@ These read the package's source with ``ast``; nothing is imported.
 import ast
 import collections
 import os
+import re
 
 import pytest
 
@@ -15,8 +17,11 @@ from tests import paths
 PACKAGE = os.path.join(paths.REPO, 'kvmtune')
 UNIT = os.path.join(paths.REPO, 'tests', 'unit')
 
-# doc/design.md 9.1, top to bottom. A group may import from the lines above
-# it and from its own line, as long as the groups of one line form no cycle.
+DESIGN = os.path.join(paths.REPO, 'doc', 'design.md')
+
+# doc/design.md 9.1's map, top to bottom (test_the_map_is_these_layers). A
+# group may import from the lines above it and from its own line, as long
+# as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
      'privileged', 'nova_releases', 'yamlinput'},
@@ -44,8 +49,7 @@ TOPICS = {
     'test_docs.py': 'README and the guides against the CLI parser',
     'test_hang.py': 'the test run\'s hang bound',
     'test_hostile.py': 'hostile input across every reader',
-    'test_house.py': 'this file: the layers and the mirror',
-    'test_module_size.py': 'no module of the package over 400 lines',
+    'test_house.py': 'this file: the layers, the mirror, module size',
     'test_strict.py': 'tests/strict.py, CI\'s strict mode',
     'test_timing_asserts.py': 'no timing assertion in the tests',
     'test_trees.py': 'tests/trees.py, the pinned upstream checkouts',
@@ -64,6 +68,13 @@ TOPICS = {
     'tuning/tuners/test_tuners.py': 'every tuner through stevedore',
     'workloads/test_workloads.py': 'the workload definitions',
 }
+
+
+# One concept per module (doc/design.md 8): a module is not split to meet
+# a line count. One over MAX_LINES is listed here with the reason it is one
+# concept; the list holds exactly the modules over it.
+MAX_LINES = 400
+OVERSIZE: dict[str, str] = {}
 
 
 def _modules():
@@ -208,3 +219,76 @@ def test_every_test_file_mirrors_a_module_or_names_its_topic():
                           .replace(os.sep, '/'))
     assert sorted(found - expected - set(TOPICS)) == []
     assert sorted(set(TOPICS) - found) == []
+
+
+def _map(text):
+    """The layers of doc/design.md 9.1's table, top to bottom: a set of
+    groups per row (each group a `name`), checked to be numbered 0..n."""
+    section = text.split('### 9.1 ', 1)[1].split('\n### ', 1)[0]
+    rows = re.findall(r'^\| *(\d+) *\| *([^|]*)\|', section, re.M)
+    assert [int(n) for n, _ in rows] == list(range(len(rows))), rows
+    return [set(re.findall(r'`(\w+)`', groups)) for _, groups in rows]
+
+
+def test_the_map_is_these_layers():
+    with open(DESIGN, encoding='utf-8') as f:
+        assert _map(f.read()) == [set(line) for line in LAYERS], (
+            'doc/design.md 9.1 and LAYERS here must list the same groups '
+            'on the same layers: change both')
+
+
+def test_the_map_check_sees_a_difference():
+    text = """### 9.1 The house
+
+| layer | groups | what |
+|---|---|---|
+| 0 | `errors` `fileio` | the base |
+| 1 | `facts` | what a host has |
+
+### 9.2 Next
+| 7 | `ignored` | another section |
+"""
+    assert _map(text) == [{'errors', 'fileio'}, {'facts'}]
+    assert _map(text) != [{'errors'}, {'fileio', 'facts'}]
+    with pytest.raises(AssertionError):
+        _map(text.replace('| 1 |', '| 2 |'))
+
+
+def _lines(path):
+    with open(path, 'rb') as f:
+        return f.read().count(b'\n')
+
+
+def _oversize(root):
+    """{path relative to root: lines} of the .py files over MAX_LINES."""
+    found = {}
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
+        for name in files:
+            if name.endswith('.py'):
+                path = os.path.join(directory, name)
+                if _lines(path) > MAX_LINES:
+                    found[os.path.relpath(path, root).replace(
+                        os.sep, '/')] = _lines(path)
+    return found
+
+
+def test_a_module_over_the_size_is_one_concept_with_its_reason():
+    found = _oversize(PACKAGE)
+    assert {f'kvmtune/{rel} ({n} lines)' for rel, n in found.items()
+            if rel not in OVERSIZE} == set(), (
+        'one concept per module (doc/design.md 8): split it where it holds '
+        'two concepts, or list it in OVERSIZE with why it is one')
+    assert sorted(set(OVERSIZE) - set(found)) == [], (
+        'no longer over the size: drop it from OVERSIZE')
+    assert all(len(why) > 40 for why in OVERSIZE.values())
+
+
+def test_the_size_check_sees_a_long_module(tmp_path):
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'long.py').write_text('x = 1\n' * (MAX_LINES + 1))
+    (tmp_path / 'limit.py').write_text('x = 1\n' * MAX_LINES)
+    (tmp_path / 'notes.txt').write_text('x\n' * 1000)
+    (tmp_path / '__pycache__').mkdir()
+    (tmp_path / '__pycache__' / 'stale.py').write_text('x = 1\n' * 1000)
+    assert _oversize(str(tmp_path)) == {'sub/long.py': MAX_LINES + 1}
