@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune.openstack import flavorapply as tuned
+    from kvmtune.openstack import flavors as tuned
 
     tuned.apply_profile(args.os_cloud, args.profile, base=args.base,
                         name=args.name, root=args.root,

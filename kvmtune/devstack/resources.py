@@ -70,7 +70,7 @@ def extra(changes: 'Changes', os_cloud: str, profiles: Iterable[str],
     for profile in profiles:
         name = tuned_name(base_flavor, profile)
         before = _flavors(cloud).find(name)
-        from kvmtune.openstack import flavorapply as tuned
+        from kvmtune.openstack import flavors as tuned
 
         tuned.apply_profile(os_cloud, profile, base=base_flavor,
                             out=lambda line: print(f'kvmtune: {line}'))

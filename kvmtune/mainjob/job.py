@@ -132,7 +132,7 @@ def _prepare_remote(os_cloud: str, this_facts: 'Facts', conn: 'Connection',
 def _flavors_step(cloud_name: str, profiles: Iterable[str],
                   facts_file: str | None, config_files: Iterable[str]
                   ) -> list[str]:
-    from kvmtune.openstack import flavorapply as tuned
+    from kvmtune.openstack import flavors as tuned
 
     base = mainjob.BASE_FLAVOR['name']
     names: list[str] = []

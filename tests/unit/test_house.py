@@ -74,7 +74,14 @@ TOPICS = {
 # a line count. One over MAX_LINES is listed here with the reason it is one
 # concept; the list holds exactly the modules over it.
 MAX_LINES = 400
-OVERSIZE: dict[str, str] = {}
+OVERSIZE = {
+    'openstack/flavors.py':
+        'the tuned flavor in Nova: what a profile wants on it (name, mark, '
+        'spec diff, the INCOMPLETE marker), the calls that read and change '
+        'it, and apply_profile, which makes them in the order design.md '
+        '9.8 fixes; apart, the order and the marker it keeps would live in '
+        'two places',
+}
 
 
 def _modules():

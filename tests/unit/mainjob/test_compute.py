@@ -332,12 +332,12 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                          (hugepages, 'reserve_hugepages'),
                          (hugepages, '_write_int')):
         monkeypatch.setattr(module, name, forbidden)
-    from kvmtune.openstack import flavorapply
+    from kvmtune.openstack import flavors
     from kvmtune.image import build
     made = []
     monkeypatch.setattr(build, 'build', lambda *a, **k: made.append(
         'image') or {'sizes': {}, 'changed': False})
-    monkeypatch.setattr(flavorapply, 'apply_profile', lambda cloud_name,
+    monkeypatch.setattr(flavors, 'apply_profile', lambda cloud_name,
                         profile, base, facts_file, config_files: made.append(
                             (cloud_name, profile, base)) or
                         f'{base}.{profile}')

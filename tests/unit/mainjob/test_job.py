@@ -50,7 +50,7 @@ class FakeRally:
 @pytest.fixture
 def local_job(monkeypatch, tmp_path):
     """The local path with this host's facts and a 1-PCPU compute."""
-    from kvmtune.openstack import flavorapply
+    from kvmtune.openstack import flavors
     from kvmtune.image import build
 
     monkeypatch.setattr(build, 'build', lambda *a, **k: {
@@ -65,7 +65,7 @@ def local_job(monkeypatch, tmp_path):
     monkeypatch.setattr(cloud, 'stop_hint', lambda: STOP)
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
-    monkeypatch.setattr(flavorapply, 'apply_profile',
+    monkeypatch.setattr(flavors, 'apply_profile',
                         lambda name, profile, base, **k: f'{base}.{profile}')
 
     def tune(conn, setup, cloud_name):
