@@ -203,14 +203,11 @@ def run(workload: Workload, runtime: int | str | None = None,
                    else '') + f', {done["seconds"]} s')
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return {'kind': 'kvmtune-bench-nested', 'schema': 1,
-            'workload': workload.name, 'runtime': runtime,
-            'params': dict(params or {}), 'vcpus': vcpus, 'ram_mb': ram_mb,
-            'accel': accel, 'accel_why': why,
-            'l1_cpu': cpu if accel == 'tcg' else 'host',
-            'emulated': accel == 'tcg', 'image_dir': image_dir,
-            'wall_s': round(time.monotonic() - started, 1),
-            'runs': runs}
+    from kvmtune.results import bench
+
+    return bench.nested_doc(workload.name, runtime, params, vcpus, ram_mb,
+                            accel, why, cpu, image_dir,
+                            round(time.monotonic() - started, 1), runs)
 
 
 def figure_kind(workload_name: str) -> str:

@@ -67,10 +67,6 @@ if TYPE_CHECKING:
     from kvmtune.bench.local import Measured
     from kvmtune.workloads import Workload
 
-# -o FILE: 2, every guest's row in the Row columns (kvmtune.results.row);
-# 1 (kvmtune <= round 3) held each one's parsed result, and is still read
-SCHEMA = 2
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--vms', type=int, required=True,
@@ -275,10 +271,10 @@ def run(args: argparse.Namespace) -> int | None:
     if args.output:
         record = _record('bench-local', workload, accel, why, settings,
                          params, runtime)
-        _save({'schema': SCHEMA, 'kind': 'kvmtune-bench-local',
-               'workload': workload.name, 'vms': args.vms, 'accel': accel,
-               'emulated': accel == 'tcg', 'settings': settings,
-               'rows': [g.flat() for g in guests], 'record': record},
+        from kvmtune.results import bench
+
+        _save(bench.local_doc(workload.name, args.vms, accel, settings,
+                              [g.flat() for g in guests], record),
               args.output)
     return 1 if render.failures([g.row for g in guests]) else 0
 
@@ -341,10 +337,8 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
     bare, no_bare = _baseline_doc(args, workload, params)
     record = _record('bench-compare', workload, accel, why, base, params,
                      runtime)
-    doc = {'schema': SCHEMA, 'kind': 'kvmtune-bench-compare',
-           'workload': workload.name, 'vms': args.vms, 'accel': accel,
-           'emulated': accel == 'tcg', 'runs': [c.doc() for c in columns],
-           'baseline': bare, 'record': record}
+    doc = bench.compare_doc(workload.name, args.vms, accel,
+                            [c.doc() for c in columns], bare, record)
     runs = [bench.guest_run(c.label, '(this run)',
                             dict(record, settings=c.settings),
                             [g.row for g in c.guests]) for c in ran]

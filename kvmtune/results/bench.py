@@ -1,5 +1,6 @@
-"""The readers of ``kvmtune bench local --json`` and ``kvmtune bench
-nested -o`` files: their Runs (doc/design.md 9.4).
+"""The files of ``kvmtune bench local -o`` and ``kvmtune bench nested -o``:
+their shape as written (``local_doc``, ``compare_doc``, ``nested_doc``)
+and their Runs as read (``runs_of``), in one place (doc/design.md 9.4).
 
 bench local (kind ``kvmtune-bench-local``): one Run of ``vms`` guests.
 Its rows are Rows (row.COLUMNS, one unit set; schema 2); the files of
@@ -30,6 +31,44 @@ LOCAL = 'kvmtune-bench-local'
 COMPARE = 'kvmtune-bench-compare'
 NESTED_KIND = 'kvmtune-bench-nested'
 KINDS = (LOCAL, COMPARE, NESTED_KIND)
+# bench local and --compare: every guest's row in the Row columns
+# (kvmtune.results.row); schema 1 held each one's parsed result, still read
+LOCAL_SCHEMA = 2
+NESTED_SCHEMA = 1
+
+
+def local_doc(workload: str, vms: int, accel: str,
+              settings: Mapping[str, Any], flat_rows: Sequence[Any],
+              record: Mapping[str, Any]) -> dict[str, Any]:
+    """The document of one bench local run (each guest's ``flat()``)."""
+    return {'schema': LOCAL_SCHEMA, 'kind': LOCAL, 'workload': workload,
+            'vms': vms, 'accel': accel, 'emulated': accel == 'tcg',
+            'settings': settings, 'rows': list(flat_rows),
+            'record': record}
+
+
+def compare_doc(workload: str, vms: int, accel: str,
+                columns: Sequence[Any], bare: Mapping[str, Any] | None,
+                record: Mapping[str, Any]) -> dict[str, Any]:
+    """The document of a bench local --compare (each column's ``doc()``;
+    ``bare`` the bare host's baseline document or None)."""
+    return {'schema': LOCAL_SCHEMA, 'kind': COMPARE, 'workload': workload,
+            'vms': vms, 'accel': accel, 'emulated': accel == 'tcg',
+            'runs': list(columns), 'baseline': bare, 'record': record}
+
+
+def nested_doc(workload: str, runtime: int | str | None,
+               params: Mapping[str, Any] | None, vcpus: int, ram_mb: int,
+               accel: str, why: str, cpu: str, image_dir: str,
+               wall_s: float, levels: Sequence[Any]) -> dict[str, Any]:
+    """The document of a bench nested run (one entry per level run)."""
+    return {'kind': NESTED_KIND, 'schema': NESTED_SCHEMA,
+            'workload': workload, 'runtime': runtime,
+            'params': dict(params or {}), 'vcpus': vcpus, 'ram_mb': ram_mb,
+            'accel': accel, 'accel_why': why,
+            'l1_cpu': cpu if accel == 'tcg' else 'host',
+            'emulated': accel == 'tcg', 'image_dir': image_dir,
+            'wall_s': wall_s, 'runs': list(levels)}
 
 
 def label_of(path: str) -> str:

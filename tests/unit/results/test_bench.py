@@ -188,3 +188,29 @@ def test_a_broken_file_is_one_input_error(tmp_path, change, match):
         read.load(path)
     assert caught.value.line().startswith(f'{path}: ')
     assert match in caught.value.line()
+
+
+def test_what_bench_writes_is_what_the_reader_reads():
+    # each file's shape as written (local_doc, compare_doc, nested_doc)
+    # read back by runs_of: the writer and the reader live together
+    written = bench_doc([result(1000.0), result(1200.0)])
+    doc = bench.local_doc('fio-randread-4k', 2, 'tcg', {'cache': 'none'},
+                          written['rows'], written['record'])
+    assert doc == dict(written, vms=2, accel='tcg',
+                       settings={'cache': 'none'})
+    run, = bench.runs_of(json.loads(json.dumps(doc)), '/x/one.json')
+    assert [g.iops for g in run.iterations[2][0]] == [1000.0, 1200.0]
+    column = {'label': 'cache=none', 'settings': {'cache': 'none'},
+              'rows': written['rows']}
+    doc = bench.compare_doc('fio-randread-4k', 2, 'tcg', [column], None,
+                            written['record'])
+    assert (doc['schema'], doc['kind']) == (bench.LOCAL_SCHEMA,
+                                            bench.COMPARE)
+    assert [r.label for r in bench.runs_of(doc, '/x/c.json')] == [
+        'cache=none']
+    levels = nested_doc()['runs']
+    doc = bench.nested_doc('sysbench-cpu', 10, None, 1, 1024, 'tcg', 'why',
+                           'EPYC', '/images', 12.5, levels)
+    assert doc['l1_cpu'] == 'EPYC' and doc['emulated'] is True
+    assert [r.label for r in bench.runs_of(doc, '/x/n.json')] == [
+        'bare host', 'L1', 'L2']
