@@ -160,11 +160,7 @@ def run(args: argparse.Namespace) -> int | None:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """--all-hosts: the cloud layer for every compute node."""
-    import os
-
-    from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
-    from kvmtune.openstack.connection import Cloud
     from kvmtune.errors import InputError
     from kvmtune.verify import cloud as cloud_layer
 
@@ -182,29 +178,13 @@ def run_fleet(args: argparse.Namespace) -> int:
         raise InputError('each host is planned from its own facts',
                          key='--all-hosts', fix='add --facts-dir DIR '
                          '(HOST.json per compute node), or give --plan')
-    if args.facts_dir and not os.path.isdir(args.facts_dir):
-        raise InputError('not a directory', source=args.facts_dir,
-                         key='--facts-dir', fix='give the directory of '
-                         'HOST.json facts files')
-    fixed = [plans.load(args.plan)] if args.plan else None
-
-    def plans_for(hostname: str) -> list[plans.Plan] | None:
-        if fixed is not None:
-            return fixed
-        path = os.path.join(args.facts_dir, f'{hostname}.json')
-        if not os.path.exists(path):
-            return None
-        return plans.for_host(args.profile,
-                              facts=host_facts.load(path),
-                              config_files=args.config_file)
-
-    cloud = Cloud.connect(args.os_cloud)
-    checks = cloud_layer.fleet(plans_for, cloud)
+    checks = cloud_layer.for_fleet(
+        args.os_cloud, plan_file=args.plan,
+        profiles=args.profile, facts_dir=args.facts_dir,
+        config_files=args.config_file or ())
     # --profile and --plan: one of them, required (add_arguments)
     return _show(args, checks, ['host'] + COLUMNS,
-                 args.profile or [
-                     plan.profile
-                     for plan in fixed],  # type: ignore[union-attr]
+                 args.profile or [plans.load(args.plan).profile],
                  ['cloud'])
 
 

@@ -232,3 +232,43 @@ def fleet(plans_for: Callable[[str], Plans | None],
         found.extend(flavor_checks(list(first.values()), listing,
                                    cloud.name))
     return found
+
+
+def for_fleet(cloud: Any, *, plan_file: str | None = None,
+              profiles: Sequence[str] | None = None,
+              facts_dir: str | None = None,
+              config_files: Sequence[str] = ()) -> list[verify.Check]:
+    """The fleet view (``verify --all-hosts``): ``fleet`` with every
+    compute node planned from ``facts_dir/<hypervisor hostname>.json``
+    and ``profiles``, or with the one plan of ``plan_file`` for all.
+
+    :param cloud: a kvmtune.openstack.connection.Cloud, or the name of a
+        cloud in clouds.yaml, connected once the inputs are read
+    :raises InputError: ``facts_dir`` is not a directory
+    """
+    import os
+
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import plan as plans
+
+    if facts_dir and not os.path.isdir(facts_dir):
+        raise InputError('not a directory', source=facts_dir,
+                         key='--facts-dir', fix='give the directory of '
+                         'HOST.json facts files')
+    fixed = [plans.load(plan_file)] if plan_file else None
+    if isinstance(cloud, str):
+        from kvmtune.openstack.connection import Cloud
+
+        cloud = Cloud.connect(cloud)
+
+    def plans_for(hostname: str) -> list['Plan'] | None:
+        if fixed is not None:
+            return fixed
+        path = os.path.join(facts_dir or '', f'{hostname}.json')
+        if not facts_dir or not os.path.exists(path):
+            return None
+        return plans.for_host(list(profiles or ()),
+                              facts=host_facts.load(path),
+                              config_files=config_files)
+
+    return fleet(plans_for, cloud)

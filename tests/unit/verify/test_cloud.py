@@ -8,6 +8,7 @@ from kvmtune.tuning import plan as plans
 from kvmtune import verify
 from kvmtune.openstack import flavors as cloud_flavors
 from kvmtune.errors import CloudError
+from kvmtune.errors import InputError
 from kvmtune.verify import cloud
 from tests import paths
 
@@ -123,3 +124,29 @@ def test_no_cloud_is_unknown():
     found = cloud.checks([], verify.Context())
     assert found[0].status == verify.UNKNOWN
     assert '--os-cloud' in found[0].reason
+
+
+def test_the_fleet_front_door_plans_each_node_from_its_facts(
+        tmp_path, monkeypatch):
+    import shutil
+
+    # a facts directory that is no directory is refused before any cloud
+    # is connected (the name below is in no clouds.yaml)
+    with pytest.raises(InputError) as exc:
+        cloud.for_fleet('no-such-cloud', profiles=['cpu-pinning'],
+                        facts_dir=str(tmp_path / 'none'))
+    assert 'not a directory' in str(exc.value)
+    # each compute node gets the plan of its own facts file, a node
+    # without one an UNKNOWN row, then the flavors once
+    shutil.copy(f'{paths.FIXTURES}/capacity/vm.json', tmp_path / 'c1.json')
+    monkeypatch.setattr(cloud, '_compute_nodes',
+                        lambda c: [('c1', 'u1'), ('c2', 'u2')])
+    asked = {}
+    monkeypatch.setattr(cloud, 'provider_checks',
+                        lambda plans, c, host, uuid: asked.setdefault(
+                            host, [p.profile for p in plans]) and [])
+    found = cloud.for_fleet(_Cloud(), profiles=['cpu-pinning'],
+                            facts_dir=str(tmp_path))
+    assert asked == {'c1': ['cpu-pinning']}
+    assert [(c.host, c.name, c.status) for c in found][:1] == [
+        ('c2', 'plan', verify.UNKNOWN)]
