@@ -120,13 +120,21 @@ def resolve(path: str, source: object = None, fix: str | None = None
 
 
 @contextlib.contextmanager
-def lock(path: str, source: object = None) -> Iterator[str]:
+def lock(path: str, source: object = None,
+         wait: bool = True) -> Iterator[str]:
     """Hold the writers' lock of ``path`` (reentrant within a thread).
 
     The lock is an flock(2) on the file itself (on its directory while the
     file does not exist): no lock file is left beside nova.conf. A writer
     that replaces the file does so holding the lock, so one that waited
     finds a new inode at the path, and locks again.
+
+    ``wait=False``: when another writer holds the lock of an existing
+    file, refuse at once (InputError) instead of waiting for it: a file
+    that one program owns, such as a node_exporter textfile, has a second
+    writer only by mistake. (The lock of a file not yet created is its
+    directory's, shared with the directory's other files: that one is
+    still waited for.)
     """
     real, _ = resolve(path, source)
     held: dict[str, int] | None = getattr(_held, 'paths', None)
@@ -139,7 +147,7 @@ def lock(path: str, source: object = None) -> Iterator[str]:
         finally:
             held[real] -= 1
         return
-    fd = _acquire(real, source or path)
+    fd = _acquire(real, source or path, wait)
     try:
         held[real] = 1
         try:
@@ -150,7 +158,7 @@ def lock(path: str, source: object = None) -> Iterator[str]:
         os.close(fd)
 
 
-def _acquire(real: str, source: object) -> int:
+def _acquire(real: str, source: object, wait: bool = True) -> int:
     for _ in range(1000):
         exists = os.path.lexists(real)
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (
@@ -163,7 +171,16 @@ def _acquire(real: str, source: object) -> int:
             raise _error(f'cannot lock it: {exc.strerror}', source,
                          'run as a user who may read and write the file '
                          'and its directory') from None
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (
+                0 if wait or not exists else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            raise _error('another program is writing it now (it holds '
+                         'the lock); nothing was written', source,
+                         'let one program write each file: stop the '
+                         'second writer, or give it a file of its '
+                         'own') from None
         try:
             now = os.lstat(real)
         except FileNotFoundError:
