@@ -154,8 +154,11 @@ def run(args: argparse.Namespace) -> int | None:
                          libvirt_uri=args.libvirt_uri, host=args.host,
                          facts=facts, domains=domains)
     checks = verify.run(built, ctx, layers)
+    # the textfile's hostname: Nova's service host, which is the host name
+    # unless nova.conf sets [DEFAULT] host (then --host says it)
     return _show(args, checks, COLUMNS, [plan.profile for plan in built],
-                 layers, host=ctx.host)
+                 layers, host=ctx.host or facts.get('hostname'),
+                 root=ctx.root)
 
 
 def run_fleet(args: argparse.Namespace) -> int:
@@ -190,7 +193,7 @@ def run_fleet(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, checks: Sequence['Check'],
           columns: list[str], profiles: Any, layers: Sequence[str],
-          host: str | None = None) -> int:
+          host: str | None = None, root: str | None = None) -> int:
     """Print the checks (table or the JSON/YAML document), write the
     Prometheus file when asked; the exit status."""
     from kvmtune import verify
@@ -206,7 +209,10 @@ def _show(args: argparse.Namespace, checks: Sequence['Check'],
                           'checks': [c.to_dict() for c in checks],
                           'summary': summary(checks)})
     if args.prometheus:
-        prometheus.write(args.prometheus, checks, host=host)
+        # a pending reboot is this host's (its root's), not the fleet's
+        prometheus.write(args.prometheus, checks, host=host,
+                         reboot=None if root is None
+                         else prometheus.pending_reboot(root))
         output.wrote(args.prometheus, stream=sys.stderr)
     if args.format == 'table':
         counts = summary(checks)

@@ -1,82 +1,167 @@
-"""verify's checks as a node_exporter textfile (Prometheus text format).
+"""verify's checks as a node_exporter textfile (kvmtune.textfile writes it).
 
-node_exporter's textfile collector reads ``*.prom`` files from
-``--collector.textfile.directory`` (node_exporter README, "Textfile
-Collector"). It skips a whole file whose samples carry timestamps, so the
-time of the run is a gauge of its own, and a file must appear whole: it is
-written to a temporary file in the same directory and renamed (kvmtune's
-one writer, kvmtune.fileio). Metrics:
+Every series has ``hostname``: the Nova service host (``--host``, else the
+host name of the root verify looked at), as openstack-exporter's
+``openstack_nova_agent_state{hostname}``. Metrics:
 
-``kvmtune_verify_check{host,layer,check,profile,status} 1``
+``kvmtune_verify_check_status{hostname,layer,check,profile,status} 1``
     one sample per check, its status a label (PASS, DRIFT, UNKNOWN), as
-    kube-state-metrics gives a pod's phase: ``kvmtune_verify_check{status=
-    "DRIFT"} == 1`` lists what drifted.
-``kvmtune_verify_checks{host,status}``
+    kube-state-metrics gives a pod's phase.
+``kvmtune_verify_checks_by_status{hostname,status}``
     how many checks have each status (alert on ``{status="DRIFT"} > 0``;
     UNKNOWN is not a pass either).
-``kvmtune_verify_last_run_timestamp_seconds{host}``
-    when verify ran (alert when it stops: the file would go stale).
+``kvmtune_reboot_required{hostname,reason}`` 0 or 1
+    a boot-time change was written but not booted yet, by reason
+    (``cmdline``, ``hugepages``, ``module``), from the host's pending
+    reboot record (``var/lib/kvmtune/reboot-required.json``), as
+    node-exporter-textfile-collector-scripts' ``node_reboot_required``.
+``kvmtune_restart_required{hostname,service}`` 0 or 1
+    the service started before its configuration files last changed
+    (the novacompute layer's restart check; absent when it is UNKNOWN).
+``kvmtune_last_run_timestamp_seconds`` and
+``kvmtune_last_success_timestamp_seconds`` ``{command="verify",hostname}``
+    when verify last ran, and last found nothing drifted.
+
+Kept for one release (releasenotes), with their ``host`` label:
+``kvmtune_verify_check``, ``kvmtune_verify_checks`` and
+``kvmtune_verify_last_run_timestamp_seconds``.
 """
 
+import json
+import os
 import time
+from collections.abc import Mapping
 from collections.abc import Sequence
 
-from kvmtune import fileio
+from kvmtune import textfile
 from kvmtune import verify
 
-CHECK = 'kvmtune_verify_check'
-CHECKS = 'kvmtune_verify_checks'
-LAST_RUN = 'kvmtune_verify_last_run_timestamp_seconds'
+COMMAND = 'verify'
+STATUS = 'kvmtune_verify_check_status'
+BY_STATUS = 'kvmtune_verify_checks_by_status'
+REBOOT = 'kvmtune_reboot_required'
+RESTART = 'kvmtune_restart_required'
+REASONS = ('cmdline', 'hugepages', 'module')
+# the names before issue 37, written for one release more
+OLD_CHECK = 'kvmtune_verify_check'
+OLD_CHECKS = 'kvmtune_verify_checks'
+OLD_LAST_RUN = 'kvmtune_verify_last_run_timestamp_seconds'
+REBOOT_RECORD = 'var/lib/kvmtune/reboot-required.json'
+BOOT_ID = 'proc/sys/kernel/random/boot_id'
+
+labels = textfile.labels
 
 
-def _label(value: object) -> str:
-    """A label value escaped as the text format wants: backslash, double
-    quote and line feed."""
-    return (str('' if value is None else value).replace('\\', '\\\\')
-            .replace('"', '\\"').replace('\n', '\\n'))
+def pending_reboot(root: str = '/') -> dict[str, list[str]]:
+    """{reason: [what]} of the reboot the host at ``root`` still needs.
+
+    The record (``<root>/var/lib/kvmtune/reboot-required.json``:
+    ``{"schema": 1, "profile", "boot_id", "reasons": {reason: [...]}}``) is
+    written with the boot id of the boot that wrote it; it is pending while
+    that boot runs, and void once the host booted again (issue 35's
+    contract). No record, or one that cannot be read, is nothing pending.
+    """
+    try:
+        with open(os.path.join(root, REBOOT_RECORD), 'rb') as f:
+            record = json.loads(f.read(1 << 20))
+        with open(os.path.join(root, BOOT_ID), encoding='ascii') as f:
+            boot_id = f.read(100).strip()
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict) or record.get('boot_id') != boot_id:
+        return {}
+    reasons = record.get('reasons')
+    if not isinstance(reasons, dict):
+        return {}
+    return {reason: [str(item) for item in what]
+            for reason, what in reasons.items()
+            if reason in REASONS and isinstance(what, list) and what}
 
 
-def labels(**labels: object) -> str:
-    """``{name="value",...}`` in the text format, values escaped (the
-    one label writer of kvmtune's textfiles, capacity's too)."""
-    return '{' + ','.join(f'{name}="{_label(value)}"'
-                          for name, value in labels.items()) + '}'
+def _hostname(check: verify.Check, host: str | None) -> str:
+    return check.host or host or ''
+
+
+def families(checks: Sequence[verify.Check], host: str | None = None,
+             reboot: Mapping[str, Sequence[str]] | None = None,
+             now: float | None = None) -> list[textfile.Family]:
+    """The families for ``checks``: new names, then the old ones.
+    ``reboot``: pending_reboot() of this host (None: not known, no
+    kvmtune_reboot_required series)."""
+    now = time.time() if now is None else now
+    hosts = sorted({_hostname(check, host) for check in checks} or
+                   {host or ''})
+    status = textfile.Family(STATUS, 'One kvmtune verify check: 1 with its '
+                             'status as a label (PASS, DRIFT, UNKNOWN).')
+    old = textfile.Family(OLD_CHECK, 'Deprecated: use '
+                          f'{STATUS}{{hostname}} (removed in the next '
+                          'release).')
+    for check in checks:
+        where = dict(layer=check.layer, check=check.name,
+                     profile=check.profile or '', status=check.status)
+        status.add(1, hostname=_hostname(check, host), **where)
+        old.add(1, host=_hostname(check, host), **where)
+    counts = textfile.Family(BY_STATUS, 'kvmtune verify checks by status.')
+    old_counts = textfile.Family(OLD_CHECKS, 'Deprecated: use '
+                                 f'{BY_STATUS} (removed in the next '
+                                 'release).')
+    for name in hosts:
+        for value in verify.STATUSES:
+            count = sum(1 for check in checks
+                        if _hostname(check, host) == name
+                        and check.status == value)
+            counts.add(count, hostname=name, status=value)
+            old_counts.add(count, host=name, status=value)
+    found = [status, counts]
+    if reboot is not None:
+        pending = textfile.Family(REBOOT, '1 when a boot-time change kvmtune '
+                                  'wrote is not booted yet, by reason.')
+        for reason in REASONS:
+            pending.add(1 if reboot.get(reason) else 0,
+                        hostname=host or hosts[0], reason=reason)
+        found.append(pending)
+    restart = textfile.Family(RESTART, '1 when the service started before '
+                              'its configuration files last changed.')
+    for check in checks:
+        if (check.layer == 'novacompute' and check.name.endswith(' restart')
+                and check.status != verify.UNKNOWN):
+            restart.add(1 if check.status == verify.DRIFT else 0,
+                        hostname=_hostname(check, host),
+                        service=check.name[:-len(' restart')])
+    found.append(restart)
+    last = textfile.Family(OLD_LAST_RUN, 'Deprecated: use '
+                           f'{textfile.LAST_RUN}{{command="verify"}} '
+                           '(removed in the next release).')
+    for name in hosts:
+        last.add(now, host=name)
+    return found + [old, old_counts, last]
+
+
+def success(checks: Sequence[verify.Check],
+            host: str | None = None) -> dict[str, bool]:
+    """{hostname: nothing drifted} (verify's exit status 0 per host)."""
+    hosts = {_hostname(check, host) for check in checks} or {host or ''}
+    return {name: not any(check.status == verify.DRIFT for check in checks
+                          if _hostname(check, host) == name)
+            for name in hosts}
 
 
 def render(checks: Sequence[verify.Check], host: str | None = None,
-           now: float | None = None) -> str:
-    """The textfile for ``checks`` (kvmtune.verify.Check list)."""
+           now: float | None = None,
+           reboot: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The textfile for ``checks`` (kvmtune.verify.Check list), as a first
+    run writes it."""
     now = time.time() if now is None else now
-    hosts = sorted({check.host or host or '' for check in checks} or
-                   {host or ''})
-    lines = [f'# HELP {CHECK} One kvmtune verify check: 1 with its status '
-             'as a label (PASS, DRIFT, UNKNOWN).',
-             f'# TYPE {CHECK} gauge']
-    for check in checks:
-        lines.append(CHECK + labels(
-            host=check.host or host or '', layer=check.layer,
-            check=check.name, profile=check.profile or '',
-            status=check.status) + ' 1')
-    lines += [f'# HELP {CHECKS} kvmtune verify checks by status.',
-              f'# TYPE {CHECKS} gauge']
-    for name in hosts:
-        for status in verify.STATUSES:
-            count = sum(1 for check in checks
-                        if (check.host or host or '') == name
-                        and check.status == status)
-            lines.append(CHECKS + labels(host=name, status=status) +
-                         f' {count}')
-    lines += [f'# HELP {LAST_RUN} When kvmtune verify last ran (Unix time).',
-              f'# TYPE {LAST_RUN} gauge']
-    for name in hosts:
-        lines.append(LAST_RUN + labels(host=name) + f' {now:.3f}')
-    return '\n'.join(lines) + '\n'
+    return textfile.render(
+        families(checks, host, reboot, now) +
+        textfile.timestamps(COMMAND, success(checks, host), now, {}))
 
 
 def write(path: str, checks: Sequence[verify.Check], host: str | None = None,
-          now: float | None = None) -> None:
-    """Write the textfile atomically (same directory, then rename)."""
-    fileio.write_atomic(path, render(checks, host=host, now=now),
-                        mode=0o644, source=path,
-                        fix='give --prometheus a file in a directory you '
-                            'can write (the textfile collector\'s)')
+          now: float | None = None,
+          reboot: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Write the textfile atomically, as its one writer
+    (kvmtune.textfile.write)."""
+    now = time.time() if now is None else now
+    textfile.write(path, COMMAND, families(checks, host, reboot, now),
+                   success(checks, host), now=now)

@@ -24,7 +24,7 @@ DESIGN = os.path.join(paths.REPO, 'doc', 'design.md')
 # as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
-     'privileged', 'nova_releases', 'yamlinput'},
+     'privileged', 'nova_releases', 'yamlinput', 'textfile'},
     {'facts'},
     {'tuning'},
     {'openstack', 'boot'},

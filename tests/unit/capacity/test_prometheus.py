@@ -27,50 +27,77 @@ def samples(text):
 def test_the_gauges_and_their_samples():
     found = samples(prometheus.render(RESULT, now=1764150000.25))
     # a count not known is left out of the per-host gauge
-    assert found[prometheus.BY_HOST] == [
-        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.pinned'}, 3.0),
-        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.small'}, 16.0),
-        ({'hypervisor': 'compute-2', 'flavor_name': 'm1.small'}, 0.0)]
+    assert found[prometheus.FREE] == [
+        ({'hostname': 'compute-1', 'flavor_name': 'm1.pinned'}, 3.0),
+        ({'hostname': 'compute-1', 'flavor_name': 'm1.small'}, 16.0),
+        ({'hostname': 'compute-2', 'flavor_name': 'm1.small'}, 0.0)]
     # the totals count a partial host as 0
-    assert found[prometheus.TOTAL] == [
+    assert found[prometheus.CLOUD_FREE] == [
         ({'flavor_name': 'm1.pinned'}, 3.0),
         ({'flavor_name': 'm1.small'}, 16.0)]
-    assert found[prometheus.LIMIT] == [
-        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.pinned',
+    assert found[prometheus.LIMITED_BY] == [
+        ({'hostname': 'compute-1', 'flavor_name': 'm1.pinned',
           'limit': 'PCPU'}, 1.0),
-        ({'hypervisor': 'compute-1', 'flavor_name': 'm1.small',
+        ({'hostname': 'compute-1', 'flavor_name': 'm1.small',
           'limit': 'VCPU'}, 1.0),
-        ({'hypervisor': 'compute-2', 'flavor_name': 'm1.small',
+        ({'hostname': 'compute-2', 'flavor_name': 'm1.small',
           'limit': 'trait:CUSTOM_KVMTUNE_EPT'}, 1.0)]
-    assert [value for _, value in found[prometheus.PARTIAL]] == [
+    assert [value for _, value in found[prometheus.UNKNOWN]] == [
         0.0, 1.0, 0.0, 0.0]
-    assert found[prometheus.LAST_RUN] == [({}, 1764150000.25)]
+    # cloud-wide: no hostname; a partial result is no success
+    assert found['kvmtune_last_run_timestamp_seconds'] == [
+        ({'command': 'capacity'}, 1764150000.25)]
+    assert found['kvmtune_last_success_timestamp_seconds'] == [
+        ({'command': 'capacity'}, 0.0)]
 
 
-def test_os_capacity_names_and_no_sample_timestamps():
-    text = prometheus.render(RESULT, now=1.0)
+def test_the_old_names_stay_for_one_release_with_the_same_values():
+    found = samples(prometheus.render(RESULT, now=1764150000.25))
     assert prometheus.BY_HOST == \
         'openstack_free_capacity_hypervisor_by_flavor'
     assert prometheus.TOTAL == 'openstack_free_capacity_by_flavor_total'
-    every = [s for family in text_string_to_metric_families(text)
-             for s in family.samples]
-    assert len(every) == 3 + 2 + 3 + 4 + 1
+    for old, new in ((prometheus.BY_HOST, prometheus.FREE),
+                     (prometheus.LIMIT, prometheus.LIMITED_BY),
+                     (prometheus.PARTIAL, prometheus.UNKNOWN)):
+        assert found[old] == [
+            ({'hypervisor' if k == 'hostname' else k: v
+              for k, v in labels.items()}, value)
+            for labels, value in found[new]]
+    assert found[prometheus.TOTAL] == found[prometheus.CLOUD_FREE]
+    assert found[prometheus.LAST_RUN] == [({}, 1764150000.25)]
+
+
+def test_no_sample_timestamps_and_no_total_on_a_new_gauge():
+    text = prometheus.render(RESULT, now=1.0)
+    families = list(text_string_to_metric_families(text))
+    every = [s for family in families for s in family.samples]
+    assert len(every) == 2 * (3 + 2 + 3 + 4) + 1 + 2
     # the textfile collector refuses samples with a timestamp
     assert all(s.timestamp is None for s in every)
+    assert all(not f.name.endswith('_total') for f in families
+               if f.type == 'gauge' and f.name != prometheus.TOTAL)
     assert text.endswith('\n')
+
+
+def test_a_complete_count_is_a_success():
+    whole = Capacity(fits=[Fit('compute-1', 'm1.small', 16, 'VCPU')])
+    found = samples(prometheus.render(whole, now=7.0))
+    assert found['kvmtune_last_success_timestamp_seconds'] == [
+        ({'command': 'capacity'}, 7.0)]
 
 
 def test_a_label_value_is_escaped():
     odd = Capacity(fits=[Fit('h"1', 'a\\b\nc', 1, 'VCPU')])
     [(labels, value)] = samples(prometheus.render(odd, now=1.0))[
-        prometheus.BY_HOST]
-    assert labels == {'hypervisor': 'h"1', 'flavor_name': 'a\\b\nc'}
+        prometheus.FREE]
+    assert labels == {'hostname': 'h"1', 'flavor_name': 'a\\b\nc'}
 
 
 def test_an_empty_result_still_says_when_it_ran():
     found = samples(prometheus.render(Capacity(fits=[]), now=5.0))
-    assert found[prometheus.BY_HOST] == []
-    assert found[prometheus.LAST_RUN] == [({}, 5.0)]
+    assert found[prometheus.FREE] == []
+    assert found['kvmtune_last_run_timestamp_seconds'] == [
+        ({'command': 'capacity'}, 5.0)]
 
 
 def test_write_is_readable_by_the_collector(tmp_path):

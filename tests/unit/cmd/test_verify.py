@@ -3,6 +3,7 @@ table, -f json and the Prometheus file."""
 
 import json
 import os
+import pathlib
 import shutil
 
 import pytest
@@ -149,3 +150,142 @@ def test_a_read_only_filesystem_keeps_the_old_prometheus_file(
                       str(ro / 'kvmtune_verify.prom')) == 2
         fulldisk.assert_one_line_readonly(capsys.readouterr().err)
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
+
+
+def _prom_samples(text):
+    from prometheus_client.parser import text_string_to_metric_families
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_the_textfile_names_the_nova_host(tmp_path, capsys):
+    prom = tmp_path / 'kvmtune_verify.prom'
+    assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '--layer', 'host', '--prometheus', str(prom)) == 0
+    found = _prom_samples(prom.read_text())
+    # the capture's host name (proc/sys/kernel/hostname), as Nova's host
+    hosts = {dict(labels).get('hostname') for (name, labels) in found
+             if not name.startswith(('kvmtune_verify_check{',))}
+    assert hosts == {'compute-intel-1', None}
+    assert found['kvmtune_verify_checks_by_status', (
+        ('hostname', 'compute-intel-1'), ('status', 'DRIFT'))] == 0
+    assert found['kvmtune_reboot_required', (
+        ('hostname', 'compute-intel-1'), ('reason', 'cmdline'))] == 0
+    assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '--layer', 'host', '--host', 'nova-c1', '--prometheus',
+                  str(prom)) == 0
+    assert ('kvmtune_last_success_timestamp_seconds', (
+        ('command', 'verify'), ('hostname', 'nova-c1'))) in \
+        _prom_samples(prom.read_text())
+
+
+def _verify_prom(path):
+    return verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '--layer', 'host', '--prometheus', str(path))
+
+
+@pytest.mark.parametrize('case', ['missing', 'second writer', 'capacity',
+                                  'not writable'])
+def test_a_textfile_that_cannot_be_written_is_one_line_and_kept(
+        tmp_path, capsys, case):
+    import subprocess
+    import sys
+    import tempfile
+    if case == 'not writable':
+        # one that user nobody can reach (pytest's tmp_path is root's 0700)
+        tmp_path = pathlib.Path(tempfile.mkdtemp(prefix='kvmtune-test-'))
+        tmp_path.chmod(0o755)
+    textfiles = tmp_path / 'textfile'
+    textfiles.mkdir()
+    prom = textfiles / 'kvmtune_verify.prom'
+    assert _verify_prom(prom) == 0
+    before = prom.read_text()
+    capsys.readouterr()
+    if case == 'missing':
+        assert _verify_prom(tmp_path / 'none' / 'kvmtune_verify.prom') == 2
+        words = 'does not exist'
+    elif case == 'capacity':
+        before = ('kvmtune_last_run_timestamp_seconds{command="capacity"} '
+                  '1\n')
+        prom.write_text(before)
+        assert _verify_prom(prom) == 2
+        words = 'kvmtune capacity\'s file'
+    elif case == 'second writer':
+        holder = subprocess.Popen(
+            ['flock', '-x', '-o', str(prom), 'sh', '-c',
+             'echo held; exec sleep 60'],
+            stdout=subprocess.PIPE, start_new_session=True)
+        try:
+            assert holder.stdout.readline() == b'held\n'
+            assert _verify_prom(prom) == 2
+        finally:
+            os.killpg(holder.pid, 9)
+            holder.wait()
+            holder.stdout.close()
+        words = 'another program is writing it'
+    else:
+        # a user who may not write the directory (root may: run as nobody)
+        textfiles.chmod(0o755)
+        run = subprocess.run(
+            ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+             sys.executable, '-m', 'kvmtune.cli', 'verify', '--profile',
+             'pinned-hugepages-ept', '--root', TUNED, '--layer', 'host',
+             '--prometheus', str(prom)],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, 'HOME': str(tmp_path)})
+        assert run.returncode == 2, run.stderr
+        capsys.readouterr()
+        print(run.stderr, end='', file=sys.stderr)
+        words = 'not writable'
+    err = capsys.readouterr().err
+    assert err.startswith('kvmtune: error: ') and err.count('\n') == 1, err
+    assert words in err and 'Traceback' not in err, err
+    assert prom.read_text() == before
+    assert os.listdir(textfiles) == ['kvmtune_verify.prom']
+    if case == 'not writable':
+        shutil.rmtree(tmp_path)
+
+
+def test_a_reader_never_sees_half_a_file(tmp_path):
+    """The textfile collector reads whenever it is scraped: a reader
+    looping while verify rewrites the file (two trees in turn, so that
+    the content changes each time) always sees one whole file."""
+    import threading
+    drifted = tmp_path / 'host'
+    shutil.copytree(TUNED, drifted, symlinks=True)
+    (drifted / 'proc/cmdline').write_text('root=/dev/sda1\n')
+    prom = tmp_path / 'kvmtune_verify.prom'
+    assert _verify_prom(prom) == 0
+    whole = set()
+    done = threading.Event()
+
+    def writer():
+        try:
+            for n in range(12):
+                cli.main(['verify', '--profile', 'pinned-hugepages-ept',
+                          '--root', str(drifted) if n % 2 else TUNED,
+                          '--layer', 'host', '-f', 'value',
+                          '--prometheus', str(prom)])
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    reads = 0
+    try:
+        while not done.is_set() or reads < 2:
+            text = prom.read_text()
+            reads += 1
+            found = _prom_samples(text)     # a torn file fails to parse
+            assert text.endswith('\n')
+            drift = found['kvmtune_verify_checks_by_status', (
+                ('hostname', 'compute-intel-1'), ('status', 'DRIFT'))]
+            checks = sum(1 for name, _ in found
+                         if name == 'kvmtune_verify_check_status')
+            whole.add((drift, checks))
+    finally:
+        thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert reads > 12
+    # both versions seen, each complete: no drift, or the cmdline ones
+    assert len(whole) == 2 and (0.0, min(c for _, c in whole)) in whole

@@ -1,5 +1,7 @@
-"""verify's textfile, read by Prometheus's own parser (prometheus_client)."""
+"""verify's textfile, read by Prometheus's own parser (prometheus_client);
+the alert rules over it are proven by promtool (tests/unit/data)."""
 
+import json
 import os
 
 import pytest
@@ -27,10 +29,10 @@ def families(text):
 
 def test_prometheus_reads_every_check_with_its_labels():
     found = families(prometheus.render(CHECKS, now=1700000000.5))
-    check = found['kvmtune_verify_check']
+    check = found['kvmtune_verify_check_status']
     assert check.type == 'gauge'
     samples = [(s.labels, s.value) for s in check.samples]
-    assert samples[0] == ({'host': 'compute-1', 'layer': 'host',
+    assert samples[0] == ({'hostname': 'compute-1', 'layer': 'host',
                            'check': 'cmdline isolcpus',
                            'profile': 'cpu-pinning', 'status': 'PASS'}, 1)
     assert samples[1][0]['status'] == 'DRIFT'
@@ -38,14 +40,97 @@ def test_prometheus_reads_every_check_with_its_labels():
     assert samples[2][0]['check'] == 'instance "a\\b" pins'
     assert samples[2][0]['status'] == 'UNKNOWN'
     counts = {s.labels['status']: s.value
-              for s in found['kvmtune_verify_checks'].samples}
+              for s in found['kvmtune_verify_checks_by_status'].samples}
     assert counts == {'PASS': 1, 'DRIFT': 1, 'UNKNOWN': 1}
-    [last] = found['kvmtune_verify_last_run_timestamp_seconds'].samples
-    assert (last.labels, last.value) == ({'host': 'compute-1'},
-                                         1700000000.5)
+    [last] = found['kvmtune_last_run_timestamp_seconds'].samples
+    assert (last.labels, last.value) == (
+        {'command': 'verify', 'hostname': 'compute-1'}, 1700000000.5)
+    # something drifted: no success in this run (and none before)
+    [ok] = found['kvmtune_last_success_timestamp_seconds'].samples
+    assert ok.value == 0
     # node_exporter skips a file whose samples carry timestamps
     assert all(s.timestamp is None for f in found.values()
                for s in f.samples)
+
+
+def test_the_old_names_stay_for_one_release_with_host():
+    found = families(prometheus.render(CHECKS, now=1700000000.5))
+    new = [(s.labels, s.value)
+           for s in found['kvmtune_verify_check_status'].samples]
+    old = [(s.labels, s.value) for s in found['kvmtune_verify_check'].samples]
+    assert old == [({'host' if k == 'hostname' else k: v
+                     for k, v in labels.items()}, value)
+                   for labels, value in new]
+    assert {s.labels['status']: s.value
+            for s in found['kvmtune_verify_checks'].samples} == {
+        'PASS': 1, 'DRIFT': 1, 'UNKNOWN': 1}
+    [last] = found['kvmtune_verify_last_run_timestamp_seconds'].samples
+    assert (last.labels, last.value) == ({'host': 'compute-1'},
+                                         1700000000.5)
+    assert 'Deprecated' in found['kvmtune_verify_check'].documentation
+
+
+def test_every_per_host_series_has_the_hostname():
+    restart = verify.Check(layer='novacompute', name='nova-compute restart',
+                           expected='e', live='l', status=verify.DRIFT,
+                           fix='restart', host=None)
+    text = prometheus.render(CHECKS[:2] + [restart], host='compute-1',
+                             now=1, reboot={'cmdline': ['isolcpus=2-7']})
+    found = families(text)
+    new = [f for name, f in found.items()
+           if name.startswith('kvmtune_') and 'Deprecated' not in
+           f.documentation]
+    assert len(new) == 6
+    for family in new:
+        assert family.samples, family.name
+        assert all(s.labels['hostname'] == 'compute-1'
+                   for s in family.samples), family.name
+    assert {s.labels['reason']: s.value
+            for s in found['kvmtune_reboot_required'].samples} == {
+        'cmdline': 1, 'hugepages': 0, 'module': 0}
+    assert [(s.labels['service'], s.value)
+            for s in found['kvmtune_restart_required'].samples] == [
+        ('nova-compute', 1)]
+
+
+def test_no_reboot_series_when_not_known_and_no_restart_when_unknown():
+    unknown = verify.unknown('novacompute', 'nova-compute restart', 'e',
+                             'no /proc/1/stat', host='h')
+    found = families(prometheus.render([unknown], now=1))
+    assert 'kvmtune_reboot_required' not in found
+    assert found['kvmtune_restart_required'].samples == []
+    # UNKNOWN alone is no drift: the run succeeded
+    [ok] = found['kvmtune_last_success_timestamp_seconds'].samples
+    assert ok.value == 1
+
+
+def _record(root, boot_id, reasons, written=None):
+    (root / 'proc/sys/kernel/random').mkdir(parents=True, exist_ok=True)
+    (root / 'proc/sys/kernel/random/boot_id').write_text(boot_id + '\n')
+    (root / 'var/lib/kvmtune').mkdir(parents=True, exist_ok=True)
+    (root / 'var/lib/kvmtune/reboot-required.json').write_text(json.dumps(
+        {'schema': 1, 'profile': 'cpu-pinning',
+         'boot_id': written or boot_id, 'reasons': reasons}))
+
+
+def test_a_reboot_is_pending_while_the_boot_that_wrote_it_runs(tmp_path):
+    reasons = {'cmdline': ['isolcpus=2-7'], 'hugepages': [],
+               'module': ['kvm_intel nested=1']}
+    _record(tmp_path, 'b1', reasons)
+    assert prometheus.pending_reboot(str(tmp_path)) == {
+        'cmdline': ['isolcpus=2-7'], 'module': ['kvm_intel nested=1']}
+    # booted since: the record is void
+    _record(tmp_path, 'b2', reasons, written='b1')
+    assert prometheus.pending_reboot(str(tmp_path)) == {}
+
+
+@pytest.mark.parametrize('content', ['', '{', '[]', '{"boot_id": "b1"}',
+                                     '{"boot_id": "b1", "reasons": 3}'])
+def test_a_record_that_cannot_be_read_is_nothing_pending(tmp_path, content):
+    _record(tmp_path, 'b1', {})
+    (tmp_path / 'var/lib/kvmtune/reboot-required.json').write_text(content)
+    assert prometheus.pending_reboot(str(tmp_path)) == {}
+    assert prometheus.pending_reboot(str(tmp_path / 'none')) == {}
 
 
 def test_a_newline_in_a_label_stays_inside_its_sample():
@@ -60,7 +145,7 @@ def test_a_newline_in_a_label_stays_inside_its_sample():
 def test_written_atomically_and_nothing_left_beside_it(tmp_path):
     path = tmp_path / 'kvmtune_verify.prom'
     prometheus.write(str(path), CHECKS, now=1)
-    assert families(path.read_text())['kvmtune_verify_check']
+    assert families(path.read_text())['kvmtune_verify_check_status']
     assert os.listdir(tmp_path) == ['kvmtune_verify.prom']
 
 
