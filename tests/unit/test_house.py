@@ -50,6 +50,8 @@ TOPICS = {
     'test_hang.py': 'the test run\'s hang bound',
     'test_hostile.py': 'hostile input across every reader',
     'test_house.py': 'this file: the layers, the mirror, module size',
+    'test_prometheus_rules.py': 'kvmtune/data/prometheus/kvmtune.rules.yml '
+                                'through promtool',
     'test_strict.py': 'tests/strict.py, CI\'s strict mode',
     'test_timing_asserts.py': 'no timing assertion in the tests',
     'test_trees.py': 'tests/trees.py, the pinned upstream checkouts',

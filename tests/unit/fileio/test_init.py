@@ -264,7 +264,8 @@ def test_lock_without_waiting_refuses_a_held_file(tmp_path):
     path = tmp_path / 'kvmtune_verify.prom'
     path.write_text('old\n')
     holder = subprocess.Popen(
-        ['flock', '-x', '-o', str(path), 'sh', '-c', 'echo held; exec sleep 60'],
+        ['flock', '-x', '-o', str(path), 'sh', '-c',
+         'echo held; exec sleep 60'],
         stdout=subprocess.PIPE, start_new_session=True)
     try:
         # flock(1) prints only once it holds the lock (or exits: b'')
