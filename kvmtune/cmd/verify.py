@@ -210,9 +210,7 @@ def _show(args: argparse.Namespace, checks: Sequence['Check'],
                           'summary': summary(checks)})
     if args.prometheus:
         # a pending reboot is this host's (its root's), not the fleet's
-        prometheus.write(args.prometheus, checks, host=host,
-                         reboot=None if root is None
-                         else prometheus.pending_reboot(root))
+        prometheus.write(args.prometheus, checks, host=host, root=root)
         output.wrote(args.prometheus, stream=sys.stderr)
     if args.format == 'table':
         counts = summary(checks)

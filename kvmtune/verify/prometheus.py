@@ -12,8 +12,8 @@ host name of the root verify looked at), as openstack-exporter's
     UNKNOWN is not a pass either).
 ``kvmtune_reboot_required{hostname,reason}`` 0 or 1
     a boot-time change was written but not booted yet, by reason
-    (``cmdline``, ``hugepages``, ``module``), from the host's pending
-    reboot record (``var/lib/kvmtune/reboot-required.json``), as
+    (``cmdline``, ``hugepages``, ``module``), from the host's reboot
+    record (kvmtune.boot.record.pending), as
     node-exporter-textfile-collector-scripts' ``node_reboot_required``.
 ``kvmtune_restart_required{hostname,service}`` 0 or 1
     the service started before its configuration files last changed
@@ -27,55 +27,26 @@ Kept for one release (releasenotes), with their ``host`` label:
 ``kvmtune_verify_last_run_timestamp_seconds``.
 """
 
-import json
-import os
 import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 
 from kvmtune import textfile
 from kvmtune import verify
+from kvmtune.boot import record
 
 COMMAND = 'verify'
 STATUS = 'kvmtune_verify_check_status'
 BY_STATUS = 'kvmtune_verify_checks_by_status'
 REBOOT = 'kvmtune_reboot_required'
 RESTART = 'kvmtune_restart_required'
-REASONS = ('cmdline', 'hugepages', 'module')
+REASONS = record.REASONS
 # the names before issue 37, written for one release more
 OLD_CHECK = 'kvmtune_verify_check'
 OLD_CHECKS = 'kvmtune_verify_checks'
 OLD_LAST_RUN = 'kvmtune_verify_last_run_timestamp_seconds'
-REBOOT_RECORD = 'var/lib/kvmtune/reboot-required.json'
-BOOT_ID = 'proc/sys/kernel/random/boot_id'
 
 labels = textfile.labels
-
-
-def pending_reboot(root: str = '/') -> dict[str, list[str]]:
-    """{reason: [what]} of the reboot the host at ``root`` still needs.
-
-    The record (``<root>/var/lib/kvmtune/reboot-required.json``:
-    ``{"schema": 1, "profile", "boot_id", "reasons": {reason: [...]}}``) is
-    written with the boot id of the boot that wrote it; it is pending while
-    that boot runs, and void once the host booted again (issue 35's
-    contract). No record, or one that cannot be read, is nothing pending.
-    """
-    try:
-        with open(os.path.join(root, REBOOT_RECORD), 'rb') as f:
-            record = json.loads(f.read(1 << 20))
-        with open(os.path.join(root, BOOT_ID), encoding='ascii') as f:
-            boot_id = f.read(100).strip()
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(record, dict) or record.get('boot_id') != boot_id:
-        return {}
-    reasons = record.get('reasons')
-    if not isinstance(reasons, dict):
-        return {}
-    return {reason: [str(item) for item in what]
-            for reason, what in reasons.items()
-            if reason in REASONS and isinstance(what, list) and what}
 
 
 def _hostname(check: verify.Check, host: str | None) -> str:
@@ -86,8 +57,8 @@ def families(checks: Sequence[verify.Check], host: str | None = None,
              reboot: Mapping[str, Sequence[str]] | None = None,
              now: float | None = None) -> list[textfile.Family]:
     """The families for ``checks``: new names, then the old ones.
-    ``reboot``: pending_reboot() of this host (None: not known, no
-    kvmtune_reboot_required series)."""
+    ``reboot``: kvmtune.boot.record.pending() of this host (None: not
+    known, no kvmtune_reboot_required series)."""
     now = time.time() if now is None else now
     hosts = sorted({_hostname(check, host) for check in checks} or
                    {host or ''})
@@ -158,10 +129,12 @@ def render(checks: Sequence[verify.Check], host: str | None = None,
 
 
 def write(path: str, checks: Sequence[verify.Check], host: str | None = None,
-          now: float | None = None,
-          reboot: Mapping[str, Sequence[str]] | None = None) -> None:
+          now: float | None = None, root: str | None = None) -> None:
     """Write the textfile atomically, as its one writer
-    (kvmtune.textfile.write)."""
+    (kvmtune.textfile.write). ``root``: the host tree verify looked at,
+    whose pending reboot it reports (None: the fleet view, no such
+    series)."""
     now = time.time() if now is None else now
+    reboot = None if root is None else record.pending(root)
     textfile.write(path, COMMAND, families(checks, host, reboot, now),
                    success(checks, host), now=now)

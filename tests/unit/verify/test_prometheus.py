@@ -1,13 +1,13 @@
 """verify's textfile, read by Prometheus's own parser (prometheus_client);
 the alert rules over it are proven by promtool (tests/unit/data)."""
 
-import json
 import os
 
 import pytest
 from prometheus_client import parser
 
 from kvmtune import verify
+from kvmtune.boot import record
 from kvmtune.errors import InputError
 from kvmtune.verify import prometheus
 
@@ -104,33 +104,28 @@ def test_no_reboot_series_when_not_known_and_no_restart_when_unknown():
     assert ok.value == 1
 
 
-def _record(root, boot_id, reasons, written=None):
-    (root / 'proc/sys/kernel/random').mkdir(parents=True, exist_ok=True)
-    (root / 'proc/sys/kernel/random/boot_id').write_text(boot_id + '\n')
-    (root / 'var/lib/kvmtune').mkdir(parents=True, exist_ok=True)
-    (root / 'var/lib/kvmtune/reboot-required.json').write_text(json.dumps(
-        {'schema': 1, 'profile': 'cpu-pinning',
-         'boot_id': written or boot_id, 'reasons': reasons}))
+def test_a_pending_reboot_is_read_from_the_hosts_record(tmp_path):
+    """kvmtune_reboot_required follows kvmtune.boot.record: pending while
+    the boot that wrote the record runs, 0 once the host booted again."""
+    boot_id = tmp_path / 'proc/sys/kernel/random/boot_id'
+    boot_id.parent.mkdir(parents=True)
+    boot_id.write_text('b1\n')
+    record.write(str(tmp_path), 'cpu-pinning',
+                 {'cmdline': ['isolcpus=2-7'],
+                  'module': ['kvm_intel nested=1']})
+    path = tmp_path / 'kvmtune_verify.prom'
 
+    def reboot():
+        prometheus.write(str(path), CHECKS, now=1, root=str(tmp_path))
+        return {s.labels['reason']: s.value for s in families(
+            path.read_text())['kvmtune_reboot_required'].samples}
 
-def test_a_reboot_is_pending_while_the_boot_that_wrote_it_runs(tmp_path):
-    reasons = {'cmdline': ['isolcpus=2-7'], 'hugepages': [],
-               'module': ['kvm_intel nested=1']}
-    _record(tmp_path, 'b1', reasons)
-    assert prometheus.pending_reboot(str(tmp_path)) == {
-        'cmdline': ['isolcpus=2-7'], 'module': ['kvm_intel nested=1']}
-    # booted since: the record is void
-    _record(tmp_path, 'b2', reasons, written='b1')
-    assert prometheus.pending_reboot(str(tmp_path)) == {}
-
-
-@pytest.mark.parametrize('content', ['', '{', '[]', '{"boot_id": "b1"}',
-                                     '{"boot_id": "b1", "reasons": 3}'])
-def test_a_record_that_cannot_be_read_is_nothing_pending(tmp_path, content):
-    _record(tmp_path, 'b1', {})
-    (tmp_path / 'var/lib/kvmtune/reboot-required.json').write_text(content)
-    assert prometheus.pending_reboot(str(tmp_path)) == {}
-    assert prometheus.pending_reboot(str(tmp_path / 'none')) == {}
+    assert reboot() == {'cmdline': 1, 'hugepages': 0, 'module': 1}
+    boot_id.write_text('b2\n')                 # booted since
+    assert reboot() == {'cmdline': 0, 'hugepages': 0, 'module': 0}
+    # the fleet view (no root): no reboot series at all
+    prometheus.write(str(path), CHECKS, now=2)
+    assert 'kvmtune_reboot_required' not in families(path.read_text())
 
 
 def test_a_newline_in_a_label_stays_inside_its_sample():
