@@ -109,8 +109,9 @@ def test_a_tuned_host_with_a_pinned_guest_verifies_clean(
             *LAYERS, '--prometheus', prom)
     families = {f.name: f for f in
                 text_string_to_metric_families(prom.read_text())}
-    samples = families['kvmtune_verify_check'].samples
+    samples = families['kvmtune_verify_check_status'].samples
     assert {s.labels['status'] for s in samples} == {'PASS'}
+    assert len({s.labels['hostname'] for s in samples}) == 1
     assert f'{domain} vcpu pins' in {s.labels['check'] for s in samples}
     # The guest's own XML, saved for the unit tier's fixtures when asked.
     keep = os.environ.get('KVMTUNE_SAVE_DOMAIN_XML')
