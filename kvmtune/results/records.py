@@ -44,8 +44,6 @@ from typing import cast
 from kvmtune.errors import InputError
 
 KINDS = ('bench-local', 'bench-compare', 'baseline', 'rally-sweep')
-IDENTITY = ('hostname', 'cpu_model', 'cpus', 'sockets', 'nodes',
-            'memory_mb')
 
 
 class HostRecord(TypedDict, total=False):
