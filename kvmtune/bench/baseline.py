@@ -10,6 +10,7 @@ import datetime
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
@@ -140,3 +141,30 @@ def load(path: str) -> dict[str, Any]:
     from kvmtune import inputs
 
     return results_baseline.validate(inputs.load_json(path), path)
+
+
+def for_compare(choice: str | None, workload: Workload,
+                params: dict[str, Any], runtime: int | str | None,
+                say: Callable[[str], object] = print
+                ) -> tuple[dict[str, Any] | None, str | None]:
+    """The bare host's document for a --compare's last column, or (None,
+    why not): ``choice`` is ``run`` (measure here; the default but for a
+    network workload), ``none``, or a baseline file of this workload."""
+    choice = choice or ('run' if workload.target != 'peer' else 'none')
+    if choice == 'none':
+        return None, 'no bare-host column (--baseline none)'
+    if choice == 'run':
+        if workload.target == 'peer':
+            return None, ('no bare-host column: a network baseline needs '
+                          'a peer (kvmtune baseline --peer HOST, then '
+                          '--baseline FILE)')
+        say(f'bare host: running {workload.name} here (kvmtune '
+            'baseline)')
+        return run(workload, runtime=runtime, params=params), None
+    doc = load(choice)
+    if doc['workload'] != workload.name:
+        raise InputError(f'a baseline of {doc["workload"]}, not '
+                         f'{workload.name}', source=choice,
+                         key='workload', fix='record one with kvmtune '
+                         f'baseline --workload {workload.name}')
+    return doc, None

@@ -243,3 +243,22 @@ def run_columns(columns: Sequence[tuple[str, dict[str, Any]]], vms: int,
                 'its run reused')
         out.append(Column(label, settings, done[k]))
     return out
+
+
+def record(kind: str, workload: Workload, accel: str, why: str | None,
+           settings: Mapping[str, Any], params: dict[str, Any],
+           runtime: int) -> dict[str, Any]:
+    """The record (kvmtune.results.records) of a bench local run or
+    --compare on this host, with only the settings the workload
+    exercises (no disk settings for sysbench)."""
+    from kvmtune import facts as host_facts
+    from kvmtune.results import records
+
+    settings = {k: v for k, v in settings.items()
+                if not (k in DISK_ONLY and workload.target != 'disk')
+                and not (k in NET_ONLY and workload.target != 'peer')}
+
+    return records.make(kind, workload, host_facts.gather(), accel,
+                        records.Conditions(params=params, runtime=runtime,
+                                           settings=settings, virt=accel,
+                                           why=why))

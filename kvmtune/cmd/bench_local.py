@@ -199,24 +199,6 @@ def _one_run(args: argparse.Namespace, workload: 'Workload', accel: str,
         ready_wait=args.ready_timeout), log=log)
 
 
-def _record(kind: str, workload: 'Workload', accel: str, why: str | None,
-            settings: Mapping[str, Any], params: dict[str, Any],
-            runtime: int) -> dict[str, Any]:
-    from kvmtune.bench import compare
-    from kvmtune import facts as host_facts
-    from kvmtune.results import records
-
-    # only what the workload exercises: no disk settings for sysbench
-    settings = {k: v for k, v in settings.items()
-                if not (k in compare.DISK_ONLY and workload.target != 'disk')
-                and not (k in compare.NET_ONLY and workload.target != 'peer')}
-
-    return records.make(kind, workload, host_facts.gather(), accel,
-                        records.Conditions(params=params, runtime=runtime,
-                                           settings=settings, virt=accel,
-                                           why=why))
-
-
 def _save(doc: Mapping[str, Any], path: str) -> None:
     from kvmtune import fileio
     from kvmtune import jsonout
@@ -269,42 +251,16 @@ def run(args: argparse.Namespace) -> int | None:
           f'pinning={args.pinning}; results verified (bytes + sha256)')
     print(guest_text(guests, None), end='')
     if args.output:
-        record = _record('bench-local', workload, accel, why, settings,
-                         params, runtime)
+        from kvmtune.bench import compare
+
+        record = compare.record('bench-local', workload, accel, why,
+                                settings, params, runtime)
         from kvmtune.results import bench
 
         _save(bench.local_doc(workload.name, args.vms, accel, settings,
                               [g.flat() for g in guests], record),
               args.output)
     return 1 if render.failures([g.row for g in guests]) else 0
-
-
-def _baseline_doc(args: argparse.Namespace, workload: 'Workload',
-                  params: dict[str, Any]
-                  ) -> tuple[dict[str, Any] | None, str | None]:
-    """The bare host's result for the last column, or (None, why)."""
-    from kvmtune.bench import baseline
-
-    choice = args.baseline or ('run' if workload.target != 'peer'
-                               else 'none')
-    if choice == 'none':
-        return None, 'no bare-host column (--baseline none)'
-    if choice == 'run':
-        if workload.target == 'peer':
-            return None, ('no bare-host column: a network baseline needs '
-                          'a peer (kvmtune baseline --peer HOST, then '
-                          '--baseline FILE)')
-        print(f'bare host: running {workload.name} here (kvmtune '
-              'baseline)')
-        return baseline.run(workload, runtime=args.runtime,
-                            params=params), None
-    doc = baseline.load(choice)
-    if doc['workload'] != workload.name:
-        raise InputError(f'a baseline of {doc["workload"]}, not '
-                         f'{workload.name}', source=choice,
-                         key='workload', fix='record one with kvmtune '
-                         f'baseline --workload {workload.name}')
-    return doc, None
 
 
 def run_compare(args: argparse.Namespace, workload: 'Workload',
@@ -334,9 +290,12 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
     if not ran:
         print('nothing ran: every column was skipped (see above)')
         return 1
-    bare, no_bare = _baseline_doc(args, workload, params)
-    record = _record('bench-compare', workload, accel, why, base, params,
-                     runtime)
+    from kvmtune.bench import baseline
+
+    bare, no_bare = baseline.for_compare(args.baseline, workload, params,
+                                         args.runtime)
+    record = ab.record('bench-compare', workload, accel, why, base, params,
+                       runtime)
     doc = bench.compare_doc(workload.name, args.vms, accel,
                             [c.doc() for c in columns], bare, record)
     runs = [bench.guest_run(c.label, '(this run)',

@@ -63,3 +63,23 @@ def test_size_bytes():
     assert baseline.size_bytes('64M') == 64 * 1024 ** 2
     assert baseline.size_bytes('1g') == 1024 ** 3
     assert baseline.size_bytes(4096) == 4096
+
+
+def test_the_bare_column_of_a_compare(tmp_path):
+    from kvmtune import workloads
+
+    fio = workloads.get('fio-randread-4k')
+    assert baseline.for_compare('none', fio, {}, 5) == (
+        None, 'no bare-host column (--baseline none)')
+    # a network workload measures no bare host here: by default none, and
+    # run is refused with the way to make one
+    net = workloads.get('iperf3-tcp-stream')
+    assert baseline.for_compare(None, net, {}, 5)[0] is None
+    bare, why = baseline.for_compare('run', net, {}, 5)
+    assert bare is None and 'needs a peer' in why
+    path = str(tmp_path / 'b.json')
+    baseline.save(doc(), path)
+    assert baseline.for_compare(path, fio, {}, 5) == (doc(), None)
+    with pytest.raises(InputError) as exc:
+        baseline.for_compare(path, workloads.get('sysbench-cpu'), {}, 5)
+    assert exc.value.key == 'workload'

@@ -149,3 +149,21 @@ def test_every_column_measured_once_skipped_ones_said():
                             'skipped': out[3].skipped}
     row, _ = out[0].doc()['rows']
     assert (row['vm'], row['iops'], row['signal_s']) == (0, 100.0, None)
+
+
+def test_the_record_keeps_only_the_settings_the_workload_uses(
+        monkeypatch):
+    from kvmtune import facts
+
+    monkeypatch.setattr(facts, 'gather', lambda: None)
+    settings = {'cache': 'none', 'format': 'raw', 'bus': 'virtio-blk',
+                'iothread': 'on', 'vhost': 'off', 'vcpus': 2}
+    cpu = compare.record('bench-local', workloads.get('sysbench-cpu'),
+                         'tcg', 'asked', settings, {}, 10)
+    assert cpu['settings'] == {'vcpus': 2}
+    disk = compare.record('bench-compare', workloads.get('fio-randread-4k'),
+                          'tcg', 'asked', settings, {}, 10)
+    assert disk['settings'] == {k: v for k, v in settings.items()
+                                if k != 'vhost'}
+    assert (disk['kind'], disk['accel'], disk['workload']['runtime']) == (
+        'bench-compare', 'tcg', 10)
