@@ -37,6 +37,7 @@ from typing import cast
 from kvmtune.capacity import numa as numa_fit
 from kvmtune.capacity import request as requests
 from kvmtune.errors import InputError
+from kvmtune.tuning import extra_specs
 
 if TYPE_CHECKING:
     from kvmtune.capacity.placement import Host
@@ -131,6 +132,18 @@ def placement_fit(host: 'Host', request: requests.Request
     return best if best is not None else (0, None)
 
 
+def filter_limits(host: 'Host') -> tuple[float, float]:
+    """(cpu_allocation_ratio, ram_allocation_ratio) as the
+    NUMATopologyFilter passes them (nova/scheduler/filters/
+    numa_topology_filter.py: the HostState's ratios, which are the
+    compute node's, the ones it reports to Placement)."""
+    ratios = []
+    for rc in ('VCPU', 'MEMORY_MB'):
+        inv = host.inventories.get(rc) or {}
+        ratios.append(float(inv.get('allocation_ratio') or 1.0))
+    return ratios[0], ratios[1]
+
+
 def cpu_sets(host: 'Host', facts: Mapping[str, Any],
              plans: Sequence['Plan'] | None,
              dedicated: Iterable[int] | None = None) -> set[int] | None:
@@ -154,6 +167,22 @@ def cpu_sets(host: 'Host', facts: Mapping[str, Any],
         return set()
     if online and pcpu['total'] == len(online):
         return online
+    return None
+
+
+def shared_cpus(host: 'Host', facts: Mapping[str, Any],
+                dedicated: set[int]) -> set[int] | None:
+    """The node's ``[compute] cpu_shared_set`` as Nova uses it, or None
+    (unknown): none when Placement has no VCPU inventory for it (Nova
+    reports none when only cpu_dedicated_set is set), the online CPUs not
+    dedicated when Placement's VCPU total is their number."""
+    inv = host.inventories.get('VCPU')
+    if inv is None:
+        return set()
+    online = set((facts.get('cpu') or {}).get('online') or ())
+    rest = online - dedicated
+    if rest and inv['total'] == len(rest):
+        return rest
     return None
 
 
@@ -184,8 +213,21 @@ def host_fit(host: 'Host', request: requests.Request,
                       'facts, or the --profile it was tuned with); '
                       f'Placement alone allows {count}')
         return fit
-    nodes = numa_fit.host_nodes(facts, dedicated or set(), servers or ())
-    numa_count, numa_limit = numa_fit.fit(nodes, request.numa)
+    shared = shared_cpus(host, facts, dedicated or set())
+    if shared is None and any(cell[1] for cell in request.numa.cells):
+        fit.reason = ('which CPUs are shared is not known (Placement\'s '
+                      'VCPU total is not the online CPUs left after the '
+                      'dedicated ones); Placement alone allows '
+                      f'{count}')
+        return fit
+    nodes = numa_fit.host_nodes(facts, dedicated or set(), servers or (),
+                                shared or set())
+    numa_count, numa_limit = numa_fit.fit(nodes, request.numa,
+                                          filter_limits(host))
+    if numa_count is None:
+        fit.reason = (f'{request.describe()}: the NUMA fit could not be '
+                      f'made: {numa_limit}; Placement alone allows {count}')
+        return fit
     if numa_count < count:
         fit.count, fit.limit = numa_count, numa_limit
     else:
@@ -231,6 +273,11 @@ def compute(cloud: Any, flavor_names: Sequence[str] | None = None, *,
     for flavor in chosen:
         try:
             wanted.append(requests.from_flavor(flavor))
+        except extra_specs.Refused as exc:
+            raise InputError(f'Nova refuses to boot it ({exc.rule}): '
+                             f'{exc.why}', source=f'flavor {flavor["name"]}',
+                             fix='fix the flavor\'s extra specs, or leave '
+                             'it out') from None
         except requests.Unsupported as exc:
             raise InputError(f'cannot count it: {exc}',
                              source=f'flavor {flavor["name"]}',

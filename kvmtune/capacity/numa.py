@@ -1,28 +1,48 @@
 """How many guests of one NUMA request a host's nodes still hold.
 
-kvmtune's model of what Nova's NUMA filter and resource tracker do
-(nova/virt/hardware.py ``numa_fit_instance_to_host``, repeated with
-``numa_usage_from_instance_numa``; ../shared/ANCHORS-VERIFY-CAPACITY.md
-section 7), on the host's facts (``kvmtune host inspect``), its
-``[compute] cpu_dedicated_set`` and the NUMA topology of the servers
-already there (Nova's ``GET /servers/{id}/topology``):
+Nova's scheduler and resource tracker place guests one at a time: the
+NUMATopologyFilter fits one (nova/virt/hardware.py
+``numa_fit_instance_to_host``), the claim records what it uses
+(``numa_usage_from_instance_numa``), and the next guest is fitted on what
+is left. Which CPUs a guest gets decides what the next one can get, so the
+count is that loop, run here on kvmtune's own model of those rules (read
+from Nova 34's hardware.py and objects/numa.py;
+../shared/ANCHORS-VERIFY-CAPACITY.md section 7):
 
-- each guest NUMA node needs its pinned CPUs (``hw:cpu_policy=dedicated``)
-  from the dedicated CPUs of one host node (thread policy ``isolate``:
-  none on a host with hyperthreads, as Nova refuses it there), one more on
-  its first node for emulator threads ``isolate``;
-- and its memory from that node's pages of the requested size: a size in
-  KiB (the memory must be a multiple of it), ``large`` (the largest huge
-  page size that still fits, then the next), ``any`` (any size, small
-  pages last) or small pages (node memory less its huge page pools);
-- a guest of N nodes needs N different host nodes.
+- host nodes are tried in Nova's order (more free memory first, then
+  fewer shared vCPUs in use, or more free dedicated CPUs, for pinned
+  guests) when the host has more nodes than the guest, and every ordered
+  choice of distinct nodes for the guest's nodes, first fit wins;
+- a guest node's memory comes from pages of the requested size (``small``:
+  the smallest; ``large``: the largest huge page size with room, then the
+  next; ``any``: any, largest first; a size in KiB: that pool), or, with
+  no page size, from the smallest pages: free ones for a pinned guest,
+  their total for a shared one; the size a node chose is what the guest
+  node asks of the next host node tried for the same guest;
+- pinned vCPUs (dedicated, and the dedicated part of mixed) need free
+  dedicated CPUs, packed onto cores as Nova does: cores with the most
+  free sibling threads first (``prefer``), only cores with at least two
+  free threads (``require``), one thread of a wholly free core, whose
+  siblings are then used up too (``isolate``, refused on a node with
+  shared CPUs and hyperthreads); emulator threads ``isolate``: one more
+  CPU, on the host node of guest node 0;
+- shared vCPUs (shared, and the rest of mixed) need the node to have at
+  least that many shared CPUs (none on a CPU-less node), and with the
+  filter's limits: shared vCPUs in use at most the node's shared CPUs x
+  ``cpu_allocation_ratio``, memory in use at most the node's memory x
+  ``ram_allocation_ratio``.
 
-Not modelled: shared-CPU limits per node (cpu_allocation_ratio), PCI and
-vPMEM affinity, ``[compute] packing_host_numa_cells_allocation_strategy``
-(it orders nodes, the count does not change), ``reserved_huge_pages``.
+Every fit counts its steps; past ``MAX_STEPS`` the count stops and is
+partial (a guest of many nodes on a host of many nodes has more orders to
+try than a count can afford), never a hang.
+
+Not modelled: PCI and vPMEM affinity, network NUMA affinity,
+``[compute] packing_host_numa_cells_allocation_strategy=True`` (pack),
+``reserved_huge_pages``.
 """
 
 import dataclasses
+import itertools
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -32,141 +52,424 @@ if TYPE_CHECKING:
     from kvmtune.capacity.request import NumaRequest
 
 SMALL_KB = 4
+# The work one count may do: a step is one guest node tried on one host
+# node, or one order of host nodes tried. A pinned guest node on a large
+# node is tens of microseconds: the bound is seconds, not minutes.
+MAX_STEPS = 200_000
+
+
+class Bounded(Exception):
+    """The count would take more than MAX_STEPS steps."""
 
 
 @dataclasses.dataclass
 class Node:
-    """One host NUMA node's free resources for guests."""
+    """One host NUMA node as Nova's NUMACell sees it, with its usage."""
     id: int
-    pcpus: set[int]       # dedicated CPUs not pinned by a guest
-    # [set of sibling CPUs] among the dedicated ones
-    cores: list[frozenset[int]]
-    pages: dict[int, int]  # {size_kb: free pages}; SMALL_KB: small pages
-    smt: bool = False     # a core of the node has more than one thread
+    pcpus: frozenset[int]     # cpu_dedicated_set CPUs of the node
+    shared: frozenset[int]    # cpu_shared_set CPUs of the node
+    siblings: list[frozenset[int]]  # cores among both, in Nova's order
+    memory_mb: int
+    pages: dict[int | float, list[int]]  # {size KiB: [total, used]}
+    pinned: set[int] = dataclasses.field(default_factory=set)
+    memory_used: int = 0
+    cpu_used: int = 0         # shared vCPUs of the guests on the node
+
+    @property
+    def free_pcpus(self) -> set[int]:
+        return set(self.pcpus) - self.pinned
+
+    def copy(self) -> 'Node':
+        return dataclasses.replace(
+            self, pinned=set(self.pinned),
+            pages={k: list(v) for k, v in self.pages.items()})
+
+
+def _siblings(groups: Mapping[int, frozenset[int]], cpus: set[int]
+              ) -> list[frozenset[int]]:
+    """The node's cores among ``cpus``, ordered by their first CPU (as
+    kvmtune's NUMA fake driver reports them: kvmtune/testcloud/files/
+    kvmtune_numa_fake.py), a CPU without siblings its own core."""
+    cores = {groups.get(c, frozenset({c})) & cpus for c in cpus}
+    return sorted(cores, key=min)
 
 
 def host_nodes(facts: Mapping[str, Any], dedicated: Iterable[int],
-               servers: Iterable[tuple[Any, Any]]) -> list[Node]:
+               servers: Iterable[tuple[Any, Any]],
+               shared: Iterable[int] | None = None) -> list[Node]:
     """The nodes of a host with what its servers already use.
 
     :param facts: kvmtune facts (numa nodes with cpus, memory_mb, pools)
     :param dedicated: the host's cpu_dedicated_set (a set of CPUs)
-    :param servers: [(server, topology or None)] on this host
+    :param servers: [(server, topology or None)] on this host (the
+        server with its flavor's extra specs, Nova's GET
+        /servers/{id}/topology)
+    :param shared: the host's cpu_shared_set; None: every online CPU not
+        dedicated
     """
-    siblings: dict[int, frozenset[int]] = {}
-    for group in (facts.get('cpu') or {}).get('thread_siblings') or ():
-        for cpu in group:
-            siblings[cpu] = frozenset(group)
+    dedicated = set(dedicated)
+    online = set((facts.get('cpu') or {}).get('online') or ()) or {
+        c for n in facts['numa']['nodes'] for c in n.get('cpus') or ()}
+    shared = set(shared) if shared is not None else online - dedicated
+    groups = {c: frozenset(g) for g in
+              (facts.get('cpu') or {}).get('thread_siblings') or ()
+              for c in g}
     nodes: dict[int, Node] = {}
     for node in facts['numa']['nodes']:
-        cpus = set(node.get('cpus') or ()) & set(dedicated)
-        cores: list[frozenset[int]] = []
-        for cpu in sorted(cpus):
-            core = siblings.get(cpu, frozenset({cpu})) & cpus
-            if core and core not in cores:
-                cores.append(core)
-        pages: dict[int, int] = {}
+        cpus = set(node.get('cpus') or ())
+        pages: dict[int | float, list[int]] = {}
         huge_kb = 0
         for pool in node.get('hugepages') or ():
-            pages[pool['size_kb']] = pool.get('total') or 0
-            huge_kb += pool['size_kb'] * (pool.get('total') or 0)
-        memory_kb = (node.get('memory_mb') or 0) * 1024
-        pages[SMALL_KB] = max(memory_kb - huge_kb, 0) // SMALL_KB
-        nodes[node['id']] = Node(node['id'], cpus, cores, pages,
-                                 smt=any(len(core) > 1 for core in cores))
+            if pool.get('total'):
+                pages[pool['size_kb']] = [pool['total'], 0]
+                huge_kb += pool['size_kb'] * pool['total']
+        memory_mb = node.get('memory_mb') or 0
+        pages[SMALL_KB] = [max(memory_mb * 1024 - huge_kb, 0) // SMALL_KB, 0]
+        nodes[node['id']] = Node(
+            node['id'], frozenset(cpus & dedicated), frozenset(cpus & shared),
+            _siblings(groups, cpus & (dedicated | shared)), memory_mb, pages)
     for server, topology in servers:
-        for guest_node in (topology or {}).get('nodes') or ():
-            node = nodes.get(guest_node.get('host_node'))
-            if node is None:
-                continue
-            node.pcpus -= set((guest_node.get('cpu_pinning') or {})
-                              .values())
-            size = (topology.get('pagesize_kb') or SMALL_KB)
-            used = guest_node.get('memory_mb', 0) * 1024 // size
-            node.pages[size] = max(node.pages.get(size, 0) - used, 0)
-    for node in nodes.values():
-        node.cores = [core for core in node.cores if core <= node.pcpus]
+        _add_server(nodes, server, topology)
     return [nodes[k] for k in sorted(nodes)]
 
 
-def _page_order(node: Node, page_kb: int | str | None) -> list[Any]:
-    """Page sizes a guest node may take on this node, in Nova's order."""
-    huge = sorted((s for s in node.pages if s != SMALL_KB), reverse=True)
-    if page_kb in (None, 'small'):
-        return [SMALL_KB]
-    if page_kb == 'large':
-        return huge
-    if page_kb == 'any':
-        return huge + [SMALL_KB]
-    return [page_kb]
-
-
-def _pages_fit(node: Node, memory_mb: int, page_kb: int | str | None) -> int:
-    """Guest nodes of memory_mb this node's pages still hold."""
-    total = 0
-    for size in _page_order(node, page_kb):
-        if (memory_mb * 1024) % size:
+def _add_server(nodes: dict[int, Node], server: Any, topology: Any) -> None:
+    """A server's use of its host nodes, from its topology (and, for what
+    the topology does not show, its flavor's extra specs)."""
+    specs = ((server or {}).get('flavor') or {}).get('extra_specs') or {}
+    isolate_threads = specs.get('hw:cpu_thread_policy') == 'isolate'
+    emulator = specs.get('hw:emulator_threads_policy') == 'isolate'
+    size = (topology or {}).get('pagesize_kb')
+    for index, guest_node in enumerate((topology or {}).get('nodes') or ()):
+        node = nodes.get(guest_node.get('host_node'))
+        if node is None:
             continue
-        total += node.pages.get(size, 0) // (memory_mb * 1024 // size)
-    return total
+        pinned = set((guest_node.get('cpu_pinning') or {}).values())
+        vcpus = len(guest_node.get('vcpu_set') or ())
+        if index == 0 and emulator:
+            # the API does not show the emulator threads' CPU: one more
+            # free dedicated CPU of this node, as Nova picked it
+            spare = sorted(node.free_pcpus - pinned)
+            pinned |= set(spare[:1])
+        if isolate_threads:
+            pinned |= {c for core in node.siblings if core & pinned
+                       for c in core}
+        node.pinned |= pinned & node.pcpus
+        node.cpu_used += max(vcpus - len(guest_node.get('cpu_pinning')
+                                         or {}), 0)
+        memory = guest_node.get('memory_mb', 0)
+        node.memory_used += memory
+        page = size if size in node.pages else min(node.pages)
+        node.pages[page][1] += memory * 1024 // int(page)
 
 
-def _cpus_fit(node: Node, request: 'NumaRequest', first: bool) -> int | None:
-    need = request.pcpus + (1 if request.isolate and first else 0)
-    if not need:
+class _Guest:
+    """One guest node being fitted: its needs and the page size it asks
+    (the size a host node chose, once one did)."""
+
+    def __init__(self, pcpus: int, vcpus: int, memory_mb: int,
+                 page: int | float | str | None) -> None:
+        self.pcpus, self.vcpus, self.memory_mb = pcpus, vcpus, memory_mb
+        self.page = page
+        # Nova's InstanceNUMACell.id: the guest node's index, overwritten
+        # with the id of each host node it is packed onto or fits on
+        self.id: int = 0
+        self.pinned: tuple[list[int], set[int]] = ([], set())
+
+
+def _page_for(node: Node, guest: _Guest, pinned: bool
+              ) -> tuple[bool, int | float | None, str]:
+    """(fits, the page size chosen, why not): Nova's
+    _numa_cell_supports_pagesize_request / can_fit_pagesize."""
+    memory_kb = guest.memory_mb * 1024
+    sizes = sorted(node.pages, reverse=True)
+    page = guest.page
+    if page is None:
+        smallest = sizes[-1]
+        total, used = node.pages[smallest]
+        room = (total - used if pinned else total) * smallest
+        if memory_kb <= room and memory_kb % smallest == 0:
+            return True, None, ''
+        return False, None, 'pages:small'
+    if page == 'small':
+        wanted = sizes[-1:]
+    elif page == 'large':
+        wanted = sizes[:-1]
+    elif page == 'any':
+        wanted = sizes
+    elif isinstance(page, (int, float)):
+        wanted = [page]
+    else:
+        wanted = []
+    for size in wanted:
+        if size not in node.pages:
+            break
+        total, used = node.pages[size]
+        if memory_kb <= (total - used) * size and memory_kb % size == 0:
+            return True, size, ''
+    label = f'{page} KiB' if isinstance(page, (int, float)) else page
+    return False, None, f'pages:{label}'
+
+
+def _pinning(threads: int, cores: list[list[int]], need: int
+             ) -> list[int] | None:
+    """Nova's _get_pinning: ``threads`` CPUs of each core, in order."""
+    if threads * len(cores) < need:
         return None
-    if request.thread_policy == 'isolate':
-        # With cpu_dedicated_set, Nova refuses isolate on a host with
-        # hyperthreads (nova/virt/hardware.py _pack_instance_onto_cores,
-        # bug 1889633; the scheduler forbids HW_CPU_HYPERTHREADING too);
-        # without them, a vCPU per core is a vCPU per CPU.
-        return 0 if node.smt else len(node.cores) // need
-    return len(node.pcpus) // need
+    return list(itertools.chain(*(core[:threads] for core in cores)))[:need]
 
 
-def node_units(nodes: Iterable[Node], request: 'NumaRequest'
-               ) -> dict[int, tuple[int | None, int]]:
-    """{node id: (guest nodes it holds by CPUs or None, by pages)}."""
-    return {node.id: (_cpus_fit(node, request, True),
-                      _pages_fit(node, request.memory_mb,
-                                 request.page_kb))
-            for node in nodes}
+def _reserved(cores: list[list[int]], pinning: list[int] | None,
+              reserve: int, whole_cores: bool) -> set[int] | None:
+    """Nova's _get_reserved: the emulator threads' CPU(s), from the free
+    threads the pinning left (whole cores: from cores it left alone)."""
+    if not pinning:
+        return None
+    if not reserve:
+        return None
+    taken = set(pinning)
+    if whole_cores:
+        left = [core for core in cores if not taken & set(core)]
+    else:
+        left = [[c for c in core if c not in taken] for core in cores]
+    return set(list(itertools.chain(*left))[:reserve]) or None
 
 
-def _spread(units: Iterable[int], k: int) -> int:
-    """Instances of k guest nodes, each on k different host nodes: the
-    largest t with sum(min(units_n, t)) >= k * t."""
-    units = list(units)
-    # sum(min(u, t)) - k * t is concave in t and 0 at t = 0, so the t
-    # that hold form one range [0, best]: a binary search over it, at most
-    # log2(sum / k) steps whatever the units (a node without pinned CPUs
-    # has "unlimited" CPU units).
-    low, high = 0, sum(units) // max(k, 1)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(min(u, mid) for u in units) >= k * mid:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+def _pack(node: Node, need: int, policy: str | None, reserve: int
+          ) -> tuple[list[int], set[int]] | None:
+    """(pinned CPUs, emulator CPUs) on the node, or None: Nova's
+    _pack_instance_onto_cores."""
+    free = node.free_pcpus
+    threads_per_core = max((len(core) for core in node.siblings),
+                           default=1) or 1
+    by_threads: dict[int, list[list[int]]] = {}
+    for core in node.siblings:
+        available = sorted(core & free)
+        for count in range(1, len(available) + 1):
+            by_threads.setdefault(count, []).append(available)
+    pinning: list[int] | None = None
+    reserved: set[int] | None = None
+    if policy == 'isolate':
+        if threads_per_core not in by_threads:
+            return None
+        if threads_per_core != 1 and node.pcpus != node.shared:
+            # with cpu_dedicated_set, isolate on hyperthreads is Nova's
+            # bug 1889633: refused here (the scheduler forbids the trait)
+            return None
+        pinning = _pinning(1, by_threads[threads_per_core], need)
+        reserved = _reserved(by_threads.get(1, []), pinning, reserve, True)
+        if not pinning or (reserve and not reserved):
+            return None
+    else:
+        if policy == 'require' and threads_per_core <= 1:
+            return None
+        for threads in sorted(by_threads, reverse=True):
+            if policy == 'require' and threads <= 1:
+                continue
+            pinning = _pinning(threads, by_threads[threads], need)
+            reserved = _reserved(by_threads.get(1, []), pinning, reserve,
+                                 False)
+            if pinning is None or (reserve and not reserved):
+                continue
+            break
+        if policy != 'require' and not pinning:
+            singles = [[c] for core in by_threads.get(1, []) for c in core]
+            pinning = _pinning(1, singles, need)
+            reserved = _reserved(singles, pinning, reserve, False)
+    if pinning is None or (reserve and not reserved):
+        return None
+    return pinning, reserved or set()
 
 
-def fit(nodes: Iterable[Node], request: 'NumaRequest') -> tuple[int, str]:
-    """(how many more guests fit, the limit) for a NumaRequest.
-
-    The limit is ``pages:<size> KiB`` when the pages run out first,
-    ``numa:PCPU`` when the free dedicated CPUs are split across nodes
-    so that no node holds a guest node's share, None when neither binds.
+def _fit_node(node: Node, guest: _Guest, request: 'NumaRequest',
+              reserve: int, limits: tuple[float, float] | None
+              ) -> str | None:
+    """Why the guest node does not fit on the host node, or None (then
+    guest.page / guest.pinned say how): Nova's _numa_fit_instance_cell.
     """
-    units = node_units(nodes, request)
-    both = [min(c if c is not None else p, p) for c, p in units.values()]
-    count = _spread(both, request.nodes)
-    by_cpus = _spread([c if c is not None else 1 << 30
-                       for c, _ in units.values()], request.nodes)
-    by_pages = _spread([p for _, p in units.values()], request.nodes)
-    if by_pages <= by_cpus and by_pages == count:
-        size = request.page_kb
-        label = f'{size} KiB' if isinstance(size, int) else \
-            f'{size or "small"}'
-        return count, f'pages:{label}'
-    return count, 'numa:PCPU'
+    pinned_policy = request.policy in ('dedicated', 'mixed')
+    fits, size, why = _page_for(node, guest, pinned_policy)
+    if not fits:
+        return why
+    if size is not None:
+        # Nova writes the size chosen into the guest node before it looks
+        # at CPUs: the next host node tried is asked for that size
+        guest.page = size
+    if pinned_policy and guest.pcpus + reserve > len(node.pcpus):
+        return 'numa:PCPU'
+    if request.policy in ('shared', 'mixed') and \
+            guest.vcpus > len(node.shared):
+        return 'numa:VCPU'
+    if pinned_policy:
+        if guest.pcpus + reserve > len(node.free_pcpus):
+            return 'numa:PCPU'
+        packed = _pack(node, guest.pcpus, request.thread_policy, reserve)
+        if packed is None:
+            return ('numa:PCPU' if request.thread_policy in
+                    (None, 'prefer') else
+                    f'numa:PCPU ({request.thread_policy} threads)')
+        # written into the guest node before the limits are checked
+        guest.pinned = packed
+        guest.id = node.id
+    if request.policy in ('shared', 'mixed') and limits:
+        cpu_ratio, ram_ratio = limits
+        if node.cpu_used + guest.vcpus > len(node.shared) * cpu_ratio:
+            return 'numa:VCPU'
+        if node.memory_used + guest.memory_mb > node.memory_mb * ram_ratio:
+            return 'numa:MEMORY_MB'
+    guest.id = node.id
+    return None
+
+
+class _Counter:
+    def __init__(self, budget: int) -> None:
+        self.steps = 0
+        self.budget = budget
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps > self.budget:
+            raise Bounded()
+
+
+def _fit_one(nodes: list[Node], request: 'NumaRequest',
+             limits: tuple[float, float] | None, counter: _Counter
+             ) -> tuple[list[tuple[Node, _Guest]] | None, str]:
+    """Where one more guest goes ([(host node, guest node)]), or None and
+    why not: Nova's numa_fit_instance_to_host (spread)."""
+    guests = [_Guest(p, v, m, request.page_kb) for p, v, m in request.cells]
+    for index, guest in enumerate(guests):
+        guest.id = index
+    if len(nodes) < len(guests):
+        return None, 'numa:nodes'
+    order = list(nodes)
+    if len(nodes) > len(guests):
+        order.sort(key=lambda n: n.memory_mb - n.memory_used, reverse=True)
+        if request.policy == 'shared':
+            order.sort(key=lambda n: n.cpu_used)
+        else:
+            order.sort(key=lambda n: len(n.free_pcpus), reverse=True)
+    failed: dict[tuple[int, int], str] = {}
+    fitted: set[tuple[int, int]] = set()
+    why = ''
+    for chosen in itertools.permutations(order, len(guests)):
+        counter.step()
+        placed: list[tuple[Node, _Guest]] = []
+        for node, guest in zip(chosen, guests):
+            # Nova keys its caches by (host node, the guest node's id at
+            # the time), and a fit overwrites that id with the host
+            # node's: a guest node can take another one's cached "fits"
+            # (tests/unit/capacity/test_numa.py NOVA_BUGS, fit-cache-id)
+            pair = (node.id, guest.id)
+            if pair in failed:
+                why = why or failed[pair]
+                break
+            if pair in fitted:
+                guest.id = node.id
+            else:
+                counter.step()
+                reason = _fit_node(node, guest, request,
+                                   1 if request.isolate and not placed
+                                   else 0, limits)
+                if reason:
+                    failed[pair] = reason
+                    why = why or reason
+                    break
+                fitted.add(pair)
+            placed.append((node, guest))
+        if len(placed) == len(guests):
+            return placed, ''
+    return None, why or 'numa:nodes'
+
+
+def _claim(placed: list[tuple[Node, _Guest]], request: 'NumaRequest'
+           ) -> str | None:
+    """Record one guest's use (Nova's numa_usage_from_instance_numa), or
+    say why Nova's claim would fail."""
+    for node, guest in placed:
+        size = guest.page if isinstance(guest.page, (int, float)) \
+            else min(node.pages)
+        if size in node.pages:
+            node.pages[size][1] += int(guest.memory_mb * 1024 // size)
+        node.memory_used += guest.memory_mb
+        node.cpu_used += guest.vcpus
+        if request.policy == 'shared':
+            continue
+        cpus = set(guest.pinned[0]) | guest.pinned[1]
+        if request.thread_policy == 'isolate':
+            cpus |= {c for core in node.siblings if core & cpus
+                     for c in core}
+        if not cpus <= node.pcpus or cpus & node.pinned:
+            # Nova reuses a guest node's pinning from another host node
+            # it tried (numa_fit_instance_to_host's fit_cache): its claim
+            # then raises CPUPinningUnknown / CPUPinningInvalid
+            return ('Nova\'s claim would fail: the pinning its fit chose '
+                    'is not on this host node')
+        node.pinned |= cpus
+    return None
+
+
+def _signature(nodes: list[Node]) -> tuple[Any, ...]:
+    """Everything of the nodes a count depends on."""
+    return tuple((n.id, n.pcpus, n.shared, tuple(n.siblings), n.memory_mb,
+                  tuple(sorted((k, tuple(v)) for k, v in n.pages.items())),
+                  frozenset(n.pinned), n.memory_used, n.cpu_used)
+                 for n in nodes)
+
+
+# Counts already made: a fleet has many nodes of one shape and use, and
+# the same nodes and request always count the same.
+_COUNTS: dict[tuple[Any, ...], tuple[int | None, str]] = {}
+_COUNTS_MAX = 4096
+
+
+def fit(nodes: Iterable[Node], request: 'NumaRequest',
+        limits: tuple[float, float] | None = None,
+        max_steps: int = MAX_STEPS) -> tuple[int | None, str]:
+    """(how many more guests fit, the limit); see _count."""
+    given = list(nodes)
+    key = (_signature(given), request, limits, max_steps)
+    if key not in _COUNTS:
+        if len(_COUNTS) >= _COUNTS_MAX:
+            _COUNTS.clear()
+        _COUNTS[key] = _count(given, request, limits, max_steps)
+    return _COUNTS[key]
+
+
+def _count(nodes: list[Node], request: 'NumaRequest',
+           limits: tuple[float, float] | None,
+           max_steps: int) -> tuple[int | None, str]:
+    """(how many more guests fit, the limit) for a NumaRequest, or
+    (None, why) when the count cannot be made within ``max_steps``.
+
+    :param limits: (cpu_allocation_ratio, ram_allocation_ratio) as the
+        NUMATopologyFilter passes them (the node's Placement ratios of
+        VCPU and MEMORY_MB); None: no limits (shared guests then only
+        need enough shared CPUs and small pages per node)
+
+    The limit is ``pages:<size>`` when the pages run out first,
+    ``numa:PCPU`` (pinned CPUs, or cores with free threads), ``numa:VCPU``
+    or ``numa:MEMORY_MB`` (the filter's limits for shared vCPUs), or
+    ``numa:nodes`` (fewer host nodes than guest nodes).
+    """
+    work = [node.copy() for node in nodes]
+    if limits is None and request.policy != 'dedicated':
+        # Nova checks shared vCPUs and memory against the node's total,
+        # not its use, when no limits are given: no count ends
+        return None, ('shared vCPUs have no limit without the '
+                      'filter\'s allocation ratios')
+    counter = _Counter(max_steps)
+    count = 0
+    try:
+        while True:
+            placed, why = _fit_one(work, request, limits, counter)
+            if placed is None:
+                return count, why
+            problem = _claim(placed, request)
+            if problem:
+                return None, f'{count} fit, then: {problem}'
+            count += 1
+    except Bounded:
+        return None, (f'at least {count}: the count stopped at its bound '
+                      f'of {max_steps} fit steps ({request.nodes} guest '
+                      f'node(s) on {len(work)} host nodes)')

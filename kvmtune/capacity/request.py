@@ -29,7 +29,6 @@ import re
 from typing import Any
 
 from kvmtune.tuning import extra_specs
-from kvmtune.facts.cpulist import parse_cpu_spec
 
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 HYPERTHREADING = 'HW_CPU_HYPERTHREADING'
@@ -43,24 +42,29 @@ class Unsupported(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class NumaRequest:
-    """What the NUMA filter must find per guest node.
+    """What the NUMA filter must find, per guest node.
 
-    nodes     guest NUMA nodes (the host must give each its own node)
-    pcpus     pinned CPUs per guest node (0: shared guest)
-    vcpus     vCPUs per guest node
-    memory_mb memory per guest node
+    cells     per guest node, in order: (pinned vCPUs, shared vCPUs,
+              memory MB) (Nova's InstanceNUMACell pcpuset, cpuset, memory)
+    policy    dedicated, mixed or shared
     page_kb   'small', 'large', 'any' or a size in KiB; None: no request
-              (small pages: pinned guests are checked against them)
-    isolate   hw:emulator_threads_policy=isolate: one more PCPU on node 0
-    thread_policy  hw:cpu_thread_policy (prefer, isolate, require)
+    isolate   hw:emulator_threads_policy=isolate: one more PCPU, on the
+              host node of guest node 0
+    thread_policy  None, prefer, isolate or require
     """
-    nodes: int
-    pcpus: int
-    vcpus: int
-    memory_mb: int
-    page_kb: int | str | None
+    cells: tuple[tuple[int, int, int], ...]
+    policy: str
+    page_kb: int | float | str | None
     isolate: bool = False
-    thread_policy: str = 'prefer'
+    thread_policy: str | None = None
+
+    @property
+    def nodes(self) -> int:
+        return len(self.cells)
+
+    @property
+    def pcpus(self) -> int:
+        return sum(cell[0] for cell in self.cells)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,15 +86,6 @@ class Request:
         return ', '.join(parts)
 
 
-def page_size(spec: str | None) -> int | str | None:
-    """``hw:mem_page_size`` as Nova reads it (small, large, any, or KiB)."""
-    try:
-        return extra_specs.page_size_kb(spec)
-    except ValueError:
-        raise Unsupported(f'hw:mem_page_size={spec!r} is not a page size '
-                          'Nova reads') from None
-
-
 def _int(value: object, key: str) -> int:
     try:
         number = int(str(value).strip())
@@ -102,37 +97,33 @@ def _int(value: object, key: str) -> int:
     return number
 
 
+# Extra specs that change a fit in ways kvmtune does not model.
+UNMODELLED = ('hw:cpu_realtime', 'hw:cpu_realtime_mask', 'hw:pmem',
+              'pci_passthrough:alias', 'hw:pci_numa_affinity_policy')
+
+
 def from_flavor(flavor: dict[str, Any]) -> Request:
     """The Request for a Nova flavor (the API's dict, with extra_specs).
 
+    :raises extra_specs.Refused: a flavor nova-api refuses to boot, with
+        the rule (Nova's exception name)
     :raises Unsupported: an extra spec kvmtune cannot count, named
     """
     specs = {k: str(v) for k, v in (flavor.get('extra_specs') or {}).items()}
     name = flavor.get('name', '?')
     vcpus = int(flavor['vcpus'])
-    policy = specs.get('hw:cpu_policy', 'shared')
-    isolate = specs.get('hw:emulator_threads_policy') == 'isolate'
-    thread_policy = specs.get('hw:cpu_thread_policy', 'prefer')
-    resources: dict[str, int] = {}
-    if policy == 'dedicated':
-        pcpus = vcpus
-    elif policy == 'mixed':
-        mask = specs.get('hw:cpu_dedicated_mask')
-        if not mask:
-            raise Unsupported('hw:cpu_policy=mixed without '
-                              'hw:cpu_dedicated_mask')
-        try:
-            if mask.startswith('^'):
-                pcpus = vcpus - len(parse_cpu_spec(mask[1:].replace(
-                    ',^', ',')))
-            else:
-                pcpus = len(parse_cpu_spec(mask))
-        except ValueError as exc:
-            raise Unsupported(f'hw:cpu_dedicated_mask: {exc}') from None
-    elif policy in ('shared', ''):
-        pcpus = 0
+    for key in UNMODELLED:
+        if key in specs:
+            raise Unsupported(f'{key} (not modelled)')
+    guest = extra_specs.guest_topology(vcpus, int(flavor['ram']), specs)
+    policy = guest.policy
+    isolate = guest.emulator_isolate
+    thread_policy = guest.thread_policy
+    if guest.nodes:
+        pcpus = sum(len(cell[0]) for cell in guest.nodes)
     else:
-        raise Unsupported(f'hw:cpu_policy={policy!r}')
+        pcpus = vcpus if policy == 'dedicated' else 0
+    resources: dict[str, int] = {}
     if pcpus:
         resources['PCPU'] = pcpus + (1 if isolate else 0)
     if vcpus - pcpus:
@@ -168,24 +159,13 @@ def from_flavor(flavor: dict[str, Any]) -> Request:
     return Request(flavor=name, resources=resources,
                    required=frozenset(required),
                    forbidden=frozenset(forbidden),
-                   numa=_numa(specs, vcpus, int(flavor['ram']), pcpus,
-                              isolate, thread_policy))
+                   numa=_numa(guest))
 
 
-def _numa(specs: dict[str, str], vcpus: int, ram: int, pcpus: int,
-          isolate: bool, thread_policy: str) -> NumaRequest | None:
-    pages = specs.get('hw:mem_page_size')
-    nodes = specs.get('hw:numa_nodes')
-    if not (pages or nodes or pcpus):
+def _numa(guest: extra_specs.GuestTopology) -> NumaRequest | None:
+    if not guest.nodes:
         return None
-    if any(k.startswith(('hw:numa_cpus.', 'hw:numa_mem.')) for k in specs):
-        raise Unsupported('hw:numa_cpus.N / hw:numa_mem.N (an uneven '
-                          'split)')
-    count = _int(nodes, 'hw:numa_nodes') if nodes else 1
-    if count < 1 or vcpus % count or ram % count or pcpus % count:
-        raise Unsupported(f'hw:numa_nodes={count} does not split '
-                          f'{vcpus} vCPUs and {ram} MB evenly')
-    return NumaRequest(nodes=count, pcpus=pcpus // count,
-                       vcpus=vcpus // count, memory_mb=ram // count,
-                       page_kb=page_size(pages) if pages else None,
-                       isolate=isolate, thread_policy=thread_policy)
+    return NumaRequest(
+        cells=tuple((len(p), len(v), m) for p, v, m in guest.nodes),
+        policy=guest.policy, page_kb=guest.page_kb,
+        isolate=guest.emulator_isolate, thread_policy=guest.thread_policy)

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from kvmtune.capacity import request
+from kvmtune.tuning import extra_specs
 from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
 
@@ -59,7 +60,7 @@ FLAVORS = [
                                 'hw:cpu_dedicated_mask': '^0'}),
     flavor('swap-eph', ephemeral=10, swap=1500),
     flavor('no-disk', disk=0),
-    flavor('override', **{'resources:VCPU': '0', 'resources:PCPU': '3',
+    flavor('override', **{'resources:VCPU': '0', 'resources:PCPU': '2',
                           'resources:CUSTOM_FOO': '1'}),
     flavor('traits', **{'trait:CUSTOM_KVMTUNE_EPT': 'required',
                         'trait:HW_CPU_X86_AVX512F': 'forbidden',
@@ -85,23 +86,53 @@ def test_resources_and_traits_are_novas():
 
 def test_numa_needs_from_the_extra_specs():
     pinned = request.from_flavor(FLAVORS[1]).numa
-    assert (pinned.nodes, pinned.pcpus, pinned.memory_mb,
-            pinned.page_kb) == (1, 2, 2048, 'large')
+    assert (pinned.cells, pinned.policy, pinned.page_kb) == \
+        (((2, 0, 2048),), 'dedicated', 'large')
     split = request.from_flavor(flavor('split', vcpus=4, ram=4096, **{
         'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '2',
         'hw:mem_page_size': '1GB'})).numa
-    assert (split.nodes, split.pcpus, split.memory_mb, split.page_kb) == \
-        (2, 2, 2048, 1048576)
+    assert (split.cells, split.page_kb) == \
+        (((2, 0, 2048), (2, 0, 2048)), 1048576)
+    # a mixed guest's nodes are contiguous vCPU ranges: 0-1 both on node 0
+    mixed = request.from_flavor(flavor('mixed', vcpus=4, ram=4096, **{
+        'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '0-1',
+        'hw:numa_nodes': '2'})).numa
+    assert mixed.cells == ((2, 0, 2048), (0, 2, 2048))
+    uneven = request.from_flavor(flavor('uneven', vcpus=3, ram=3072, **{
+        'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0',
+        'hw:numa_cpus.1': '1-2', 'hw:numa_mem.0': '1024',
+        'hw:numa_mem.1': '2048'})).numa
+    assert (uneven.cells, uneven.policy) == \
+        (((0, 1, 1024), (0, 2, 2048)), 'shared')
     assert request.from_flavor(FLAVORS[0]).numa is None
 
 
+@pytest.mark.parametrize('specs, rule', [
+    ({'hw:cpu_policy': 'mixed'}, 'RequiredMixedOrRealtimeCPUMask'),
+    ({'hw:numa_nodes': '3'}, 'ImageNUMATopologyAsymmetric'),
+    ({'hw:mem_page_size': '3X'}, 'ValidationError'),
+    ({'hw:mem_page_size': '1G'}, 'MemoryPageSizeInvalid'),
+    ({'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0'},
+     'ImageNUMATopologyIncomplete'),
+    ({'hw:cpu_policy': 'dedicated', 'hw:cpu_dedicated_mask': '0'},
+     'RequiredMixedInstancePolicy'),
+    ({'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '0-1'},
+     'InvalidMixedInstanceDedicatedMask'),
+    ({'hw:emulator_threads_policy': 'isolate'},
+     'BadRequirementEmulatorThreadsPolicy'),
+    ({'hw:cpu_thread_policy': 'isolate'},
+     'CPUThreadPolicyConfigurationInvalid'),
+])
+def test_what_nova_refuses_is_refused_by_its_rule(specs, rule):
+    with pytest.raises(extra_specs.Refused) as refused:
+        request.from_flavor(flavor('x', **specs))
+    assert refused.value.rule == rule
+
+
 @pytest.mark.parametrize('specs, words', [
-    ({'hw:cpu_policy': 'mixed'}, 'without hw:cpu_dedicated_mask'),
-    ({'hw:numa_nodes': '3'}, 'does not split'),
-    ({'hw:mem_page_size': '3X'}, 'not a page size'),
     ({'resources:vcpu': '1'}, 'not a resource class'),
-    ({'resources:VCPU': '-1'}, 'negative'),
-    ({'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0'}, 'uneven split'),
+    ({'resources:CUSTOM_X': '-1'}, 'negative'),
+    ({'hw:cpu_policy': 'dedicated', 'hw:pmem': 'small'}, 'not modelled'),
 ])
 def test_what_kvmtune_cannot_count_is_said(specs, words):
     with pytest.raises(request.Unsupported, match=words):
