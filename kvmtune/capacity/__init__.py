@@ -16,13 +16,18 @@ request (kvmtune.capacity.request) and counts, per node and flavor:
    the node lacks, or a forbidden one it has (``COMPUTE_STATUS_DISABLED``:
    a disabled compute), is 0 with the trait as the limit;
 2. with the node's facts (``--facts-dir``) and CPU sets: the NUMA fit
-   (kvmtune.capacity.numa) of pinned CPUs and pages per node.
+   (kvmtune.capacity.numa), guest after guest as Nova's scheduler and
+   claims place them, with the NUMATopologyFilter's limits (the node's
+   VCPU and MEMORY_MB allocation ratios).
 
 The count is the smaller, and its limit the first thing to run out:
 ``PCPU``, ``VCPU``, ``MEMORY_MB``, ``DISK_GB``, ``trait:<NAME>``,
-``!trait:<NAME>``, ``pages:<size>``, ``numa:PCPU``. A node that could
-not be read, or a NUMA flavor without the node's facts, is marked
-partial with the reason, never counted as 0 or as room.
+``!trait:<NAME>``, ``pages:<size>``, ``numa:PCPU``, ``numa:VCPU``,
+``numa:MEMORY_MB``, ``numa:nodes``. A node that could not be read, a
+NUMA flavor without the node's facts or CPU sets, or a NUMA count past
+its work bound is marked partial with the reason, never counted as 0 or
+as room. A flavor Nova refuses to boot is an InputError naming Nova's
+rule (kvmtune.tuning.extra_specs.guest_topology).
 """
 
 import dataclasses

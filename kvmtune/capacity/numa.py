@@ -296,10 +296,10 @@ def _fit_node(node: Node, guest: _Guest, request: 'NumaRequest',
         # at CPUs: the next host node tried is asked for that size
         guest.page = size
     if pinned_policy and guest.pcpus + reserve > len(node.pcpus):
-        return 'numa:PCPU'
+        return NEVER + 'numa:PCPU'
     if request.policy in ('shared', 'mixed') and \
             guest.vcpus > len(node.shared):
-        return 'numa:VCPU'
+        return NEVER + 'numa:VCPU'
     if pinned_policy:
         if guest.pcpus + reserve > len(node.free_pcpus):
             return 'numa:PCPU'
@@ -319,6 +319,18 @@ def _fit_node(node: Node, guest: _Guest, request: 'NumaRequest',
             return 'numa:MEMORY_MB'
     guest.id = node.id
     return None
+
+
+# A reason a host node could never hold the guest node, however empty
+# (too few dedicated or shared CPUs at all): the limit shown is the first
+# other reason, so a memory-only node does not hide what ran out.
+NEVER = 'never:'
+
+
+def _worse(why: str, reason: str) -> str:
+    if not why or (why.startswith(NEVER) and not reason.startswith(NEVER)):
+        return reason
+    return why
 
 
 class _Counter:
@@ -362,7 +374,7 @@ def _fit_one(nodes: list[Node], request: 'NumaRequest',
             # (tests/unit/capacity/test_numa.py NOVA_BUGS, fit-cache-id)
             pair = (node.id, guest.id)
             if pair in failed:
-                why = why or failed[pair]
+                why = _worse(why, failed[pair])
                 break
             if pair in fitted:
                 guest.id = node.id
@@ -373,13 +385,13 @@ def _fit_one(nodes: list[Node], request: 'NumaRequest',
                                    else 0, limits)
                 if reason:
                     failed[pair] = reason
-                    why = why or reason
+                    why = _worse(why, reason)
                     break
                 fitted.add(pair)
             placed.append((node, guest))
         if len(placed) == len(guests):
             return placed, ''
-    return None, why or 'numa:nodes'
+    return None, why.replace(NEVER, '') or 'numa:nodes'
 
 
 def _claim(placed: list[tuple[Node, _Guest]], request: 'NumaRequest'

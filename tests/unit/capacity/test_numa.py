@@ -22,7 +22,7 @@ rest cpu_dedicated_set. Limits alternate between Nova's defaults (cpu 4.0,
 ram 1.0) and overcommit (16.0, 1.5).
 
 The unit tier runs every flavor on a slice of the hosts (flavor i on the
-hosts h with i = h mod SLICES: every flavor on 2-3 machines, every machine
+hosts h with i = h mod SLICES: every flavor on 1 or 2 machines, every machine
 with 1/SLICES of the flavors); KVMTUNE_CAPACITY_ORACLE=full runs every
 pair (tools/run-functional does, in CI).
 """
@@ -47,7 +47,7 @@ from tests.unit.tuning.export.consumers import needs_nova
 REAL = os.path.join(paths.HOSTS, 'real')
 CAPTURES = sorted(n for n in os.listdir(REAL)
                   if os.path.isdir(os.path.join(REAL, n)))
-SLICES = 8
+SLICES = 16
 SYNTHETIC_MEMORY_MB = 16384
 SYNTHETIC_POOLS = {2048: 1024, 1048576: 2}
 LIMITS = [(4.0, 1.0), (16.0, 1.5)]
