@@ -180,6 +180,39 @@ def fleet_facts(computes, tmp_path):
     return directory
 
 
+@pytest.fixture
+def hyperthreading(admin, computes):
+    """HW_CPU_HYPERTHREADING on the extra computes' providers, as the
+    libvirt driver reports it on a host with SMT (their shapes have two
+    threads per core; the fake driver reports no CPU traits); removed at
+    the end."""
+    def traits(provider):
+        return admin.placement.get(f'/resource_providers/{provider}/traits',
+                                   microversion='1.6').json()
+
+    def put(provider, names, generation):
+        answer = admin.placement.put(
+            f'/resource_providers/{provider}/traits', json={
+                'traits': sorted(names),
+                'resource_provider_generation': generation},
+            microversion='1.6')
+        assert answer.status_code == 200, answer.text
+
+    added = []
+    for entry in computes[1:]:
+        now = traits(entry['provider'])
+        if 'HW_CPU_HYPERTHREADING' not in now['traits']:
+            put(entry['provider'],
+                set(now['traits']) | {'HW_CPU_HYPERTHREADING'},
+                now['resource_provider_generation'])
+            added.append(entry['provider'])
+    yield
+    for provider in added:
+        now = traits(provider)
+        put(provider, set(now['traits']) - {'HW_CPU_HYPERTHREADING'},
+            now['resource_provider_generation'])
+
+
 @pytest.mark.compute('fake')
 @pytest.mark.parametrize('kind, vcpus, ram, disk, specs', [
     # 8 GB on pages: the 1 GiB pools of compute 2 hold it, compute 3's
@@ -193,10 +226,24 @@ def fleet_facts(computes, tmp_path):
     # no compute has the trait: 0 everywhere, the trait named
     ('trait', 2, 1024, 1, {'hw:cpu_policy': 'dedicated',
                            'trait:CUSTOM_KVMTUNE_NESTED': 'required'}),
+    # issue 36: shared vCPUs with a NUMA topology only go to a node with
+    # shared CPUs (node 0 on the extra computes), and their memory is
+    # that node's x ram_allocation_ratio: 48 GB guests, fewer than
+    # Placement's MEMORY_MB alone allows
+    ('shared-numa', 2, 49152, 1, {'hw:numa_nodes': '1'}),
+    # only cores with two free threads
+    ('require', 16, 2048, 1, {'hw:cpu_policy': 'dedicated',
+                              'hw:cpu_thread_policy': 'require'}),
+    # the emulator threads' CPU once, on the host node of guest node 0
+    ('emulator-isolate-2-nodes', 16, 4096, 1, {
+        'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '2',
+        'hw:emulator_threads_policy': 'isolate'}),
 ])
 def test_the_fleets_prediction_is_what_the_scheduler_places(
         admin, computes, first_disabled, fleet_facts, image, servers,
-        unique, flavor_cleanup, kind, vcpus, ram, disk, specs):
+        unique, flavor_cleanup, kind, vcpus, ram, disk, specs, request):
+    if kind == 'require':
+        request.getfixturevalue('hyperthreading')
     # Some guests already run: a pinned 12-vCPU one on 1 GiB pages, which
     # takes CPUs and pages of one node of the host it lands on.
     running = f'{unique}-running'
@@ -234,7 +281,38 @@ def test_the_fleets_prediction_is_what_the_scheduler_places(
     assert placed == predicted
     if kind == 'pinned-pages':
         assert fits['kvmtune-compute-3']['limit'].startswith('pages:')
+    if kind == 'require':
+        assert placed, 'require placed nothing: the trait is missing'
     if kind == 'trait':
         assert {f['limit'] for h, f in fits.items()
                 if h != first_disabled} == {
             'trait:CUSTOM_KVMTUNE_NESTED'}
+
+
+@pytest.mark.compute('fake')
+@pytest.mark.parametrize('specs, rule', [
+    ({'hw:emulator_threads_policy': 'isolate'},
+     'BadRequirementEmulatorThreadsPolicy'),
+    ({'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '0-1'},
+     'InvalidMixedInstanceDedicatedMask'),
+])
+def test_a_flavor_nova_refuses_is_refused_by_its_rule(
+        admin, computes, fleet_facts, image, unique, flavor_cleanup, specs,
+        rule):
+    """Nova's API takes the flavor but refuses to boot it (400); capacity
+    exits 2 naming the rule, and counts nothing."""
+    from openstack import exceptions
+
+    name = f'{unique}-refused'
+    flavor_cleanup.append(name)
+    flavor = admin.compute.create_flavor(name=name, ram=1024, vcpus=2,
+                                         disk=1, is_public=True)
+    admin.compute.create_flavor_extra_specs(flavor.id, specs)
+    with pytest.raises(exceptions.BadRequestException):
+        admin.compute.create_server(name=name, flavor_id=flavor.id,
+                                    image_id=image.id, networks='none')
+    result = kvmtune('capacity', '--os-cloud', ADMIN, '--flavor', name,
+                     '--facts-dir', fleet_facts, '-f', 'json')
+    assert result.rc == 2, (result.out, result.err)
+    assert rule in result.err
+    assert result.out == ''
