@@ -36,6 +36,8 @@ from typing import NamedTuple
 from typing import TYPE_CHECKING
 
 from kvmtune import extras
+from kvmtune.errors import EXIT_ERROR
+from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
 # A bug in kvmtune (an exception nobody expected) exits 2, as an error does:
 # never 1, which ``verify`` and ``cloud status`` use for "not as planned"
 # (doc/design.md 9.5), so a crash never reads as drift.
-INTERNAL_ERROR = 2
+INTERNAL_ERROR = EXIT_ERROR
 
 DESCRIPTION = """\
 Tune KVM compute hosts for near bare-metal guests, and measure it.
@@ -340,14 +342,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, '_run', None):
         parser.print_help()
-        return 2
+        return EXIT_ERROR
     try:
         from kvmtune.cmd import output
         output.take_renamed(args)
         if args._extra:
             # _extra is (extra, modules): two positionals
             extras.require(*args._extra, what=args._name)  # type: ignore[misc]
-        return args._run(args) or 0
+        return args._run(args) or EXIT_OK
     except ModuleNotFoundError as exc:
         extra = extras.extra_of(exc.name)
         if extra is None:
@@ -355,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'kvmtune: error: {args._name} needs the {extra} extra '
               f'(missing: {exc.name}) (fix: {extras.install_hint(extra)})',
               file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except KvmtuneError as exc:
         print(f'kvmtune: error: {exc.line()}', file=sys.stderr)
         return exc.exit_code
@@ -363,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print('kvmtune: interrupted', file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
     except Exception as exc:  # never a traceback unless asked for
         return _internal_error(args, exc)
 

@@ -3,10 +3,18 @@
 Every expected failure (bad input, a cloud that says no) is raised as
 KvmtuneError; the CLI prints it as one line and exits 2, with no traceback
 and nothing written.
+
+Every command and program of kvmtune exits with one of these (the CLI
+reference lists them, doc/source/reference/cli.rst "Exit status").
 """
 
 import re
 
+EXIT_OK = 0         # done; in sync; matches
+EXIT_DIFFERS = 1    # ran, and found a difference: drift, differs, stopped
+EXIT_ERROR = 2      # could not run: bad input, a refusal, a cloud error
+
+# What stands in for a secret in every line and diff kvmtune prints.
 MASK = '***'
 
 # Secrets by the shape of the value, wherever they appear (error lines, the
@@ -263,7 +271,7 @@ class KvmtuneError(Exception):
     :param fix: what the operator should do about it (optional)
     """
 
-    exit_code = 2
+    exit_code = EXIT_ERROR
 
     def __init__(self, problem: object, source: object = None,
                  key: str | None = None, fix: str | None = None) -> None:

@@ -22,6 +22,8 @@ import sys
 import types
 
 from kvmtune.cmd import output
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 
 # the Row columns of each level (kvmtune.results.row: one unit set)
 FIGURES = ['events_s', 'iops', 'bw_bytes_s', 'lat_mean_ns']
@@ -110,7 +112,8 @@ def run(args: argparse.Namespace) -> int | None:
         output.emit(args, COLUMNS, rows, document=doc)
     if args.output:
         output.wrote(args.output)
-    return 0 if all(r['row']['status'] == 'ok' for r in doc['runs']) else 1
+    ok = all(r['row']['status'] == 'ok' for r in doc['runs'])
+    return EXIT_OK if ok else EXIT_DIFFERS
 
 
 def _capture(args: argparse.Namespace, nested: types.ModuleType) -> int:
@@ -123,4 +126,4 @@ def _capture(args: argparse.Namespace, nested: types.ModuleType) -> int:
     print(f'captured {len(record["files"])} files; kvmtune host inspect '
           f'--root {args.capture_l1}')
     output.wrote(args.capture_l1)
-    return 0 if record['kvm_probe']['usable'] else 1
+    return EXIT_OK if record['kvm_probe']['usable'] else EXIT_DIFFERS

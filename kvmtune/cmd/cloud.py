@@ -17,8 +17,9 @@ kvmtune.conf ($KVMTUNE_CLOUD_DIR and $KVMTUNE_CLOUD_VENV take precedence).
                                             every compute
   kvmtune cloud down                        stop exactly what up started
 
-`status` exits 0 when the cloud is up, 1 when none is, 2 when one of its
-services stopped; `status -f json|yaml` prints the same as data.
+`status` exits 0 when the cloud is up, 1 when none is or one of its
+services stopped (2 before this release: 2 is for errors), 2 when it
+cannot tell; `status -f json|yaml` prints the same as data.
 doc/testcloud.md describes what runs and why.
 """
 
@@ -31,6 +32,8 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kvmtune.cmd import output
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from kvmtune.testcloud.config import Layout
@@ -185,6 +188,14 @@ def _down(args: argparse.Namespace, api: types.ModuleType,
     return 0
 
 
+def _status_code(found: Mapping[str, Any] | None) -> int:
+    """0 up with every service running; 1 (differs) none up, or a
+    service of it stopped."""
+    if found is None or found['not_running']:
+        return EXIT_DIFFERS
+    return EXIT_OK
+
+
 def _status(args: argparse.Namespace, api: types.ModuleType,
             layout: 'Layout') -> int:
     import json
@@ -196,11 +207,11 @@ def _status(args: argparse.Namespace, api: types.ModuleType,
             {'up': True, **found} if found is not None
             else {'up': False, 'root': layout.root}))
         output.emit(args, [], [], document=document)
-        return 1 if found is None else 2 if found['not_running'] else 0
+        return _status_code(found)
     if found is None:
         print('no cloud up in %s (start one: kvmtune cloud up)'
               % layout.root)
-        return 1
+        return _status_code(found)
     print('cloud in %s: %s compute%s, network %s%s' % (
         found['root'], found['mode'],
         ' (virt_type=%s)' % found['virt_type'] if found['virt_type']
@@ -230,7 +241,7 @@ def _status(args: argparse.Namespace, api: types.ModuleType,
             found['not_running']) if found['not_running'] else ''))
     print('clouds.yaml: %s; stop it: %s'
           % (found['clouds_yaml'], found['stop']))
-    return 2 if found['not_running'] else 0
+    return _status_code(found)
 
 
 def _env(args: argparse.Namespace, api: types.ModuleType,

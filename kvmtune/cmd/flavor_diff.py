@@ -5,10 +5,11 @@
         --name m1.small.pinned-hugepages-ept [--root DIR | --facts FILE]
 
 Prints the extra specs `kvmtune flavor apply` would add (+), change (~) or
-remove (-), and exits 0 when the flavor already matches, 3 when it does
-not (handy in scripts). A flavor a kvmtune run left unfinished (it carries
-the INCOMPLETE marker, or kvmtune made it and it has none of its profile's
-specs; doc/design.md 9.8) is named incomplete and differs. Only GET
+remove (-), and exits 0 when the flavor already matches, 1 when it does
+not (handy in scripts; 3 before this release). A flavor a kvmtune run
+left unfinished (it carries the INCOMPLETE marker, or kvmtune made it and
+it has none of its profile's specs; doc/design.md 9.8) is named
+incomplete and differs. Only GET
 requests are sent.
 """
 
@@ -17,8 +18,8 @@ import argparse
 from kvmtune import cmd
 from kvmtune.cmd import output
 from kvmtune.cmd.flavor_output import print_diff
-
-DIFFERS = 3
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,12 +49,12 @@ def run(args: argparse.Namespace) -> int | None:
             'flavor': args.name, 'profile': plan.profile,
             'status': 'matches' if same else 'differs',
             'incomplete': incomplete, 'diff': diff.to_dict()})
-        return 0 if same else DIFFERS
+        return EXIT_OK if same else EXIT_DIFFERS
     if same:
         print(f'flavor {args.name}: matches profile {plan.profile}')
-        return 0
+        return EXIT_OK
     print(f'flavor {args.name}: differs from profile {plan.profile}')
     for line in incomplete:
         print(line)
     print_diff(diff)
-    return DIFFERS
+    return EXIT_DIFFERS

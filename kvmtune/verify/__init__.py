@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 from kvmtune.facts.types import Facts
 
 if TYPE_CHECKING:
@@ -129,4 +131,5 @@ def run(plans: Sequence['Plan'], ctx: Context,
 def exit_code(checks: Iterable[Check]) -> int:
     """0 in sync, 1 when anything drifted (UNKNOWN alone is not drift,
     and not a pass either: the table says why)."""
-    return 1 if any(check.status == DRIFT for check in checks) else 0
+    drift = any(check.status == DRIFT for check in checks)
+    return EXIT_DIFFERS if drift else EXIT_OK

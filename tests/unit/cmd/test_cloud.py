@@ -4,6 +4,8 @@ is up, env, and a bad [testcloud] option (one line, exit 2)."""
 import subprocess
 import sys
 
+import pytest
+
 
 def _kvmtune(*argv, env_dir):
     return subprocess.run(
@@ -93,9 +95,30 @@ def test_status_as_json_and_yaml_of_a_running_cloud(monkeypatch, capsys):
              'not_running': ['nova-compute'], 'computes': [],
              'clouds_yaml': '/x/clouds.yaml', 'stop': 'kvmtune cloud down'}
     monkeypatch.setattr(api, 'status', lambda layout=None: found)
-    assert cli.main(['cloud', 'status', '-f', 'json']) == 2
+    # a stopped service is "differs" (1), not an error (2)
+    assert cli.main(['cloud', 'status', '-f', 'json']) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc['up'] is True and doc['ports'] == {'keystone': [5000, True]}
     assert doc['not_running'] == ['nova-compute']
-    assert cli.main(['cloud', 'status', '-f', 'yaml']) == 2
+    assert cli.main(['cloud', 'status', '-f', 'yaml']) == 1
     assert yaml.safe_load(capsys.readouterr().out)['up_seconds'] == 41.5
+
+
+@pytest.mark.parametrize('not_running, code', [([], 0),
+                                               (['nova-compute'], 1)])
+def test_status_table_exit_code_follows_the_convention(monkeypatch, capsys,
+                                                       not_running, code):
+    """0 every service runs; 1 ("differs") a service stopped, never 2,
+    the error code (doc/source/reference/cli.rst "Exit status")."""
+    from kvmtune import cli
+    from kvmtune.testcloud import api
+
+    found = {'root': '/x', 'mode': 'fake', 'network': 'stub',
+             'virt_type': None, 'up_seconds': None, 'processes': [],
+             'rss_kb': 0, 'pss_kb': 0, 'ports': {'keystone': (5000, True)},
+             'not_running': not_running, 'computes': [],
+             'clouds_yaml': '/x/clouds.yaml', 'stop': 'kvmtune cloud down'}
+    monkeypatch.setattr(api, 'status', lambda layout=None: found)
+    assert cli.main(['cloud', 'status']) == code
+    out = capsys.readouterr().out
+    assert ('NOT RUNNING: nova-compute' in out) == bool(not_running)
