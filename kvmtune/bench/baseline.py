@@ -19,6 +19,7 @@ from typing import cast
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
 from kvmtune.results import baseline as results_baseline
+from kvmtune.results import kinds
 from kvmtune.workloads import Workload
 
 SCRATCH_DIR = '/var/tmp'   # not tmpfs: fio needs O_DIRECT
@@ -98,7 +99,7 @@ def run(workload: Workload, target: str | None = None,
     facts = _facts()
     runtime = int(runtime or settings.get('runtime', 10))
     return {
-        'schema': results_baseline.SCHEMA, 'kind': results_baseline.KIND,
+        'schema': results_baseline.SCHEMA, 'kind': kinds.FILE_BASELINE,
         'time': datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec='seconds').replace('+00:00', 'Z'),
         'workload': workload.name, 'params': dict(params or {}),
@@ -120,7 +121,7 @@ def record(workload: Workload, facts: Facts | None,
     virt = why = None
     if facts:
         virt, why = qemu.choose_accel('auto', facts.get('virt') or {})
-    return records.make('baseline', workload, facts, 'bare',
+    return records.make(kinds.BASELINE, workload, facts, 'bare',
                         records.Conditions(params=params, runtime=runtime,
                                            command=argv, virt=virt,
                                            why=why))

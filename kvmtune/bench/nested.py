@@ -36,6 +36,7 @@ from kvmtune.image import nested as nested_image
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob as jobs
 from kvmtune.results import row as rows
+from kvmtune.results import units
 from kvmtune.results import verdict as verdicts
 from kvmtune.results.row import Row
 from kvmtune.workloads import Workload
@@ -221,8 +222,8 @@ def figure_kind(workload_name: str) -> str:
     return 'cpu' if workload_name.startswith('sysbench-cpu') else 'memory'
 
 
-# The seed table's columns per figure kind (Row columns; render.UNITS
-# names and scales them)
+# The seed table's columns per figure kind (Row columns; the renderer
+# names and scales them by kvmtune.results.units.UNITS)
 COLUMNS = {'cpu': ('events_s', 'lat_mean_ns'),
            'disk': ('iops', 'bw_bytes_s', 'lat_mean_ns'),
            'memory': ('bw_bytes_s', 'lat_mean_ns')}
@@ -240,10 +241,10 @@ def table(doc: dict[str, Any]) -> list[str]:
                 for r in doc['runs']}
     kind = figure_kind(doc['workload'])
     columns = COLUMNS[kind]
-    label = f' ({render.EMULATED})' if doc['emulated'] else ''
+    label = f' ({units.EMULATED})' if doc['emulated'] else ''
     article = ARTICLE.get(kind, ('no figure in the article', None, None,
                                  None))
-    head = ['', *(render.UNITS[key][0] for key in columns), 'valid',
+    head = ['', *(units.UNITS[key][0] for key in columns), 'valid',
             f'article: {article[0]}']
     lines = [[level, *(render.figure(key, by_level[level].figure(key))
                        if level in by_level else '-' for key in columns),

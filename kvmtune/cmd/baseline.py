@@ -23,6 +23,8 @@ Example:
 
 import argparse
 from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from kvmtune.errors import InputError
 
@@ -61,6 +63,25 @@ def parse_params(pairs: Iterable[str]) -> dict[str, int | str]:
     return params
 
 
+def figures(result: Mapping[str, Any]) -> list[str]:
+    """A baseline result's figures as the summary line prints them: the
+    unscaled ones to one decimal, bytes/s and latency by the renderer in
+    its units (MiB/s, us; kvmtune.results.units)."""
+    from kvmtune.report import render
+    from kvmtune.results.units import UNITS
+
+    out = [f'{k} {result[k]:.1f}'
+           for k in ('iops', 'events_s', 'tps', 'gbit_s')
+           if result.get(k) is not None]
+    if result.get('bw_bytes_s') is not None:
+        out.append(f'{render.figure("bw_bytes_s", result["bw_bytes_s"])} '
+                   f'{UNITS["bw_bytes_s"][0]}')
+    mean = (result.get('lat_ns') or {}).get('mean')
+    if mean is not None:
+        out.append(f'lat mean {render.figure("lat_mean_ns", mean)} us')
+    return out
+
+
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.bench import baseline
     from kvmtune import workloads
@@ -76,16 +97,8 @@ def run(args: argparse.Namespace) -> int | None:
                            parse_params(args.param)),
                        destroy_data=args.destroy_data)
     baseline.save(doc, args.output)
-    r = doc['result']
-    figures = [f'{k} {r[k]:.1f}'
-               for k in ('iops', 'events_s', 'tps', 'gbit_s')
-               if r.get(k) is not None]
-    if r['bw_bytes_s'] is not None:
-        figures.append(f'{r["bw_bytes_s"] / 1e6:.1f} MB/s')
-    if r['lat_ns']['mean'] is not None:
-        figures.append(f'lat mean {r["lat_ns"]["mean"] / 1e3:.1f} us')
     print(f'{workload.name} on the bare host ({" ".join(doc["command"])}):'
-          f' {", ".join(figures)}')
+          f' {", ".join(figures(doc["result"]))}')
     print(f'baseline saved to {args.output}'
           + ('' if doc['facts'] else ' (no host facts: kvmtune.facts '
              'unavailable)'))

@@ -61,7 +61,11 @@ from typing import TYPE_CHECKING
 
 from kvmtune.bench.compare import CHOICES
 from kvmtune.cmd import output
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 from kvmtune.errors import InputError
+from kvmtune.results import kinds
+from kvmtune.results import units
 
 if TYPE_CHECKING:
     from kvmtune.bench.local import Measured
@@ -253,14 +257,15 @@ def run(args: argparse.Namespace) -> int | None:
     if args.output:
         from kvmtune.bench import compare
 
-        record = compare.record('bench-local', workload, accel, why,
+        record = compare.record(kinds.BENCH_LOCAL, workload, accel, why,
                                 settings, params, runtime)
         from kvmtune.results import bench
 
         _save(bench.local_doc(workload.name, args.vms, accel, settings,
                               [g.flat() for g in guests], record),
               args.output)
-    return 1 if render.failures([g.row for g in guests]) else 0
+    return EXIT_DIFFERS if render.failures([g.row for g in guests]) \
+        else EXIT_OK
 
 
 def run_compare(args: argparse.Namespace, workload: 'Workload',
@@ -289,12 +294,12 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
     ran = [c for c in columns if not c.skipped]
     if not ran:
         print('nothing ran: every column was skipped (see above)')
-        return 1
+        return EXIT_DIFFERS
     from kvmtune.bench import baseline
 
     bare, no_bare = baseline.for_compare(args.baseline, workload, params,
                                          args.runtime)
-    record = ab.record('bench-compare', workload, accel, why, base, params,
+    record = ab.record(kinds.BENCH_COMPARE, workload, accel, why, base, params,
                        runtime)
     doc = bench.compare_doc(workload.name, args.vms, accel,
                             [c.doc() for c in columns], bare, record)
@@ -318,7 +323,7 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
           f'{len(columns)} column(s), '
           f'{"every cell valid" if valid else "NOT every cell valid"}; '
           f'wall time {wall:.0f} s'
-          + (f' ({render.EMULATED})' if accel == 'tcg' else ''))
+          + (f' ({units.EMULATED})' if accel == 'tcg' else ''))
     if args.output:
         doc['wall_seconds'] = round(wall, 1)
         _save(doc, args.output)
@@ -327,4 +332,4 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
 
         output.wrote(args.png, report.write_atomic(
             args.png, report.plot.png_bytes(cmp)))
-    return 0 if valid else 1
+    return EXIT_OK if valid else EXIT_DIFFERS

@@ -27,6 +27,11 @@ more).
 
 import argparse
 
+from kvmtune import image
+
+_BUILT = (f'image built: {image.KERNEL}, {image.INITRD}, {image.RAW}, '
+          f'{image.QCOW2}')
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('-o', '--output', metavar='DIR',
@@ -66,30 +71,28 @@ def run(args: argparse.Namespace) -> int | None:
         return _nested(args)
     manifest = build.build(args.output, with_net=args.with_net,
                            static_fio=args.static_fio)
-    sizes = manifest['sizes']
-    print(f'kernel {_mb(sizes["vmlinuz"])}, initrd '
-          f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
-          f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
-          f'{_mb(sizes["kvmtune-bench.qcow2"])}')
+    print(_sizes(manifest['sizes']))
     if manifest['changed']:
-        print('image built: vmlinuz, initrd.img, kvmtune-bench.raw, '
-              'kvmtune-bench.qcow2')
+        print(_BUILT)
     return 0
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    """The image's files by size, as a build prints them."""
+    return (f'kernel {_mb(sizes[image.KERNEL])}, initrd '
+            f'{_mb(sizes[image.INITRD])}, raw {_mb(sizes[image.RAW])}'
+            f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
+            f'{_mb(sizes[image.QCOW2])}')
 
 
 def _nested(args: argparse.Namespace) -> int:
     from kvmtune.image import nested
 
     manifest = nested.build_nested(args.output, static_fio=args.static_fio)
-    sizes = manifest['sizes']
     out = nested.image_dir(args.output)
-    print(f'nested image in {out}: kernel {_mb(sizes["vmlinuz"])}, initrd '
-          f'{_mb(sizes["initrd.img"])}, raw {_mb(sizes["kvmtune-bench.raw"])}'
-          f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
-          f'{_mb(sizes["kvmtune-bench.qcow2"])}')
+    print(f'nested image in {out}: {_sizes(manifest["sizes"])}')
     print(f'tools: {" ".join(manifest["tools"])}; L2 guest: '
-          f'{manifest["l2_image"]} (vmlinuz, initrd.img)')
+          f'{manifest["l2_image"]} ({image.KERNEL}, {image.INITRD})')
     if manifest['changed']:
-        print('image built: vmlinuz, initrd.img, kvmtune-bench.raw, '
-              'kvmtune-bench.qcow2')
+        print(_BUILT)
     return 0

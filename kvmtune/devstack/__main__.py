@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
+from kvmtune import image
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     extra.add_argument('--tag-host', action='store_true')
     extra.add_argument('--build-image', action='store_true')
     extra.add_argument('--image-dir', default='/var/lib/kvmtune/images')
-    extra.add_argument('--image-name', default='kvmtune-bench')
+    extra.add_argument('--image-name', default=image.GLANCE_NAME)
 
     tempest = phases.add_parser('test-config')
     tempest.add_argument('--tempest-config', required=True)

@@ -15,12 +15,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from typing import Any
 
+from kvmtune import image as bench_image
 from kvmtune.errors import CloudError
 
 if TYPE_CHECKING:
     from kvmtune.devstack.changes import Changes
-
-IMAGE_FILE = 'kvmtune-bench.raw'
 
 
 def _connect(os_cloud: str) -> Any:
@@ -140,7 +139,7 @@ def _set_host_traits(api: Any) -> None:
 
 def _upload_image(changes: 'Changes', cloud: Any, build_image: bool,
                   image_dir: str, image_name: str) -> bool:
-    path = os.path.join(image_dir, IMAGE_FILE)
+    path = os.path.join(image_dir, bench_image.RAW)
     if build_image and not os.path.exists(path):
         from kvmtune.image import build
 

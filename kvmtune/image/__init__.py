@@ -17,6 +17,8 @@ QCOW2 = 'kvmtune-bench.qcow2'
 KERNEL = 'vmlinuz'
 INITRD = 'initrd.img'
 MANIFEST = 'kvmtune-bench.json'
+# The image's name in Glance (the main job, the DevStack plugin).
+GLANCE_NAME = 'kvmtune-bench'
 # The vfat label of the image's one partition; the guest init finds the
 # tools there (see init.sh).
 TOOLS_LABEL = 'KVMTUNE'

@@ -44,6 +44,8 @@ when a step could not run.
 import os
 from typing import Any
 
+from kvmtune import image
+
 # The job in parts, each importing only the ones before it:
 #   steps    how a step runs and what the job says (say, step, detail,
 #            run, the log)
@@ -58,11 +60,10 @@ from typing import Any
 #   job      the steps in order and the summary (run)
 # This module holds what they share: where things are, what the job makes.
 
-IMAGE_DIR = os.environ.get('KVMTUNE_IMAGE_DIR', '/var/lib/kvmtune/images')
+IMAGE_DIR = image.image_dir()
 STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
                            '/var/lib/kvmtune/main-job')
 BASE_PROFILE = 'baseline'
-IMAGE_NAME = 'kvmtune-bench'
 # The base flavor: small guests, and an ephemeral disk the job benchmarks.
 BASE_FLAVOR: dict[str, Any] = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256,
                                'disk': 1, 'ephemeral': 1}

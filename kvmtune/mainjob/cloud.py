@@ -6,6 +6,7 @@ tuned flavors start from."""
 import os
 from typing import TYPE_CHECKING
 
+from kvmtune import image
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.mainjob import steps
@@ -124,8 +125,7 @@ def compute_node_names(conn: 'Connection') -> set[str]:
 
 
 def image_file() -> tuple[str, str]:
-    for name, fmt in (('kvmtune-bench.qcow2', 'qcow2'),
-                      ('kvmtune-bench.raw', 'raw')):
+    for name, fmt in ((image.QCOW2, 'qcow2'), (image.RAW, 'raw')):
         path = os.path.join(mainjob.IMAGE_DIR, name)
         if os.path.exists(path):
             return path, fmt
@@ -143,15 +143,15 @@ def upload_image(conn: 'Connection') -> str:
     with open(path, 'rb') as f:
         for block in iter(lambda: f.read(1 << 20), b''):
             sha.update(block)
-    old = [i for i in conn.image.images(name=mainjob.IMAGE_NAME)]
+    old = [i for i in conn.image.images(name=image.GLANCE_NAME)]
     if any(i.hash_value == sha.hexdigest() for i in old):
-        return f'image {mainjob.IMAGE_NAME} unchanged'
-    conn.create_image(mainjob.IMAGE_NAME, filename=path, disk_format=fmt,
+        return f'image {image.GLANCE_NAME} unchanged'
+    conn.create_image(image.GLANCE_NAME, filename=path, disk_format=fmt,
                       container_format='bare', visibility='public',
                       wait=True)
     for i in old:
         conn.image.delete_image(i)
-    return f'image {mainjob.IMAGE_NAME} uploaded'
+    return f'image {image.GLANCE_NAME} uploaded'
 
 
 def base_flavor(conn: 'Connection') -> str:

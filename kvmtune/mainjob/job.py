@@ -17,13 +17,18 @@ from typing import Any
 from typing import cast
 
 from kvmtune import fileio
+from kvmtune import image
 from kvmtune import mainjob
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_ERROR
+from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
+from kvmtune.results import units
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
@@ -52,7 +57,7 @@ def _image_step() -> None:
 
     with steps.step('benchmark image') as s:
         manifest = build.build(mainjob.IMAGE_DIR, static_fio=True)
-        size = manifest['sizes'].get('kvmtune-bench.qcow2') or 0
+        size = manifest['sizes'].get(image.QCOW2) or 0
         s.done(f'{"built" if manifest.get("changed") else "unchanged"}, '
                f'qcow2 {size / 1e6:.1f} MB in {mainjob.IMAGE_DIR}')
 
@@ -63,6 +68,7 @@ def _baseline_step(workload: str, runtime: int | None, state_dir: str
     baseline`, issue 13), before the cloud starts so its services do not
     share the CPUs: the report's "share of bare metal" is then filled."""
     from kvmtune.bench import baseline as bare
+    from kvmtune.report import render
     from kvmtune import workloads
 
     path = os.path.join(state_dir, f'baseline-{workload}.json')
@@ -70,9 +76,9 @@ def _baseline_step(workload: str, runtime: int | None, state_dir: str
         doc = bare.run(workloads.get(workload), runtime=runtime)
         bare.save(doc, path)
         r = doc['result']
-        figure = next((f'{r[k]:,.0f} {k}' for k in
-                       ('iops', 'events_s', 'tps') if r.get(k)), None) \
-            or f'{(r.get("bw_bytes_s") or 0) / 1048576:,.0f} MiB/s'
+        key = next((k for k in ('iops', 'events_s', 'tps') if r.get(k)),
+                   'bw_bytes_s')
+        figure = f'{render.figure(key, r.get(key) or 0)} {units.UNITS[key][0]}'
         s.done(f'{workload} on this host: {figure}; {path}')
     return path
 
@@ -260,7 +266,7 @@ def run(settings: Settings) -> int:
     except OSError as exc:
         print(f'main-job: error: {state_dir}: {exc.strerror} (fix: give '
               '--state-dir a directory you can write)')
-        return 2
+        return EXIT_ERROR
     steps.say(f'log: {log} (commands, apt, pip, Rally; --verbose shows '
               'them here)')
     try:
@@ -276,7 +282,7 @@ def run(settings: Settings) -> int:
     hint = None if settings.os_cloud else cloud.stop_hint()
     if hint:
         print(f'main-job: {hint}')
-    return 2
+    return EXIT_ERROR
 
 
 def _run(settings: Settings) -> int:
@@ -340,7 +346,7 @@ def _run(settings: Settings) -> int:
         dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
         setup.facts if os_cloud else this_facts, emulated, workload,
         runtime, config_files)
-    args = sweep.task_args(max_vms, workload, flavors, mainjob.IMAGE_NAME,
+    args = sweep.task_args(max_vms, workload, flavors, image.GLANCE_NAME,
                            baseline, emulated, runtime, counts, records)
     args_file = os.path.join(state_dir, 'disk-scaling-args.json')
     fileio.write_atomic(args_file, json.dumps(args, indent=2) + '\n')
@@ -355,7 +361,7 @@ def _run(settings: Settings) -> int:
         hint = None if os_cloud else cloud.stop_hint()
         if hint:
             steps.say(hint)
-        return 0
+        return EXIT_OK
 
     runner = sweep.Rally(state_dir)
     with steps.step('rally environment') as s:
@@ -374,7 +380,7 @@ def _run(settings: Settings) -> int:
     table, paths = _report_step(out_json, baseline, state_dir)
 
     # The summary
-    label = ' (emulated: QEMU TCG, no KVM)' if emulated else ''
+    label = f' ({units.EMULATED})' if emulated else ''
     steps.say(f'results{label}:')
     for line in table.rstrip('\n').splitlines():
         steps.say('  ' + line)
@@ -393,4 +399,4 @@ def _run(settings: Settings) -> int:
     hint = None if os_cloud else cloud.stop_hint()
     if hint:
         steps.say(hint)
-    return 1 if strict and not sla_ok else 0
+    return EXIT_DIFFERS if strict and not sla_ok else EXIT_OK

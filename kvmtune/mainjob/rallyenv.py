@@ -44,6 +44,7 @@ from typing import Any
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
+from kvmtune.errors import MASK
 from kvmtune.errors import mask_secrets
 from kvmtune.mainjob import rallycloud
 
@@ -182,7 +183,7 @@ def _last_line(text: object) -> str:
 
 def _redact(text: str, spec: Mapping[str, Any]) -> str:
     for secret in _spec_secrets(spec):
-        text = text.replace(secret, '***')
+        text = text.replace(secret, MASK)
     return mask_secrets(' '.join(text.split()))
 
 

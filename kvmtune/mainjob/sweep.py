@@ -320,8 +320,10 @@ def step_result(iteration: Mapping[str, Any]) -> str:
     guests with a valid result and their per-VM figure, as the report
     computes it, or why the iteration left no per-VM table."""
     from kvmtune.errors import KvmtuneError
+    from kvmtune.report import render
     from kvmtune.results import analysis
     from kvmtune.results import rally as rally_results
+    from kvmtune.results import kinds
     from kvmtune.results import run
 
     try:
@@ -334,9 +336,9 @@ def step_result(iteration: Mapping[str, Any]) -> str:
         return f'iteration failed: {error or "no per-VM table"}'
     guests = rally_results.measuring(rows)
     metric, unit, scale = analysis.metric_of(
-        [run.Run('step', 'rally', run.RALLY, None, {len(guests): [guests]})])
+        [run.Run('step', 'rally', kinds.RALLY, None, {len(guests): [guests]})])
     step = analysis.point(len(guests), [guests], metric)
-    figure = (f', per-VM {step.per_vm * scale:,.0f} {unit}'
+    figure = (f', per-VM {render.number(step.per_vm, scale)} {unit}'
               if step.per_vm is not None else '')
     return f'guests valid {step.valid}/{step.total}{figure}' if metric \
         else f'guests valid 0/{len(guests)}'

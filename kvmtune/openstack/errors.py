@@ -9,9 +9,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
+from kvmtune.errors import MASK
 from kvmtune.errors import CloudError
-
-MASK = '***'
 
 # A URL's query string may carry secrets (signed URLs, tokens); drop it.
 _URL_QUERY = re.compile(r'(https?://[^\s?\'"<>]+)\?[^\s\'"<>]*')

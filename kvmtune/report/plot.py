@@ -12,7 +12,7 @@ the floor. The bare host's 100 % line is drawn when it lies within the
 guests' own range; otherwise the title says what 100 % is. Right,
 latency across guests: the mean of their means and the worst guest's
 tail, never a sum, the bare host's beside them. Figures measured under
-QEMU TCG carry the "emulated" label (render.EMULATED).
+QEMU TCG carry the "emulated" label (kvmtune.results.units.EMULATED).
 """
 
 import io
@@ -20,9 +20,10 @@ from typing import Any
 
 from kvmtune.results.analysis import Analysis
 from kvmtune.results.analysis import Point
-from kvmtune.report.render import EMULATED
 from kvmtune.report.render import number
 from kvmtune.report.render import pct
+from kvmtune.results.units import EMULATED
+from kvmtune.results.units import US_PER_NS
 
 # room above the highest guest figure on the share axis
 HEADROOM = 1.15
@@ -105,10 +106,11 @@ def _bars(an: Analysis, ax: Any, lat: Any) -> list[float]:
     names = [r.label for r in an.guests] + (['bare host'] if an.bare
                                             else [])
     at = list(range(len(both)))
-    lat.bar([x - 0.2 for x in at], [(p.lat_mean_ns or 0.0) * 1e-3
-                                    for p in both], width=0.4, label='mean')
-    lat.bar([x + 0.2 for x in at], [(p.lat_tail_ns or 0.0) * 1e-3
-                                    for p in both], width=0.4,
+    lat.bar([x - 0.2 for x in at],
+            [(p.lat_mean_ns or 0.0) * US_PER_NS for p in both], width=0.4,
+            label='mean')
+    lat.bar([x + 0.2 for x in at],
+            [(p.lat_tail_ns or 0.0) * US_PER_NS for p in both], width=0.4,
             label=f'{tail} (worst guest)')
     lat.set_xticks(at, names, rotation=30, ha='right', fontsize=8)
     return [v for v in values if v is not None]
@@ -133,10 +135,12 @@ def _curves(an: Analysis, ax: Any, lat: Any) -> list[float]:
                     [(fit.intercept + fit.slope * p.vms) * per
                      for p in pts], linestyle=':', color=line.get_color())
         lat.plot([p.vms for p in pts],
-                 [(p.lat_mean_ns or 0.0) * 1e-3 for p in pts], marker='o',
+                 [(p.lat_mean_ns or 0.0) * US_PER_NS for p in pts],
+                 marker='o',
                  color=line.get_color(), label=f'{run.label} mean')
         lat.plot([p.vms for p in pts],
-                 [(p.lat_tail_ns or 0.0) * 1e-3 for p in pts], marker='^',
+                 [(p.lat_tail_ns or 0.0) * US_PER_NS for p in pts],
+                 marker='^',
                  linestyle='--', color=line.get_color(),
                  label=f'{run.label} {tail}')
     if bare is None and an.bare and an.bare.per_vm is not None:

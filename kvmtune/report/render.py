@@ -17,21 +17,16 @@ from typing import Sequence
 
 from kvmtune.results.analysis import Analysis
 from kvmtune.results.analysis import Point
-from kvmtune.results.analysis import THROUGHPUT
 from kvmtune.results.records import Record
 from kvmtune.results.row import OK
 from kvmtune.results.row import Row
 from kvmtune.results.row import SERVER
 from kvmtune.results.run import Run
+from kvmtune.results.units import EMULATED
+from kvmtune.results.units import UNITS
+from kvmtune.results.units import US_PER_NS
 
-EMULATED = 'emulated: QEMU TCG, not KVM speed'
 Table = tuple[list[str], list[list[str]]]
-# How a Row figure prints: (unit, scale from the one unit set)
-UNITS = {**{k: (unit, scale) for k, unit, scale in THROUGHPUT},
-         'lat_mean_ns': ('lat mean us', 1e-3),
-         'lat_p99_ns': ('lat p99 us', 1e-3),
-         'lat_max_ns': ('lat max us', 1e-3), 'cpu_pct': ('CPU%', 1.0),
-         'seconds': ('time s', 1.0)}
 
 
 def _num(value: float | None, scale: float = 1.0) -> str:
@@ -44,7 +39,7 @@ def _num(value: float | None, scale: float = 1.0) -> str:
 
 
 def _us(value: float | None) -> str:
-    return _num(value, 1e-3)
+    return _num(value, US_PER_NS)
 
 
 def number(value: float | None, scale: float = 1.0) -> str:
@@ -53,7 +48,8 @@ def number(value: float | None, scale: float = 1.0) -> str:
 
 
 def figure(key: str, value: float | None) -> str:
-    """A Row figure (by its column) as printed, in its unit (UNITS)."""
+    """A Row figure (by its column) as printed, in its unit
+    (kvmtune.results.units.UNITS)."""
     return _num(value, UNITS[key][1])
 
 

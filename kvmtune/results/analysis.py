@@ -31,12 +31,8 @@ from kvmtune.errors import InputError
 from kvmtune.results import records
 from kvmtune.results.row import Row
 from kvmtune.results.run import Run
+from kvmtune.results.units import THROUGHPUT
 
-# The throughput figure by preference: the first one the valid rows have
-# is the runs' figure. (Row column, unit as printed, factor to print it)
-THROUGHPUT = (('iops', 'IOPS', 1.0), ('events_s', 'events/s', 1.0),
-              ('gbit_s', 'Gbit/s', 1.0), ('tps', 'transactions/s', 1.0),
-              ('bw_bytes_s', 'MiB/s', 1.0 / 1048576.0))
 SUMMED = tuple(k for k, _, _ in THROUGHPUT)
 TAILS = (('lat_p99_ns', 'p99'), ('lat_max_ns', 'max'))
 # A per-VM curve this well explained by a line degrades linearly.

@@ -20,12 +20,11 @@ from typing import Any
 from typing import NoReturn
 
 from kvmtune.errors import InputError
+from kvmtune.results import kinds
 from kvmtune.results import records
 from kvmtune.results import row as rows
-from kvmtune.results.run import BASELINE
 from kvmtune.results.run import Run
 
-KIND = 'kvmtune-baseline'
 SCHEMA = 1
 RESULT_KEYS = ('tool', 'workload', 'iops', 'bw_bytes_s', 'lat_ns',
                'gbit_s', 'tps', 'cpu_pct', 'emulated')
@@ -50,7 +49,7 @@ def validate(doc: Any, source: str) -> dict[str, Any]:
 
     if not isinstance(doc, dict):
         bad(None, 'not a JSON object')
-    if doc.get('kind') != KIND:
+    if doc.get('kind') != kinds.FILE_BASELINE:
         bad('kind', f'not a kvmtune baseline (kind {doc.get("kind")!r})')
     if doc.get('schema') != SCHEMA:
         bad('schema', f'unsupported schema {doc.get("schema")!r}')
@@ -90,7 +89,7 @@ def run_of(doc: Any, source: str, label: str = LABEL) -> Run:
     result = dict(doc['result'], emulated=False)
     row = rows.from_result('bare host', 'client', result, 'bare',
                            doc['workload'])
-    return Run(label, source, BASELINE,
+    return Run(label, source, kinds.BASELINE,
                records.validate(doc.get('record'), source), {1: [[row]]})
 
 

@@ -19,18 +19,12 @@ from typing import Sequence
 
 from kvmtune.errors import InputError
 from kvmtune.results import baseline
+from kvmtune.results import kinds
 from kvmtune.results import records
 from kvmtune.results import row as rows
 from kvmtune.results.row import Row
-from kvmtune.results.run import BASELINE
-from kvmtune.results.run import BENCH
-from kvmtune.results.run import NESTED
 from kvmtune.results.run import Run
 
-LOCAL = 'kvmtune-bench-local'
-COMPARE = 'kvmtune-bench-compare'
-NESTED_KIND = 'kvmtune-bench-nested'
-KINDS = (LOCAL, COMPARE, NESTED_KIND)
 # bench local and --compare: every guest's row in the Row columns
 # (kvmtune.results.row); schema 1 held each one's parsed result, still read
 LOCAL_SCHEMA = 2
@@ -41,8 +35,9 @@ def local_doc(workload: str, vms: int, accel: str,
               settings: Mapping[str, Any], flat_rows: Sequence[Any],
               record: Mapping[str, Any]) -> dict[str, Any]:
     """The document of one bench local run (each guest's ``flat()``)."""
-    return {'schema': LOCAL_SCHEMA, 'kind': LOCAL, 'workload': workload,
-            'vms': vms, 'accel': accel, 'emulated': accel == 'tcg',
+    return {'schema': LOCAL_SCHEMA, 'kind': kinds.FILE_BENCH_LOCAL,
+            'workload': workload, 'vms': vms, 'accel': accel,
+            'emulated': accel == 'tcg',
             'settings': settings, 'rows': list(flat_rows),
             'record': record}
 
@@ -52,8 +47,9 @@ def compare_doc(workload: str, vms: int, accel: str,
                 record: Mapping[str, Any]) -> dict[str, Any]:
     """The document of a bench local --compare (each column's ``doc()``;
     ``bare`` the bare host's baseline document or None)."""
-    return {'schema': LOCAL_SCHEMA, 'kind': COMPARE, 'workload': workload,
-            'vms': vms, 'accel': accel, 'emulated': accel == 'tcg',
+    return {'schema': LOCAL_SCHEMA, 'kind': kinds.FILE_BENCH_COMPARE,
+            'workload': workload, 'vms': vms, 'accel': accel,
+            'emulated': accel == 'tcg',
             'runs': list(columns), 'baseline': bare, 'record': record}
 
 
@@ -62,7 +58,7 @@ def nested_doc(workload: str, runtime: int | str | None,
                accel: str, why: str, cpu: str, image_dir: str,
                wall_s: float, levels: Sequence[Any]) -> dict[str, Any]:
     """The document of a bench nested run (one entry per level run)."""
-    return {'kind': NESTED_KIND, 'schema': NESTED_SCHEMA,
+    return {'kind': kinds.FILE_BENCH_NESTED, 'schema': NESTED_SCHEMA,
             'workload': workload, 'runtime': runtime,
             'params': dict(params or {}), 'vcpus': vcpus, 'ram_mb': ram_mb,
             'accel': accel, 'accel_why': why,
@@ -99,7 +95,8 @@ def guest_run(label: str, source: str, record: dict[str, Any] | None,
               guests: Sequence[Row]) -> Run:
     """The Run of one bench local run's guests (servers left out)."""
     measuring = [g for g in guests if g.measuring]
-    return Run(label, source, BENCH, records.validate(record, source),
+    return Run(label, source, kinds.BENCH_LOCAL,
+               records.validate(record, source),
                {len(measuring): [measuring]} if measuring else {})
 
 
@@ -132,7 +129,7 @@ def _compare_runs(doc: Mapping[str, Any], source: str) -> list[Run]:
 
 def _nested_record(doc: Mapping[str, Any], level: str) -> records.Record:
     host = level == 'host'
-    return {'kind': 'bench-nested',
+    return {'kind': kinds.BENCH_NESTED,
             'accel': 'bare' if host else str(doc.get('accel')),
             'emulated': bool(doc.get('emulated')) and not host,
             'settings': {'level': level},
@@ -151,7 +148,7 @@ def _nested_runs(doc: Mapping[str, Any], source: str,
         label = 'bare host' if host else level
         runs.append(Run(
             f'{label_of(source)}:{label}' if many else label, source,
-            BASELINE if host else NESTED,
+            kinds.BASELINE if host else kinds.BENCH_NESTED,
             _nested_record(doc, level), {1: [[guest]]}))
     if not runs:
         raise InputError('holds no level that ran', source=source,
@@ -162,12 +159,12 @@ def _nested_runs(doc: Mapping[str, Any], source: str,
 def runs_of(doc: Any, source: str, many: bool = False) -> list[Run]:
     """The Runs of a parsed bench local, compare or nested document."""
     kind = doc.get('kind') if isinstance(doc, dict) else None
-    if kind == LOCAL:
+    if kind == kinds.FILE_BENCH_LOCAL:
         return [local_run(doc, source, label_of(source),
                           doc.get('record'))]
-    if kind == COMPARE:
+    if kind == kinds.FILE_BENCH_COMPARE:
         return _compare_runs(doc, source)
-    if kind == NESTED_KIND:
+    if kind == kinds.FILE_BENCH_NESTED:
         return _nested_runs(doc, source, many)
     raise InputError(f'not a bench result (kind {kind!r})', source=source,
                      fix='pass bench local --json or bench nested -o JSON')

@@ -22,10 +22,11 @@ from typing import Sequence
 
 from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune.results import kinds
 from kvmtune.results import records
 from kvmtune.results import row as rows
+from kvmtune.results import units
 from kvmtune.results.row import Row
-from kvmtune.results.run import RALLY
 from kvmtune.results.run import Run
 
 TITLE = 'kvmtune per-VM results'
@@ -52,7 +53,7 @@ _REPEAT = re.compile(r' \((\d+)\)$')
 
 def table_output(guests: Sequence[Row], emulated: bool) -> dict[str, Any]:
     """The complete-output chart holding ``guests`` (Row.flat columns)."""
-    label = ' (emulated: QEMU TCG, not KVM speed)' if emulated else ''
+    label = f' ({units.EMULATED})' if emulated else ''
     return {'title': TITLE, 'chart_plugin': 'Table',
             'description': 'One row per guest (bytes/s, ns, s); status '
                            'other than ok is excluded from every average'
@@ -194,7 +195,7 @@ def runs_from(doc: Any, source: str = '<input>',
                 cl = measuring(got)
                 points[len(cl)].append(cl)
                 budgets.append((len(cl), budget(it, cl)))
-            found.append(Run('', source, RALLY,
+            found.append(Run('', source, kinds.RALLY,
                              records.validate(
                                  records.from_rally(args, started), source),
                              dict(points), errors, budgets, name, flavor))

@@ -10,8 +10,8 @@ The kind of a file decides its reader: a baseline
 from typing import Sequence
 
 from kvmtune.errors import InputError
+from kvmtune.results import kinds
 from kvmtune.results import records
-from kvmtune.results.run import BENCH
 from kvmtune.results.run import Run
 
 FIX = 'give the file kvmtune or Rally wrote, unedited'
@@ -37,9 +37,9 @@ def _load(path: str, many: bool) -> list[Run]:
 
     doc = rally.read(path)
     kind = doc.get('kind') if isinstance(doc, dict) else None
-    if kind == baseline.KIND:
+    if kind == kinds.FILE_BASELINE:
         return [baseline.run_of(doc, path)]
-    if kind in bench.KINDS:
+    if kind in kinds.BENCH_FILES:
         return bench.runs_of(doc, path, many)
     if kind is not None and isinstance(doc, dict) and 'tasks' not in doc:
         raise InputError(f'unknown result kind {kind!r}', source=path,
@@ -50,8 +50,8 @@ def _load(path: str, many: bool) -> list[Run]:
 
 def _same_setup(a: Run, b: Run) -> bool:
     ra, rb = a.record or {}, b.record or {}
-    return (a.kind == b.kind == BENCH and
-            ra.get('kind') == rb.get('kind') == 'bench-local' and
+    return (a.kind == b.kind == kinds.BENCH_LOCAL and
+            ra.get('kind') == rb.get('kind') == kinds.BENCH_LOCAL and
             ra.get('settings') == rb.get('settings') and
             ra.get('accel') == rb.get('accel') and
             (ra.get('host') or {}).get('digest') ==

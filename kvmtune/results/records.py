@@ -42,8 +42,7 @@ from typing import TypedDict
 from typing import cast
 
 from kvmtune.errors import InputError
-
-KINDS = ('bench-local', 'bench-compare', 'baseline', 'rally-sweep')
+from kvmtune.results import kinds
 
 
 class HostRecord(TypedDict, total=False):
@@ -173,7 +172,7 @@ def make(kind: str, workload: Any, facts: Any, accel: str,
     :param workload: a ``kvmtune.workloads.Workload``
     :param accel: ``kvm``, ``tcg`` (guests) or ``bare`` (the bare host)
     """
-    if kind not in KINDS:
+    if kind not in kinds.RECORD_KINDS:
         raise ValueError(kind)
     c = conditions
     params, runtime, command = c.params, c.runtime, c.command
@@ -217,7 +216,7 @@ def for_sweep(profile: str, facts: Any, accel: str, workload: str,
         made = plan.to_dict()
         nova_conf, extra_specs = made['nova_conf'], made['extra_specs']
     return {
-        'kvmtune_version': version(), 'time': now(), 'kind': 'rally-sweep',
+        'kvmtune_version': version(), 'time': now(), 'kind': kinds.RALLY_SWEEP,
         'host': host(facts, accel if accel in ('kvm', 'tcg') else None),
         'facts_digest': facts_digest(facts), 'accel': accel,
         'emulated': accel == 'tcg', 'profile': profile, 'settings': {},
@@ -246,7 +245,7 @@ def from_rally(args: dict[str, Any],
     return {
         'kvmtune_version': given.get('kvmtune_version'),
         'time': given.get('time') or started,
-        'kind': 'rally-sweep',
+        'kind': kinds.RALLY_SWEEP,
         'host': given.get('host'),
         'facts_digest': given.get('facts_digest'),
         'accel': given.get('accel') or (
@@ -345,7 +344,7 @@ def check(records: Sequence[Mapping[str, Any] | None],
                       ('runtime', 'runtimes')):
         values = {json.dumps(_workload_of(r).get(key), sort_keys=True)
                   for r, _ in named
-                  if r.get('kind') != 'baseline' or key == 'params'}
+                  if r.get('kind') != kinds.BASELINE or key == 'params'}
         if len(values) > 1:
             warnings.append(f'warning: different {what} '
                             f'({", ".join(sorted(values))})')

@@ -10,14 +10,9 @@ server's Row is left out: it serves, it measures nothing.
 
 import dataclasses
 
+from kvmtune.results import kinds
 from kvmtune.results.records import Record
 from kvmtune.results.row import Row
-
-RALLY = 'rally'
-BENCH = 'bench-local'
-NESTED = 'bench-nested'
-BASELINE = 'baseline'
-KINDS = (RALLY, BENCH, NESTED, BASELINE)
 
 
 @dataclasses.dataclass
@@ -37,13 +32,13 @@ class Run:
     flavor: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f'kind {self.kind!r} not in {KINDS}')
+        if self.kind not in kinds.RUN_KINDS:
+            raise ValueError(f'kind {self.kind!r} not in {kinds.RUN_KINDS}')
 
     @property
     def bare(self) -> bool:
         """The bare host (a baseline): the 100 % of every share."""
-        return self.kind == BASELINE
+        return self.kind == kinds.BASELINE
 
     @property
     def rows(self) -> list[Row]:

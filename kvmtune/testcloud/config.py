@@ -30,13 +30,20 @@ NETWORKS = ('neutron', 'stub')
 CATALOG = (('nova', 'compute', 'nova-api', '/v2.1'),
            ('placement', 'placement', 'placement', ''),
            ('glance', 'image', 'glance', ''))
-FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
-           'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
-           'ServerGroupAffinityFilter', 'NUMATopologyFilter')
 FAKE_DRIVER = 'kvmtune_numa_fake.KvmtuneNUMAFakeDriver'
 LIBVIRT_DRIVER = 'libvirt.LibvirtDriver'
 # {section: {option: value}}: what render() writes
 Conf = dict[str, dict[str, Any]]
+
+
+def filters() -> str:
+    """The scheduler's enabled_filters: Nova's default (the release
+    table, kvmtune.nova_releases) and the NUMA filter the tuned flavors
+    need, as a plan writes them (Tuner.numa_filters)."""
+    from kvmtune import nova_releases
+    from kvmtune.tuning.tuners.base import NUMA_FILTER
+
+    return ','.join(nova_releases.get().default_filters() + [NUMA_FILTER])
 
 
 def catalog(layout: 'Layout', network: str
@@ -233,7 +240,7 @@ def nova(layout: 'Layout', secrets: Mapping[str, str], network: str
         'conductor': {'workers': 1},
         'scheduler': {'workers': 1,
                       'discover_hosts_in_cells_interval': -1},
-        'filter_scheduler': {'enabled_filters': ','.join(FILTERS)},
+        'filter_scheduler': {'enabled_filters': filters()},
         'quota': {'instances': -1, 'cores': -1, 'ram': -1},
         # Without it Placement is asked for VCPU when PCPU does not fit.
         'workarounds': {'disable_fallback_pcpu_query': 'true'},

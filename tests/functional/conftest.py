@@ -251,17 +251,17 @@ def main_job_objects_kept(admin, names):
     """Around a main job: yields the flavors of ``names`` the cloud has
     before it; afterwards removes those of ``names`` and the benchmark
     image that the cloud did not have (what it had, the job made again)."""
-    from kvmtune import mainjob
+    from kvmtune import image as bench_image
 
     had = {n for n in names if admin.compute.find_flavor(n)}
-    had_image = bool(list(admin.image.images(name=mainjob.IMAGE_NAME)))
+    had_image = bool(list(admin.image.images(name=bench_image.GLANCE_NAME)))
     yield had
     for name in names:
         flavor = admin.compute.find_flavor(name)
         if flavor and name not in had:
             admin.compute.delete_flavor(flavor)
     if not had_image:
-        for image in admin.image.images(name=mainjob.IMAGE_NAME):
+        for image in admin.image.images(name=bench_image.GLANCE_NAME):
             admin.image.delete_image(image)
 
 

@@ -23,7 +23,7 @@ from kvmtune.bench import baseline
 from kvmtune.bench import qemu
 from kvmtune.image import build
 from kvmtune.image import modules
-from kvmtune.report import render
+from kvmtune.results import units
 from kvmtune import workloads
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob
@@ -370,7 +370,7 @@ def test_request_response_between_two_guests(net_built):
     assert ' ok ' in client and accel.label() in client
     # the column by its header, as the one renderer names it
     head = next(x for x in lines if x.split()[:2] == ['VM', 'status'])
-    tps = client.split()[head.split().index(render.UNITS['tps'][0])]
+    tps = client.split()[head.split().index(units.UNITS['tps'][0])]
     assert float(tps.replace(',', '')) > 0   # printed as 1,570
 
 

@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from kvmtune import facts
+from kvmtune import image as bench_image
 from kvmtune import mainjob
 from kvmtune.tuning import traits
 from kvmtune.mainjob import compute
@@ -176,7 +177,7 @@ def test_mainjob_os_cloud(test_cloud, admin, operator_tuned_compute,
     assert have & traits.KVMTUNE_TRAITS == wanted
 
     # Image and flavors stay; the tuned one carries the profile's specs.
-    assert list(admin.image.images(name=mainjob.IMAGE_NAME))
+    assert list(admin.image.images(name=bench_image.GLANCE_NAME))
     for name in FLAVORS:
         assert admin.compute.find_flavor(name), name
     tuned = admin.compute.find_flavor(FLAVORS[1])

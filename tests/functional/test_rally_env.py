@@ -31,6 +31,7 @@ import sys
 import pytest
 import yaml
 
+from kvmtune import image as bench_image
 from kvmtune import mainjob
 from kvmtune.results import rally as rally_results
 from kvmtune.results import row as rows_
@@ -202,7 +203,7 @@ def test_readme_and_rerun_line_across_a_cloud_restart(
     assert not any(s in done.stdout for s in secrets)
     import openstack
     conn = openstack.connect(cloud=ADMIN)
-    assert not list(conn.image.images(name=mainjob.IMAGE_NAME))
+    assert not list(conn.image.images(name=bench_image.GLANCE_NAME))
     compute_conf = test_cloud.nova_conf
     fresh_conf = open(compute_conf, 'rb').read()
     provider, = [h.id for h in conn.compute.hypervisors()]
@@ -220,7 +221,7 @@ def test_readme_and_rerun_line_across_a_cloud_restart(
             flavor = conn.compute.find_flavor(name)
             if flavor:
                 conn.compute.delete_flavor(flavor)
-        for image in conn.image.images(name=mainjob.IMAGE_NAME):
+        for image in conn.image.images(name=bench_image.GLANCE_NAME):
             conn.image.delete_image(image)
         if open(compute_conf, 'rb').read() != fresh_conf:
             with open(compute_conf, 'wb') as f:

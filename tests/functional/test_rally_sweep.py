@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+from kvmtune import image as bench_image
 from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
@@ -78,7 +79,7 @@ def bench_flavor_and_image(conn):
     makes them; what this module created is removed afterwards."""
     from kvmtune import cli
 
-    made_image = not list(conn.image.images(name=mainjob.IMAGE_NAME))
+    made_image = not list(conn.image.images(name=bench_image.GLANCE_NAME))
     made_base = not conn.compute.find_flavor(mainjob.BASE_FLAVOR['name'])
     made_flavor = not conn.compute.find_flavor(FLAVOR)
     cloud.upload_image(conn)
@@ -94,7 +95,7 @@ def bench_flavor_and_image(conn):
         if made and flavor:
             conn.compute.delete_flavor(flavor)
     if made_image:
-        for image in conn.image.images(name=mainjob.IMAGE_NAME):
+        for image in conn.image.images(name=bench_image.GLANCE_NAME):
             conn.image.delete_image(image)
 
 
@@ -110,7 +111,7 @@ def run_sweep(rally, tmp_path, progress=None, **args):
     uuid, sla_ok = rally.sweep(
         DISK_TASK, dict(sweep.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
-            [FLAVOR], mainjob.IMAGE_NAME,
+            [FLAVOR], bench_image.GLANCE_NAME,
             emulated=cloud.local_cloud_emulated()), **args),
         out, str(tmp_path / 'rally.html'), progress)
     with open(out) as f:

@@ -21,6 +21,7 @@ import pytest
 
 from kvmtune.results import analysis
 from kvmtune.report import render
+from kvmtune.results import units
 from tests import chromium
 from tests import paths
 from tests.functional.conftest import kvmtune_process
@@ -111,6 +112,6 @@ def test_the_report_page_in_chromium(tmp_path, browser):
     assert base64.b64decode(data) == png.read_bytes()
 
     # TCG guests: labelled emulated on the page and in its title
-    assert render.EMULATED in shown['title']
-    assert render.EMULATED in shown['emulated']
+    assert units.EMULATED in shown['title']
+    assert units.EMULATED in shown['emulated']
     print(json.dumps({'rows': len(rows), 'img': shown['img']}))

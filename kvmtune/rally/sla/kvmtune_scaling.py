@@ -7,6 +7,7 @@ from rally.task import sla
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.results import analysis
+from kvmtune.results import kinds
 from kvmtune.results import rally as rally_results
 from kvmtune.results import run as runs
 from kvmtune.results.row import Row
@@ -63,7 +64,7 @@ class KvmtuneScaling(sla.SLA):
     def _analysis(
             self) -> tuple[analysis.Analysis | None, str, str | None]:
         """(Analysis or None, what the shares are of, problem or None)."""
-        run = runs.Run("sweep", "(this sweep)", runs.RALLY, None,
+        run = runs.Run("sweep", "(this sweep)", kinds.RALLY, None,
                        self.iterations)
         found = [run]
         against = "1 VM"

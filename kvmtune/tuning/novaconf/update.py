@@ -26,12 +26,13 @@ from typing import Any
 
 from kvmtune import fileio
 from kvmtune import inputs
+from kvmtune import nova_releases
+from kvmtune.errors import MASK
 from kvmtune.errors import InputError
 from kvmtune.tuning.novaconf import diff as ini_diff
 from kvmtune.tuning.novaconf import inifile
 from kvmtune.tuning.novaconf import rules
 from kvmtune.tuning.novaconf import validate
-from kvmtune.tuning.tuners import base as tuners_base
 
 if TYPE_CHECKING:
     from kvmtune.tuning.novaconf import effective
@@ -47,10 +48,18 @@ BACKUP_SUFFIX = '.kvmtune.bak'
 # Comma-separated lists kvmtune extends rather than owns. The plan's value is
 # Nova's default plus what kvmtune needs; where nova.conf already sets the
 # option, the operator's items stay, in their order, and only the items
-# kvmtune needs (those beyond Nova's default) are appended.
-EXTENDED_LISTS = {
-    ('filter_scheduler', 'enabled_filters'): tuners_base.NOVA_DEFAULT_FILTERS,
-}
+# kvmtune needs (those beyond Nova's default) are appended. Nova's default
+# comes from the release table (kvmtune.nova_releases), as the plan's does.
+EXTENDED_LISTS = (('filter_scheduler', 'enabled_filters'),)
+
+
+def list_default(section: str, option: str) -> list[str] | None:
+    """Nova's default items of an option kvmtune extends, else None."""
+    if (section, option) not in EXTENDED_LISTS:
+        return None
+    return nova_releases.get().default_filters()
+
+
 _BOM = '\ufeff'
 
 
@@ -130,7 +139,7 @@ def resolve_changes(ini: inifile.IniFile, changes: rules.Changes) -> Changes:
     resolved: Changes = {}
     for section, options in changes.items():
         for option, value in options.items():
-            default = EXTENDED_LISTS.get((section, option))
+            default = list_default(section, option)
             current = ini.get(section, option)
             if default is not None and current is not None:
                 value = extend_list(current, value, default)
@@ -189,7 +198,7 @@ def _mask(option: str, value: Any, text: str, section: str | None = None,
         return text
     for item in value if isinstance(value, list) else [value]:
         if item:
-            text = text.replace(item, ini_diff.MASK)
+            text = text.replace(item, MASK)
     return text
 
 

@@ -39,19 +39,11 @@ FAIL = 'fail'
 # The kvm module whose options apply, by the CPU's virtualization flag.
 HARDWARE_MODULES = (('vmx', 'kvm_intel'), ('svm', 'kvm_amd'))
 
-# Nova 34.0.0's default [filter_scheduler] enabled_filters
-# (nova/conf/scheduler.py) plus the filter pinning and huge pages need; the
-# defaults stay, in their order. A plan for another release starts from
-# that release's defaults (Tuner.numa_filters, kvmtune.nova_releases).
-NOVA_DEFAULT_FILTERS = (
-    'ComputeFilter',
-    'ComputeCapabilitiesFilter',
-    'ImagePropertiesFilter',
-    'ServerGroupAntiAffinityFilter',
-    'ServerGroupAffinityFilter',
-)
+# The filter pinning and huge pages need, after the planned release's
+# default [filter_scheduler] enabled_filters (nova/conf/scheduler.py, read
+# from kvmtune.nova_releases; Tuner.numa_filters); the defaults stay, in
+# their order.
 NUMA_FILTER = 'NUMATopologyFilter'
-NUMA_FILTERS = ','.join(NOVA_DEFAULT_FILTERS + (NUMA_FILTER,))
 
 # Where a kernel argument goes on Debian/Ubuntu hosts.
 KERNEL_ARGS_FIX = ('add {args} to GRUB_CMDLINE_LINUX in /etc/default/grub, '

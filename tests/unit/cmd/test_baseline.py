@@ -63,3 +63,10 @@ def test_parse_params_types_digits_as_numbers():
         'size': '256M', 'iodepth': 32, 'rw': ''}
     with pytest.raises(InputError, match="not KEY=VALUE: '=1'"):
         command.parse_params(['=1'])
+
+
+def test_the_summary_prints_bytes_per_second_in_mib_per_second():
+    result = {'iops': 1000.0, 'bw_bytes_s': 4096000.0,
+              'lat_ns': {'mean': 2500.0}}
+    assert command.figures(result) == ['iops 1000.0', '3.9 MiB/s',
+                                       'lat mean 2.5 us']

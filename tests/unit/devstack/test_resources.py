@@ -9,6 +9,7 @@ import os
 import pytest
 
 from kvmtune import facts as host_facts
+from kvmtune import image as bench_image
 from kvmtune.devstack import changes as changes_mod
 from kvmtune.devstack import resources
 from tests import paths
@@ -39,7 +40,7 @@ def changes(tmp_path):
 def image_dir(tmp_path):
     path = tmp_path / 'images'
     path.mkdir()
-    (path / resources.IMAGE_FILE).write_bytes(b'raw disk')
+    (path / bench_image.RAW).write_bytes(b'raw disk')
     return str(path)
 
 
@@ -109,7 +110,7 @@ def test_without_an_image_file_nothing_is_uploaded(cloud, changes,
 
 def test_an_image_already_in_glance_is_not_ours(cloud, changes, image_dir):
     cloud.conn.image.create_image(
-        'kvmtune-bench', os.path.join(image_dir, resources.IMAGE_FILE))
+        'kvmtune-bench', os.path.join(image_dir, bench_image.RAW))
     found = extra(changes, image_dir, profiles=[], tag_host=False)
     assert found['benchmark_image'] == 'kvmtune-bench'
     assert 'images' not in changes.data

@@ -9,6 +9,7 @@ import types
 
 import pytest
 
+from kvmtune import image as bench_image
 from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.mainjob import cloud
@@ -101,7 +102,7 @@ def test_the_qcow2_is_preferred_and_no_image_is_one_line(image_dir):
 def test_an_unchanged_image_is_not_uploaded_again(image_dir):
     (image_dir / 'kvmtune-bench.qcow2').write_bytes(b'the image')
     same = types.SimpleNamespace(
-        name=mainjob.IMAGE_NAME,
+        name=bench_image.GLANCE_NAME,
         hash_value=hashlib.sha512(b'the image').hexdigest())
     conn = Conn([same])
     assert cloud.upload_image(conn) == 'image kvmtune-bench unchanged'
@@ -110,11 +111,11 @@ def test_an_unchanged_image_is_not_uploaded_again(image_dir):
 
 def test_a_changed_image_replaces_the_old_one(image_dir):
     (image_dir / 'kvmtune-bench.qcow2').write_bytes(b'new image')
-    old = types.SimpleNamespace(name=mainjob.IMAGE_NAME, hash_value='0')
+    old = types.SimpleNamespace(name=bench_image.GLANCE_NAME, hash_value='0')
     conn = Conn([old])
     assert cloud.upload_image(conn) == 'image kvmtune-bench uploaded'
     [(kind, name, kwargs)] = conn.created
-    assert (kind, name) == ('image', mainjob.IMAGE_NAME)
+    assert (kind, name) == ('image', bench_image.GLANCE_NAME)
     assert kwargs['disk_format'] == 'qcow2'
     assert kwargs['filename'] == str(image_dir / 'kvmtune-bench.qcow2')
     assert conn.image.deleted == [old]

@@ -145,7 +145,7 @@ def test_baseline_step_measures_the_bare_host(tmp_path, capsys):
              if x.startswith('main-job: bare-host baseline: ')]
     assert line.startswith('main-job: bare-host baseline: sysbench-cpu-1t '
                            'on this host: ')
-    assert 'events_s' in line and path in line
+    assert 'events/s' in line and path in line
 
 
 def test_report_step_reports_a_real_sweep(tmp_path, capsys):

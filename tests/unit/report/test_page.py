@@ -7,6 +7,7 @@ import html.parser
 from kvmtune.report import page
 from kvmtune.report import plot
 from kvmtune.report import render
+from kvmtune.results import units
 from tests.unit.report.runs import analysed
 from tests.unit.report.runs import before_after_bare
 from tests.unit.report.runs import sweep
@@ -55,7 +56,7 @@ def test_the_page_is_the_text_tables_and_the_plot(tmp_path):
     prefix = 'data:image/png;base64,'
     assert img['src'].startswith(prefix)
     assert base64.b64decode(img['src'][len(prefix):]) == png
-    assert f'Figures are {render.EMULATED}' in text
+    assert f'Figures are {units.EMULATED}' in text
 
 
 def test_a_step_table_has_no_fits_and_labels_are_escaped(tmp_path):

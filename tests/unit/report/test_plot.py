@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from kvmtune.report import plot
-from kvmtune.report import render
+from kvmtune.results import units
 from tests.unit.report.runs import analysed
 from tests.unit.report.runs import before_after_bare
 from tests.unit.report.runs import sweep
@@ -53,7 +53,7 @@ def test_a_bare_host_far_above_is_the_axis_not_a_line(tmp_path, figures):
     assert 'share of bare host: 100 % = 90,000 IOPS' in ax.get_title()
     right, = ax.child_axes
     assert right.get_ylabel() == 'per-VM IOPS'
-    assert fig.get_suptitle() == render.EMULATED
+    assert fig.get_suptitle() == units.EMULATED
 
 
 def test_the_second_axis_reads_the_per_vm_figure(tmp_path, figures):

@@ -7,6 +7,7 @@ import pytest
 
 from kvmtune.errors import InputError
 from kvmtune.results import bench
+from kvmtune.results import kinds
 from kvmtune.results import read
 from kvmtune.results import row as rows
 from tests import paths
@@ -205,7 +206,7 @@ def test_what_bench_writes_is_what_the_reader_reads():
     doc = bench.compare_doc('fio-randread-4k', 2, 'tcg', [column], None,
                             written['record'])
     assert (doc['schema'], doc['kind']) == (bench.LOCAL_SCHEMA,
-                                            bench.COMPARE)
+                                            kinds.FILE_BENCH_COMPARE)
     assert [r.label for r in bench.runs_of(doc, '/x/c.json')] == [
         'cache=none']
     levels = nested_doc()['runs']

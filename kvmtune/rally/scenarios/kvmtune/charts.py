@@ -10,6 +10,7 @@ from typing import Protocol
 
 from kvmtune.results import analysis
 from kvmtune.results import rally as results_rally
+from kvmtune.results import units
 from kvmtune.results.row import Row
 
 BUDGET_TITLE = "kvmtune step time budget"
@@ -76,7 +77,7 @@ class ScenarioCharts:
         cl = results_rally.measuring(rows)
         ok = [r for r in cl if r.ok]
         emulated = any(r.emulated for r in ok)
-        tag = " (emulated: QEMU TCG)" if emulated else ""
+        tag = f" ({units.EMULATED})" if emulated else ""
         axis = "Sweep step (iteration)"
         metrics = [m for m in self._chart_metrics
                    if any(r.figure(m[0]) is not None for r in ok)]

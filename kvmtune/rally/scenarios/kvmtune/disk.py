@@ -16,6 +16,7 @@ from rally_openstack.task import scenario
 
 from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.rally.scenarios.kvmtune import utils
+from kvmtune.results import units
 
 
 @types.convert(image={"type": "glance_image"},
@@ -32,8 +33,7 @@ from kvmtune.rally.scenarios.kvmtune import utils
 class DiskScaling(utils.KvmTuneScenario):
 
     # throughput only: latency has its own chart (charts.ScenarioCharts)
-    _chart_metrics = (("iops", "IOPS", 1.0), ("events_s", "events/s", 1.0),
-                      ("bw_bytes_s", "MiB/s", 1.0 / 1048576.0))
+    _chart_metrics = units.throughput("iops", "events_s", "bw_bytes_s")
 
     def run(self, flavor: str, image: str, vm_counts: list[int],
             workload: str = "fio-randread-4k",

@@ -13,6 +13,7 @@ from rally_openstack.task import scenario
 from kvmtune.errors import KvmtuneError
 from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.rally.scenarios.kvmtune import utils
+from kvmtune.results import units
 
 
 @types.convert(image={"type": "glance_image"},
@@ -30,8 +31,7 @@ from kvmtune.rally.scenarios.kvmtune import utils
                     name="KvmTune.network_scaling", platform="openstack")
 class NetworkScaling(utils.KvmTuneScenario):
 
-    _chart_metrics = (("gbit_s", "Gbit/s", 1.0),
-                      ("tps", "transactions/s", 1.0))
+    _chart_metrics = units.throughput("gbit_s", "tps")
 
     def _address(self, server: utils.Server) -> str:
         """The server guest's first fixed address, from the Nova API."""

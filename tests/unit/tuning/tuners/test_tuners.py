@@ -7,6 +7,7 @@ from stevedore import extension
 
 from kvmtune.tuning import extra_specs
 from kvmtune import facts as host_facts
+from kvmtune import nova_releases
 from kvmtune.tuning import tuners
 from kvmtune.errors import InputError
 from kvmtune.tuning.tuners import base
@@ -119,7 +120,7 @@ def test_host_keeps_first_core_siblings_of_each_node():
     assert conf[('compute', 'cpu_dedicated_set')] == '1,3,5,7'
     assert conf[('workarounds', 'disable_fallback_pcpu_query')] == 'true'
     filters = conf[('filter_scheduler', 'enabled_filters')].split(',')
-    assert filters[:5] == list(base.NOVA_DEFAULT_FILTERS)
+    assert filters[:5] == nova_releases.get().default_filters()
     assert filters[-1] == 'NUMATopologyFilter'
     assert tuner.kernel_args() == ['isolcpus=1,3,5,7']
     checks = {c.name: c for c in tuner.checks()}

@@ -6,6 +6,7 @@ the workload's own figure, latency across guests never summed."""
 import pytest
 
 from kvmtune.rally.scenarios.kvmtune import disk
+from kvmtune.results import units
 from tests.unit.rally.scenarios import fakenova as fakes
 from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import fixture
@@ -31,9 +32,9 @@ def test_cpu_workload_needs_no_data_disk_and_charts_events(monkeypatch):
     assert [r['events_s'] for r in rows] == [1539.48, 1539.48]
     assert [r['lat_max_ns'] for r in rows] == [14320000.0, 14320000.0]
     additive = {o['title']: o for o in scen._output['additive']}
-    assert 'events/s by VM count (emulated: QEMU TCG)' in additive
+    assert f'events/s by VM count ({units.EMULATED})' in additive
     lat = additive['latency across guests (us) by VM count '
-                   '(emulated: QEMU TCG)']
+                   f'({units.EMULATED})']
     # the mean of the two guests' means and the worst max, not a sum
     assert lat['data'] == [["mean of the guests' mean latency", 640.0],
                            ["worst guest's max latency", 14320.0]]

@@ -10,6 +10,7 @@ from rally import exceptions
 from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.rally.scenarios.kvmtune import utils
 from kvmtune.results import row as rows_
+from kvmtune.results import units
 from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import scenario
 from tests.unit.rally.scenarios.fakenova import table
@@ -33,7 +34,7 @@ def test_disk_iteration_boots_its_step_and_reads_every_guest():
     assert all(r['iops'] > 0 and r['tool'] == 'fio' and r['emulated']
                for r in rows)
     titles = [o['title'] for o in scen._output['additive']]
-    assert titles[0] == 'IOPS by VM count (emulated: QEMU TCG)'
+    assert titles[0] == f'IOPS by VM count ({units.EMULATED})'
     # nothing left behind
     assert nova.servers.live == {} and nova.server_groups.live == {}
 
