@@ -29,7 +29,7 @@ def test_every_throughput_figure_is_a_row_column():
 
 
 def test_the_emulated_label_is_in_the_report_title():
-    from kvmtune.report import analysis
+    from kvmtune.results import analysis
     from kvmtune.results import read
     from tests import paths
     import os
