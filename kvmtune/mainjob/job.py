@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
 
+from kvmtune import errors
 from kvmtune import fileio
 from kvmtune import image
 from kvmtune import mainjob
-from kvmtune.errors import EXIT_DIFFERS
-from kvmtune.errors import EXIT_ERROR
-from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
@@ -266,7 +264,7 @@ def run(settings: Settings) -> int:
     except OSError as exc:
         print(f'main-job: error: {state_dir}: {exc.strerror} (fix: give '
               '--state-dir a directory you can write)')
-        return EXIT_ERROR
+        return errors.EXIT_ERROR
     steps.say(f'log: {log} (commands, apt, pip, Rally; --verbose shows '
               'them here)')
     try:
@@ -282,7 +280,7 @@ def run(settings: Settings) -> int:
     hint = None if settings.os_cloud else cloud.stop_hint()
     if hint:
         print(f'main-job: {hint}')
-    return EXIT_ERROR
+    return errors.EXIT_ERROR
 
 
 def _run(settings: Settings) -> int:
@@ -361,7 +359,7 @@ def _run(settings: Settings) -> int:
         hint = None if os_cloud else cloud.stop_hint()
         if hint:
             steps.say(hint)
-        return EXIT_OK
+        return errors.EXIT_OK
 
     runner = sweep.Rally(state_dir)
     with steps.step('rally environment') as s:
@@ -399,4 +397,4 @@ def _run(settings: Settings) -> int:
     hint = None if os_cloud else cloud.stop_hint()
     if hint:
         steps.say(hint)
-    return EXIT_DIFFERS if strict and not sla_ok else EXIT_OK
+    return errors.EXIT_DIFFERS if strict and not sla_ok else errors.EXIT_OK
