@@ -24,7 +24,8 @@ DESIGN = os.path.join(paths.REPO, 'doc', 'design.md')
 # as the groups of one line form no cycle.
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
-     'privileged', 'nova_releases', 'yamlinput', 'textfile'},
+     'privileged', 'nova_releases', 'yamlinput', 'textfile',
+     'venvs'},
     {'facts'},
     {'tuning'},
     {'openstack', 'boot'},
@@ -50,6 +51,7 @@ TOPICS = {
     'test_hang.py': 'the test run\'s hang bound',
     'test_hostile.py': 'hostile input across every reader',
     'test_house.py': 'this file: the layers, the mirror, module size',
+    'test_install.py': 'README\'s Install lines, run as written',
     'test_prometheus_rules.py': 'kvmtune/data/prometheus/kvmtune.rules.yml '
                                 'through promtool',
     'test_strict.py': 'tests/strict.py, CI\'s strict mode',
