@@ -33,12 +33,11 @@ callable given each progress line (default: say nothing).
 from collections.abc import Iterable
 import os
 import socket
-import subprocess
-import sys
 import time
 from typing import Any
 from typing import IO
 
+from kvmtune import venvs
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.testcloud import config
@@ -129,15 +128,15 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
     if all(host.venv_satisfied(lay, r) for r in wanted):
         say('venv: %s has the pinned services' % lay.venv)
     else:
+        # uv when there is one (one wheel cache for every venv, so
+        # libvirt-python is built once per machine), else venv and pip
         if not os.path.exists(lay.python):
-            subprocess.check_call([sys.executable, '-m', 'venv', lay.venv],
-                                  stdout=output, stderr=output)
-        pip = [lay.bin('pip'), 'install', '-q', '-c',
-               os.path.join(services.FILES, 'constraints.txt')]
+            venvs.create(lay.venv, output=output, say=say)
+        args = ['-c', os.path.join(services.FILES, 'constraints.txt')]
         for r in wanted:
-            pip += ['-r', r]
-        say('venv: pip install into %s' % lay.venv)
-        subprocess.check_call(pip, stdout=output, stderr=output)
+            args += ['-r', r]
+        say('venv: %s install into %s' % (venvs.installer(), lay.venv))
+        venvs.install(lay.venv, args, output=output, say=say)
         changed.append('venv ' + lay.venv)
     timer.phase('venv', t)
     if services.install_driver(lay):

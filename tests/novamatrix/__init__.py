@@ -4,18 +4,21 @@ that release's Nova and the libraries of its day.
 OpenStack pins each release's libraries in openstack/requirements'
 ``upper-constraints.txt`` of its stable branch; that file is not on the
 package registry, and this machine reaches nothing else. What the file
-does, pick each library as it was when the release came out, pip can do
-from the registry's own upload times (``--uploaded-prior-to``, pip 26.0
-and later): every library Nova needs is resolved among the versions
-uploaded before the release's date, then Nova itself (the release's newest
-point release, possibly uploaded later) is installed from its wheel. The
-date is the release's announced date (https://releases.openstack.org),
-one day after, so the libraries of release day are in.
+does, pick each library as it was when the release came out, the installer
+can do from the registry's own upload times (uv's ``--exclude-newer``,
+pip's ``--uploaded-prior-to`` from pip 26.0): every library Nova needs is
+resolved among the versions uploaded before the release's date, while Nova
+itself (the release's newest point release, possibly uploaded later) is
+taken whenever it was uploaded. The date is the release's announced date
+(https://releases.openstack.org), one day after, so the libraries of
+release day are in.
 
-Local package folders pip may be configured with here (``find-links``,
-``file://`` extra indexes) carry no upload times, so pip cannot date what
-they hold: the matrix runs pip with no configuration file and without
-those variables, against the registry alone.
+The venvs are made by kvmtune.venvs: uv when it is there (the six share
+its one wheel cache), else venv and pip. Local package folders pip may be
+configured with here (``find-links``, ``file://`` extra indexes) carry no
+upload times, so they cannot be dated: the installer runs with no
+configuration file and without those variables, against the registry
+alone.
 
 Venvs live in /var/cache/kvmtune/nova-<N> ($KVMTUNE_NOVA_MATRIX_CACHE to
 move them), made once per machine: a venv whose stamp file names the same
@@ -28,11 +31,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
+from kvmtune import venvs
+
 CACHE = os.environ.get('KVMTUNE_NOVA_MATRIX_CACHE', '/var/cache/kvmtune')
-PIP = 'pip==26.3'   # the first pip with --uploaded-prior-to is 26.0
+# without uv: the first pip with --uploaded-prior-to is 26.0
+PIP = 'pip==26.3'
 STAMP = 'kvmtune-matrix.json'
 INSTALL_TIMEOUT = 1500
 
@@ -57,9 +62,10 @@ def python(major):
 
 
 def wanted_stamp(major):
+    """What the venv holds. The installer that made it (uv or pip, which
+    resolve the same dated set) is recorded beside, not compared."""
     version, series, date = RELEASES[major]
-    return {'nova': version, 'series': series, 'libraries_before': date,
-            'pip': PIP}
+    return {'nova': version, 'series': series, 'libraries_before': date}
 
 
 def read_stamp(major):
@@ -79,20 +85,12 @@ def ready(major):
         wanted_stamp(major)
 
 
-def _pip_env():
-    env = dict(os.environ)
-    for name in ('PIP_FIND_LINKS', 'PIP_EXTRA_INDEX_URL', 'PIP_CONSTRAINT',
-                 'PIP_REQUIRE_VIRTUALENV', 'PYTHONPATH'):
-        env.pop(name, None)
-    env['PIP_CONFIG_FILE'] = os.devnull
-    return env
-
-
 def _run(argv, log):
     log.write('$ ' + ' '.join(argv) + '\n')
     log.flush()
     subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
-                   env=_pip_env(), check=True, timeout=INSTALL_TIMEOUT)
+                   env=venvs.env(registry_only=True), check=True,
+                   timeout=INSTALL_TIMEOUT)
 
 
 def build(major, log=None):
@@ -113,23 +111,19 @@ def build(major, log=None):
         target = venv_dir(major)
         shutil.rmtree(target, ignore_errors=True)
         version, _, date = RELEASES[major]
-        wheels = target + '.wheel'
         with open(target + '.log', 'w') as own_log:
             out = log or own_log
-            _run([sys.executable, '-m', 'venv', target], out)
-            pip = [python(major), '-m', 'pip']
-            _run(pip + ['install', '-q', PIP], out)
-            shutil.rmtree(wheels, ignore_errors=True)
-            _run(pip + ['download', '-q', '--no-deps', '-d', wheels,
-                        f'nova=={version}'], out)
-            [wheel] = os.listdir(wheels)
-            _run(pip + ['install', '-q', '--uploaded-prior-to',
-                        f'{date}T00:00:00Z', os.path.join(wheels, wheel)],
-                 out)
+            how = dict(output=out, environ=venvs.env(registry_only=True),
+                       timeout=INSTALL_TIMEOUT)
+            tool = venvs.create(target, **how)
+            if tool == 'pip':
+                venvs.install(target, [PIP], **how)
+            venvs.install(target, [], uploaded_before=f'{date}T00:00:00Z',
+                          undated=[f'nova=={version}'], **how)
             _run([python(major), '-c', 'import nova.conf'], out)
-        shutil.rmtree(wheels, ignore_errors=True)
         seconds = round(time.monotonic() - started, 1)
-        stamp = dict(wanted_stamp(major), seconds=seconds)
+        stamp = dict(wanted_stamp(major), seconds=seconds,
+                     installer=tool)
         tmp = os.path.join(target, STAMP + '.tmp')
         with open(tmp, 'w') as handle:
             json.dump(stamp, handle)
@@ -139,8 +133,9 @@ def build(major, log=None):
 
 
 def build_all(majors=None, parallel=3, say=print):
-    """Build the venvs, ``parallel`` at a time (pip waits on the network
-    more than on the two cores). Returns build()'s answers by major."""
+    """Build the venvs, ``parallel`` at a time (the installer waits on the
+    network more than on the two cores). Returns build()'s answers by
+    major."""
     from concurrent.futures import ThreadPoolExecutor
 
     majors = sorted(majors or RELEASES)
