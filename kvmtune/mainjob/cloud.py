@@ -5,6 +5,7 @@ compute node names, the benchmark image upload and the base flavor the
 tuned flavors start from."""
 import os
 from typing import TYPE_CHECKING
+from typing import Any
 
 from kvmtune import image
 from kvmtune import mainjob
@@ -12,8 +13,11 @@ from kvmtune.errors import CloudError
 from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from openstack.connection import Connection
 
+    from kvmtune.mainjob.compute import LocalSetup
     from kvmtune.openstack.connection import Cloud
 
 
@@ -21,9 +25,45 @@ def _say(line: str) -> None:
     steps.detail(line)
 
 
-def local_cloud() -> tuple[str, str]:
+def start_install() -> 'Future[dict[str, Any]] | None':
+    """When the embedded cloud is not up, start installing what it needs
+    (api.install with libvirt: apt, the services' venv; network and disk)
+    in a thread of its own, so that the image build (CPU) runs meanwhile
+    (issue 38). None when a cloud runs (nothing to install). The future's
+    result() re-raises what the install raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kvmtune.testcloud import api
+
+    running = api.status()
+    if running is not None and not running.get('not_running'):
+        return None
+    pool = ThreadPoolExecutor(max_workers=1,
+                              thread_name_prefix='cloud-install')
+    future = pool.submit(api.install, libvirt=True, say=_say,
+                         output=steps.OUT.log)
+    pool.shutdown(wait=False)
+    return future
+
+
+def install_step(installing: 'Future[dict[str, Any]] | None') -> bool:
+    """Wait for start_install()'s install (after the image build); the
+    step's line says how long it took and what it installed. True when
+    one ran."""
+    if installing is None:
+        return False
+    with steps.step('test cloud install') as s:
+        figures = installing.result()
+        changed = ', '.join(figures['changed']) or 'nothing missing'
+        s.done(f'{figures["seconds"]:.0f} s beside the image build '
+               f'({changed})')
+    return True
+
+
+def local_cloud(installed: bool = False) -> tuple[str, str]:
     """Bring up the embedded cloud (libvirt compute) unless it already
-    runs: (cloud name, what happened)."""
+    runs: (cloud name, what happened). ``installed``: start_install()'s
+    install is done (else api.install checks and installs here)."""
     from kvmtune.testcloud import api
     from kvmtune.testcloud import stop
 
@@ -41,13 +81,26 @@ def local_cloud() -> tuple[str, str]:
                          fix='guests need libvirt: when nobody uses it, '
                              f'{stop.STOP_HINT}, then run again')
     else:
-        api.install(libvirt=True, say=_say, output=steps.OUT.log)
+        if not installed:
+            api.install(libvirt=True, say=_say, output=steps.OUT.log)
         figures = api.up(compute='libvirt', say=_say)
         how = 'restarted (some services had stopped)' if stale else 'up'
         state = (f'{how} in {figures["seconds"]:.0f} s, libvirt compute '
                  f'({figures["virt_type"]}), network {figures["network"]}')
     os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
     return 'kvmtune-admin', state
+
+
+def local_step(setup: 'LocalSetup', installed: bool) -> str:
+    """The job's step: the embedded cloud up (installed first unless
+    ``installed``), its compute's nova.conf and Python put on ``setup``;
+    returns the cloud's name."""
+    with steps.step('test cloud') as s:
+        cloud_name, state = local_cloud(installed)
+        s.done(state)
+    setup.nova_conf = nova_conf()
+    setup.nova_python = nova_python()
+    return cloud_name
 
 
 def nova_conf() -> str:

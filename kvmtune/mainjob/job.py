@@ -102,23 +102,18 @@ def _sweep_records(profiles_by_flavor: Mapping[str, str],
         return None
 
 
-def _prepare_local(this_facts: 'Facts', max_vms: int,
-                   tuned_profile: str | None, config_files: Iterable[str]
-                   ) -> tuple[str, compute.LocalSetup]:
-    """The embedded cloud up, its compute (this host) decided."""
-    ram_mb = mainjob.BASE_FLAVOR['ram']
-    # Decide before starting anything: a profile this host cannot serve
-    # (a trait host tag will not set, a page size) stops here.
+def _tuned_local(this_facts: 'Facts', max_vms: int,
+                 tuned_profile: str | None, config_files: Iterable[str]
+                 ) -> compute.LocalSetup:
+    """Decided before anything is installed or started: a profile this
+    host cannot serve (a trait host tag will not set, a page size) stops
+    here."""
     with steps.step('tuned profile') as s:
-        setup = compute.local_setup(this_facts, None, max_vms, ram_mb,
+        setup = compute.local_setup(this_facts, None, max_vms,
+                                    mainjob.BASE_FLAVOR['ram'],
                                     tuned_profile, config_files)
         s.done(f'{setup.profile}: {setup.why}')
-    with steps.step('test cloud') as s:
-        cloud_name, state = cloud.local_cloud()
-        s.done(state)
-    setup.nova_conf = cloud.nova_conf()
-    setup.nova_python = cloud.nova_python()
-    return cloud_name, setup
+    return setup
 
 
 def _prepare_remote(os_cloud: str, this_facts: 'Facts', conn: 'Connection',
@@ -292,7 +287,12 @@ def _run(settings: Settings) -> int:
     config_files = settings.config_files
 
     this_facts = _facts_step()
+    local = None if os_cloud else _tuned_local(
+        this_facts, max_vms, tuned_profile, config_files)
+    # the cloud installs (network, disk) while the image builds (CPU)
+    installing = None if os_cloud else cloud.start_install()
     _image_step()
+    installed = cloud.install_step(installing)
     if baseline is None and not os_cloud:
         # the guests run here: measure this host bare (issue 13)
         baseline = _baseline_step(workload, runtime, state_dir)
@@ -308,8 +308,8 @@ def _run(settings: Settings) -> int:
             setup = _prepare_remote(os_cloud, this_facts, api.conn,
                                     max_vms, compute_facts, tuned_profile)
     else:
-        cloud_name, setup = _prepare_local(this_facts, max_vms,
-                                           tuned_profile, config_files)
+        setup = cast(compute.LocalSetup, local)
+        cloud_name = cloud.local_step(setup, installed)
         emulated = emulated or cloud.local_cloud_emulated()
         api = cloud.connect(cloud_name)
     # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):

@@ -57,8 +57,10 @@ def local_job(monkeypatch, tmp_path):
         'sizes': {'kvmtune-bench.qcow2': 11e6}, 'changed': False})
     monkeypatch.setattr(job, '_baseline_step', lambda *a: None,
                         raising=False)
+    monkeypatch.setattr(cloud, 'start_install', lambda: None)
     monkeypatch.setattr(cloud, 'local_cloud',
-                        lambda: ('kvmtune-admin', 'up in 50 s'))
+                        lambda installed=False: ('kvmtune-admin',
+                                                 'up in 50 s'))
     monkeypatch.setattr(cloud, 'nova_conf', lambda: '/x/nova-compute.conf')
     monkeypatch.setattr(cloud, 'nova_python', lambda: None)
     monkeypatch.setattr(cloud, 'local_cloud_emulated', lambda: True)
@@ -115,7 +117,7 @@ def test_tuned_sweep_only_what_fits(local_job, capsys):
 
 
 def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
-    def broken():
+    def broken(installed=False):
         raise CloudError('port 5000 is taken', source='keystone',
                          fix='kvmtune cloud status')
     monkeypatch.setattr(cloud, 'local_cloud', broken)
@@ -204,3 +206,60 @@ def test_rerun_line_quotes_what_the_shell_would_split():
         "/etc/k.conf rally env --os-cloud 'my cloud' && rally task start "
         '"$(kvmtune rally task-path disk-scaling)" --task-args-file '
         "'/s d/args.json'")
+
+
+def test_the_cloud_installs_while_the_image_builds(local_job, monkeypatch,
+                                                   capsys):
+    """Issue 38: the cloud's install (apt, venv) runs beside the image
+    build, and the cloud comes up only after it; the baseline (bare host)
+    runs after both. Each stand-in waits for the other to have started:
+    run one after the other, the first would give up and the job fail."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kvmtune.image import build
+
+    started = {'install': threading.Event(), 'image': threading.Event()}
+    order = []
+
+    def install():
+        started['install'].set()
+        assert started['image'].wait(60), 'image build never started'
+        order.append('install done')
+        return {'seconds': 3.2, 'phases': {}, 'changed': ['venv /x']}
+
+    def start_install():
+        pool = ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(install)
+        pool.shutdown(wait=False)
+        return future
+
+    def image(*args, **kwargs):
+        started['image'].set()
+        assert started['install'].wait(60), 'install never started'
+        order.append('image done')
+        return {'sizes': {'kvmtune-bench.qcow2': 11e6}, 'changed': True}
+
+    def baseline(*args):
+        order.append('baseline')
+
+    def local_cloud(installed=False):
+        order.append(f'cloud up, installed={installed}')
+        return 'kvmtune-admin', 'up in 50 s'
+
+    monkeypatch.setattr(cloud, 'start_install', start_install)
+    monkeypatch.setattr(build, 'build', image)
+    monkeypatch.setattr(job, '_baseline_step', baseline)
+    monkeypatch.setattr(cloud, 'local_cloud', local_cloud)
+    FakeRally.sla_ok = True
+    assert job.run(job.Settings(max_vms=3, state_dir=local_job)) == 0
+    assert sorted(order[:2]) == ['image done', 'install done']
+    assert order[2:] == ['baseline', 'cloud up, installed=True']
+    out = capsys.readouterr().out
+    assert 'main-job: test cloud install: 3 s beside the image build ' \
+        '(venv /x) (' in out
+    steps_said = [line.split(':')[1].strip() for line in out.splitlines()]
+    assert steps_said.index('tuned profile') < \
+        steps_said.index('benchmark image') < \
+        steps_said.index('test cloud install') < \
+        steps_said.index('test cloud')
