@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from kvmtune import jsonout
+from kvmtune import pagesize
 from kvmtune.errors import InputError
 from kvmtune.cmd import output
 
@@ -120,16 +121,10 @@ def _yes(value: bool | None) -> str:
     return {True: 'yes', False: 'no', None: 'unknown'}[value]
 
 
-def _size(kb: int) -> str:
-    for unit, factor in (('G', 1024 * 1024), ('M', 1024)):
-        if kb % factor == 0:
-            return f'{kb // factor}{unit}'
-    return f'{kb}k'
-
-
 def _pools(pools: 'Iterable[HugepagePool]') -> str:
-    return ', '.join(f'{_size(p["size_kb"])} {p["total"]} ({p["free"]} '
-                     f'free)' for p in pools) or 'none'
+    return ', '.join(f'{pagesize.text(p["size_kb"], compact=True)} '
+                     f'{p["total"]} ({p["free"]} free)'
+                     for p in pools) or 'none'
 
 
 def _cpus(cpus: Iterable[int]) -> str:

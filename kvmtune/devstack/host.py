@@ -28,6 +28,7 @@ from typing import Literal
 from typing import cast
 
 from kvmtune.tuning import pages
+from kvmtune import pagesize
 from kvmtune import privileged
 from kvmtune.errors import InputError
 from kvmtune.tuning.novaconf import inifile
@@ -313,7 +314,7 @@ def clean(changes: Changes, also: Iterable[str] = ()) -> None:
         for entry in pools:
             if now[(entry['node'], entry['size_kb'])] != entry['after']:
                 print(f'kvmtune: huge pages on node {entry["node"]} '
-                      f'({pages.label(entry["size_kb"])}) changed after '
+                      f'({pagesize.text(entry["size_kb"])}) changed after '
                       'kvmtune set them; left as they are')
         pages.apply(back, say=lambda line: print(f'kvmtune: {line}'))
     changes.drop('pages')

@@ -5,13 +5,13 @@ separated by spaces, a value may be double-quoted, and everything after a
 lone ``--`` belongs to init, not to the kernel.
 """
 
+from kvmtune import pagesize
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.types import HugepagesArg
 from kvmtune.facts.types import KernelArgs
 
 ISOLCPUS_FLAGS = ('nohz', 'domain', 'managed_irq')
 IOMMU_KEYS = ('intel_iommu', 'amd_iommu', 'iommu')
-_SIZE_KB = {'K': 1, 'M': 1024, 'G': 1024 * 1024}
 # x86's default huge page size when default_hugepagesz is not given.
 X86_DEFAULT_HUGEPAGESZ = '2M'
 
@@ -42,13 +42,12 @@ def split_cmdline(cmdline: str) -> list[tuple[str, str | None]]:
 
 
 def size_kb(text: str | None) -> int | None:
-    """``1G``/``1GB``/``2M``/``2048k`` -> kB, or None if not a size."""
-    text = (text or '').strip().upper().removesuffix('B')
-    if text and text[-1] in _SIZE_KB and text[:-1].isdigit():
-        return int(text[:-1]) * _SIZE_KB[text[-1]]
-    if text.isdigit():
-        return int(text) // 1024
-    return None
+    """A command line size (``1G``, ``1GB``, ``2M``, ``2048k``, bytes) ->
+    KiB (kvmtune.pagesize.kib), or None if not a size."""
+    try:
+        return pagesize.kib(text or '', bare='bytes')
+    except ValueError:
+        return None
 
 
 def parse_isolcpus(value: str) -> tuple[list[int], list[str]]:

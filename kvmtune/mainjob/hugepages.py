@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 from typing import cast
 
+from kvmtune import pagesize
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import steps
@@ -23,11 +24,6 @@ SMALLEST_HUGEPAGE_KB = 2048     # x86-64: 2 MB, then 1 GB
 HUGEPAGE_MARGIN_MB = 128        # beyond the guests' RAM, for QEMU's slack
 
 
-def page_label(kb: int) -> str:
-    return f'{kb // 1024 // 1024} GB' if kb >= 1024 * 1024 else \
-        f'{kb // 1024} MB'
-
-
 @dataclasses.dataclass
 class Pages:
     """The huge pages the tuned guests need on their compute."""
@@ -39,7 +35,7 @@ class Pages:
 
     @property
     def label(self) -> str:
-        return page_label(self.size_kb)
+        return pagesize.text(self.size_kb)
 
 
 def _pool_name(size_kb: int) -> str | None:
@@ -101,7 +97,7 @@ def guest_pages(profile: 'Profile', facts: 'Facts', max_vms: int,
         if ram_kb % size_kb:
             raise KvmtuneError(
                 f'{ram_mb} MB guests are no whole number of '
-                f'{page_label(size_kb)} pages, Nova cannot place them',
+                f'{pagesize.text(size_kb)} pages, Nova cannot place them',
                 source=profile.path, key='hw:mem_page_size',
                 fix='use a page size that divides the guest RAM')
         why = f'hw:mem_page_size={spec}'
@@ -112,10 +108,10 @@ def guest_pages(profile: 'Profile', facts: 'Facts', max_vms: int,
         size_kb = fits[0] if fits else SMALLEST_HUGEPAGE_KB
         why = (f'hw:mem_page_size=large: Nova takes the largest page that '
                f'divides the guest RAM; the plan\'s pool has '
-               f'{page_label(pool)} pages')
+               f'{pagesize.text(pool)} pages')
         if size_kb != pool:
             why += (f', {ram_mb} MB is no whole number of them, so '
-                    f'{page_label(size_kb)}')
+                    f'{pagesize.text(size_kb)}')
     else:
         return None
     tuner = _hugepages_tuner(profile, facts, size_kb)

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
+from kvmtune import pagesize
 from kvmtune import privileged
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
@@ -32,8 +33,6 @@ from kvmtune.errors import KvmtuneError
 NODES = os.path.join('sys', 'devices', 'system', 'node')
 POOL = os.path.join('node{node}', 'hugepages', 'hugepages-{size_kb}kB',
                     'nr_hugepages')
-_SIZE = re.compile(r'(\d+)([KMG])B?', re.IGNORECASE)
-_UNIT_KB = {'K': 1, 'M': 1024, 'G': 1024 * 1024}
 
 
 class PagesRefused(KvmtuneError):
@@ -50,7 +49,7 @@ class Pool:
 
     @property
     def label(self) -> str:
-        return f'node {self.node} {label(self.size_kb)}'
+        return f'node {self.node} {pagesize.text(self.size_kb)}'
 
     def to_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
@@ -63,32 +62,12 @@ class Applied:
     after: int | None
 
 
-def label(size_kb: int) -> str:
-    """'2 MB', '1 GB' for a page size in KiB."""
-    if size_kb >= 1024 * 1024 and not size_kb % (1024 * 1024):
-        return f'{size_kb // 1024 // 1024} GB'
-    if size_kb >= 1024 and not size_kb % 1024:
-        return f'{size_kb // 1024} MB'
-    return f'{size_kb} kB'
-
-
-def size_kb(text: object) -> int:
-    """'2M', '2MB', '1G', '2048' (KiB) -> KiB; ValueError otherwise."""
-    text = str(text).strip()
-    if text.isdigit():
-        return int(text)
-    match = _SIZE.fullmatch(text)
-    if not match:
-        raise ValueError(f'{text!r} is not a page size (2M, 1G, or KiB)')
-    return int(match.group(1)) * _UNIT_KB[match.group(2).upper()]
-
-
 def parse_pool(text: object) -> Pool:
     """'NODE:SIZE:COUNT' (e.g. 0:2M:512) -> Pool; ValueError otherwise."""
     parts = str(text).split(':')
     if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit():
         raise ValueError(f'{text!r} is not NODE:SIZE:COUNT (e.g. 0:2M:512)')
-    return Pool(int(parts[0]), size_kb(parts[1]), int(parts[2]))
+    return Pool(int(parts[0]), pagesize.kib(parts[1]), int(parts[2]))
 
 
 def pools_from(items: Iterable[Pool | Mapping[str, Any]]) -> list[Pool]:
@@ -146,7 +125,7 @@ def free_kb(node: int, root: str = '/') -> int | None:
 def _boot_fix(pools: list[Pool]) -> str:
     sizes = sorted({p.size_kb for p in pools})
     args = ' '.join(
-        f'hugepagesz={label(kb).replace(" ", "")[:-1]} hugepages='
+        f'hugepagesz={pagesize.text(kb, compact=True)} hugepages='
         f'{sum(p.count for p in pools if p.size_kb == kb)}' for kb in sizes)
     return (f'free memory and run again, or reserve the pages at boot '
             f'(kernel arguments {args})')
@@ -170,7 +149,7 @@ def check(pools: list[Pool], root: str = '/') -> dict[tuple[int, int], int]:
             has_node = os.path.isdir(os.path.join(root, NODES,
                                                   f'node{pool.node}'))
             raise PagesRefused(
-                (f'this kernel has no {label(pool.size_kb)} pages'
+                (f'this kernel has no {pagesize.text(pool.size_kb)} pages'
                  if has_node else f'there is no NUMA node {pool.node}'),
                 source=pool_path(pool.node, pool.size_kb, root),
                 fix=('use a page size the CPU has (2M; 1G needs pdpe1gb)'
@@ -215,7 +194,8 @@ def apply(pools: Iterable[Pool | Mapping[str, Any]], root: str = '/',
             _put_back(done, root)
             raise PagesRefused(
                 f'the kernel gave {after} of {pool.count} '
-                f'{label(pool.size_kb)} pages; every pool is back as it was',
+                f'{pagesize.text(pool.size_kb)} pages; every pool is back '
+                'as it was',
                 source=path, fix=_boot_fix(wanted))
         if say:
             say(f'hugepages: {pool.label}: {before} -> {after}'

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
 
+from kvmtune import pagesize
 from kvmtune import verify
 from kvmtune.facts import kernel as kernel_args
 from kvmtune.facts.cpulist import format_cpulist
@@ -162,18 +163,13 @@ def cmdline_checks(plan: 'Plan', cmdline: str | None) -> list[verify.Check]:
 
 # -- huge page pools -------------------------------------------------------
 
-def _size_label(size_kb: int) -> str:
-    return f'{size_kb // (1024 * 1024)}G' if size_kb >= 1024 * 1024 \
-        else f'{size_kb // 1024}M'
-
-
 def pool_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
     """[Check] of ``plan``'s huge page pools against the live ones."""
     nodes = {node['id']: node for node in
              (facts.get('numa') or {}).get('nodes') or []}
     checks = []
     for pool in plan.hugepages:
-        size = _size_label(pool['size_kb'])
+        size = pagesize.text(pool['size_kb'], compact=True)
         name = f'pages node{pool["node"]} {size}'
         expected = f'>= {pool["count"]}'
         fix = (f'kvmtune pages apply {pool["node"]}:{size}:{pool["count"]}'

@@ -15,8 +15,8 @@ MB default; ``memory_percent`` of the rest becomes the pool. A pool already
 made keeps its size unless ``memory_percent`` is given.
 """
 
-import re
 
+from kvmtune import pagesize
 from kvmtune.facts.types import NumaNode
 from kvmtune.tuning.plan import HugepageRequest
 from kvmtune.tuning.tuners import base
@@ -25,16 +25,15 @@ HOST_RESERVED_MB = 4096     # TripleO's reserved host memory
 NOVA_RESERVED_MB = 512      # Nova's reserved_host_memory_mb default
 DEFAULT_PERCENT = 50
 PAGE_KB = {'1G': 1024 * 1024, '2M': 2048}
-_UNIT_KB = {'': 1, 'K': 1, 'M': 1024, 'G': 1024 ** 2, 'T': 1024 ** 3}
 
 
 def page_size_kb(text: str) -> int | None:
-    """hw:mem_page_size -> KiB, or None for small/large/any (Nova's
-    unit-less sizes are KiB)."""
-    match = re.fullmatch(r'(\d+)([kKMGT]?)i?(b|bit|B)?', text)
-    if not match:
+    """hw:mem_page_size -> KiB (kvmtune.pagesize.kib), or None for
+    small/large/any (Nova's unit-less sizes are KiB)."""
+    try:
+        return pagesize.kib(text)
+    except ValueError:
         return None
-    return int(match.group(1)) * _UNIT_KB[match.group(2).upper()]
 
 
 class Hugepages(base.Tuner):
