@@ -14,10 +14,12 @@ and per run a least-squares line of the per-VM figure over VM counts.
 Figures stay in the one unit set of kvmtune.results.row (bytes/s,
 nanoseconds): the renderer alone scales them for print.
 
-Before anything is analysed, kvmtune.results.records.check refuses runs
-of different workloads and warns about different hosts, accelerators,
+Before anything is analysed, kvmtune.results.compare.check refuses runs
+of different workloads, or of a workload that cannot be known (a record
+that says null), and warns about different hosts, accelerators,
 parameters and runtimes; a bare host that measured another workload, or
-has no figure of the runs' metric, is refused.
+has no figure of the runs' metric, is refused; a guest run without it is
+shown as not comparable, with a warning.
 """
 
 import dataclasses
@@ -28,7 +30,7 @@ from typing import Iterator
 from typing import Sequence
 
 from kvmtune.errors import InputError
-from kvmtune.results import records
+from kvmtune.results import compare
 from kvmtune.results.row import Row
 from kvmtune.results.run import Run
 from kvmtune.results.units import THROUGHPUT
@@ -262,8 +264,10 @@ def analyse(runs: Sequence[Run]) -> Analysis:
                          fix='give result files of kvmtune bench local, '
                              'kvmtune baseline or a Rally sweep')
     runs = list(runs)
-    warnings = records.check([r.record for r in runs],
-                             [f'{r.source} ({r.label})' for r in runs])
+    warnings = compare.check([r.record for r in runs],
+                             [f'{r.source} ({r.label})' for r in runs],
+                             [{g.workload for g in r.rows if g.workload}
+                              for r in runs])
     metric, unit, scale = metric_of(runs)
     tail = _present(runs, [k for k, _ in TAILS])
     tail_name = dict(TAILS).get(tail) if tail else None
@@ -277,6 +281,11 @@ def analyse(runs: Sequence[Run]) -> Analysis:
                for n, its in sorted(run.iterations.items())]
         _finite(run, pts)
         points[run.label] = pts
+        if metric and any(r.ok for r in run.rows) and all(
+                p.per_vm is None for p in pts):
+            # valid guests, none with the runs' figure: another unit
+            warnings.append(f'warning: {run.source} ({run.label}): no '
+                            f'{unit} figure: not comparable (shown as -)')
         if run.bare:
             if bare is None and pts:
                 _check_bare(run, pts[0], metric, workloads)

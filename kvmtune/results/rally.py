@@ -195,9 +195,15 @@ def runs_from(doc: Any, source: str = '<input>',
                 cl = measuring(got)
                 points[len(cl)].append(cl)
                 budgets.append((len(cl), budget(it, cl)))
+            record = records.from_rally(args, started)
+            said = {r.workload for its in points.values() for guests in its
+                    for r in guests if r.workload}
+            if 'workload' not in args and len(said) == 1:
+                # a task that left the scenario's default: its guests say
+                # which (an argument given as null stays null: refused)
+                record['workload']['name'] = said.pop()
             found.append(Run('', source, kinds.RALLY,
-                             records.validate(
-                                 records.from_rally(args, started), source),
+                             records.validate(record, source),
                              dict(points), errors, budgets, name, flavor))
     except (KeyError, TypeError, ValueError, AttributeError,
             IndexError) as exc:

@@ -23,11 +23,7 @@ CPU and NUMA topology, memory size), not what tuning changes (huge pages,
 kernel arguments, nova.conf): a before/after on one host keeps it, and
 ``facts_digest`` tells whether anything else in the facts moved.
 
-``check(records, sources)`` is what ``kvmtune report`` applies before it
-compares several results: different workloads are refused (a table of
-randread IOPS next to randwrite IOPS says nothing), and different hosts,
-different accelerators, different parameters or runtimes, and results
-without a record are warned about, one line each.
+``kvmtune.results.compare`` checks records before results are compared.
 """
 
 import dataclasses
@@ -35,7 +31,6 @@ import datetime
 import hashlib
 import json
 from typing import Any
-from typing import Mapping
 from typing import NoReturn
 from typing import Sequence
 from typing import TypedDict
@@ -303,68 +298,3 @@ def validate(record: Any, source: str) -> Record | None:
                     (want != bool and isinstance(value, bool))):
                 wrong(prefix + key, want)
     return cast(Record, record)
-
-
-def _workload_of(record: Mapping[str, Any] | None) -> dict[str, Any]:
-    return ((record or {}).get('workload') or {})
-
-
-def check(records: Sequence[Mapping[str, Any] | None],
-          sources: Sequence[str]) -> list[str]:
-    """Warnings (list of lines) for results about to be compared.
-
-    Raises InputError when they measure different workloads. A result
-    without a record (written by an older kvmtune) is compared with a
-    warning: nothing can be checked for it.
-
-    :param records: one record (or None) per result, in report order
-    :param sources: the file each came from (same order)
-    """
-    warnings = []
-    named = [(r, s) for r, s in zip(records, sources) if r]
-    for record, source in zip(records, sources):
-        if not record:
-            warnings.append(f'warning: {source} carries no record (an older '
-                            'kvmtune wrote it): host, settings and workload '
-                            'cannot be checked')
-    if len(named) < 2:
-        return warnings
-    first, first_source = named[0]
-    name = _workload_of(first).get('name')
-    for record, source in named[1:]:
-        other = _workload_of(record).get('name')
-        if name and other and other != name:
-            raise InputError(
-                f'measures workload {other}, {first_source} measures '
-                f'{name}: figures of different workloads do not compare',
-                source=source, key='record.workload.name',
-                fix='compare results of one workload (kvmtune report '
-                    'A.json B.json with A and B of the same workload)')
-    for key, what in (('params', 'workload parameters'),
-                      ('runtime', 'runtimes')):
-        values = {json.dumps(_workload_of(r).get(key), sort_keys=True)
-                  for r, _ in named
-                  if r.get('kind') != kinds.BASELINE or key == 'params'}
-        if len(values) > 1:
-            warnings.append(f'warning: different {what} '
-                            f'({", ".join(sorted(values))})')
-    hosts: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
-    for record, source in named:
-        digest = (record.get('host') or {}).get('digest')
-        if digest:
-            hosts.setdefault(digest, []).append((record, source))
-    if len(hosts) > 1:
-        described = '; '.join(
-            f'{(members[0][0]["host"].get("hostname"))} '
-            f'({members[0][0]["host"].get("cpu_model")}): '
-            f'{", ".join(s for _, s in members)}'
-            for members in hosts.values())
-        warnings.append(f'warning: results from different hosts: '
-                        f'{described}')
-    guests = {str(r.get('accel')) for r, _ in named
-              if r.get('accel') not in (None, 'bare')}
-    if len(guests) > 1:
-        warnings.append('warning: guests ran under different accelerators '
-                        f'({", ".join(sorted(guests))}): KVM and TCG '
-                        'figures do not compare')
-    return warnings

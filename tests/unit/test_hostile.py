@@ -216,3 +216,73 @@ def test_an_overflow_against_a_real_run_is_refused_as_well(tmp_path):
     rc, out, err = kvmtune('report', LOCAL, path, '-f', 'json')
     refused(rc, err, 'big.json', 'aggregate bw_bytes_s')
     assert out == ''
+
+
+def as_randwrite(doc):
+    # the bench local run as if it had measured fio-randwrite-4k: its rows
+    # and top-level workload say so
+    doc['workload'] = 'fio-randwrite-4k'
+    for row in doc['rows']:
+        row['result']['workload'] = 'fio-randwrite-4k'
+    doc['record']['workload']['name'] = 'fio-randwrite-4k'
+
+
+def null_at(*path):
+    def edit(doc):
+        as_randwrite(doc)
+        part = doc['record']
+        for key in path[:-1]:
+            part = part[key]
+        part[path[-1]] = None
+    return edit
+
+
+@pytest.mark.parametrize('edit, key', [
+    (null_at('workload'), 'record.workload'),
+    (null_at('workload', 'name'), 'record.workload.name'),
+    (null_at('workload', 'params'), 'record.workload.params'),
+    (null_at('accel'), 'record.accel'),
+])
+@pytest.mark.parametrize('fmt', ['table', 'json'])
+def test_a_record_that_does_not_say_what_it_measured_never_compares(
+        edit, key, fmt, tmp_path):
+    # Before (issue 40): exit 0, "comparison of 2 run(s),
+    # fio-randread-4k", the randwrite run +800 % against randread.
+    wrote = edited(tmp_path, LOCAL, edit, 'randwrite.json')
+    rc, out, err = kvmtune('report', LOCAL, wrote, '-f', fmt)
+    refused(rc, err, 'randwrite.json', f': {key}: ', 'cannot be known')
+    assert out == ''
+
+
+def test_the_intact_pair_is_refused_by_its_workload(tmp_path):
+    wrote = edited(tmp_path, LOCAL, as_randwrite, 'randwrite.json')
+    rc, out, err = kvmtune('report', LOCAL, wrote)
+    refused(rc, err, 'randwrite.json', 'record.workload.name',
+            'measures workload fio-randwrite-4k')
+    assert out == ''
+
+
+def test_a_rally_sweep_whose_workload_argument_is_null(tmp_path):
+    # the record Rally's result gives is made from the task's arguments
+    def edit(doc):
+        wl = doc['tasks'][0]['subtasks'][0]['workloads'][0]
+        wl['scenario']['KvmTune.disk_scaling']['workload'] = None
+    wrote = edited(tmp_path, SWEEP, edit)
+    rc, out, err = kvmtune('report', LOCAL, wrote, '-f', 'json')
+    refused(rc, err, os.path.basename(SWEEP), 'record.workload.name',
+            'cannot be known')
+    assert out == ''
+    # alone it is no comparison: shown, its rows say what it measured
+    rc, out, err = kvmtune('report', wrote, '-f', 'json')
+    assert rc == 0, err
+    assert strict_json(out)['runs'][0]['points']
+
+
+def test_rows_that_contradict_their_record_are_refused(tmp_path):
+    def edit(doc):
+        for row in doc['rows']:
+            row['result']['workload'] = 'fio-randwrite-4k'
+    wrote = edited(tmp_path, LOCAL, edit, 'rows.json')
+    rc, out, err = kvmtune('report', LOCAL, wrote)
+    refused(rc, err, 'rows.json', 'record.workload.name',
+            'its rows measured fio-randwrite-4k')

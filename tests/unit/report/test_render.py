@@ -82,7 +82,8 @@ def test_baseline_of_another_workload_is_one_line(tmp_path, capsys):
     assert cli.main(['report', write_rally(tmp_path, new_format()),
                      '--baseline', baseline_file(tmp_path, 'w')]) == 2
     err = capsys.readouterr().err
-    assert 'no iops figure for workload fio-randread-4k' in err
+    assert 'measures workload w' in err and 'kvmtune baseline --workload '\
+        'fio-randread-4k' in err
     assert err.count('\n') == 1
 
 
@@ -108,7 +109,8 @@ def test_a_nested_file_prints_its_levels_beside_the_host(tmp_path, capsys):
 def test_different_workloads_are_refused_by_the_command(tmp_path, capsys):
     a = write(tmp_path, 'a.json', bench_doc([result(1000.0)]))
     b = write(tmp_path, 'b.json', bench_doc(
-        [result(events=900.0)], workload='sysbench-cpu'))
+        [result(events=900.0, workload='sysbench-cpu')],
+        workload='sysbench-cpu'))
     assert cli.main(['report', a, b]) == 2
     err = capsys.readouterr().err
     assert 'different workloads do not compare' in err

@@ -60,9 +60,11 @@ def test_bad_guests_are_counted_never_averaged(tmp_path):
 def test_cpu_runs_take_events_and_the_max_as_tail(tmp_path):
     an = analysed(
         tmp_path,
-        ('a.json', bench_doc([result(events=900.0, mx=5e6)],
+        ('a.json', bench_doc([result(events=900.0, mx=5e6,
+                                     workload='sysbench-cpu')],
                              workload='sysbench-cpu')),
-        ('b.json', bench_doc([result(events=990.0, mx=4e6)],
+        ('b.json', bench_doc([result(events=990.0, mx=4e6,
+                                     workload='sysbench-cpu')],
                              workload='sysbench-cpu')))
     assert (an.metric, an.unit, an.tail) == ('events_s', 'events/s', 'max')
     assert an.points['b'][0].change == pytest.approx(0.1)
@@ -88,15 +90,17 @@ def test_two_points_have_a_slope_but_no_r2():
 
 def test_different_workloads_are_refused(tmp_path):
     with pytest.raises(InputError, match='different workloads'):
+        cpu = result(events=9.0, workload='sysbench-cpu')
         analysed(tmp_path, ('a.json', bench_doc([result(1000.0)])),
-                 ('b.json', bench_doc([result(events=9.0)],
-                                      workload='sysbench-cpu')))
+                 ('b.json', bench_doc([cpu], workload='sysbench-cpu')))
 
 
 @pytest.mark.parametrize('bare, words', [
     (dict(baseline_doc(result(2000.0, workload='w'), workload='w'),
           record=None),
-     'no iops figure for workload fio-randread-4k'),
+     'workload w, .* measures fio-randread-4k: figures of different '
+     'workloads do not compare .*kvmtune baseline --workload '
+     'fio-randread-4k'),
     (baseline_doc(result(events=5.0)), 'no iops figure'),
     (baseline_doc(dict(result(1.0), iops=0.0)), 'bare-metal iops is 0'),
 ])

@@ -63,39 +63,6 @@ def _rec(workload='fio-randread-4k', digest='a', accel='tcg', params=None,
                          'runtime': runtime}}
 
 
-def test_different_workloads_are_refused():
-    with pytest.raises(InputError, match='different workloads') as exc:
-        records.check([_rec(), _rec('fio-randwrite-4k')],
-                      ['a.json', 'b.json'])
-    assert exc.value.source == 'b.json'
-
-
-def test_same_everything_gives_no_warning():
-    assert records.check([_rec(), _rec()], ['a', 'b']) == []
-
-
-def test_differences_are_warned_one_line_each():
-    lines = records.check(
-        [_rec(), _rec(digest='b', accel='kvm', params={'size': '1G'},
-                      runtime=20)], ['a.json', 'b.json'])
-    text = '\n'.join(lines)
-    assert 'different hosts' in text and 'host-a' in text
-    assert 'different accelerators' in text
-    assert 'different workload parameters' in text
-    assert 'different runtimes' in text
-    assert all(line.startswith('warning: ') for line in lines)
-
-
-def test_a_bare_host_baseline_is_no_other_accelerator():
-    assert records.check([_rec(), _rec(accel='bare', kind='baseline')],
-                         ['a', 'b']) == []
-
-
-def test_a_result_without_record_is_warned_not_refused():
-    lines = records.check([None, _rec()], ['old.json', 'new.json'])
-    assert len(lines) == 1 and 'old.json carries no record' in lines[0]
-
-
 def test_rally_record_from_task_arguments():
     rec = records.from_rally({'flavor': {'name': 'm1.tuned'},
                               'workload': 'sysbench-cpu', 'runtime': 10,

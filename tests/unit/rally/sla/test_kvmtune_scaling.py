@@ -77,8 +77,9 @@ def test_missing_baseline_figure_is_a_clear_failure(tmp_path):
     result = run({'min_share': 0.5, 'baseline': path},
                  [iteration([1000.0])])
     assert not result['success']
-    assert (f'no bare-metal reference: {path}: no iops figure for workload '
-            'fio-randread-4k') in result['detail']
+    assert f'no bare-metal reference: {path} (bare host): ' \
+        'record.workload.name: measures workload other' in result['detail']
+    assert 'kvmtune baseline --workload fio-randread-4k' in result['detail']
 
 
 def test_merge_of_parallel_checkers():
