@@ -27,7 +27,7 @@ The count is the smaller, and its limit the first thing to run out:
 NUMA flavor without the node's facts or CPU sets, or a NUMA count past
 its work bound is marked partial with the reason, never counted as 0 or
 as room. A flavor Nova refuses to boot is an InputError naming Nova's
-rule (kvmtune.tuning.extra_specs.guest_topology).
+rule (kvmtune.tuning.flavor_topology).
 """
 
 import dataclasses
@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
 
+from kvmtune.capacity import cells
 from kvmtune.capacity import numa as numa_fit
 from kvmtune.capacity import request as requests
 from kvmtune.errors import InputError
-from kvmtune.tuning import extra_specs
+from kvmtune.tuning import flavor_topology
 
 if TYPE_CHECKING:
     from kvmtune.capacity.placement import Host
@@ -225,8 +226,8 @@ def host_fit(host: 'Host', request: requests.Request,
                       'dedicated ones); Placement alone allows '
                       f'{count}')
         return fit
-    nodes = numa_fit.host_nodes(facts, dedicated or set(), servers or (),
-                                shared or set())
+    nodes = cells.host_nodes(facts, dedicated or set(), servers or (),
+                             shared or set())
     numa_count, numa_limit = numa_fit.fit(nodes, request.numa,
                                           filter_limits(host))
     if numa_count is None:
@@ -278,7 +279,7 @@ def compute(cloud: Any, flavor_names: Sequence[str] | None = None, *,
     for flavor in chosen:
         try:
             wanted.append(requests.from_flavor(flavor))
-        except extra_specs.Refused as exc:
+        except flavor_topology.Refused as exc:
             raise InputError(f'Nova refuses to boot it ({exc.rule}): '
                              f'{exc.why}', source=f'flavor {flavor["name"]}',
                              fix='fix the flavor\'s extra specs, or leave '

@@ -28,7 +28,7 @@ import math
 import re
 from typing import Any
 
-from kvmtune.tuning import extra_specs
+from kvmtune.tuning import flavor_topology
 
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 HYPERTHREADING = 'HW_CPU_HYPERTHREADING'
@@ -105,7 +105,7 @@ UNMODELLED = ('hw:cpu_realtime', 'hw:cpu_realtime_mask', 'hw:pmem',
 def from_flavor(flavor: dict[str, Any]) -> Request:
     """The Request for a Nova flavor (the API's dict, with extra_specs).
 
-    :raises extra_specs.Refused: a flavor nova-api refuses to boot, with
+    :raises flavor_topology.Refused: a flavor nova-api refuses to boot, with
         the rule (Nova's exception name)
     :raises Unsupported: an extra spec kvmtune cannot count, named
     """
@@ -115,7 +115,7 @@ def from_flavor(flavor: dict[str, Any]) -> Request:
     for key in UNMODELLED:
         if key in specs:
             raise Unsupported(f'{key} (not modelled)')
-    guest = extra_specs.guest_topology(vcpus, int(flavor['ram']), specs)
+    guest = flavor_topology.guest_topology(vcpus, int(flavor['ram']), specs)
     policy = guest.policy
     isolate = guest.emulator_isolate
     thread_policy = guest.thread_policy
@@ -162,7 +162,7 @@ def from_flavor(flavor: dict[str, Any]) -> Request:
                    numa=_numa(guest))
 
 
-def _numa(guest: extra_specs.GuestTopology) -> NumaRequest | None:
+def _numa(guest: flavor_topology.GuestTopology) -> NumaRequest | None:
     if not guest.nodes:
         return None
     return NumaRequest(

@@ -11,7 +11,7 @@ each host, Nova's count is its own loop: ``numa_fit_instance_to_host``
 with ``NUMATopologyLimits`` as the NUMATopologyFilter passes them, then
 ``numa_usage_from_instance_numa``, until nothing fits; kvmtune's is
 ``kvmtune.capacity.numa.fit``. Both see the same host cells (the nodes
-kvmtune.capacity.numa.host_nodes makes of the capture).
+kvmtune.capacity.cells.host_nodes makes of the capture).
 
 Each capture keeps its real CPUs, siblings (offline ones dropped), CPU-less
 nodes and memory; stated synthetic parts where it has none: 16 GiB on a
@@ -36,9 +36,10 @@ import subprocess
 import pytest
 
 from kvmtune import facts as host_facts
+from kvmtune.capacity import cells
 from kvmtune.capacity import numa
 from kvmtune.capacity import request
-from kvmtune.tuning import extra_specs
+from kvmtune.tuning import flavor_topology
 from tests import hang
 from tests import paths
 from tests.unit.tuning.export.consumers import NOVA_PYTHON
@@ -212,7 +213,7 @@ def kvmtunes(flavors, hosts):
     for name, f in flavors.items():
         try:
             wanted[name] = request.from_flavor(dict(f, name=name, disk=0))
-        except extra_specs.Refused as exc:
+        except flavor_topology.Refused as exc:
             refused[name] = exc.rule
     for host in hosts:
         for name in host['flavors']:
@@ -230,7 +231,7 @@ def oracle_hosts(flavors, full):
     hosts = []
     for index, name in enumerate(CAPTURES):
         facts, dedicated, shared = capture(name)
-        model = numa.host_nodes(facts, dedicated, (), shared)
+        model = cells.host_nodes(facts, dedicated, (), shared)
         hosts.append({
             'name': name, 'model': model, 'nodes': nova_cells(model),
             'limits': LIMITS[index % len(LIMITS)],
@@ -301,7 +302,7 @@ def test_pages_too_few_on_every_node_is_the_page_limit():
     # a real capture with no huge pages reserved: PCPUs free, pages none
     _, dedicated, shared = capture('64amd64-4s2n4ca2co')
     wanted = request.from_flavor(PINNED_LARGE)
-    count, limit = numa.fit(numa.host_nodes(facts, dedicated, (), shared),
+    count, limit = numa.fit(cells.host_nodes(facts, dedicated, (), shared),
                             wanted.numa)
     assert (count, limit) == (0, 'pages:large')
 
@@ -311,14 +312,14 @@ def test_servers_already_there_use_their_nodes():
         os.path.join(REAL, '32intel64-2p8co2t+8ve')), {2048: 1024})
     _, dedicated, shared = capture('32intel64-2p8co2t+8ve')
     wanted = request.from_flavor(PINNED_LARGE).numa
-    before = numa.fit(numa.host_nodes(facts, dedicated, (), shared),
+    before = numa.fit(cells.host_nodes(facts, dedicated, (), shared),
                       wanted)[0]
     # Nova's GET /servers/{id}/topology of a pinned guest on node 0
     topology = {'pagesize_kb': 2048, 'nodes': [{
         'host_node': 0, 'memory_mb': 2048, 'cpu_pinning': {'0': 2, '1': 3},
         'vcpu_set': [0, 1], 'siblings': [[2], [3]]}]}
-    after = numa.fit(numa.host_nodes(facts, dedicated,
-                                     [({'id': 'a'}, topology)], shared),
+    after = numa.fit(cells.host_nodes(facts, dedicated,
+                                      [({'id': 'a'}, topology)], shared),
                      wanted)[0]
     assert after == before - 1
 
@@ -331,7 +332,7 @@ def test_a_fit_past_its_work_bound_is_partial_not_a_count():
         'name': 'x', 'vcpus': 4, 'ram': 4096 * 1024, 'disk': 0,
         'extra_specs': {'hw:numa_nodes': '4'}}).numa
     count, why = hang.call_in_child(lambda: numa.fit(
-        numa.host_nodes(facts, dedicated, (), shared), wanted,
+        cells.host_nodes(facts, dedicated, (), shared), wanted,
         (4.0, 1.0), max_steps=20000))
     assert count is None
     assert 'bound of 20000 fit steps' in why
@@ -359,7 +360,7 @@ def test_shared_numa_flavors_return_on_every_capture(name):
         out = {}
         for flavor, f in SHARED_NUMA.items():
             wanted = request.from_flavor(dict(f, name=flavor, disk=0))
-            out[flavor] = numa.fit(numa.host_nodes(facts, set(), ()),
+            out[flavor] = numa.fit(cells.host_nodes(facts, set(), ()),
                                    wanted.numa, (16.0, 1.5))[0]
         return out
 

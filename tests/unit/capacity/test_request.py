@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from kvmtune.capacity import request
-from kvmtune.tuning import extra_specs
+from kvmtune.tuning import flavor_topology
 from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
 
@@ -124,7 +124,7 @@ def test_numa_needs_from_the_extra_specs():
      'CPUThreadPolicyConfigurationInvalid'),
 ])
 def test_what_nova_refuses_is_refused_by_its_rule(specs, rule):
-    with pytest.raises(extra_specs.Refused) as refused:
+    with pytest.raises(flavor_topology.Refused) as refused:
         request.from_flavor(flavor('x', **specs))
     assert refused.value.rule == rule
 
