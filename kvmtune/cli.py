@@ -266,9 +266,10 @@ def _names_builtin(argv: Sequence[str]) -> bool:
 
 
 class _StoreOnce(argparse._StoreAction):
-    """A single-valued option given twice is refused, not silently the
-    last one (``--target kolla --target helm`` exported for helm only;
-    issue 26). Repeatable options say so with action='append'."""
+    """A single-valued option given twice is refused, not silently the last one
+    (``--target kolla --target helm`` exported for helm only;
+    tests/unit/test_hostile.py). Repeatable options say so with
+    action='append'."""
 
     def __call__(self, parser: argparse.ArgumentParser,
                  namespace: argparse.Namespace, values: Any,

@@ -21,15 +21,16 @@ MASK = '***'
 # nova.conf diff): no list of option names is needed for these.
 #
 # Every error line and every line of a diff passes here, so the time is
-# linear in the text and small (issue 40: a nova.conf value of 200,000
+# linear in the text and small (benchmarks/long_values.py: a nova.conf
+# value of 200,000
 # characters took 82 s, the patterns' lookaheads rescanning a run of word
 # characters from each of its positions). Each shape starts from an anchor
-# found by str.find, which scans at memory speed: "://", a secret word in
-# the case-folded text, a run of 32 token or hex characters in the text
-# mapped to one category letter per character (_CATEGORIES). The run
-# around an anchor is read once, and the next search starts after it. A
-# shape matches exactly what its regular expression in the comment above
-# it matched (tests/unit/test_errors.py compares them on random text).
+# found by str.find, which scans at memory speed: "://", a secret word in the
+# case-folded text, a run of 32 token or hex characters in the text mapped to
+# one category letter per character (_CATEGORIES). The run around an anchor is
+# read once, and the next search starts after it. A shape matches exactly what
+# its regular expression in the comment above it matched
+# (tests/unit/test_errors.py compares them on random text).
 
 # scheme://user:password@host (rabbit://, mysql+pymysql://, redis://:pw@)
 #   ([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)  ->  \1***

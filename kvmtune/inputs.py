@@ -34,12 +34,12 @@ _T = TypeVar('_T')
 def plain_text(value: _T, *, source: object, key: str | None,
                fix: str | None = None) -> _T:
     """``value`` (a string, or a list of them) when it holds no control
-    character; else the one InputError. Every value that reaches a
-    generated file (nova.conf, an override file, a kernel command line, a
-    modprobe line, an extra spec) passes here: a newline in a profile
-    parameter would otherwise write a section or option nobody planned
-    (issue 26), and none of those formats has a use for one. The error
-    names the key and never quotes the value."""
+    character; else the one InputError. Every value that reaches a generated
+    file (nova.conf, an override file, a kernel command line, a modprobe line,
+    an extra spec) passes here: a newline in a profile parameter would
+    otherwise write a section or option nobody planned
+    (tests/unit/test_hostile.py), and none of those formats has a use for one.
+    The error names the key and never quotes the value."""
     for item in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(item, str) and _CONTROL.search(item):
             raise InputError(

@@ -1,13 +1,13 @@
 """The one JSON encoder: every ``-f json`` output and every JSON file
 kvmtune writes for another tool or for itself to read back.
 
-Strict (issue 40): ``allow_nan=False``, so a NaN or an infinity is never
-written as the ``NaN`` / ``Infinity`` that Python's json module accepts
-and that no strict parser (RFC 8259 section 6, jq, a browser's
-JSON.parse) reads. Such a value is refused as the project's one error,
-naming where in the document it sits, before anything is printed or
-written. ``check_finite`` is the same walk for the YAML outputs, where
-PyYAML would write ``.inf``.
+Strict (tests/unit/test_jsonout.py): ``allow_nan=False``, so a NaN or an
+infinity is never written as the ``NaN`` / ``Infinity`` that Python's json
+module accepts and that no strict parser (RFC 8259 section 6, jq, a browser's
+JSON.parse) reads. Such a value is refused as the project's one error, naming
+where in the document it sits, before anything is printed or written.
+``check_finite`` is the same walk for the YAML outputs, where PyYAML would
+write ``.inf``.
 """
 
 import json

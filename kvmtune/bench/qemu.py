@@ -101,7 +101,7 @@ def network_data(instance_id: str, mac: str, address: str,
                                 for s in (24, 16, 8, 0)),
             'routes': ([{'network': '0.0.0.0', 'netmask': '0.0.0.0',
                          'gateway': gateway}] if gateway else []),
-            'network_id': 'kvmtune-bench-local', 'services': []}],
+            'network_id': 'kvmtune-local-net', 'services': []}],
         'services': []}
 
 

@@ -42,7 +42,8 @@ FREE = 'kvmtune_capacity_free_instances'
 CLOUD_FREE = 'kvmtune_capacity_cloud_free_instances'
 LIMITED_BY = 'kvmtune_capacity_limited_by'
 UNKNOWN = 'kvmtune_capacity_unknown'
-# the names before issue 37, written for one release more
+# the old names, written for one release more (release note
+# prometheus-names-hostname-7c2e9a41d0b35f86.yaml)
 BY_HOST = 'openstack_free_capacity_hypervisor_by_flavor'
 TOTAL = 'openstack_free_capacity_by_flavor_total'
 LIMIT = 'kvmtune_capacity_limit'

@@ -258,7 +258,7 @@ def gather(files: HostFiles) -> CpuFacts:
     stanzas = parse_cpuinfo(text)
     first = stanzas[0] if stanzas else {}
     # An unreadable cpuinfo says nothing about the CPU's flags: unknown
-    # (None), never "no vmx, no pdpe1gb" (issue 26).
+    # (None), never "no vmx, no pdpe1gb" (tests/unit/test_hostile.py).
     flags = None if text is None else first.get('flags', '').split()
     by_number = _processors(files, stanzas)
     online = _online(files, by_number)

@@ -346,9 +346,10 @@ def _backup_place(backup: str) -> str:
     """Where the backup goes: its own name, never through a link.
 
     The target may be a link (nova.conf kept elsewhere is written where it
-    lives), but the backup's name is kvmtune's choice: a link planted
-    there would make kvmtune, as root, overwrite the link's target with
-    the old nova.conf (issue 26). Such a link is refused, untouched."""
+    lives), but the backup's name is kvmtune's choice: a link planted there
+    would make kvmtune, as root, overwrite the link's target with the old
+    nova.conf (tests/unit/test_hostile.py). Such a link is refused,
+    untouched."""
     try:
         if stat.S_ISLNK(os.lstat(backup).st_mode):
             raise _error('is a symbolic link: kvmtune writes a backup only '

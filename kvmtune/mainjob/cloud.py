@@ -29,8 +29,8 @@ def start_install() -> 'Future[dict[str, Any]] | None':
     """When the embedded cloud is not up, start installing what it needs
     (api.install with libvirt: apt, the services' venv; network and disk)
     in a thread of its own, so that the image build (CPU) runs meanwhile
-    (issue 38). None when a cloud runs (nothing to install). The future's
-    result() re-raises what the install raised."""
+    (benchmarks/main_job_install.py). None when a cloud runs (nothing to
+    install). The future's result() re-raises what the install raised."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kvmtune.testcloud import api

@@ -62,9 +62,9 @@ def _image_step() -> None:
 
 def _baseline_step(workload: str, runtime: int | None, state_dir: str
                    ) -> str:
-    """The bare host measured with the sweep's workload (`kvmtune
-    baseline`, issue 13), before the cloud starts so its services do not
-    share the CPUs: the report's "share of bare metal" is then filled."""
+    """The bare host measured with the sweep's workload (`kvmtune baseline`,
+    tests/unit/mainjob/test_job.py), before the cloud starts so its services do
+    not share the CPUs: the report's "share of bare metal" is then filled."""
     from kvmtune.bench import baseline as bare
     from kvmtune.report import render
     from kvmtune import workloads
@@ -85,7 +85,7 @@ def _sweep_records(profiles_by_flavor: Mapping[str, str],
                    facts: 'Facts | None', emulated: bool, workload: str,
                    runtime: int | None, config_files: Sequence[str]
                    ) -> dict[str, dict[str, Any]] | None:
-    """{flavor: result record} for the Rally task (issue 13): the
+    """{flavor: result record} for the Rally task (test_job.py): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
     from kvmtune.tuning import profiles
@@ -294,7 +294,7 @@ def _run(settings: Settings) -> int:
     _image_step()
     installed = cloud.install_step(installing)
     if baseline is None and not os_cloud:
-        # the guests run here: measure this host bare (issue 13)
+        # the guests run here: measure this host bare
         baseline = _baseline_step(workload, runtime, state_dir)
     elif baseline is None:
         steps.say('bare-host baseline: not measured (the guests run on '
@@ -384,8 +384,8 @@ def _run(settings: Settings) -> int:
         steps.say('  ' + line)
     steps.say(f'report: {paths["html"]} (plot {paths["png"]}); Rally: '
               f'{out_json}, {out_html}')
-    # the job's own Rally stays in its state directory; by hand, plain
-    # rally gets an environment from `kvmtune rally env` (issue 30)
+    # the job's own Rally stays in its state directory; by hand, plain rally
+    # gets an environment from `kvmtune rally env` (test_rally_env.py)
     steps.say(f're-run the sweep by hand: {rerun}')
     if sla_ok:
         steps.say('SLA: met')

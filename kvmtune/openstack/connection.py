@@ -7,16 +7,16 @@ microversion (compute 2.86, so Nova validates flavor extra specs; placement
 A ``RequestLog`` counts the HTTP requests that really left the process, by
 method, so a command can say truthfully that it wrote nothing.
 
-Reads are retried, writes are not (issue 25). A GET or HEAD that meets a
-connection failure, a timeout or HTTP 502/503/504 is sent again by
-keystoneauth's own retry loop (keystoneauth1/session.py ``_send_request``:
-``connect_retries``, ``status_code_retries``, ``retriable_status_codes``,
-a delay from 0.5 s doubling), at most ``retries.READ_RETRIES`` times, with one
-stderr line per retry. A write is sent once: a reset after Nova took it
-would make a second one a duplicate, and running the command again
-converges instead. Every request carries a request id kvmtune made
-(``X-OpenStack-Request-ID``, which the services log as the global request
-id), so an error the service never answered still names one.
+Reads are retried, writes are not (tests/functional/test_faults.py). A GET or
+HEAD that meets a connection failure, a timeout or HTTP 502/503/504 is sent
+again by keystoneauth's own retry loop (keystoneauth1/session.py
+``_send_request``: ``connect_retries``, ``status_code_retries``,
+``retriable_status_codes``, a delay from 0.5 s doubling), at most
+``retries.READ_RETRIES`` times, with one stderr line per retry. A write is sent
+once: a reset after Nova took it would make a second one a duplicate, and
+running the command again converges instead. Every request carries a request id
+kvmtune made (``X-OpenStack-Request-ID``, which the services log as the global
+request id), so an error the service never answered still names one.
 
 This holds for every request of the connection, openstacksdk's own calls
 included (``conn.image``, ``conn.compute`` of the main job): ``Cloud``

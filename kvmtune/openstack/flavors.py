@@ -9,17 +9,17 @@ stays as it is. A flavor kvmtune created carries a description starting
 with ``MARK`` so that ``flavor remove --delete`` never deletes a flavor
 someone else made.
 
-Changes in several calls (doc/design.md 9.8, issue 25). A guest must never
-be placed on a half-changed flavor, whatever stops kvmtune when. One POST
-of os-extra_specs is one transaction in Nova (nova/objects/flavor.py
-``_flavor_extra_specs_add``), a DELETE removes one key; a change that needs
-more than one of these calls is bracketed by ``INCOMPLETE``,
-``trait:CUSTOM_KVMTUNE_INCOMPLETE=required``: it goes in with the first
-POST and is the last key deleted. No resource provider carries that trait
-(kvmtune never creates it), so while a flavor has it the scheduler finds
-no host (NoValidHost); guests already running keep the flavor copy Nova
-stored with them. A re-run sees the marker, finishes the change and
-deletes it; ``flavor diff`` calls such a flavor incomplete.
+Changes in several calls (doc/design.md 9.8, tests/functional/test_faults.py).
+A guest must never be placed on a half-changed flavor, whatever stops kvmtune
+when. One POST of os-extra_specs is one transaction in Nova
+(nova/objects/flavor.py ``_flavor_extra_specs_add``), a DELETE removes one key;
+a change that needs more than one of these calls is bracketed by
+``INCOMPLETE``, ``trait:CUSTOM_KVMTUNE_INCOMPLETE=required``: it goes in with
+the first POST and is the last key deleted. No resource provider carries that
+trait (kvmtune never creates it), so while a flavor has it the scheduler finds
+no host (NoValidHost); guests already running keep the flavor copy Nova stored
+with them. A re-run sees the marker, finishes the change and deletes it;
+``flavor diff`` calls such a flavor incomplete.
 
 Nova (34, up to microversion 2.104) takes no extra specs in POST /flavors
 and never changes a flavor's name or visibility, so a new flavor is born

@@ -212,12 +212,12 @@ def _figures(p: Point) -> Iterator[tuple[str, float | None]]:
 
 
 def _finite(run: Run, pts: Sequence[Point], fit: Fit | None = None) -> None:
-    """Figures that are figures: finite guest figures can still add up
-    beyond a float (1e308 twice), which printed as inf and +nan% and
-    fitted a line of NaN (issue 26); so can a change against a tiny
-    figure, a sum of a figure that is not the metric, or a fit (issue 40).
-    Every figure the report prints, plots or writes as JSON is checked
-    here, naming the run and the figure."""
+    """Figures that are figures: finite guest figures can still add up beyond a
+    float (1e308 twice), which printed as inf and +nan% and fitted a line of
+    NaN (tests/unit/test_hostile.py); so can a change against a tiny figure, a
+    sum of a figure that is not the metric, or a fit
+    (tests/unit/test_jsonout.py). Every figure the report prints, plots or
+    writes as JSON is checked here, naming the run and the figure."""
     fix = 'give the file kvmtune or Rally wrote, unedited'
     for p in pts:
         for name, value in _figures(p):

@@ -33,10 +33,10 @@ TITLE = 'kvmtune per-VM results'
 SCENARIOS = ('KvmTune.disk_scaling', 'KvmTune.network_scaling')
 FIX = 'pass the JSON file Rally wrote for the task, unedited'
 
-# A step's time budget (issue 15): the scenarios' atomic actions summed per
-# phase. boot: API calls to ACTIVE; ready: ACTIVE to every guest ready;
-# workload: the start signal (or start_at's wait) to every verdict;
-# collect: verifying and parsing; delete: servers and group gone.
+# A step's time budget (tests/unit/results/test_rally.py): the scenarios'
+# atomic actions summed per phase. boot: API calls to ACTIVE; ready: ACTIVE to
+# every guest ready; workload: the start signal (or start_at's wait) to every
+# verdict; collect: verifying and parsing; delete: servers and group gone.
 BUDGET = (('boot', ('kvmtune.create_servers', 'kvmtune.wait_active',
                     'nova.create_server_group')),
           ('ready', ('kvmtune.wait_ready',)),

@@ -256,8 +256,9 @@ def from_rally(args: dict[str, Any],
     }
 
 
-# The shape of a record, checked before any field is read (issue 26: a
-# hand-edited record of the wrong shape was an internal error).
+# The shape of a record, checked before any field is read
+# (tests/unit/test_hostile.py: a hand-edited record of the wrong shape was an
+# internal error).
 _SHAPE: dict[str, Any] = {
     'kind': str, 'accel': str, 'time': str, 'profile': str,
     'kvmtune_version': str, 'facts_digest': str, 'emulated': bool,

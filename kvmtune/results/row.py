@@ -190,7 +190,7 @@ def from_flat(data: Any, source: str = '<input>',
         if figure is not None and values[key] is None:
             # finite in the file, and still beyond a float once in the
             # one unit set (1e305 MiB/s is 1e311 bytes/s): refused like
-            # the infinity it would become (issue 40)
+            # the infinity it would become (tests/unit/test_jsonout.py)
             values[key] = figure * factor
             if not math.isfinite(values[key]):
                 raise InputError(

@@ -167,7 +167,7 @@ def cmdline(pid: int) -> str:
 def load_state(layout: 'Layout') -> dict[str, Any]:
     """The running cloud's state ({} when none runs); a truncated, empty
     or garbage state file (a crash, a full disk, a hand edit) is one
-    line naming it, not a JSONDecodeError (issue 26)."""
+    line naming it, not a JSONDecodeError (tests/unit/test_hostile.py)."""
     from kvmtune import inputs
     from kvmtune.errors import InputError
 

@@ -74,15 +74,15 @@ def load_secrets(path: str, rotate: bool = False
     """The cloud's passwords for an ``up``, and how they came:
     ``(secrets, 'kept' | 'new' | 'rotated')``.
 
-    The ones in ``path`` (secrets.json, 0600, beside the state) are kept
-    across down and up, a reboot included, so that copies of clouds.yaml
-    and the Rally environments made from them keep working (issue 30).
-    A name the file lacks (a newer kvmtune's service user) gets a new
-    one; a value that is not one of new_secrets()'s hex strings (a
-    hand-edited file: it goes into SQL and command lines) is replaced.
-    No file, or no usable value in it: 'new'. ``rotate``: every one is
-    new ('rotated' when there were some), which invalidates
-    ROTATION_INVALIDATES.
+    The ones in ``path`` (secrets.json, 0600, beside the state) are kept across
+    down and up, a reboot included, so that copies of clouds.yaml and the Rally
+    environments made from them keep working
+    (tests/functional/test_rally_env.py). A name the file lacks (a newer
+    kvmtune's service user) gets a new one; a value that is not one of
+    new_secrets()'s hex strings (a hand-edited file: it goes into SQL and
+    command lines) is replaced. No file, or no usable value in it: 'new'.
+    ``rotate``: every one is new ('rotated' when there were some), which
+    invalidates ROTATION_INVALIDATES.
     """
     import json
 

@@ -41,7 +41,8 @@ BY_STATUS = 'kvmtune_verify_checks_by_status'
 REBOOT = 'kvmtune_reboot_required'
 RESTART = 'kvmtune_restart_required'
 REASONS = record.REASONS
-# the names before issue 37, written for one release more
+# the old names, written for one release more (release note
+# prometheus-names-hostname-7c2e9a41d0b35f86.yaml)
 OLD_CHECK = 'kvmtune_verify_check'
 OLD_CHECKS = 'kvmtune_verify_checks'
 OLD_LAST_RUN = 'kvmtune_verify_last_run_timestamp_seconds'

@@ -62,7 +62,7 @@ class Workload:
         """``params`` a user gave (``--param``) as settings() takes them:
         a parameter whose default is a whole number (runtime, iodepth,
         port, ...) must be one, >= 1. "--param runtime=abc" was an
-        internal error further on (issue 26)."""
+        internal error further on (tests/unit/test_hostile.py)."""
         self.settings(params)
         defaults = {**self.options, **self.defaults}
         for key, value in params.items():

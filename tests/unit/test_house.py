@@ -49,6 +49,7 @@ TOPICS = {
                      'finds',
     'test_docs.py': 'README and the guides against the CLI parser',
     'test_hang.py': 'the test run\'s hang bound',
+    'test_hacking.py': 'tools/hacking/checks.py, the local flake8 checks',
     'test_hostile.py': 'hostile input across every reader',
     'test_house.py': 'this file: the layers, the mirror, module size',
     'test_install.py': 'README\'s Install lines, run as written',

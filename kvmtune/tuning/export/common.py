@@ -96,9 +96,10 @@ def check_host(name: str | None, facts: Facts) -> str | None:
                          fix='give the inventory name of the compute host')
     virt = facts.get('virt') or {}
     flags = (facts.get('cpu') or {}).get('flags') or []
-    # A capture made with kvm_intel/kvm_amd unloaded has no /dev/kvm and
-    # no mechanism, but its CPU's vmx/svm make it a KVM host all the same
-    # (plan accepted such a capture while export refused it: issue 26).
+    # A capture made with kvm_intel/kvm_amd unloaded has no /dev/kvm and no
+    # mechanism, but its CPU's vmx/svm make it a KVM host all the same (plan
+    # accepted such a capture while export refused it:
+    # tests/unit/test_hostile.py).
     if not virt.get('kvm_device') and not virt.get('mechanism') and \
             not {'vmx', 'svm'} & set(flags):
         raise InputError('not a KVM compute node: no /dev/kvm and no '

@@ -7,12 +7,12 @@ carries an option its reader does not run.
 
 Where a drop-in stands in oslo.config's order depends on how the service is
 started (kvmtune.tuning.novaconf.dropin, from oslo_config/cfg.py
-``ConfigOpts._parse_config_files``): started with no ``--config-file``
-(RDO's openstack-nova-compute.service) the default directories come after
-nova.conf and the drop-in wins; started ``--config-file
-/etc/nova/nova.conf`` (Debian's and Ubuntu's units, through
-openstack-pkg-tools' init script) they come *before* it, and a value in
-nova.conf beats the drop-in (issue 28). So with the base nova.conf
+``ConfigOpts._parse_config_files``): started with no ``--config-file`` (RDO's
+openstack-nova-compute.service) the default directories come after nova.conf
+and the drop-in wins; started ``--config-file /etc/nova/nova.conf`` (Debian's
+and Ubuntu's units, through openstack-pkg-tools' init script) they come
+*before* it, and a value in nova.conf beats the drop-in
+(tests/unit/tuning/export/test_oslo_dropin.py). So with the base nova.conf
 (``--nova-conf``):
 
 - a single-valued option the base sets to another value is refused, naming

@@ -55,9 +55,9 @@ def _differing_key(path: str, old: str, new: str, fmt: str) -> str:
         else:
             olds = news = None
         if olds is not None and news is not None:   # both or neither
-            # The key, never the value found there: an override file may
-            # hold a password (kolla's passwords, an OSA become password)
-            # or be a link to a private file (issue 26). The plan's own
+            # The key, never the value found there: an override file may hold a
+            # password (kolla's passwords, an OSA become password) or be a link
+            # to a private file (tests/unit/test_hostile.py). The plan's own
             # value is kvmtune's and may be shown.
             for key, value in news.items():
                 if key in olds and olds[key] != value:
@@ -97,7 +97,7 @@ def _check_output(output: str) -> None:
     fix = 'give --output a directory you can write'
     if not output or not output.strip():
         # os.path.join('', path) is relative: files would land in the
-        # current directory (issue 26).
+        # current directory (tests/unit/test_hostile.py).
         raise InputError('an empty path', key='--output', fix=fix)
     if os.path.islink(output) and not os.path.isdir(output):
         # A dangling link or a loop: makedirs would fail half-way.
@@ -126,7 +126,7 @@ def _check_output(output: str) -> None:
 def _inside(output: str, target: str) -> bool:
     """Whether ``target``'s directory, links resolved, stays under
     ``output``: a link inside --output must not carry files out of it
-    (issue 26)."""
+    (tests/unit/test_hostile.py)."""
     root = os.path.realpath(output)
     real = os.path.realpath(os.path.dirname(target))
     return os.path.commonpath([root, real]) == root
@@ -187,8 +187,9 @@ def write(output: str, files: Iterable[common.OutFile]
                 made.append(target)
             done.append((target, status))
     except (OSError, InputError) as exc:
-        # All or nothing: a full disk or no inodes left half-way left 3 of
-        # 6 files of a plan that only makes sense whole (issue 26).
+        # All or nothing: a full disk or no inodes left half-way left 3 of 6
+        # files of a plan that only makes sense whole
+        # (tests/unit/test_hostile.py).
         for path in reversed(made):
             try:
                 (os.rmdir if os.path.isdir(path) else os.unlink)(path)

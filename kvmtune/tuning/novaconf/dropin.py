@@ -1,5 +1,6 @@
-"""Where an oslo.config drop-in must be read for a Nova service to take
-its values (issue 28), and the systemd drop-in that puts it there.
+"""Where an oslo.config drop-in must be read for a Nova service to take its
+values (tests/unit/tuning/export/test_oslo_dropin.py), and the systemd drop-in
+that puts it there.
 
 oslo.config's order (oslo_config/cfg.py ``ConfigOpts._parse_config_files``,
 modelled by kvmtune.tuning.novaconf.effective): the default files

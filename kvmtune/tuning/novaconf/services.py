@@ -180,10 +180,10 @@ def service_of(argv: Sequence[str]) -> str | None:
     """The Nova service a process runs, from its argv (a list of str), or
     None. Nova's programs run as the script (``/usr/bin/nova-compute
     --config-file ...``), as python's first argument (``python3
-    /usr/bin/nova-compute``), or retitled by oslo.service
-    (``nova-scheduler: master process [/usr/bin/nova-scheduler ...]``,
-    one string). A process that merely names one (``journalctl -u
-    nova-scheduler``, ``tail -f nova-compute.log``) is not it (issue 26).
+    /usr/bin/nova-compute``), or retitled by oslo.service (``nova-scheduler:
+    master process [/usr/bin/nova-scheduler ...]``, one string). A process that
+    merely names one (``journalctl -u nova-scheduler``, ``tail -f
+    nova-compute.log``) is not it (tests/unit/test_hostile.py).
     """
     if not argv:
         return None

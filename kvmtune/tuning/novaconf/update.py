@@ -83,7 +83,7 @@ class ApplyResult:
         if not self.changed and self.applied == 0:
             # Not "already has": nothing of the plan is this service's
             # (io-tuned with --service scheduler said it had options it
-            # did not have; issue 26).
+            # did not have; tests/unit/test_hostile.py).
             return (f'nothing to write for nova-{self.service}: none of '
                     f'{whose} options is read by it ({self.left_out} left '
                     f'to other services, named above); {self.path} '

@@ -107,11 +107,11 @@ class Hugepages(base.Tuner):
     def _unsized(self) -> str | None:
         """Why the pool cannot be sized from this host's memory, or None.
 
-        A pool that has pages keeps its size unless memory_percent is
-        given; otherwise its size comes from MemTotal. Without MemTotal
-        (many public captures lack /proc/meminfo), or with too little
-        memory, that size would be 0: a plan must not put hugepages=0 on a
-        kernel command line nor advise it as the fix (issue 26)."""
+        A pool that has pages keeps its size unless memory_percent is given;
+        otherwise its size comes from MemTotal. Without MemTotal (many public
+        captures lack /proc/meminfo), or with too little memory, that size
+        would be 0: a plan must not put hugepages=0 on a kernel command line
+        nor advise it as the fix (tests/unit/test_hostile.py)."""
         if self.params['memory_percent'] is None and sum(
                 self._pool_pages().values()):  # type: ignore[arg-type]
             return None

@@ -9,7 +9,7 @@ without VMX, so HW_CPU_X86_VMX does not describe it and the trait to
 require is kvmtune's CUSTOM_KVMTUNE_NESTED. Under QEMU TCG (libvirt
 virt_type qemu) the guest CPU is emulated: QEMU emulates AMD SVM with
 nested paging (not VMX), so a TCG guest given ``svm`` can load kvm_amd and
-run its own guest (issue 22).
+run its own guest (tests/unit/tuning/tuners/test_nested.py).
 """
 
 from typing import Any
