@@ -82,7 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser('env', help='shell exports for tests and tools (no '
                    'secrets)')
     p = sub.add_parser('restart-compute', help='restart nova-compute and '
-                       'wait for its inventory')
+                       'wait for its inventory (an extra compute reads '
+                       'its --compute-facts file again)')
     p.add_argument('--host', metavar='NAME',
                    help='the compute to restart, by host name (kvmtune '
                         'cloud status lists them; default: the first)')

@@ -193,6 +193,36 @@ def prepare_extra_computes(lay: config.Layout,
     return computes
 
 
+def reload_facts(entry: Mapping[str, Any]) -> bool:
+    """Copy an extra compute's facts file (``cloud up --compute-facts``,
+    its ``facts_source``) again when it changed since: a restart then
+    reports the host's shape as it is now (a test fleet's host after its
+    simulated reboot set new huge page pools). The CPU sets of its file
+    stay as written. True when the copy changed; InputError, with the
+    copy as it was, for facts the fake driver cannot use."""
+    from kvmtune import facts as facts_mod
+
+    source, copy = entry.get('facts_source'), entry.get('facts')
+    if entry.get('index', 1) == 1 or not source or not copy or \
+            not os.path.isfile(source):
+        return False
+    facts = facts_mod.load(source)
+    problem = check_extra_facts(facts)
+    if problem:
+        raise InputError('facts unusable for a fake compute: %s' % problem,
+                         source=source, fix='give a file from kvmtune host '
+                                            'inspect --format json')
+    text = json.dumps(facts, indent=2)
+    try:
+        with open(copy) as f:
+            if f.read() == text:
+                return False
+    except OSError:
+        pass
+    procs.write_file(copy, text)
+    return True
+
+
 def _compute_inventory_logged(log: str, offset: int, provider: str) -> bool:
     import re
 
@@ -269,6 +299,9 @@ def restart(lay: config.Layout, say: procs.Say, host_name: str | None
                          fix='run: kvmtune cloud up')
     started = time.monotonic()
     log = lay.log_file(service)
+    if reload_facts(entry):
+        say('%s: facts of %s read again' % (entry['host'],
+                                            entry['facts_source']))
     if procs.alive(pid):
         procs.terminate([pid], stop.STOP_TIMEOUT['nova-compute'])
     offset = os.path.getsize(log)

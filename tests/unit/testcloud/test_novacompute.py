@@ -193,3 +193,34 @@ def test_a_machine_named_like_an_extra_compute_is_refused():
     with pytest.raises(InputError) as exc:
         novacompute.check_host_name('kvmtune-compute-3', [2, 3])
     assert 'kvmtune-compute-3' in exc.value.line()
+
+
+def test_restart_reads_a_changed_compute_facts_file_again(tmp_path):
+    """A fleet host's simulated reboot rewrites the facts file it gave to
+    cloud up; restart-compute copies it again, and only then."""
+    import json
+
+    from kvmtune.testcloud import services
+
+    lay = config.Layout(str(tmp_path / 'state'), str(tmp_path / 'venv'))
+    source = tmp_path / 'host.json'
+    shipped = novacompute.default_extra_facts(2, services.FILES)
+    facts = json.loads(open(shipped).read())
+    source.write_text(json.dumps(facts))
+    entry, = novacompute.prepare_extra_computes(
+        lay, novacompute.extra_facts(2, [str(source)]))
+    assert novacompute.reload_facts(entry) is False     # unchanged
+    facts['numa']['nodes'][0]['hugepages'][0]['total'] = 4
+    source.write_text(json.dumps(facts))
+    assert novacompute.reload_facts(entry) is True
+    with open(entry['facts']) as f:
+        assert json.load(f)['numa']['nodes'][0]['hugepages'][0][
+            'total'] == 4
+    before = open(entry['facts']).read()
+    facts['numa']['nodes'] = []
+    source.write_text(json.dumps(facts))
+    with pytest.raises(InputError, match='no NUMA node'):
+        novacompute.reload_facts(entry)
+    assert open(entry['facts']).read() == before
+    # the first compute's facts are cloud up --facts', never reloaded
+    assert novacompute.reload_facts(dict(entry, index=1)) is False
