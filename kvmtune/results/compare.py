@@ -6,10 +6,10 @@ kvmtune.results.analysis) applies to the runs' records
 table of randread IOPS next to randwrite IOPS says nothing), and so is a
 run whose workload cannot be known (``measured``: a record that says null
 where kvmtune writes a value, rows that contradict their record, a result
-without a record whose rows name no workload; issue 40); different hosts,
-different accelerators, a guest run whose accelerator no record says,
-different parameters or runtimes, and results without a record are warned
-about, one line each.
+without a record whose rows name no workload; test_compare.py);
+different hosts, different accelerators, a guest run whose accelerator no
+record says, different parameters or runtimes, and results without a
+record are warned about, one line each.
 """
 
 import json
@@ -49,7 +49,7 @@ def measured(record: Mapping[str, Any] | None, source: str,
     record: the workload, its name or parameters; the accelerator of
     guests kvmtune ran itself) is the one InputError naming the key: a
     comparison that cannot know what it compares is refused, never made
-    silently (issue 40).
+    silently (tests/unit/results/test_compare.py).
 
     :param rows: the workloads the result's rows name
     """
