@@ -59,6 +59,9 @@ class Fit:
     limit: str | None = None
     reason: str | None = None
     aggregates: list[str] = dataclasses.field(default_factory=list)
+    # Nova's service host of the node (``host`` is its hypervisor name,
+    # which may differ, e.g. an FQDN): the textfile's hostname label
+    service_host: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -199,7 +202,8 @@ def host_fit(host: 'Host', request: requests.Request,
              dedicated: Iterable[int] | None = None) -> Fit:
     """One Fit for a node already read."""
     fit = Fit(host=host.name, flavor=request.flavor,
-              aggregates=list(host.aggregates))
+              aggregates=list(host.aggregates),
+              service_host=host.service_host)
     if host.error:
         fit.reason = host.error
         return fit

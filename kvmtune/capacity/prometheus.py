@@ -1,7 +1,7 @@
 """capacity's counts as a node_exporter textfile (kvmtune.textfile writes it).
 
-Per compute node, ``hostname`` is the Nova service host (the name
-capacity counts the node under), as openstack-exporter's
+Per compute node, ``hostname`` is the Nova service host of the node (not
+its hypervisor name, which can differ), as openstack-exporter's
 ``openstack_nova_agent_state{hostname}``:
 
 ``kvmtune_capacity_free_instances{hostname,flavor_name}``
@@ -75,16 +75,17 @@ def families(result: 'Capacity',
     limit, partial = (_deprecated(LIMIT, LIMITED_BY),
                       _deprecated(PARTIAL, UNKNOWN))
     for fit in result.fits:
+        hostname = fit.service_host or fit.host
         if fit.count is not None:
-            free.add(fit.count, hostname=fit.host, flavor_name=fit.flavor)
+            free.add(fit.count, hostname=hostname, flavor_name=fit.flavor)
             by_host.add(fit.count, hypervisor=fit.host,
                         flavor_name=fit.flavor)
         if fit.limit:
-            limited.add(1, hostname=fit.host, flavor_name=fit.flavor,
+            limited.add(1, hostname=hostname, flavor_name=fit.flavor,
                         limit=fit.limit)
             limit.add(1, hypervisor=fit.host, flavor_name=fit.flavor,
                       limit=fit.limit)
-        unknown.add(1 if fit.count is None else 0, hostname=fit.host,
+        unknown.add(1 if fit.count is None else 0, hostname=hostname,
                     flavor_name=fit.flavor)
         partial.add(1 if fit.count is None else 0, hypervisor=fit.host,
                     flavor_name=fit.flavor)

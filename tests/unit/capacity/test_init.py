@@ -152,3 +152,11 @@ def test_for_hosts_reads_the_nodes_files_and_plans_each(tmp_path):
                                    facts_dir=str(tmp_path),
                                    profiles=[str(profile)])) == {
         ('vm', PINNED): (1, 'PCPU')}
+
+
+def test_a_fit_carries_the_nodes_service_host():
+    node = host(VCPU={'total': 8})
+    node.name, node.service_host = 'compute-1.example.org', 'compute-1'
+    fit = capacity.host_fit(node, req(VCPU=2))
+    assert (fit.host, fit.service_host, fit.count) == (
+        'compute-1.example.org', 'compute-1', 4)

@@ -106,3 +106,18 @@ def test_write_is_readable_by_the_collector(tmp_path):
     assert path.read_text() == prometheus.render(RESULT, now=2.0)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
     assert os.listdir(tmp_path) == ['capacity.prom']
+
+
+def test_hostname_is_novas_service_host_not_the_hypervisor_name():
+    """openstack-exporter's hostname is the service host; a hypervisor
+    named by its FQDN keeps that name only in the old series."""
+    fqdn = Capacity(fits=[Fit('compute-1.example.org', 'm1.small', 4,
+                              'VCPU', service_host='compute-1')])
+    found = samples(prometheus.render(fqdn, now=1.0))
+    assert [labels['hostname'] for labels, _ in found[prometheus.FREE]] == \
+        ['compute-1']
+    assert [labels['hostname'] for labels, _ in
+            found[prometheus.LIMITED_BY] + found[prometheus.UNKNOWN]] == \
+        ['compute-1', 'compute-1']
+    assert [labels['hypervisor'] for labels, _ in
+            found[prometheus.BY_HOST]] == ['compute-1.example.org']
