@@ -20,12 +20,11 @@ SLA said (the verdict is printed); 1 with --strict when an SLA failed;
 """
 
 import argparse
-import os
 
 from kvmtune import cmd
+from kvmtune import mainjob
 
-DEFAULT_STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
-                                   '/var/lib/kvmtune/main-job')
+DEFAULT_STATE_DIR = mainjob.STATE_DIR
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'compute (kvmtune host inspect --format json '
                              'there); the job then picks the tuned profile '
                              'from them and tags that compute.')
-    parser.add_argument('--max-vms', type=int, default=3,
-                        help='Largest VM count of the sweep (default 3).')
-    parser.add_argument('--workload', default='fio-randread-4k',
+    parser.add_argument('--max-vms', type=int, default=mainjob.MAX_VMS,
+                        help='Largest VM count of the sweep (default '
+                             f'{mainjob.MAX_VMS}).')
+    parser.add_argument('--workload', default=mainjob.WORKLOAD,
                         help='Workload the guests run (default '
-                             'fio-randread-4k; kvmtune/data/workloads).')
+                             f'{mainjob.WORKLOAD}; kvmtune/data/workloads).')
     parser.add_argument('--runtime', type=int, metavar='SECONDS',
                         help='Seconds each workload runs in the guests '
                              '(the task\'s default: 10).')

@@ -64,6 +64,10 @@ IMAGE_DIR = image.image_dir()
 STATE_DIR = os.environ.get('KVMTUNE_STATE_DIR',
                            '/var/lib/kvmtune/main-job')
 BASE_PROFILE = 'baseline'
+# The job's defaults, which `kvmtune main-job` offers (this module is
+# light: the command imports these instead of copying them).
+MAX_VMS = 3
+WORKLOAD = 'fio-randread-4k'
 # The base flavor: small guests, and an ephemeral disk the job benchmarks.
 BASE_FLAVOR: dict[str, Any] = {'name': 'm1.bench', 'vcpus': 1, 'ram': 256,
                                'disk': 1, 'ephemeral': 1}

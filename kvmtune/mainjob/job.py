@@ -195,8 +195,8 @@ class Settings:
     `rally task start` by hand (rerun_line)."""
     os_cloud: str | None = None
     compute_facts: str | None = None
-    max_vms: int = 3
-    workload: str = 'fio-randread-4k'
+    max_vms: int = mainjob.MAX_VMS
+    workload: str = mainjob.WORKLOAD
     runtime: int | None = None
     baseline: str | None = None
     emulated: bool = False
