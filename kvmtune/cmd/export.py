@@ -55,18 +55,16 @@ import sys
 from typing import TYPE_CHECKING
 
 from kvmtune import cmd
+from kvmtune.tuning import export
 
 if TYPE_CHECKING:
     from kvmtune.tuning.novaconf.effective import Reader
-
-TARGETS = ('oslo-dropin', 'kolla', 'openstack-ansible', 'helm',
-           'provider-config', 'tuned')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_profile(parser)
     parser.add_argument('--target', required=True, metavar='TARGET',
-                        help='one of: ' + ', '.join(TARGETS))
+                        help='one of: ' + ', '.join(export.TARGETS))
     parser.add_argument('-o', '--output', required=True, metavar='DIR',
                         help='directory to write the files under')
     parser.add_argument('--host', metavar='NAME',
@@ -134,7 +132,6 @@ def cmdlines(args: argparse.Namespace
 
 
 def run(args: argparse.Namespace) -> int | None:
-    from kvmtune.tuning import export
     from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
 

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from kvmtune import cmd
+from kvmtune import verify
 from kvmtune.cmd import output
 
 if TYPE_CHECKING:
     from kvmtune.verify import Check
 
 COLUMNS = ['layer', 'check', 'expected', 'live', 'status', 'fix']
-LAYERS = ('host', 'novacompute', 'cloud', 'guests')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument('--plan', metavar='FILE',
                        help='a plan written by "kvmtune plan -f json"')
     cmd.add_facts_source(parser, verb='verify')
-    parser.add_argument('--layer', action='append', choices=LAYERS,
+    parser.add_argument('--layer', action='append', choices=verify.LAYERS,
                         help='check only this layer (repeatable; default: '
                              'every layer this host can be asked for, the '
                              'cloud only with --os-cloud)')
@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def available_layers() -> list[str]:
     """The layers this kvmtune has (a layer module that is not there is
     not offered, never faked)."""
-    return [layer for layer in LAYERS
+    return [layer for layer in verify.LAYERS
             if importlib.util.find_spec(f'kvmtune.verify.{layer}')]
 
 

@@ -31,9 +31,9 @@ from typing import Any
 
 from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.errors import EXIT_OK
-from kvmtune.facts.types import Facts
 
 if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
     from kvmtune.tuning.plan import Plan
 
 PASS = 'PASS'
@@ -111,7 +111,7 @@ class Context:
     cloud: Any = None
     libvirt_uri: str | None = None
     host: str | None = None
-    facts: Facts | None = None
+    facts: 'Facts | None' = None
     domains: list[tuple[str, str]] | None = None
 
 

@@ -15,9 +15,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
-from kvmtune.facts.types import Facts
 
 if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
     from kvmtune.tuning.export.common import OutFile
     from kvmtune.tuning.novaconf.effective import Reader
     from kvmtune.tuning.plan import Plan
@@ -47,7 +47,7 @@ def module(target: str) -> ModuleType:
     return importlib.import_module(f'kvmtune.tuning.export.{TARGETS[target]}')
 
 
-def build(target: str, plan: 'Plan', facts: Facts, host: str | None = None,
+def build(target: str, plan: 'Plan', facts: 'Facts', host: str | None = None,
           base_path: str | None = None,
           cmdlines: Mapping[str, tuple[list[str], str | None]] | None = None,
           under: 'Reader | None' = None, anyway: bool = False
@@ -79,7 +79,7 @@ def build(target: str, plan: 'Plan', facts: Facts, host: str | None = None,
     return files, notes
 
 
-def export(target: str, plan: 'Plan', facts: Facts, output: str,
+def export(target: str, plan: 'Plan', facts: 'Facts', output: str,
            host: str | None = None, base_path: str | None = None,
            cmdlines: Mapping[str, tuple[list[str], str | None]] | None = None,
            under: 'Reader | None' = None, anyway: bool = False) -> Result:
