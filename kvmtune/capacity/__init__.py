@@ -31,6 +31,7 @@ rule (kvmtune.tuning.flavor_topology).
 """
 
 import dataclasses
+import math
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -42,6 +43,7 @@ from typing import cast
 from kvmtune.capacity import cells
 from kvmtune.capacity import numa as numa_fit
 from kvmtune.capacity import request as requests
+from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.tuning import flavor_topology
 
@@ -132,8 +134,17 @@ def placement_fit(host: 'Host', request: requests.Request
                 amount > inv.get('max_unit', amount) or \
                 amount % (inv.get('step_size') or 1):
             return 0, rc
-        capacity = int((inv['total'] - inv.get('reserved', 0))
-                       * inv.get('allocation_ratio', 1.0))
+        raw = (inv['total'] - inv.get('reserved', 0)) * inv.get(
+            'allocation_ratio', 1.0)
+        if not math.isfinite(raw):
+            # finite figures whose product is not
+            # (tests/unit/cmd/test_formats.py, the overflow test)
+            raise CloudError(
+                f'{rc}: (total - reserved) x allocation_ratio is beyond '
+                'any number', source=f'resource provider {host.name}',
+                key='inventories',
+                fix='correct the compute node\'s inventory in Placement')
+        capacity = int(raw)
         free = capacity - host.usages.get(rc, 0)
         count = max(free, 0) // amount
         if best is None or count < best[0]:

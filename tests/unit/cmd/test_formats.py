@@ -6,6 +6,7 @@ test cloud and recorded answers (tests/functional, tests/unit/cmd)."""
 
 import json
 import os
+import re
 
 import pytest
 import yaml
@@ -104,3 +105,122 @@ def test_every_written_file_is_named_with_o():
             assert options['-o'] is options['--output'], words
         assert '--json' not in options or \
             options['--json'].help == '==SUPPRESS==', words
+
+
+# -- issue 40: strict JSON on inputs made to overflow -----------------------
+
+def strict_json(text):
+    """RFC 8259 JSON, as jq and JSON.parse read it: NaN, Infinity and
+    -Infinity are refused (Python's json.loads takes them by default)."""
+    def refuse(name):
+        raise ValueError(f'{name} is not JSON')
+    return json.loads(text, parse_constant=refuse)
+
+
+def _overflow_inputs(name, tmp_path, capsys, monkeypatch):
+    """argv of ``name`` on input made to overflow (files under tmp_path)."""
+    big = 10 ** 63
+    if name in ('host inspect', 'plan', 'verify'):
+        facts = json.loads(_run(capsys, ['host', 'inspect', '--root', HOST,
+                                         '-f', 'json']))
+        facts['memory']['total_mb'] = big
+        for pool in facts['memory']['hugepages']:
+            pool.update(total=big, free=big)
+        for node in facts['numa']['nodes']:
+            node['memory_mb'] = big
+            for pool in node['hugepages']:
+                pool.update(total=big, free=big)
+        path = tmp_path / 'facts.json'
+        path.write_text(json.dumps(facts))
+        return {'host inspect': ['host', 'inspect', '--facts', path],
+                'plan': ['plan', '--profile', 'pinned-hugepages-ept',
+                         '--facts', path],
+                'verify': ['verify', '--profile', 'pinned-hugepages-ept',
+                           '--facts', path, '--layer', 'host']}[name]
+    if name == 'report':
+        doc = json.loads(open(LOCAL).read())
+        for row in doc['rows']:         # two guests of 1.7e308 bytes/s
+            row['result']['bw_bytes_s'] = 1.7e308
+        path = tmp_path / 'local.json'
+        path.write_text(json.dumps(doc))
+        return ['report', path]
+    if name == 'capacity':
+        from kvmtune.openstack import connection
+        from tests.unit.capacity.replay import load
+        from tests.unit.capacity.replay import Replay
+
+        recording = load('testcloud-libvirt-pinned.json')
+        for key, answer in recording.items():
+            if key.endswith('/inventories'):
+                for inventory in answer['inventories'].values():
+                    inventory.update(total=big, allocation_ratio=1.7e308)
+        replay = Replay(recording)
+        monkeypatch.setattr(connection.Cloud, 'connect',
+                            classmethod(lambda cls, cloud: replay))
+        return ['capacity', '--os-cloud', 'replay', '--flavor',
+                'kvmtune-ft-base-94120b']
+    if name == 'boot apply':
+        # a captured host (and its boot files) whose memory is that large
+        from tests import hosttrees
+
+        root = hosttrees.make(tmp_path / 'h', 'rhel-7')
+        meminfo = root / 'proc' / 'meminfo'
+        meminfo.write_text(re.sub(r'(?m)^(MemTotal|HugePages_Total|'
+                                  r'HugePages_Free):( *)\d+',
+                                  rf'\1:\g<2>{big}', meminfo.read_text()))
+        return ['boot', 'apply', '--profile', 'pinned-hugepages',
+                '--root', root]
+    if name in ('profile list', 'profile show'):
+        # the only figures a profile holds are its parameters
+        profiles = tmp_path / 'profiles'
+        profiles.mkdir()
+        (profiles / 'big.yaml').write_text(
+            'name: big\ndescription: d\nsource: s\ntuners:\n'
+            '- name: hugepages\n  params: {memory_percent: 1.7e308}\n')
+        conf = tmp_path / 'kvmtune.conf'
+        conf.write_text(f'[profiles]\npaths = {profiles}\n')
+        return {'profile list': ['--config-file', conf, 'profile', 'list'],
+                'profile show': ['profile', 'show',
+                                 profiles / 'big.yaml']}[name]
+    raise AssertionError(name)
+
+
+def _run(capsys, argv):
+    assert cli.main([str(a) for a in argv]) == 0
+    return capsys.readouterr().out
+
+
+LOCAL = os.path.join(paths.FIXTURES, 'outputs',
+                     'bench-local-2vm-fio-randread-4k-tcg-schema1.json')
+# Reading commands whose input is a live cloud or guests this tier cannot
+# make overflow: they print through output.emit, the one strict encoder
+# (kvmtune.jsonout), tested on its own in tests/unit/test_jsonout.py.
+LIVE_ONLY = {'flavor diff': 'reads the flavor from a live Nova',
+             'cloud status': 'reads the embedded test cloud',
+             'rally env': 'reads Rally\'s database of a live cloud',
+             'bench nested': 'measures guests it boots'}
+
+
+def test_every_reading_command_is_fed_an_overflow_or_says_why_not():
+    assert set(OVERFLOW) | set(LIVE_ONLY) == READING_COMMANDS
+    assert not set(OVERFLOW) & set(LIVE_ONLY)
+
+
+OVERFLOW = ('report', 'verify', 'capacity', 'plan', 'host inspect',
+            'profile list', 'profile show', 'boot apply')
+
+
+@pytest.mark.parametrize('name', OVERFLOW)
+def test_json_on_overflowing_input_is_strict_or_one_line_exit_2(
+        name, tmp_path, capsys, monkeypatch):
+    argv = _overflow_inputs(name, tmp_path, capsys, monkeypatch)
+    capsys.readouterr()
+    rc = cli.main([str(a) for a in argv] + ['-f', 'json'])
+    out, err = capsys.readouterr()
+    if rc == 2:
+        assert out == '' and err.count('\n') == 1, err
+        assert err.startswith('kvmtune: error: ') and '(fix: ' in err, err
+        assert 'internal error' not in err, err
+        return
+    assert rc in (0, 1), err            # verify: 1 when the host drifts
+    assert strict_json(out), out
