@@ -19,8 +19,8 @@ import tempfile
 import time
 import uuid
 
-from kvmtune import image
 from kvmtune.bench import qemu
+from kvmtune import image
 from kvmtune import workloads
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob

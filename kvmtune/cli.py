@@ -27,18 +27,18 @@ one line on stderr and left out; the other commands work as before.
 """
 
 import argparse
-import importlib
-import sys
 from collections.abc import Iterator
 from collections.abc import Sequence
+import importlib
+import sys
 from typing import Any
 from typing import NamedTuple
 from typing import TYPE_CHECKING
 
-from kvmtune import extras
 from kvmtune.errors import EXIT_ERROR
 from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
+from kvmtune import extras
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -8,8 +8,8 @@ single-host cloud. A command that needs an extra checks for it before it
 starts, and a missing one is one line naming the ``pip install`` to run.
 """
 
-import importlib.util
 from collections.abc import Sequence
+import importlib.util
 
 from kvmtune.errors import KvmtuneError
 

@@ -19,8 +19,8 @@ import importlib.util
 import os
 from typing import Any
 
-from kvmtune import yamlinput
 from kvmtune.errors import InputError
+from kvmtune import yamlinput
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                     'nova_releases.yaml')

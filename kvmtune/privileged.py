@@ -8,10 +8,10 @@ otherwise the write goes through ``sudo -n`` (never a password prompt), and
 when sudo is missing or says no, the caller gets one line saying so.
 """
 
+from collections.abc import Sequence
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 

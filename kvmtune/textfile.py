@@ -26,16 +26,16 @@ wrote is refused, not overwritten) at a time (a second writer holding it is
 refused at once: kvmtune.fileio.lock(wait=False)).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import math
 import os
 import re
 import time
-from collections.abc import Iterable
-from collections.abc import Mapping
 
-from kvmtune import fileio
 from kvmtune.errors import InputError
+from kvmtune import fileio
 
 LAST_RUN = 'kvmtune_last_run_timestamp_seconds'
 LAST_SUCCESS = 'kvmtune_last_success_timestamp_seconds'

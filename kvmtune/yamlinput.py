@@ -11,8 +11,8 @@ expansion are bounded.
 
 from typing import Any
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 
 MAX_NODES = 1_000_000       # YAML nodes after alias expansion
 

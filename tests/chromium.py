@@ -21,9 +21,9 @@ import struct
 import subprocess
 import tempfile
 import time
-import urllib.request
 from typing import Any
 from typing import Iterator
+import urllib.request
 
 # hang bounds: a page that never loads, a browser that never starts
 LOAD_TIMEOUT = 30

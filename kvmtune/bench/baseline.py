@@ -5,14 +5,14 @@ schema 1) is described, checked and read as the bare host's Run in one
 place, kvmtune.results.baseline.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
 import datetime
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
-from collections.abc import Iterator
-from collections.abc import Mapping
 from typing import Any
 from typing import cast
 

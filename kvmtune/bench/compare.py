@@ -32,12 +32,12 @@ vcpus      1 2 ...                     -smp (seed 003 step 2)
 =========  ==========================  =================================
 """
 
-import dataclasses
-import os
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
+import os
 from typing import Any
 
 from kvmtune.bench.local import Measured

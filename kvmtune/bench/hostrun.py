@@ -1,14 +1,14 @@
 """Run one workload's tool on this host and parse what it prints."""
 
+from collections.abc import Mapping
 import os
 import subprocess
-from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.errors import KvmtuneError
-from kvmtune.workloads import Workload
 from kvmtune.workloads import commands
 from kvmtune.workloads import parsers
+from kvmtune.workloads import Workload
 
 
 def run(workload: Workload, target: str | None = None,

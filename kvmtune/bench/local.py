@@ -14,6 +14,9 @@ NMI once every guest is ready (``signal``, the default) or at a common
 or times out is reported as such and kept out of the aggregate.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
 import contextlib
 import dataclasses
 import os
@@ -22,24 +25,21 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
-from collections.abc import Callable
-from collections.abc import Iterator
-from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 from typing import cast
+import uuid
 
-from kvmtune.errors import InputError
-from kvmtune import image
 from kvmtune.bench import qemu
 from kvmtune.bench import syncstart
+from kvmtune.errors import InputError
+from kvmtune import image
 from kvmtune.results import row as rows
-from kvmtune.results import verdict as verdicts
 from kvmtune.results.row import Row
-from kvmtune.workloads import Workload
+from kvmtune.results import verdict as verdicts
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob as jobs
+from kvmtune.workloads import Workload
 
 SCRATCH_DIR = '/var/tmp'   # O_DIRECT (cache=none) fails on tmpfs
 # A ready client reports late by itself this long after the ready timeout

@@ -17,28 +17,28 @@ Each guest runs once, alone, under a hard timeout (QEMU killed after it);
 the guest side has its own (L2's QEMU under ``timeout -s KILL``).
 """
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import dataclasses
 import os
 import shutil
 import tempfile
 import time
-import uuid
-from collections.abc import Callable
-from collections.abc import Sequence
 from typing import Any
 from typing import cast
+import uuid
 
-from kvmtune.errors import InputError
-from kvmtune.errors import KvmtuneError
 from kvmtune.bench import local
 from kvmtune.bench import qemu
+from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
 from kvmtune.image import nested as nested_image
-from kvmtune.workloads import console
-from kvmtune.workloads import guestjob as jobs
 from kvmtune.results import row as rows
+from kvmtune.results.row import Row
 from kvmtune.results import units
 from kvmtune.results import verdict as verdicts
-from kvmtune.results.row import Row
+from kvmtune.workloads import console
+from kvmtune.workloads import guestjob as jobs
 from kvmtune.workloads import Workload
 
 NESTED = 'KVMTUNE-NESTED'
@@ -233,8 +233,8 @@ def table(doc: dict[str, Any]) -> list[str]:
     """The seed's table shape: host, L1, L2, L2 vs L1; lines of text.
     Each level is its Row (one unit set), the change is the report's
     (analysis.change) and the renderer prints the units."""
-    from kvmtune.results import analysis
     from kvmtune.report import render
+    from kvmtune.results import analysis
 
     by_level = {r['level']: rows.from_flat(r['row'], 'bench nested',
                                            f'{r["level"]}.row')
@@ -326,9 +326,9 @@ def capture_l1(target: str, image_dir: str | None = None,
     import json
     import tarfile
 
+    from kvmtune.facts import capture
     from kvmtune import fileio
     from kvmtune import workloads
-    from kvmtune.facts import capture
 
     if os.path.exists(target) and os.listdir(target):
         raise InputError('not empty', source=target,

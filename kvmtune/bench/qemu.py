@@ -1,5 +1,7 @@
 """Local benchmark guests as plain QEMU processes (no libvirt needed)."""
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
 import os
 import shutil
@@ -7,13 +9,11 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
-from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.errors import KvmtuneError
-from kvmtune import image
 from kvmtune.facts.types import VirtFacts
+from kvmtune import image
 from kvmtune.image import disk
 
 QEMU = 'qemu-system-x86_64'

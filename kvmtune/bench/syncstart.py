@@ -8,13 +8,13 @@ common ``start_at``, launch + a boot allowance. Either way the run then
 waits for the clients' verdicts on their serial consoles.
 """
 
-import time
 from collections.abc import Callable
 from collections.abc import Sequence
+import time
 from typing import cast
 
-from kvmtune.errors import KvmtuneError
 from kvmtune.bench import qemu
+from kvmtune.errors import KvmtuneError
 from kvmtune.workloads import console
 
 # Seconds from launch to start_at: boot (kernel reaches /init in ~5 s

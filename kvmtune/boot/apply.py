@@ -24,20 +24,20 @@ argument and the files hold what they should: a second run changes
 nothing.
 """
 
+from collections.abc import Iterable
 import dataclasses
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
 from typing import Any
 
-from kvmtune import fileio
-from kvmtune import inputs
 from kvmtune.boot import changes
 from kvmtune.boot import loader as loaders
 from kvmtune.boot import record
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
+from kvmtune import fileio
+from kvmtune import inputs
 
 # How long a boot loader tool may take (update-grub probes every disk).
 TOOL_TIMEOUT = 600

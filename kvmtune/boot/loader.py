@@ -33,8 +33,8 @@ import glob
 import os
 import re
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 from kvmtune.tuning.export import common
 
 DEFAULT_GRUB = 'etc/default/grub'

@@ -25,16 +25,16 @@ reboots. ``pending(root)`` is the one reader (the monitoring textfile's
 kvmtune_reboot_required, the rollout's reboot step).
 """
 
-import errno
-import os
 from collections.abc import Mapping
 from collections.abc import Sequence
+import errno
+import os
 from typing import TypedDict
 
+from kvmtune.errors import InputError
 from kvmtune import fileio
 from kvmtune import inputs
 from kvmtune import jsonout
-from kvmtune.errors import InputError
 
 SCHEMA = 1
 PATH = 'var/lib/kvmtune/reboot-required.json'

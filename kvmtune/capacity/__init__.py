@@ -30,15 +30,15 @@ as room. A flavor Nova refuses to boot is an InputError naming Nova's
 rule (kvmtune.tuning.flavor_topology).
 """
 
-import dataclasses
-import math
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+import math
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
 from kvmtune.capacity import cells
 from kvmtune.capacity import numa as numa_fit

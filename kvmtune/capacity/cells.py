@@ -11,9 +11,9 @@ there use, from Nova's ``GET /servers/{id}/topology``.
 kvmtune.capacity.numa counts on them.
 """
 
-import dataclasses
 from collections.abc import Iterable
 from collections.abc import Mapping
+import dataclasses
 from typing import Any
 
 SMALL_KB = 4

@@ -41,10 +41,10 @@ Not modelled: PCI and vPMEM affinity, network NUMA affinity,
 ``reserved_huge_pages``.
 """
 
-import itertools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import itertools
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.capacity.cells import Node
 

@@ -216,8 +216,8 @@ def guest_text(guests: Sequence['Measured'], record: dict[str, Any] | None,
                source: str = '(this run)') -> str:
     """The table of one run's guests and its aggregate: the run analysed
     (kvmtune.results.analysis) and printed by the one renderer."""
-    from kvmtune.results import analysis
     from kvmtune.report import render
+    from kvmtune.results import analysis
     from kvmtune.results import bench
 
     rows = [g.row for g in guests]
@@ -275,8 +275,8 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
 
     from kvmtune.bench import compare as ab
     from kvmtune.bench import qemu
-    from kvmtune.results import analysis
     from kvmtune.report import render
+    from kvmtune.results import analysis
     from kvmtune.results import baseline as bare_run
     from kvmtune.results import bench
 

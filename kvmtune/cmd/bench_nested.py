@@ -72,12 +72,12 @@ def _log(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
+    from kvmtune.bench import nested
+    from kvmtune.cmd import baseline
     from kvmtune.errors import InputError
     from kvmtune import fileio
     from kvmtune import jsonout
     from kvmtune import workloads
-    from kvmtune.bench import nested
-    from kvmtune.cmd import baseline
 
     for name in ('vcpus', 'ram_mb'):
         if getattr(args, name) < 1:

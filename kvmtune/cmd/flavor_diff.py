@@ -16,8 +16,8 @@ requests are sent.
 import argparse
 
 from kvmtune import cmd
-from kvmtune.cmd import output
 from kvmtune.cmd.flavor_output import print_diff
+from kvmtune.cmd import output
 from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.errors import EXIT_OK
 
@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
+    from kvmtune.openstack.connection import Cloud
     from kvmtune.openstack import flavors as tuned
     from kvmtune.openstack import planning
-    from kvmtune.openstack.connection import Cloud
 
     plan = planning.plan_for(
         args.profile, args.root, args.facts, args.config_file)

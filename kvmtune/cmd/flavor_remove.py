@@ -36,9 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int | None:
+    from kvmtune.openstack.connection import Cloud
     from kvmtune.openstack import flavors as tuned
     from kvmtune.openstack import planning
-    from kvmtune.openstack.connection import Cloud
 
     # the plan first: one that withheld values is refused before any
     # request leaves

@@ -14,15 +14,15 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 """
 
 import argparse
-import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import sys
 from typing import Any
+from typing import TYPE_CHECKING
 
+from kvmtune.cmd import output
+from kvmtune.errors import InputError
 from kvmtune import jsonout
 from kvmtune import pagesize
-from kvmtune.errors import InputError
-from kvmtune.cmd import output
 
 if TYPE_CHECKING:   # kvmtune.facts imports only when run() needs it
     from kvmtune.facts.types import CpuFacts

@@ -33,9 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import facts as host_facts
-    from kvmtune.tuning import traits
-    from kvmtune.openstack import placement
     from kvmtune.openstack.connection import Cloud
+    from kvmtune.openstack import placement
+    from kvmtune.tuning import traits
 
     facts = host_facts.resolve(root=args.root, facts_file=args.facts)
     wanted = traits.from_facts(facts)

@@ -103,9 +103,9 @@ def service_cmdlines(args: argparse.Namespace, service: str
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
     from kvmtune.tuning import novaconf
-    from kvmtune.tuning import plan as plans
     from kvmtune.tuning.novaconf import services as novaservices
     from kvmtune.tuning.novaconf import validate
+    from kvmtune.tuning import plan as plans
 
     loaded = conf.load(args.config_file)
     # The front door: profile, facts, plan, and the refusal of a withheld

@@ -14,15 +14,15 @@ doc/design.md section 9 is the contract.
 """
 
 import argparse
-import sys
 from collections.abc import Mapping
 from collections.abc import Sequence
+import sys
 from typing import Any
-from typing import TextIO
 from typing import cast
+from typing import TextIO
 
-from kvmtune import jsonout
 from kvmtune.errors import InputError
+from kvmtune import jsonout
 
 FORMATS = ('table', 'json', 'yaml', 'value')
 

@@ -10,8 +10,8 @@ you read is what ``kvmtune plan`` uses.
 import argparse
 import sys
 
-from kvmtune import jsonout
 from kvmtune.cmd import output
+from kvmtune import jsonout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -52,8 +52,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     is written (a PNG written, then the HTML refused, was half a run)."""
     import os
 
-    from kvmtune import fileio
     from kvmtune.errors import InputError
+    from kvmtune import fileio
 
     inputs = {os.path.realpath(p)
               for p in list(args.results) + [args.baseline] if p}

@@ -29,15 +29,15 @@ sync, 1 when anything drifted, 2 when verify could not run (bad input).
 """
 
 import argparse
+from collections.abc import Sequence
 import importlib.util
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune import cmd
-from kvmtune import verify
 from kvmtune.cmd import output
+from kvmtune import verify
 
 if TYPE_CHECKING:
     from kvmtune.verify import Check
@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int | None:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """--all-hosts: the cloud layer for every compute node."""
-    from kvmtune.tuning import plan as plans
     from kvmtune.errors import InputError
+    from kvmtune.tuning import plan as plans
     from kvmtune.verify import cloud as cloud_layer
 
     if not args.all_hosts:

@@ -5,10 +5,10 @@ Every module in this package defines ``register_opts(conf)`` and
 new module and nothing else.
 """
 
-import importlib
-import pkgutil
 from collections.abc import Iterable
 from collections.abc import Iterator
+import importlib
+import pkgutil
 from types import ModuleType
 from typing import Any
 
@@ -56,8 +56,8 @@ def load(config_files: Iterable[str] | None = None,
     """
     import os
 
-    from kvmtune import inputs
     from kvmtune.errors import InputError
+    from kvmtune import inputs
 
     global _registered
     if not _registered:

@@ -12,14 +12,14 @@
 """
 
 import argparse
-import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import sys
 from typing import Any
+from typing import TYPE_CHECKING
 
-from kvmtune import image
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
+from kvmtune import image
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import PlanDict
@@ -70,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.devstack import changes as changes_mod
-    from kvmtune.devstack import resources
     from kvmtune.devstack import host
+    from kvmtune.devstack import resources
     from kvmtune.devstack import tempest
 
     changes = changes_mod.Changes(args.state_dir)
@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _pools(text: str | None,
            plans: Sequence['PlanDict']) -> list[Any] | None:
-    from kvmtune.tuning import pages
     from kvmtune.devstack import host
+    from kvmtune.tuning import pages
 
     if text is None:
         return None

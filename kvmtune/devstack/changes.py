@@ -27,8 +27,8 @@ import json
 import os
 from typing import Any
 
-from kvmtune import privileged
 from kvmtune.errors import InputError
+from kvmtune import privileged
 
 FILE_NAME = 'changes.json'
 SCHEMA = 1

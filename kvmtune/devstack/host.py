@@ -20,20 +20,20 @@ as an unprivileged user, so they are changed through ``sudo -n``
 (kvmtune.privileged), as DevStack changes the host itself.
 """
 
-import os
 from collections.abc import Iterable
 from collections.abc import Sequence
+import os
 from typing import Any
-from typing import Literal
 from typing import cast
+from typing import Literal
 
-from kvmtune.tuning import pages
+from kvmtune.devstack.changes import Changes
+from kvmtune.errors import InputError
 from kvmtune import pagesize
 from kvmtune import privileged
-from kvmtune.errors import InputError
 from kvmtune.tuning.novaconf import inifile
 from kvmtune.tuning.novaconf import update
-from kvmtune.devstack.changes import Changes
+from kvmtune.tuning import pages
 from kvmtune.tuning.plan import PlanDict
 
 # plan dicts (kvmtune.tuning.plan.Plan.to_dict())

@@ -9,14 +9,14 @@ earlier kvmtune-owned keys back, traits go back to what the provider had,
 the uploaded image is deleted.
 """
 
+from collections.abc import Iterable
 import os
 import socket
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
-from kvmtune import image as bench_image
 from kvmtune.errors import CloudError
+from kvmtune import image as bench_image
 
 if TYPE_CHECKING:
     from kvmtune.devstack.changes import Changes
@@ -122,8 +122,8 @@ def _set_host_traits(api: Any) -> None:
     """What ``kvmtune host tag`` does: this host's kvmtune traits on its
     compute node's resource provider."""
     from kvmtune import facts as host_facts
-    from kvmtune.tuning import traits
     from kvmtune.openstack import placement
+    from kvmtune.tuning import traits
 
     facts = host_facts.resolve()
     name = facts.get('hostname') or socket.gethostname()

@@ -13,8 +13,8 @@ import json
 import os
 from typing import Any
 
-from kvmtune import privileged
 from kvmtune.errors import InputError
+from kvmtune import privileged
 
 FOUND_FILE = 'found.json'
 

@@ -17,10 +17,10 @@ from kvmtune.facts import hostfs
 from kvmtune.facts import kernel
 from kvmtune.facts import memory
 from kvmtune.facts import schema
-from kvmtune.facts import virt
 from kvmtune.facts.types import Facts
 from kvmtune.facts.types import KvmProbe
 from kvmtune.facts.types import VhostNetFacts
+from kvmtune.facts import virt
 
 CAPTURE_FILE = 'kvmtune-capture.json'
 HOSTNAME = '/proc/sys/kernel/hostname'

@@ -7,13 +7,13 @@ import shutil
 import tempfile
 from typing import Any
 
-from kvmtune import facts as host_facts
-from kvmtune import fileio
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from kvmtune.facts import cpu
 from kvmtune.facts import hostfs
 from kvmtune.facts import memory
 from kvmtune.facts import virt
+from kvmtune import fileio
 
 
 def _kvmtune_version() -> str | None:

@@ -10,11 +10,11 @@ machines), a group of ``package_cpus_list``/``core_siblings_list``. What
 the kernel does not say is null.
 """
 
-import os
-import re
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import os
+import re
 from typing import Any
 from typing import cast
 

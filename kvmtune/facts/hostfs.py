@@ -7,8 +7,8 @@ answered (see kvmtune/cmd/host_capture.py).
 
 import os
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 
 # The largest file read under /proc or /sys: /proc/cpuinfo of a 4096-CPU
 # host is about 6 MiB (~1.5 kB a CPU); nothing kvmtune reads is near this.

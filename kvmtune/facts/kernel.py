@@ -5,10 +5,10 @@ separated by spaces, a value may be double-quoted, and everything after a
 lone ``--`` belongs to init, not to the kernel.
 """
 
-from kvmtune import pagesize
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.types import HugepagesArg
 from kvmtune.facts.types import KernelArgs
+from kvmtune import pagesize
 
 ISOLCPUS_FLAGS = ('nohz', 'domain', 'managed_irq')
 IOMMU_KEYS = ('intel_iommu', 'amd_iommu', 'iommu')

@@ -1,7 +1,7 @@
 """Memory, NUMA nodes and huge page pools from /proc/meminfo and sysfs."""
 
-import re
 from collections.abc import Iterable
+import re
 
 from kvmtune.facts.cpu import bad_file
 from kvmtune.facts.cpu import read_cpuset

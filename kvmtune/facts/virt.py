@@ -1,9 +1,9 @@
 """KVM: the device, its modules' parameters, nested guests and EPT/NPT."""
 
-import fcntl
-import os
 from collections.abc import Mapping
 from collections.abc import Sequence
+import fcntl
+import os
 from typing import Literal
 
 from kvmtune.facts.hostfs import HostFiles

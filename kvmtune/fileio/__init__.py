@@ -36,18 +36,18 @@ What it promises (doc/design.md section 8):
   mislead, root is refused too).
 """
 
+from collections.abc import Iterator
 import contextlib
 import errno
 import fcntl
 import os
 import stat
 import threading
-from collections.abc import Iterator
 from typing import cast
 
+from kvmtune.errors import InputError
 from kvmtune.fileio import mounts
 from kvmtune.fileio import replace
-from kvmtune.errors import InputError
 
 _KINDS = (
     (stat.S_ISCHR, 'a character device'),

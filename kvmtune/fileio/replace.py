@@ -26,8 +26,8 @@ import stat
 import struct
 import tempfile
 
-from kvmtune.fileio import mounts
 from kvmtune.errors import InputError
+from kvmtune.fileio import mounts
 
 _TEMP_INFIX = '.kvmtune-'
 _TEMP_SUFFIX = '.tmp'

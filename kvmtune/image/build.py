@@ -1,5 +1,7 @@
 """Build the benchmark guest image (``kvmtune image build``)."""
 
+from collections.abc import Callable
+from collections.abc import Sequence
 import fcntl
 import gzip
 import hashlib
@@ -9,8 +11,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
-from collections.abc import Sequence
 from typing import Any
 
 from kvmtune.errors import KvmtuneError

@@ -6,11 +6,11 @@ the guest never borrows a library from the host and a second build finds
 every .deb already there.
 """
 
+from collections.abc import Iterable
+from collections.abc import Sequence
 import os
 import re
 import subprocess
-from collections.abc import Iterable
-from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 

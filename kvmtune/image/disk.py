@@ -3,11 +3,11 @@ partition filled with mtools, syslinux installed into it with
 ``syslinux --install`` (the mtools flavour), an MBR written here.
 """
 
+from collections.abc import Sequence
 import os
 import shutil
 import struct
 import subprocess
-from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 

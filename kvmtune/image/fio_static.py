@@ -8,13 +8,13 @@ meets its 20 MB target. Needs gcc, make and dpkg-dev on the build host;
 the binary is cached per fio version, so later builds reuse it.
 """
 
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import glob
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
-from collections.abc import Mapping
-from collections.abc import Sequence
 
 from kvmtune.errors import KvmtuneError
 

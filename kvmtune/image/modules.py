@@ -4,9 +4,9 @@ The Debian kernel package ships no modules.dep; each module's ``depends=``
 field in its ``.modinfo`` ELF section says what must be loaded first.
 """
 
+from collections.abc import Iterable
 import os
 import struct
-from collections.abc import Iterable
 
 from kvmtune.errors import KvmtuneError
 

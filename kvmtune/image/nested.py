@@ -18,12 +18,12 @@ files and names (vmlinuz, initrd.img, kvmtune-bench.raw/.qcow2/.json), so
   chooses the level (1: the job in this guest, like the benchmark image).
 """
 
-import fcntl
-import hashlib
-import os
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
+import fcntl
+import hashlib
+import os
 from typing import Any
 
 from kvmtune.errors import KvmtuneError

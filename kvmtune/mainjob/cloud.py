@@ -4,12 +4,12 @@ whether it emulates, restart of its compute, how to stop it), the cloud's
 compute node names, the benchmark image upload and the base flavor the
 tuned flavors start from."""
 import os
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
+from kvmtune.errors import CloudError
 from kvmtune import image
 from kvmtune import mainjob
-from kvmtune.errors import CloudError
 from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:

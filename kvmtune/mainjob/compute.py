@@ -4,15 +4,15 @@ facts (EPT/NPT or not), and its flavor's required traits must be ones
 host, the job tunes it (LocalSetup: huge pages, nova.conf, restart, tag);
 on an operator's cloud it changes nothing here and says what to run on
 the computes (RemoteSetup, operator_steps)."""
+from collections.abc import Iterable
 import dataclasses
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
 from typing import cast
+from typing import TYPE_CHECKING
 
-from kvmtune import mainjob
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
+from kvmtune import mainjob
 from kvmtune.mainjob import hugepages
 
 if TYPE_CHECKING:
@@ -87,8 +87,8 @@ def apply_nova_conf(profile_name: str, facts: 'Facts', path: str,
     nova.conf at path, checked by Nova's own definitions; its message."""
     from kvmtune import conf
     from kvmtune.tuning import novaconf
-    from kvmtune.tuning import plan as plans
     from kvmtune.tuning.novaconf import validate
+    from kvmtune.tuning import plan as plans
 
     config_files = list(config_files or [])
     loaded = conf.load(config_files)
@@ -112,9 +112,9 @@ def tag_host(cloud_name: str, facts: 'Facts', hypervisor: str | None = None
     on the compute node's resource provider; (node, traits) set."""
     import socket
 
-    from kvmtune.tuning import traits
-    from kvmtune.openstack import placement
     from kvmtune.openstack.connection import Cloud
+    from kvmtune.openstack import placement
+    from kvmtune.tuning import traits
 
     wanted = traits.from_facts(facts)
     name = hypervisor or facts.get('hostname') or socket.gethostname()

@@ -3,13 +3,13 @@ pages the tuned flavor needs on its compute (Pages, guest_pages), and
 raising that pool through /sys/kernel/mm/hugepages (reserve_hugepages)."""
 import dataclasses
 import os
-from typing import TYPE_CHECKING
 from typing import cast
+from typing import TYPE_CHECKING
 
-from kvmtune import pagesize
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import steps
+from kvmtune import pagesize
 
 if TYPE_CHECKING:
     from kvmtune.facts.types import Facts

@@ -6,26 +6,26 @@ compute, the Rally sweep, the report and the summary.
 run() with plain arguments; so do tools/main-job and `python -m
 kvmtune.mainjob`, through the same command.
 """
-import dataclasses
-import json
-import os
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+import json
+import os
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
 from kvmtune import errors
+from kvmtune.errors import KvmtuneError
 from kvmtune import fileio
 from kvmtune import image
 from kvmtune import mainjob
-from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import rallycloud
-from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
+from kvmtune.mainjob import sweep
 from kvmtune.results import units
 
 if TYPE_CHECKING:
@@ -88,8 +88,8 @@ def _sweep_records(profiles_by_flavor: Mapping[str, str],
     """{flavor: result record} for the Rally task (test_job.py): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
-    from kvmtune.tuning import profiles
     from kvmtune.results import records
+    from kvmtune.tuning import profiles
 
     try:
         dirs = profiles.configured_dirs(cast(list[str], config_files))

@@ -3,11 +3,11 @@ cloud of clouds.yaml or the embedded cloud's admin, its credentials
 checked with Keystone before Rally is touched, and the existing@openstack
 spec Rally gets for it."""
 
-import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import os
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError

@@ -31,15 +31,15 @@ its current environment. A plain ``rally task start`` then finds both.
 (the main job's, in its state directory). Nothing printed, logged or
 raised here holds a password.
 """
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 import json
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from collections.abc import Iterable
-from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.errors import CloudError

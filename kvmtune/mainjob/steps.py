@@ -6,17 +6,17 @@ apt, pip, Rally, the cloud, kvmtune's library output) goes to the log file
 the job names at its start; with --verbose it is shown as well. Every
 line of stdout is in the log too, so the log alone tells the whole run.
 """
+from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from collections.abc import Mapping
+from typing import cast
 from typing import IO
 from typing import TextIO
-from typing import cast
 
 from kvmtune.errors import CloudError
 

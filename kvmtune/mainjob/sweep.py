@@ -2,23 +2,23 @@
 cloud's credentials (never printed), the disk scaling task's arguments,
 and the sweep with its JSON and HTML reports and SLA check. Rally's
 database and "current" env stay in the job's state directory."""
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
 import importlib.resources
 import json
 import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable
-from collections.abc import Iterable
-from collections.abc import Mapping
-from typing import IO
-from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
+from typing import IO
+from typing import TYPE_CHECKING
 
-from kvmtune import fileio
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
+from kvmtune import fileio
 from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import steps
 
@@ -322,8 +322,8 @@ def step_result(iteration: Mapping[str, Any]) -> str:
     from kvmtune.errors import KvmtuneError
     from kvmtune.report import render
     from kvmtune.results import analysis
-    from kvmtune.results import rally as rally_results
     from kvmtune.results import kinds
+    from kvmtune.results import rally as rally_results
     from kvmtune.results import run
 
     try:

@@ -32,15 +32,15 @@ N to stop it after each of its calls in turn. Nothing else sets it.
 """
 
 import collections
+from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
 import logging
 import os
 import signal
 import sys
-import uuid
-from collections.abc import Iterator
-from collections.abc import Mapping
 from typing import Any
+import uuid
 
 from kvmtune.openstack import errors
 from kvmtune.openstack import retries

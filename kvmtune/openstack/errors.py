@@ -5,12 +5,12 @@ string) and the cloud's own message, and never a credential: every secret
 the connection knows is masked before the line is built.
 """
 
+from collections.abc import Iterable
 import re
 import urllib.parse
-from collections.abc import Iterable
 
-from kvmtune.errors import MASK
 from kvmtune.errors import CloudError
+from kvmtune.errors import MASK
 
 # A URL's query string may carry secrets (signed URLs, tokens); drop it.
 _URL_QUERY = re.compile(r'(https?://[^\s?\'"<>]+)\?[^\s\'"<>]*')

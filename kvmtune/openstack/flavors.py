@@ -29,13 +29,13 @@ kvmtune's description. ``flavor diff`` names it incomplete and ``flavor
 apply`` finishes it.
 """
 
-import dataclasses
-import fnmatch
-import re
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
+import fnmatch
+import re
 from typing import Any
 from typing import cast
 
@@ -329,8 +329,8 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
     stops the run (doc/design.md 9.8). Nova never makes a public flavor
     private: such a flavor is refused.
     """
-    from kvmtune.openstack import planning
     from kvmtune.openstack.connection import Cloud
+    from kvmtune.openstack import planning
 
     if not (name or base):
         raise InputError('no flavor named', key='--from/--name',

@@ -8,11 +8,11 @@ set, swaps only its own traits (``kvmtune.tuning.traits.KVMTUNE_TRAITS``) and
 re-reads on a generation conflict, a bounded number of times.
 """
 
-import dataclasses
-import urllib.parse
 from collections.abc import Iterable
 from collections.abc import Sequence
+import dataclasses
 from typing import Any
+import urllib.parse
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError

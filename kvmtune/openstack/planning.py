@@ -7,8 +7,8 @@ extra spec against Nova's rules (kvmtune.tuning.extra_specs), so a wrong value
 stops here, before any request leaves.
 """
 
-import dataclasses
 from collections.abc import Iterable
+import dataclasses
 
 
 @dataclasses.dataclass(frozen=True)

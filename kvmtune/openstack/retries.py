@@ -5,8 +5,8 @@ write goes once, and each carries a request id kvmtune made
 
 import logging
 import sys
-import uuid
 from typing import Any
+import uuid
 
 WRITE_METHODS = frozenset({'POST', 'PUT', 'PATCH', 'DELETE'})
 READ_METHODS = frozenset({'GET', 'HEAD'})

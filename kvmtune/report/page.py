@@ -12,13 +12,13 @@ import base64
 import html
 from typing import Sequence
 
-from kvmtune.results.analysis import Analysis
 from kvmtune.report.render import budget_lines
 from kvmtune.report.render import failure_lines
 from kvmtune.report.render import fit_rows
 from kvmtune.report.render import source_lines
 from kvmtune.report.render import tables
 from kvmtune.report.render import title
+from kvmtune.results.analysis import Analysis
 from kvmtune.results.units import EMULATED
 
 _CSS = ('body{font-family:sans-serif;margin:2em;max-width:72em}'

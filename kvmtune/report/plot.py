@@ -18,10 +18,10 @@ QEMU TCG carry the "emulated" label (kvmtune.results.units.EMULATED).
 import io
 from typing import Any
 
-from kvmtune.results.analysis import Analysis
-from kvmtune.results.analysis import Point
 from kvmtune.report.render import number
 from kvmtune.report.render import pct
+from kvmtune.results.analysis import Analysis
+from kvmtune.results.analysis import Point
 from kvmtune.results.units import EMULATED
 from kvmtune.results.units import US_PER_NS
 

@@ -20,14 +20,14 @@ from typing import Any
 from typing import Iterator
 from typing import Sequence
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 from kvmtune.results import kinds
 from kvmtune.results import records
 from kvmtune.results import row as rows
-from kvmtune.results import units
 from kvmtune.results.row import Row
 from kvmtune.results.run import Run
+from kvmtune.results import units
 
 TITLE = 'kvmtune per-VM results'
 SCENARIOS = ('KvmTune.disk_scaling', 'KvmTune.network_scaling')

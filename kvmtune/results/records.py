@@ -31,10 +31,10 @@ import datetime
 import hashlib
 import json
 from typing import Any
+from typing import cast
 from typing import NoReturn
 from typing import Sequence
 from typing import TypedDict
-from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.results import kinds

@@ -37,7 +37,6 @@ import time
 from typing import Any
 from typing import IO
 
-from kvmtune import venvs
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.testcloud import config
@@ -47,6 +46,7 @@ from kvmtune.testcloud import procs
 from kvmtune.testcloud import services
 from kvmtune.testcloud import start
 from kvmtune.testcloud import stop
+from kvmtune import venvs
 
 COMPUTE_MODES = ('fake', 'libvirt')
 VIRT_TYPES = ('kvm', 'qemu')

@@ -14,9 +14,9 @@ Answered (GET, with or without ``.json``): ``/``, ``/v2.0``,
 """
 
 import argparse
+from http import server
 import json
 import sys
-from http import server
 from typing import Any
 
 COLLECTIONS = {

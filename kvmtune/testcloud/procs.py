@@ -168,8 +168,8 @@ def load_state(layout: 'Layout') -> dict[str, Any]:
     """The running cloud's state ({} when none runs); a truncated, empty
     or garbage state file (a crash, a full disk, a hand edit) is one
     line naming it, not a JSONDecodeError (tests/unit/test_hostile.py)."""
-    from kvmtune import inputs
     from kvmtune.errors import InputError
+    from kvmtune import inputs
 
     if not os.path.lexists(layout.state):
         return {}

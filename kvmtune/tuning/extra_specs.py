@@ -7,10 +7,10 @@ kvmtune sets, and checked before anything reaches a cloud. Read against
 nova 34.0.0: hw.py, traits.py, resources.py, validators.py and base.py.
 """
 
-import dataclasses
-import re
 from collections.abc import Callable
 from collections.abc import Mapping
+import dataclasses
+import re
 from typing import cast
 
 from kvmtune.errors import InputError

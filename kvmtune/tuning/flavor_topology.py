@@ -12,9 +12,9 @@ tests/unit/capacity/test_numa.py checks every generated flavor against
 Nova's own answer.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import re
-from collections.abc import Mapping
 
 from kvmtune.tuning.extra_specs import find
 from kvmtune.tuning.extra_specs import page_size_kb

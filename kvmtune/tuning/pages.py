@@ -17,18 +17,18 @@ pages after boot) it puts every pool it changed back and refuses. Not
 root: the writes go through ``sudo -n`` (kvmtune.privileged).
 """
 
-import dataclasses
-import os
-import re
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
+import dataclasses
+import os
+import re
 from typing import Any
 
-from kvmtune import pagesize
-from kvmtune import privileged
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
+from kvmtune import pagesize
+from kvmtune import privileged
 
 NODES = os.path.join('sys', 'devices', 'system', 'node')
 POOL = os.path.join('node{node}', 'hugepages', 'hugepages-{size_kb}kB',

@@ -6,17 +6,17 @@ one nova.conf option, kernel argument, module option or extra spec is a
 mistake in the profile, reported as an InputError; equal values merge.
 """
 
-import dataclasses
 from collections.abc import Hashable
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import dataclasses
 from typing import Any
+from typing import TYPE_CHECKING
 from typing import TypedDict
 
-from kvmtune.tuning import extra_specs as specs
-from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
+from kvmtune import inputs
+from kvmtune.tuning import extra_specs as specs
 from kvmtune.tuning.novaconf import services
 
 if TYPE_CHECKING:

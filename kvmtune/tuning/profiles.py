@@ -7,16 +7,16 @@ the experiment it reproduces, and ``tuners``: a list of tuner names or
 profile_dirs``; a later directory wins on equal names.
 """
 
+from collections.abc import Iterable
 import dataclasses
 import os
 import pathlib
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
-from kvmtune import yamlinput
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
+from kvmtune import yamlinput
 
 if TYPE_CHECKING:
     from kvmtune.tuning.tuners.base import Tuner

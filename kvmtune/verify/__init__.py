@@ -22,12 +22,12 @@ The command (``kvmtune verify``) prints the checks as a table, ``-f json``
 or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error.
 """
 
-import dataclasses
-import importlib
 from collections.abc import Iterable
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+import importlib
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.errors import EXIT_OK

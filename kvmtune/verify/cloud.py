@@ -19,20 +19,20 @@ A cloud that cannot be reached, refuses or answers 5xx: UNKNOWN with its
 one-line error, never a traceback.
 """
 
-import socket
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import socket
 from typing import Any
+from typing import TYPE_CHECKING
 
-from kvmtune import verify
-from kvmtune.openstack import flavors as cloud_flavors
-from kvmtune.openstack import placement
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpu_spec
+from kvmtune.openstack import flavors as cloud_flavors
+from kvmtune.openstack import placement
+from kvmtune import verify
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan

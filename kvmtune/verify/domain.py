@@ -8,11 +8,11 @@ Nova 2023.1: no API call is needed)."""
 import dataclasses
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from typing import Any
+import xml.etree.ElementTree as ET
 
-from kvmtune.tuning import extra_specs
 from kvmtune.facts.cpulist import parse_cpulist
+from kvmtune.tuning import extra_specs
 
 
 NOVA_NS_PREFIX = '{http://openstack.org/xmlns/libvirt/nova/'

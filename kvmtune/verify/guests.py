@@ -32,14 +32,14 @@ refuses the connection: UNKNOWN with the reason.
 """
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
+from kvmtune.facts.cpulist import format_cpulist
+from kvmtune.facts.cpulist import parse_cpu_spec
 from kvmtune.tuning import extra_specs
 from kvmtune import verify
 from kvmtune.verify import domain
-from kvmtune.facts.cpulist import format_cpulist
-from kvmtune.facts.cpulist import parse_cpu_spec
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan

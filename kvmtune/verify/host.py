@@ -24,19 +24,19 @@ of /proc and /sys):
 What cannot be read is UNKNOWN with the reason, never a pass.
 """
 
-import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import os
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
-from kvmtune import pagesize
-from kvmtune import verify
-from kvmtune.facts import kernel as kernel_args
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts import kernel as kernel_args
 from kvmtune.facts.types import Facts
+from kvmtune import pagesize
+from kvmtune import verify
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan
@@ -274,8 +274,8 @@ def vhost_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
 
 
 def _read_small(root: str, path: str) -> str | None:
-    from kvmtune import inputs
     from kvmtune.errors import InputError
+    from kvmtune import inputs
     try:
         return inputs.read_text(os.path.join(root, path),
                                 max_bytes=1 << 16)

@@ -19,16 +19,16 @@ kolla's files live under /etc/kolla/nova-compute on the host). No process
 and no files given, or /proc/<pid> unreadable: UNKNOWN with the reason.
 """
 
-import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import os
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
-from kvmtune import verify
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.tuning.novaconf import effective
 from kvmtune.tuning.novaconf import services
+from kvmtune import verify
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan
@@ -37,8 +37,8 @@ LAYER = 'novacompute'
 
 
 def _read(path: str, limit: int = 1 << 20) -> bytes | None:
-    from kvmtune import inputs
     from kvmtune.errors import InputError
+    from kvmtune import inputs
     try:
         return inputs.read_bytes(path, max_bytes=limit)
     except InputError:

@@ -27,13 +27,13 @@ Kept for one release (releasenotes), with their ``host`` label:
 ``kvmtune_verify_last_run_timestamp_seconds``.
 """
 
-import time
 from collections.abc import Mapping
 from collections.abc import Sequence
+import time
 
+from kvmtune.boot import record
 from kvmtune import textfile
 from kvmtune import verify
-from kvmtune.boot import record
 
 COMMAND = 'verify'
 STATUS = 'kvmtune_verify_check_status'

@@ -8,11 +8,11 @@ definition drives the guest (``kvmtune.workloads.guestjob``) and the bare host
 (``kvmtune baseline``), so both run the same command line.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import os
 import re
-from collections.abc import Iterable
-from collections.abc import Mapping
 from typing import Any
 
 from kvmtune.errors import InputError

@@ -4,15 +4,15 @@
 substitutes ``nproc``): fio's numjobs=vcpus, sysbench's threads=vcpus.
 """
 
-import re
 from collections.abc import Callable
 from collections.abc import Mapping
+import re
 from typing import Any
 from typing import cast
 
 from kvmtune.errors import InputError
-from kvmtune.workloads import WRITE_MODES
 from kvmtune.workloads import Workload
+from kvmtune.workloads import WRITE_MODES
 
 VCPUS = '@VCPUS@'
 # A server guest with several ports in its job starts one server per port,

@@ -8,17 +8,17 @@ busybox init needs no JSON parser.
 """
 
 import base64
-import json
-import re
 from collections.abc import Iterable
 from collections.abc import Mapping
+import json
+import re
 from typing import Any
-from typing import TypedDict
 from typing import cast
+from typing import TypedDict
 
 from kvmtune.errors import InputError
-from kvmtune.workloads import Workload
 from kvmtune.workloads import commands
+from kvmtune.workloads import Workload
 
 SAFE_ARG = re.compile(r'^[A-Za-z0-9@._:/=,+%-]+\Z')
 ROLES = ('client', 'server')

@@ -8,14 +8,14 @@ A figure the tool did not measure is None; output that cannot be read
 raises KvmtuneError rather than yield a number.
 """
 
+from collections.abc import Callable
 import math
 import re
-from collections.abc import Callable
 from typing import Any
 from typing import cast
 
-from kvmtune import inputs
 from kvmtune.errors import KvmtuneError
+from kvmtune import inputs
 
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
 

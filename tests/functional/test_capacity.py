@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from kvmtune.openstack import connection
-from tests.functional import test_pinning
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import kvmtune
+from tests.functional import test_pinning
 
 tuned_compute = test_pinning.tuned_compute
 

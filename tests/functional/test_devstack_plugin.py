@@ -22,14 +22,14 @@ import sys
 
 import pytest
 
-from kvmtune.tuning import pages
 from kvmtune.tuning.novaconf import inifile
-from tests import paths
+from kvmtune.tuning import pages
 from tests.devstack_shim.run import Stack
 from tests.devstack_shim.run import venv_over
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import find_flavor
 from tests.functional.conftest import REPO
+from tests import paths
 
 PROFILES = ['pinned-hugepages-ept', 'nested-host']
 HUGEPAGES = 16  # more 2 MB pages on node 0 than it had

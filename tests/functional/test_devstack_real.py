@@ -86,8 +86,8 @@ import tempfile
 
 import pytest
 
-from kvmtune.tuning import pages
 from kvmtune.tuning.novaconf import inifile
+from kvmtune.tuning import pages
 from tests import paths
 from tests import trees
 

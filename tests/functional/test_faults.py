@@ -28,8 +28,8 @@ import pytest
 import yaml
 
 from kvmtune import facts as host_facts
-from kvmtune.tuning import traits
 from kvmtune.openstack.connection import KILL_AFTER_CALL_ENV
+from kvmtune.tuning import traits
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import find_flavor
 from tests.functional.conftest import INTEL_HOST

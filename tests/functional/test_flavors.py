@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from kvmtune import facts as host_facts
+from kvmtune.openstack import planning
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
-from kvmtune.openstack import planning
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import find_flavor
 from tests.functional.conftest import INTEL_HOST

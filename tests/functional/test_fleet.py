@@ -26,9 +26,9 @@ from kvmtune.testcloud import api
 from kvmtune.testcloud import novacompute
 from kvmtune.testcloud import procs
 from tests import fleet as test_fleet
-from tests import paths
 from tests.functional.conftest import ADMIN
 from tests.functional.test_multihost import _numa_shape
+from tests import paths
 
 CLOUD = (sys.executable, '-m', 'kvmtune.cli', 'cloud')
 UP_BOUND = 900

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from kvmtune import image
 from kvmtune.bench import baseline
 from kvmtune.bench import qemu
+from kvmtune import image
 from kvmtune.image import build
 from kvmtune.image import modules
 from kvmtune.results import units

@@ -30,15 +30,15 @@ import yaml
 from kvmtune import facts
 from kvmtune import image as bench_image
 from kvmtune import mainjob
-from kvmtune.tuning import traits
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import hugepages
+from kvmtune.tuning import traits
 from tests import accel
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import CLOUD_PYTHON
-from tests.functional.conftest import NR_HUGEPAGES
 from tests.functional.conftest import kvmtune
 from tests.functional.conftest import main_job_objects_kept
+from tests.functional.conftest import NR_HUGEPAGES
 from tests.functional.conftest import provider_traits
 
 pytestmark = pytest.mark.compute('libvirt')

@@ -28,15 +28,15 @@ import uuid
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.bench import nested
+from kvmtune import workloads
 from kvmtune.workloads import guestjob as jobs
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import BENCH_IMAGE
 from tests.functional.conftest import CLOUD_PYTHON
-from tests.functional.conftest import PREFIX
 from tests.functional.conftest import first_compute_host
 from tests.functional.conftest import kvmtune
+from tests.functional.conftest import PREFIX
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
 

@@ -18,13 +18,13 @@ import sys
 
 import pytest
 
-from kvmtune import facts as host_facts
-from kvmtune.tuning import plan as plans
-from kvmtune.tuning import profiles
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from kvmtune.tuning.novaconf import nova_check
 from kvmtune.tuning.novaconf import update
 from kvmtune.tuning.novaconf import validate
+from kvmtune.tuning import plan as plans
+from kvmtune.tuning import profiles
 from tests import paths
 
 REPO = pathlib.Path(paths.REPO)

@@ -27,12 +27,12 @@ import time
 import urllib.parse
 import urllib.request
 
+from prometheus_client.parser import text_string_to_metric_families
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests import paths
 from tests.functional.conftest import kvmtune_process
+from tests import paths
 
 TREE = pathlib.Path(paths.HOSTS) / 'intel-2s-smt-ept-1g'
 HOSTNAME = 'compute-intel-1'        # the tree's proc/sys/kernel/hostname

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from kvmtune import facts as host_facts
-from kvmtune.tuning import traits
 from kvmtune.tuning.novaconf import inifile
+from kvmtune.tuning import traits
 from tests.functional.conftest import INTEL_HOST
 from tests.functional.conftest import kvmtune
 from tests.functional.conftest import provider_traits

@@ -38,9 +38,9 @@ from kvmtune.results import row as rows_
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import CLOUD
 from tests.functional.conftest import NR_HUGEPAGES
-from tests.functional.conftest import REPO
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
+from tests.functional.conftest import REPO
 
 pytestmark = pytest.mark.compute('libvirt')
 

@@ -20,8 +20,8 @@ from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
-from kvmtune.results import analysis
 from kvmtune.report import render
+from kvmtune.results import analysis
 from kvmtune.results import rally as rally_results
 from kvmtune.results import row as rows_
 from tests import accel

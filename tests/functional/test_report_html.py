@@ -19,12 +19,12 @@ import struct
 
 import pytest
 
-from kvmtune.results import analysis
 from kvmtune.report import render
+from kvmtune.results import analysis
 from kvmtune.results import units
 from tests import chromium
-from tests import paths
 from tests.functional.conftest import kvmtune_process
+from tests import paths
 
 OUTPUTS = pathlib.Path(paths.FIXTURES) / 'outputs'
 SWEEPS = [OUTPUTS / 'rally-disk-sweep-1-6-10-signal-tcg.json',

@@ -27,10 +27,10 @@ import yaml
 
 from tests.devstack_shim.run import Stack
 from tests.functional.conftest import ADMIN
-from tests.functional.conftest import PREFIX
-from tests.functional.conftest import REPO
 from tests.functional.conftest import CLOUD_PYTHON
 from tests.functional.conftest import kvmtune
+from tests.functional.conftest import PREFIX
+from tests.functional.conftest import REPO
 
 # pinned-hugepages needs no trait: its flavor boots on this EPT-less host.
 TUNED_PROFILE = 'pinned-hugepages'

@@ -22,12 +22,12 @@ import threading
 import pytest
 import yaml
 
-from tests.functional import test_pinning
 from tests.functional.conftest import ADMIN
-from tests.functional.conftest import NR_HUGEPAGES
 from tests.functional.conftest import kvmtune
+from tests.functional.conftest import NR_HUGEPAGES
 from tests.functional.conftest import provider_traits
 from tests.functional.conftest import put_provider_traits
+from tests.functional import test_pinning
 
 # test_pinning's fixtures, with this module's profile
 tuned_compute = test_pinning.tuned_compute

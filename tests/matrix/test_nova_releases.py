@@ -14,8 +14,8 @@ import time
 import pytest
 
 from kvmtune import nova_releases
-from tests import novamatrix
 from tests.matrix import conftest
+from tests import novamatrix
 from tests.novamatrix import run
 
 MAJORS = sorted(novamatrix.RELEASES)

@@ -10,8 +10,8 @@ import os
 import subprocess
 import time
 
-from kvmtune import nova_releases
 from kvmtune.errors import InputError
+from kvmtune import nova_releases
 from tests import novamatrix
 from tests.paths import HOSTS
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from kvmtune import facts
 from kvmtune.bench import qemu
+from kvmtune import facts
 from kvmtune.testcloud import host
 from tests import accel
 from tests import paths

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
+from kvmtune.errors import InputError
 from kvmtune import inputs
 from kvmtune import yamlinput
-from kvmtune.errors import InputError
 from tests import devices
 from tests import hang
 

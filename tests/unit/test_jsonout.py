@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from kvmtune import jsonout
 from kvmtune.errors import InputError
+from kvmtune import jsonout
 
 
 def strict_loads(text):

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from kvmtune import cli
-from kvmtune import nova_releases
 from kvmtune.errors import InputError
+from kvmtune import nova_releases
 from tests import paths
 
 EPYC = f'{paths.HOSTS}/real/x86_64-epyc_7451'

@@ -4,11 +4,11 @@
 import os
 import subprocess
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
+import pytest
 
-from kvmtune import textfile
 from kvmtune.errors import InputError
+from kvmtune import textfile
 
 
 def _family(value=1.0, **labels):

@@ -3,8 +3,8 @@ alias bombs, malformed and tagged documents are one InputError line."""
 
 import pytest
 
-from kvmtune import yamlinput
 from kvmtune.errors import InputError
+from kvmtune import yamlinput
 from tests import hang
 from tests.unit.test_inputs import _one_line
 

@@ -9,8 +9,8 @@ from kvmtune.errors import KvmtuneError
 from kvmtune.results import analysis
 from kvmtune.results import kinds
 from kvmtune.results import rally as rally_results
-from kvmtune.results import run as runs
 from kvmtune.results.row import Row
+from kvmtune.results import run as runs
 
 
 @sla.configure(name="kvmtune_scaling")

@@ -8,9 +8,9 @@ kvmtune.tuning.export.common and written by kvmtune.tuning.export.writer.
 See the user guide, "Using kvmtune with your deployment tool".
 """
 
+from collections.abc import Mapping
 import dataclasses
 import importlib
-from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING
 

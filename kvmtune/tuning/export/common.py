@@ -7,21 +7,21 @@ e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``. Writing them,
 all or nothing, is kvmtune.tuning.export.writer.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import os
 import re
-from collections.abc import Iterable
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 
-from kvmtune.tuning import traits as kvmtune_traits
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
 from kvmtune.tuning.novaconf import inifile
 from kvmtune.tuning.novaconf import services
+from kvmtune.tuning import traits as kvmtune_traits
 
 if TYPE_CHECKING:
     from kvmtune.tuning.novaconf.effective import Reader

@@ -13,8 +13,8 @@ config file and the kernel arguments and modprobe lines are files for the
 node (``hosts/<node>/``).
 """
 
-import os
 from collections.abc import Mapping
+import os
 from typing import Any
 
 from kvmtune.tuning.export import common

@@ -21,10 +21,10 @@ writes its own kvm.conf and turns the switch off, since both would be the
 same file. Kernel arguments are not OSA's: a file for the host.
 """
 
-import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import os
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.tuning.export import common
 

@@ -30,8 +30,8 @@ and Ubuntu's units, through openstack-pkg-tools' init script) they come
   do, the export is refused.
 """
 
-import os
 from collections.abc import Sequence
+import os
 from typing import Any
 from typing import cast
 

@@ -9,18 +9,18 @@ second export with unchanged facts changes no byte (and no mtime); a
 write that fails half-way removes what this export made.
 """
 
-import os
 from collections.abc import Callable
 from collections.abc import Iterable
+import os
 from typing import Any
 
+from kvmtune.errors import InputError
 from kvmtune import fileio
 from kvmtune.fileio import mounts
 from kvmtune import inputs
-from kvmtune import yamlinput
-from kvmtune.errors import InputError
 from kvmtune.tuning.export import common
 from kvmtune.tuning.novaconf import inifile
+from kvmtune import yamlinput
 
 
 def _flatten(data: Any, prefix: str = '') -> dict[str, Any]:

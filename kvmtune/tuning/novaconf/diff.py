@@ -16,10 +16,10 @@ A secret option's lines are shown as ``key = ***`` (continuation lines as
 real lines, so a changed secret still shows up as a changed line.
 """
 
-import difflib
-import re
 from collections.abc import Collection
 from collections.abc import Sequence
+import difflib
+import re
 from typing import Literal
 
 from kvmtune.errors import MASK

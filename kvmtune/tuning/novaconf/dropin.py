@@ -19,11 +19,11 @@ that directory after the ``--config-file``s makes the drop-in win again
 has to be named too).
 """
 
-import dataclasses
-import os
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
+import os
 from typing import Any
 
 from kvmtune.errors import InputError

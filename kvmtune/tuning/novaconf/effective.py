@@ -27,17 +27,17 @@ parse order. An ``OS_<GROUP>__<OPTION>`` environment variable beats every
 file (oslo_config/sources/_environment.py).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import glob
 import os
 import re
-from collections.abc import Iterable
-from collections.abc import Mapping
-from collections.abc import Sequence
 from typing import Any
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 from kvmtune.tuning.novaconf import inifile
 
 PROJECT = 'nova'

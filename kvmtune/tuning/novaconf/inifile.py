@@ -28,9 +28,9 @@ Choices where the file alone does not say what to do:
 """
 
 import collections
+from collections.abc import Iterable
 import dataclasses
 import re
-from collections.abc import Iterable
 
 DEFAULT_SECTION = 'DEFAULT'
 _LINE = re.compile(r'([^\r\n]*)(\r\n|\r|\n|\Z)')

@@ -28,8 +28,8 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
-import warnings
 from typing import Any
+import warnings
 
 # The option namespaces of Nova's sample configuration
 # (etc/nova/nova-config-generator.conf): together they define every option

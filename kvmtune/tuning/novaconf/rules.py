@@ -7,9 +7,9 @@ definitions, when Nova is importable, are checked after these
 (kvmtune.tuning.novaconf.nova_check).
 """
 
-import re
 from collections.abc import Callable
 from collections.abc import Mapping
+import re
 from typing import Any
 
 from kvmtune.facts.cpulist import parse_cpu_spec

@@ -18,11 +18,11 @@ Service names are Nova's binaries without ``nova-``: compute, scheduler,
 conductor, api.
 """
 
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
-from collections.abc import Sequence
 from typing import Any
 
 COMPUTE = 'compute'
@@ -203,8 +203,8 @@ def service_of(argv: Sequence[str]) -> str | None:
 def processes(proc: str = '/proc') -> list[tuple[int, str, list[str]]]:
     """[(pid, service, argv)] of every Nova service process under ``proc``
     (/proc/<pid>/cmdline read bounded; unreadable ones skipped)."""
-    from kvmtune import inputs
     from kvmtune.errors import InputError
+    from kvmtune import inputs
 
     found: list[tuple[int, str, list[str]]] = []
     try:

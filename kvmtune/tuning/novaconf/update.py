@@ -17,18 +17,18 @@ A symbolic link is followed: the file it points to is edited and backed up
 next to itself, and the link stays a link.
 """
 
-import dataclasses
-import os
 from collections.abc import Callable
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+import os
 from typing import Any
+from typing import TYPE_CHECKING
 
+from kvmtune.errors import InputError
+from kvmtune.errors import MASK
 from kvmtune import fileio
 from kvmtune import inputs
 from kvmtune import nova_releases
-from kvmtune.errors import MASK
-from kvmtune.errors import InputError
 from kvmtune.tuning.novaconf import diff as ini_diff
 from kvmtune.tuning.novaconf import inifile
 from kvmtune.tuning.novaconf import rules

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from typing import Any
 
-from kvmtune import inputs
 from kvmtune.errors import InputError
+from kvmtune import inputs
 from kvmtune.tuning.novaconf import nova_check
 
 ENV_PYTHON = 'KVMTUNE_NOVA_PYTHON'

@@ -6,8 +6,8 @@ Profiles name tuners by their entry-point names; see base.Tuner for what a
 tuner declares.
 """
 
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
 

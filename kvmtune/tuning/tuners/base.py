@@ -10,23 +10,23 @@ runs. Values are templates over the parameters (``'{policy}'``) or
 parameter that is unset (``None``) leaves the item out.
 """
 
-import dataclasses
-import re
-import string
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import dataclasses
+import re
+import string
 from typing import Any
-from typing import TypeVar
-from typing import TypedDict
 from typing import cast
+from typing import TYPE_CHECKING
+from typing import TypedDict
+from typing import TypeVar
 
-from kvmtune.tuning import extra_specs as specs
-from kvmtune import inputs
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
 from kvmtune.facts.types import NumaNode
+from kvmtune import inputs
+from kvmtune.tuning import extra_specs as specs
 from kvmtune.tuning.tuners import releasefit
 
 if TYPE_CHECKING:

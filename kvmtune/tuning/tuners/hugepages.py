@@ -16,8 +16,8 @@ made keeps its size unless ``memory_percent`` is given.
 """
 
 
-from kvmtune import pagesize
 from kvmtune.facts.types import NumaNode
+from kvmtune import pagesize
 from kvmtune.tuning.plan import HugepageRequest
 from kvmtune.tuning.tuners import base
 

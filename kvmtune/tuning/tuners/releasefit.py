@@ -3,8 +3,8 @@ table, kvmtune.nova_releases): Tuner.fit_release and Tuner.fit_specs
 call these with the tuner's release."""
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kvmtune.nova_releases import Release

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.rally.scenarios.kvmtune import guests
+from kvmtune import workloads
 from kvmtune.workloads import console
 from kvmtune.workloads import guestjob
 from kvmtune.workloads import parsers

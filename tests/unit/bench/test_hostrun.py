@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.bench import hostrun
 from kvmtune.errors import KvmtuneError
+from kvmtune import workloads
 from tests import hang
 
 

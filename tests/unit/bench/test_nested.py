@@ -9,9 +9,9 @@ import pytest
 
 from kvmtune.errors import KvmtuneError
 
-from kvmtune import workloads
 from kvmtune.bench import nested
 from kvmtune.bench import qemu
+from kvmtune import workloads
 from kvmtune.workloads import guestjob as jobs
 from tests import paths
 

@@ -11,11 +11,11 @@ import subprocess
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.boot import apply
 from kvmtune.boot import loader
 from kvmtune.boot import record
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from kvmtune.tuning.export import common
 from tests import hosttrees
 

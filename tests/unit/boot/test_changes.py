@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.boot import changes
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from tests import paths
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')

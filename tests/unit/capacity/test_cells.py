@@ -4,8 +4,8 @@ compute: what the capture's /sys says."""
 
 import os
 
-from kvmtune import facts as host_facts
 from kvmtune.capacity import cells
+from kvmtune import facts as host_facts
 from tests import paths
 
 REAL = os.path.join(paths.HOSTS, 'real')

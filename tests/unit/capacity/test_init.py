@@ -6,11 +6,11 @@ import os
 import pytest
 
 from kvmtune import capacity
-from kvmtune import facts as host_facts
-from kvmtune.tuning import plan as plans
 from kvmtune.capacity import placement
 from kvmtune.capacity import request
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
+from kvmtune.tuning import plan as plans
 from tests import paths
 from tests.unit.capacity.replay import load
 from tests.unit.capacity.replay import Replay

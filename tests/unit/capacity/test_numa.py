@@ -35,15 +35,15 @@ import subprocess
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.capacity import cells
 from kvmtune.capacity import numa
 from kvmtune.capacity import request
+from kvmtune import facts as host_facts
 from kvmtune.tuning import flavor_topology
 from tests import hang
 from tests import paths
-from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
 
 REAL = os.path.join(paths.HOSTS, 'real')
 CAPTURES = sorted(n for n in os.listdir(REAL)

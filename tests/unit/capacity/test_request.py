@@ -9,8 +9,8 @@ import pytest
 
 from kvmtune.capacity import request
 from kvmtune.tuning import flavor_topology
-from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
 
 # What nova-scheduler does for a flavor and an empty image (no BFV).
 _NOVA = r'''

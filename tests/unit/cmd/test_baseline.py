@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from kvmtune import cli
 from kvmtune.bench import baseline
+from kvmtune import cli
 from kvmtune.cmd import baseline as command
 from kvmtune.errors import InputError
 

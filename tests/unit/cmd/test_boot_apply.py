@@ -4,8 +4,8 @@ tests/unit/boot/test_apply.py)."""
 
 import json
 
-from kvmtune import cli
 from kvmtune.boot import record
+from kvmtune import cli
 from tests import hosttrees
 
 

@@ -5,14 +5,14 @@ the live cloud is in tests/functional/test_capacity.py)."""
 import json
 import os
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
+import pytest
 
 from kvmtune import cli
 from kvmtune.openstack import connection
 from tests import paths
-from tests.unit import fulldisk
 from tests.unit.capacity.replay import Replay, load
+from tests.unit import fulldisk
 
 PINNED = 'kvmtune-ft-002e681a-pinned'
 BASE = 'kvmtune-ft-base-94120b'

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from kvmtune import cli
+from kvmtune.cmd import flavor_output
 from kvmtune.openstack import connection
 from kvmtune.openstack import flavors
-from kvmtune.cmd import flavor_output
 from tests import paths
 
 HOST = os.path.join(paths.FIXTURES, 'hosts', 'intel-2s-smt-ept-1g')

@@ -2,8 +2,8 @@
 (venv, state_dir, one port per service), as kvmtune.testcloud.api.layout
 reads them."""
 
-import pytest
 from oslo_config import cfg
+import pytest
 
 from kvmtune.conf import testcloud
 from kvmtune.testcloud import config as cloud_config

@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.devstack import __main__ as phases
 from kvmtune.devstack import host
 from kvmtune.devstack import tempest
+from kvmtune import facts as host_facts
 from kvmtune.tuning.novaconf import inifile
 from tests import paths
 

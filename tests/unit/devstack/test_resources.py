@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from kvmtune import facts as host_facts
-from kvmtune import image as bench_image
 from kvmtune.devstack import changes as changes_mod
 from kvmtune.devstack import resources
+from kvmtune import facts as host_facts
+from kvmtune import image as bench_image
 from tests import paths
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')   # compute-intel-1

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from tests import paths
 
 REAL = os.path.join(paths.HOSTS, 'real')

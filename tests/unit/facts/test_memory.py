@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.errors import InputError
-from kvmtune.facts import memory
+from kvmtune import facts as host_facts
 from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts import memory
 from tests import paths
 
 SMT = os.path.join(paths.HOSTS, 'real', '32intel64-2p8co2t+8ve')

@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from kvmtune import facts as host_facts
-from kvmtune.facts import virt
 from kvmtune.facts.hostfs import HostFiles
+from kvmtune.facts import virt
 from tests.unit.facts.conftest import write
 
 NONE = {'kvm': None, 'kvm_intel': None, 'kvm_amd': None, 'kvm_pvm': None}

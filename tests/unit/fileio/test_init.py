@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from kvmtune import fileio
 from kvmtune.errors import InputError
+from kvmtune import fileio
 from tests import devices
 from tests import hang
 

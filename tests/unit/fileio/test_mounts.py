@@ -3,9 +3,9 @@ read-only is named with its mount and the fix, by every way of writing."""
 
 import pytest
 
+from kvmtune.errors import InputError
 from kvmtune import fileio
 from kvmtune.fileio import mounts
-from kvmtune.errors import InputError
 from tests.unit import fulldisk
 
 

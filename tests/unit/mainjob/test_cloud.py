@@ -9,9 +9,9 @@ import types
 
 import pytest
 
+from kvmtune.errors import CloudError
 from kvmtune import image as bench_image
 from kvmtune import mainjob
-from kvmtune.errors import CloudError
 from kvmtune.mainjob import cloud
 
 

@@ -15,17 +15,17 @@ import shutil
 
 import pytest
 
+from kvmtune.errors import KvmtuneError
 from kvmtune import facts
-from kvmtune.tuning import plan as plans
-from kvmtune.tuning import traits
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
-from kvmtune.mainjob import job
 from kvmtune.mainjob import hugepages
+from kvmtune.mainjob import job
 from kvmtune.mainjob import rallycloud
-from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
-from kvmtune.errors import KvmtuneError
+from kvmtune.mainjob import sweep
+from kvmtune.tuning import plan as plans
+from kvmtune.tuning import traits
 from tests import paths
 
 HOSTS = os.path.join(paths.FIXTURES, 'hosts')
@@ -332,8 +332,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
                          (hugepages, 'reserve_hugepages'),
                          (hugepages, '_write_int')):
         monkeypatch.setattr(module, name, forbidden)
-    from kvmtune.openstack import flavors
     from kvmtune.image import build
+    from kvmtune.openstack import flavors
     made = []
     monkeypatch.setattr(build, 'build', lambda *a, **k: made.append(
         'image') or {'sizes': {}, 'changed': False})

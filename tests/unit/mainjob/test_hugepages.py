@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from kvmtune import facts
 from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
+from kvmtune import facts
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import hugepages
 from tests import paths

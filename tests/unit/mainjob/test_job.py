@@ -13,8 +13,8 @@ from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import job
 from kvmtune.mainjob import rallycloud
-from kvmtune.mainjob import sweep
 from kvmtune.mainjob import steps
+from kvmtune.mainjob import sweep
 
 STOP = 'the embedded cloud keeps running for the next run; stop it with: ' \
     'kvmtune cloud down'
@@ -50,8 +50,8 @@ class FakeRally:
 @pytest.fixture
 def local_job(monkeypatch, tmp_path):
     """The local path with this host's facts and a 1-PCPU compute."""
-    from kvmtune.openstack import flavors
     from kvmtune.image import build
+    from kvmtune.openstack import flavors
 
     monkeypatch.setattr(build, 'build', lambda *a, **k: {
         'sizes': {'kvmtune-bench.qcow2': 11e6}, 'changed': False})
@@ -214,8 +214,8 @@ def test_the_cloud_installs_while_the_image_builds(local_job, monkeypatch,
     build, and the cloud comes up only after it; the baseline (bare host)
     runs after both. Each stand-in waits for the other to have started:
     run one after the other, the first would give up and the job fail."""
-    import threading
     from concurrent.futures import ThreadPoolExecutor
+    import threading
 
     from kvmtune.image import build
 

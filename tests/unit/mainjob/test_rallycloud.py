@@ -2,8 +2,8 @@
 embedded one's, the existing@openstack spec (checked against Rally's own
 schema) and the credentials check. No cloud: an unreachable Keystone."""
 
-import pytest
 from openstack import config as os_config
+import pytest
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError

@@ -2,13 +2,13 @@
 
 import os
 
-import requests
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
+import requests
 
-from kvmtune.openstack import errors
-from kvmtune.openstack.connection import Cloud
 from kvmtune.errors import CloudError
+from kvmtune.openstack.connection import Cloud
+from kvmtune.openstack import errors
 from tests import paths
 
 PASSWORD = 's3cret-Pa55'

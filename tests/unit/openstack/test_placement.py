@@ -2,8 +2,8 @@
 
 import pytest
 
-from kvmtune.openstack import placement
 from kvmtune.errors import InputError
+from kvmtune.openstack import placement
 
 MANAGED = {'CUSTOM_KVMTUNE_EPT', 'CUSTOM_KVMTUNE_NESTED',
            'CUSTOM_KVMTUNE_HUGEPAGES_1G', 'CUSTOM_KVMTUNE_VHOST_NET'}

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from kvmtune import facts as host_facts
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from kvmtune.openstack import planning
 from tests import paths
 

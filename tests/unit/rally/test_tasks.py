@@ -126,8 +126,8 @@ def test_start_mode_default_and_override(name, default):
 
 
 def test_an_unknown_start_mode_fails_the_scenarios_validators():
-    from rally.common import validation
     from kvmtune.rally.scenarios.kvmtune import disk
+    from rally.common import validation
 
     def check(mode):
         config = {'args': dict(scenario_args(

@@ -31,8 +31,8 @@ def test_every_throughput_figure_is_a_row_column():
 def test_the_emulated_label_is_in_the_report_title():
     from kvmtune.results import analysis
     from kvmtune.results import read
-    from tests import paths
     import os
+    from tests import paths
 
     path = os.path.join(paths.FIXTURES, 'outputs',
                         'rally-disk-sweep-1-at-tcg.json')

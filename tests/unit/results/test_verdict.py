@@ -9,13 +9,13 @@ import os
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.bench import local
 from kvmtune.bench import qemu
 from kvmtune.rally.scenarios.kvmtune import guests
 from kvmtune.results import bench as results_bench
 from kvmtune.results import row as rows
 from kvmtune.results import verdict
+from kvmtune import workloads
 from tests import paths
 
 OUTPUTS = os.path.join(paths.FIXTURES, 'outputs')

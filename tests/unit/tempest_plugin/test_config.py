@@ -2,8 +2,8 @@
 read by oslo.config as Tempest reads it, from what the DevStack plugin's
 test-config phase writes (kvmtune.devstack.tempest)."""
 
-import pytest
 from oslo_config import cfg
+import pytest
 
 from kvmtune.devstack import tempest as devstack_tempest
 from kvmtune.tempest_plugin import config

@@ -17,11 +17,11 @@ import subprocess
 
 import pytest
 
-from kvmtune.tuning import extra_specs
+from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
+from kvmtune.tuning import extra_specs
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
-from kvmtune.errors import InputError
 from tests import paths
 from tests.unit.tuning.export import consumers
 

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from kvmtune.tuning import flavor_topology
-from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
 
 # Runs in Nova's Python: per flavor, Nova's exception name, or per guest
 # node (dedicated vCPUs, shared vCPUs, memory MB).

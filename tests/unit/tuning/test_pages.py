@@ -8,8 +8,8 @@ tests/functional/test_devstack_real.py.
 
 import pytest
 
-from kvmtune.tuning import pages
 from kvmtune.errors import InputError
+from kvmtune.tuning import pages
 
 
 def make_node(root, node, free_kb, pools):

@@ -7,11 +7,11 @@ import re
 import pytest
 
 from kvmtune import cli
+from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
+from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
-from kvmtune.errors import InputError
-from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuning.tuners import base
 from tests import paths
 
@@ -361,8 +361,8 @@ def test_every_path_that_plans_refuses_a_withheld_plan(
     from kvmtune import fileio
     from kvmtune.openstack import connection
     from kvmtune.tuning import pages
-    from tests.unit.capacity.replay import Replay
     from tests.unit.capacity.replay import load
+    from tests.unit.capacity.replay import Replay
 
     monkeypatch.chdir(tmp_path)
     real = host_facts.gather(NO_MEMTOTAL)

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from kvmtune.tuning import profiles
 from kvmtune.errors import InputError
+from kvmtune.tuning import profiles
 from tests import hang
 from tests import paths
 from tests.profilefiles import GOOD

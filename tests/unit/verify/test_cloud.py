@@ -4,11 +4,11 @@ themselves run against the test cloud in tests/functional/test_verify.py."""
 
 import pytest
 
-from kvmtune.tuning import plan as plans
-from kvmtune import verify
-from kvmtune.openstack import flavors as cloud_flavors
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
+from kvmtune.openstack import flavors as cloud_flavors
+from kvmtune.tuning import plan as plans
+from kvmtune import verify
 from kvmtune.verify import cloud
 from tests import paths
 

@@ -3,12 +3,12 @@ the alert rules over it are proven by promtool (tests/unit/data)."""
 
 import os
 
-import pytest
 from prometheus_client import parser
+import pytest
 
-from kvmtune import verify
 from kvmtune.boot import record
 from kvmtune.errors import InputError
+from kvmtune import verify
 from kvmtune.verify import prometheus
 
 CHECKS = [

@@ -3,8 +3,8 @@ guest and on the bare host, from a workload and its parameters."""
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.errors import InputError
+from kvmtune import workloads
 from kvmtune.workloads import commands
 from kvmtune.workloads import guestjob
 

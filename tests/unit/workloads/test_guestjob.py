@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kvmtune import workloads
 from kvmtune.errors import InputError
+from kvmtune import workloads
 from kvmtune.workloads import commands
 from kvmtune.workloads import guestjob
 

@@ -10,8 +10,8 @@ from typing import Protocol
 
 from kvmtune.results import analysis
 from kvmtune.results import rally as results_rally
-from kvmtune.results import units
 from kvmtune.results.row import Row
+from kvmtune.results import units
 
 BUDGET_TITLE = "kvmtune step time budget"
 

@@ -11,8 +11,8 @@ from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
-from kvmtune.tuning import extra_specs
 from kvmtune.tempest_plugin.tests import base
+from kvmtune.tuning import extra_specs
 
 CONF = config.CONF
 

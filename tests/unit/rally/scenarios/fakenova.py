@@ -12,15 +12,15 @@ import os
 
 import pytest
 
+from novaclient import api_versions
 from rally.common import cfg
 from rally.common import opts
 from rally import plugins
-from novaclient import api_versions
 
-from kvmtune.results import rally as rally_results
 from kvmtune.rally.scenarios.kvmtune import charts
 from kvmtune.rally.scenarios.kvmtune import consoles
 from kvmtune.rally.scenarios.kvmtune import utils
+from kvmtune.results import rally as rally_results
 from tests import paths
 
 FIXTURES = os.path.join(paths.FIXTURES, 'outputs')

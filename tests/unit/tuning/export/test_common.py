@@ -9,10 +9,10 @@ import os
 import pytest
 import yaml
 
-from kvmtune import facts as host_facts
 from kvmtune.errors import InputError
-from kvmtune.tuning import plan as plans
+from kvmtune import facts as host_facts
 from kvmtune.tuning.export import common
+from kvmtune.tuning import plan as plans
 from tests import paths
 
 INTEL = os.path.join(paths.HOSTS, 'intel-2s-smt-ept-1g')  # compute-intel-1

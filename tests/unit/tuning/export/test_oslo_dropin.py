@@ -15,8 +15,8 @@ import subprocess
 import pytest
 
 from kvmtune import cli
-from kvmtune.tuning import export as exports
 from kvmtune.errors import InputError
+from kvmtune.tuning import export as exports
 from kvmtune.tuning.novaconf import effective
 from kvmtune.tuning.novaconf import services
 from tests.paths import FIXTURES

@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
-from tests.unit import fulldisk
 from tests.unit.cmd.test_export import export
 from tests.unit.cmd.test_export import one_line_error
 from tests.unit.cmd.test_export import tree
+from tests.unit import fulldisk
 from tests.unit.tuning.export import consumers
 
 

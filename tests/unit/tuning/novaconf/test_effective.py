@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from kvmtune.tuning.novaconf import effective
-from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
 
 # Nova's own parse, as nova/config.py's parse_args does it:
 # CONF(argv[1:], project='nova') with prog from argv[0].

@@ -6,9 +6,9 @@ oslo.config (the parser Nova uses) reads back exactly the values set.
 
 import os
 
+from oslo_config import cfg
 import pytest
 import re
-from oslo_config import cfg
 
 from kvmtune.tuning.novaconf import inifile
 from tests import paths

@@ -14,11 +14,11 @@ import re
 
 import pytest
 
+from kvmtune.facts import resolve
 from kvmtune.tuning.novaconf import services
 from kvmtune.tuning.plan import build_plan
 from kvmtune.tuning import profiles
 from kvmtune.tuning import tuners
-from kvmtune.facts import resolve
 from tests import paths
 from tests.paths import HOSTS
 

@@ -4,8 +4,8 @@ import glob
 import json
 import os
 import re
-import stat
 import shutil
+import stat
 import subprocess
 
 import pytest
@@ -648,8 +648,8 @@ def test_nova_secret_flags_mask_the_diff_without_any_name_list(
         tmp_path, monkeypatch):
     """With kvmtune's list of secret-looking names emptied, Nova's own
     secret=True still masks [cache] backend_argument's plain value."""
-    import re
     from kvmtune.tuning.novaconf import diff as ini_diff
+    import re
 
     monkeypatch.setattr(ini_diff, '_SECRET_NAME', re.compile(r'(?!x)x'))
     path = copy_fixture(tmp_path, 'devstack.conf')

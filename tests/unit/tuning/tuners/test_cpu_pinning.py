@@ -15,9 +15,9 @@ import pytest
 
 from kvmtune import cli
 from kvmtune import facts as host_facts
+from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
-from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.tuning.tuners.cpu_pinning import CpuPinning
 from tests import paths
 

@@ -19,8 +19,8 @@ from kvmtune.tuning import profiles
 from kvmtune.tuning.tuners import base
 from kvmtune.tuning.tuners import nested
 from tests import paths
-from tests.unit.tuning.export.consumers import NOVA_PYTHON
 from tests.unit.tuning.export.consumers import needs_nova
+from tests.unit.tuning.export.consumers import NOVA_PYTHON
 
 PVM = f'{paths.HOSTS}/pvm-guest-2cpu'
 AMD = f'{paths.HOSTS}/amd-epyc-npt'

@@ -10,11 +10,11 @@ import os
 import pytest
 
 from kvmtune import cli
+from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
 from kvmtune import nova_releases
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
-from kvmtune.errors import InputError
 from tests import paths
 
 EPYC = os.path.join(paths.HOSTS, 'real', 'x86_64-epyc_7451')

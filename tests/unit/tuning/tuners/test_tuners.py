@@ -5,11 +5,11 @@ import os
 import pytest
 from stevedore import extension
 
-from kvmtune.tuning import extra_specs
+from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
 from kvmtune import nova_releases
+from kvmtune.tuning import extra_specs
 from kvmtune.tuning import tuners
-from kvmtune.errors import InputError
 from kvmtune.tuning.tuners import base
 from kvmtune.tuning.tuners import cpu_pinning
 from kvmtune.tuning.tuners import hugepages

@@ -8,9 +8,9 @@ import pytest
 from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.results import units
 from tests.unit.rally.scenarios import fakenova as fakes
-from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import fixture
 from tests.unit.rally.scenarios.fakenova import frame
+from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import scenario
 from tests.unit.rally.scenarios.fakenova import table
 

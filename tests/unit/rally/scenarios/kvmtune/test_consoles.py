@@ -9,10 +9,10 @@ from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.rally.scenarios.kvmtune import network
 from kvmtune.rally.scenarios.kvmtune import utils
 from kvmtune.results import row as rows_
-from tests.unit.rally.scenarios.fakenova import DeadCompute
-from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import atomic_names
 from tests.unit.rally.scenarios.fakenova import budget
+from tests.unit.rally.scenarios.fakenova import DeadCompute
+from tests.unit.rally.scenarios.fakenova import Nova
 from tests.unit.rally.scenarios.fakenova import scenario
 from tests.unit.rally.scenarios.fakenova import table
 

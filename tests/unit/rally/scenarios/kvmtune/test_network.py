@@ -9,8 +9,8 @@ from rally import exceptions
 
 from kvmtune.rally.scenarios.kvmtune import network
 from tests.unit.rally.scenarios.fakenova import Nova
-from tests.unit.rally.scenarios.fakenova import ServerError
 from tests.unit.rally.scenarios.fakenova import scenario
+from tests.unit.rally.scenarios.fakenova import ServerError
 from tests.unit.rally.scenarios.fakenova import table
 
 

@@ -7,17 +7,17 @@ Rally's timeout."""
 
 import types
 
-import pytest
 from novaclient import api_versions
-from rally import exceptions
+import pytest
 from rally.common import cfg
+from rally import exceptions
 
 from kvmtune.rally.scenarios.kvmtune import disk
 from kvmtune.rally.scenarios.kvmtune import utils
 from kvmtune.results import row as rows_
+from tests.unit.rally.scenarios.fakenova import atomic_names
 from tests.unit.rally.scenarios.fakenova import DeadCompute
 from tests.unit.rally.scenarios.fakenova import Nova
-from tests.unit.rally.scenarios.fakenova import atomic_names
 from tests.unit.rally.scenarios.fakenova import scenario
 from tests.unit.rally.scenarios.fakenova import table
 
