@@ -10,6 +10,7 @@ import pytest
 
 from kvmtune import cli
 from kvmtune.cmd import flavor_output
+from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.openstack import connection
 from kvmtune.openstack import flavors
 from tests import paths
@@ -101,7 +102,7 @@ def test_diff_prints_the_same_lines(cloud, capsys):
     rc = cli.main(['flavor', 'diff', '--os-cloud', 'test', '--profile',
                    PROFILE, '--name', 'f', '--root', HOST])
     out = capsys.readouterr().out
-    assert rc == 3
+    assert rc == EXIT_DIFFERS
     assert indented(out) == [
         '  + hw:cpu_thread_policy=prefer',
         '  + hw:emulator_threads_policy=share',
