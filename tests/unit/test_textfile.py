@@ -2,13 +2,13 @@
 (prometheus_client), last success carried over, one writer per file."""
 
 import os
-import subprocess
 
 from prometheus_client.parser import text_string_to_metric_families
 import pytest
 
 from kvmtune.errors import InputError
 from kvmtune import textfile
+from tests import locks
 
 
 def _family(value=1.0, **labels):
@@ -105,17 +105,8 @@ def test_a_second_writer_holding_the_file_is_refused(tmp_path):
     path = tmp_path / 'kvmtune_verify.prom'
     _write(path, {'h1': True}, 1.0)
     before = path.read_text()
-    holder = subprocess.Popen(
-        ['flock', '-x', '-o', str(path), 'sh', '-c',
-         'echo held; exec sleep 60'],
-        stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert holder.stdout.readline() == b'held\n'
+    with locks.held(path):
         with pytest.raises(InputError, match='another program is writing'):
             _write(path, {'h1': True}, 2.0)
-    finally:
-        os.killpg(holder.pid, 9)
-        holder.wait()
-        holder.stdout.close()
     assert path.read_text() == before
     assert os.listdir(tmp_path) == ['kvmtune_verify.prom']

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from kvmtune import cli
+from tests import locks
 from tests import paths
 from tests.unit import fulldisk
 
@@ -211,17 +212,8 @@ def test_a_textfile_that_cannot_be_written_is_one_line_and_kept(
         assert _verify_prom(prom) == 2
         words = 'kvmtune capacity\'s file'
     elif case == 'second writer':
-        holder = subprocess.Popen(
-            ['flock', '-x', '-o', str(prom), 'sh', '-c',
-             'echo held; exec sleep 60'],
-            stdout=subprocess.PIPE, start_new_session=True)
-        try:
-            assert holder.stdout.readline() == b'held\n'
+        with locks.held(prom):
             assert _verify_prom(prom) == 2
-        finally:
-            os.killpg(holder.pid, 9)
-            holder.wait()
-            holder.stdout.close()
         words = 'another program is writing it'
     else:
         # a user who may not write the directory (root may: run as nobody)

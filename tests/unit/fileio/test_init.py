@@ -17,6 +17,7 @@ from kvmtune.errors import InputError
 from kvmtune import fileio
 from tests import devices
 from tests import hang
+from tests import locks
 
 ROOT = os.geteuid() == 0
 
@@ -263,13 +264,7 @@ def test_lock_without_waiting_refuses_a_held_file(tmp_path):
     line, and the file is left as it was (a textfile has one writer)."""
     path = tmp_path / 'kvmtune_verify.prom'
     path.write_text('old\n')
-    holder = subprocess.Popen(
-        ['flock', '-x', '-o', str(path), 'sh', '-c',
-         'echo held; exec sleep 60'],
-        stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        # flock(1) prints only once it holds the lock (or exits: b'')
-        assert holder.stdout.readline() == b'held\n'
+    with locks.held(path):
         with pytest.raises(InputError, match='another program is writing '
                            'it') as caught:
             with fileio.lock(str(path), wait=False):
@@ -277,10 +272,6 @@ def test_lock_without_waiting_refuses_a_held_file(tmp_path):
         assert '\n' not in caught.value.line()
         assert path.read_text() == 'old\n'
         assert os.listdir(tmp_path) == ['kvmtune_verify.prom']
-    finally:
-        os.killpg(holder.pid, 9)    # flock(1) (-o: only it holds the lock)
-        holder.wait()
-        holder.stdout.close()
     with fileio.lock(str(path), wait=False):    # free again: taken
         fileio.write_atomic(str(path), 'new\n')
     assert path.read_text() == 'new\n'
