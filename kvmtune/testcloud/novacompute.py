@@ -212,15 +212,7 @@ def reload_facts(entry: Mapping[str, Any]) -> bool:
         raise InputError('facts unusable for a fake compute: %s' % problem,
                          source=source, fix='give a file from kvmtune host '
                                             'inspect --format json')
-    text = json.dumps(facts, indent=2)
-    try:
-        with open(copy) as f:
-            if f.read() == text:
-                return False
-    except OSError:
-        pass
-    procs.write_file(copy, text)
-    return True
+    return procs.write_if_changed(copy, json.dumps(facts, indent=2))
 
 
 def _compute_inventory_logged(log: str, offset: int, provider: str) -> bool:

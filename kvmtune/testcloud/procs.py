@@ -203,6 +203,19 @@ def write_file(path: str, text: str, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
+def write_if_changed(path: str, text: str) -> bool:
+    """``write_file`` unless ``path`` already holds ``text``; True when it
+    wrote (a copied driver or facts file that changed means a restart)."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except OSError:
+        pass
+    write_file(path, text)
+    return True
+
+
 def tree_rss_kb(pid: int) -> int:
     """VmRSS of ``pid`` and of all its descendants, summed, in KiB (0 when
     it is gone): what a nova-compute and its helpers (privsep daemons)

@@ -41,17 +41,8 @@ def driver_target(lay: config.Layout) -> str:
 def install_driver(lay: config.Layout) -> bool:
     """Copy the fake NUMA driver into nova.virt (Nova loads only there);
     True when the file changed."""
-    target = driver_target(lay)
     with open(DRIVER_SOURCE) as f:
-        source = f.read()
-    try:
-        with open(target) as f:
-            if f.read() == source:
-                return False
-    except FileNotFoundError:
-        pass
-    procs.write_file(target, source)
-    return True
+        return procs.write_if_changed(driver_target(lay), f.read())
 
 
 SECRET_NAMES = ('db', 'admin', 'member') + config.SERVICE_USERS

@@ -36,6 +36,16 @@ def test_write_file_creates_directories_and_sets_the_mode(tmp_path):
     assert os.listdir(path.parent) == ['secrets.json']
 
 
+def test_write_if_changed_writes_only_a_change(tmp_path):
+    path = tmp_path / 'd' / 'facts.json'
+    assert procs.write_if_changed(str(path), '{"a": 1}') is True
+    first = path.stat().st_ino
+    assert procs.write_if_changed(str(path), '{"a": 1}') is False
+    assert path.stat().st_ino == first     # not even replaced
+    assert procs.write_if_changed(str(path), '{"a": 2}') is True
+    assert path.read_text() == '{"a": 2}'
+
+
 def test_state_round_trip(lay):
     assert procs.load_state(lay) == {}
     procs.save_state(lay, {'mode': 'fake', 'services': {'x': 1}})
