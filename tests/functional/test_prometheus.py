@@ -1,15 +1,19 @@
 """kvmtune's textfile and alert rules with the real parts, on loopback.
 
 Debian's prometheus-node-exporter reads, with its textfile collector, the
-directory ``kvmtune verify --prometheus`` writes, on a host tree of
-tests/fixtures (intel-2s-smt-ept-1g, tuned for pinned-hugepages-ept);
-Debian's prometheus scrapes it with kvmtune's shipped rules loaded (their
-``for:`` shortened to seconds, nothing else changed) and is asked through
-its HTTP API. A drift planted in the tree (its booted command line without
-isolcpus) makes KvmtuneDrift pending or firing in ``/api/v1/alerts``;
-repairing the tree clears it. A second test scrapes node_exporter while
-verify rewrites the file in a loop: node_exporter never reports a file it
-could not parse.
+directory ``kvmtune verify --prometheus`` writes, on a copy of a real
+machine's capture (tests/fixtures/hosts/real/32intel64-2p8co2t+8ve, an
+Intel 2-socket RHEL 7 server, planned for cpu-pinning: verify's host layer
+has the one check ``cmdline isolcpus`` there); Debian's prometheus scrapes
+it with kvmtune's shipped rules loaded (their ``for:`` shortened to
+seconds, nothing else changed) and is asked through its HTTP API. The
+capture's own booted command line has no isolcpus: that is the planted
+drift, and it makes KvmtuneDrift pending or firing in ``/api/v1/alerts``;
+repairing the tree (the plan's isolcpus, from ``kvmtune plan``, written
+into the copy's proc/cmdline) clears it. The capture has no host name
+file, so verify is given the Nova host with ``--host``. A second test
+scrapes node_exporter while verify rewrites the file in a loop:
+node_exporter never reports a file it could not parse.
 
 Both services are started here, in a temporary directory, on free
 loopback ports, and stopped at the end; every wait is bounded. No cloud:
@@ -34,9 +38,10 @@ import yaml
 from tests.functional.conftest import kvmtune_process
 from tests import paths
 
-TREE = pathlib.Path(paths.HOSTS) / 'intel-2s-smt-ept-1g'
-HOSTNAME = 'compute-intel-1'        # the tree's proc/sys/kernel/hostname
-PROFILE = 'pinned-hugepages-ept'
+# a real capture (tests/fixtures/hosts/README.md, "Real machines")
+TREE = pathlib.Path(paths.HOSTS) / 'real' / '32intel64-2p8co2t+8ve'
+HOSTNAME = 'compute-real-1'         # verify --host (the tree names none)
+PROFILE = 'cpu-pinning'
 RULES = pathlib.Path(paths.REPO) / 'kvmtune' / 'data' / 'prometheus' / \
     'kvmtune.rules.yml'
 NODE_EXPORTER = 'prometheus-node-exporter'
@@ -118,7 +123,14 @@ class Stack:
         self.tmp = tmp
         self.tree = tmp / 'host'
         shutil.copytree(TREE, self.tree, symlinks=True)
-        self.booted = (self.tree / 'proc' / 'cmdline').read_text()
+        self.cmdline = self.tree / 'proc' / 'cmdline'
+        # the capture's own booted command line: the planted drift
+        self.booted = self.cmdline.read_text()
+        # repaired: the same with the isolcpus the plan asks for
+        [self.isolcpus] = [arg for arg in self._plan()['kernel_args']
+                           if arg.startswith('isolcpus=')]
+        assert 'isolcpus=' not in self.booted, self.booted
+        self.repaired = f'{self.booted.rstrip()} {self.isolcpus}\n'
         self.textfiles = tmp / 'textfile'
         self.textfiles.mkdir()
         self.prom = self.textfiles / 'kvmtune_verify.prom'
@@ -133,10 +145,17 @@ class Stack:
     def api(self):
         return f'http://127.0.0.1:{self.prom_port}/api/v1'
 
+    def _plan(self):
+        done = kvmtune_process('plan', '--profile', PROFILE, '--root',
+                               self.tree, '-f', 'json')
+        assert done.rc == 0, done.err
+        return json.loads(done.out)
+
     def verify(self, expect):
         done = kvmtune_process('verify', '--profile', PROFILE, '--root',
-                               self.tree, '--layer', 'host', '-f', 'value',
-                               '-c', 'status', '--prometheus', self.prom)
+                               self.tree, '--layer', 'host', '--host',
+                               HOSTNAME, '-f', 'value', '-c', 'status',
+                               '--prometheus', self.prom)
         assert done.rc == expect, done.err
         return done
 
@@ -208,6 +227,9 @@ def stack(tmp_path_factory):
     _binary(NODE_EXPORTER)
     _binary(PROMETHEUS)
     made = Stack(tmp_path_factory.mktemp('prometheus'))
+    # the capture as booted drifts; the repaired tree is in sync
+    made.verify(expect=1)
+    made.cmdline.write_text(made.repaired)
     made.verify(expect=0)
     try:
         made.start()
@@ -238,12 +260,9 @@ def test_a_planted_drift_fires_and_the_repair_clears_it(stack):
     time.sleep(3)
     assert stack.alerts('KvmtuneDrift') == []
 
-    # plant the drift: the booted command line without isolcpus
-    cmdline = stack.tree / 'proc' / 'cmdline'
-    planted = ' '.join(word for word in stack.booted.split()
-                       if not word.startswith('isolcpus='))
-    assert planted != stack.booted.strip()
-    cmdline.write_text(planted + '\n')
+    # plant the drift: the capture's own booted command line, which has
+    # no isolcpus
+    stack.cmdline.write_text(stack.booted)
     stack.verify(expect=1)
     [alert] = _until('KvmtuneDrift in /api/v1/alerts',
                      lambda: stack.alerts('KvmtuneDrift'))
@@ -255,12 +274,14 @@ def test_a_planted_drift_fires_and_the_repair_clears_it(stack):
         alert['annotations']['description']
     [drift] = stack.query('kvmtune_verify_check_status{status="DRIFT"}')
     assert drift['metric']['check'] == 'cmdline isolcpus'
+    assert drift['metric']['hostname'] == HOSTNAME
     firing = _until('KvmtuneDrift firing (for: 2s)', lambda: [
         a for a in stack.alerts('KvmtuneDrift') if a['state'] == 'firing'])
     assert firing[0]['labels']['hostname'] == HOSTNAME
 
-    # repair the tree: verify passes and the alert goes away
-    cmdline.write_text(stack.booted)
+    # repair the tree (the plan's isolcpus booted): verify passes and the
+    # alert goes away
+    stack.cmdline.write_text(stack.repaired)
     stack.verify(expect=0)
     _until('KvmtuneDrift cleared', lambda: not stack.alerts('KvmtuneDrift'))
     assert stack.query('kvmtune_verify_checks_by_status{status="DRIFT"}'
@@ -273,18 +294,16 @@ def test_node_exporter_never_reads_half_a_file(stack):
     """Scrape node_exporter while verify rewrites the file (in sync and
     drifted in turn): every scrape has the whole file and no textfile
     error."""
-    cmdline = stack.tree / 'proc' / 'cmdline'
-    drifted = ' '.join(word for word in stack.booted.split()
-                       if not word.startswith('isolcpus=')) + '\n'
     writer = subprocess.Popen(
         ['sh', '-c', 'for n in 1 2 3 4 5 6 7 8; do '
          'if [ $((n % 2)) = 1 ]; then printf %s "$DRIFTED" > "$CMDLINE"; '
-         'else printf %s "$BOOTED" > "$CMDLINE"; fi; '
+         'else printf %s "$REPAIRED" > "$CMDLINE"; fi; '
          '"$PY" -m kvmtune.cli verify --profile "$PROFILE" --root "$TREE" '
-         '--layer host -f value -c status --prometheus "$PROM" '
-         '>/dev/null; done'],
-        env={**os.environ, 'DRIFTED': drifted, 'BOOTED': stack.booted,
-             'CMDLINE': str(cmdline), 'PY': _python(), 'PROFILE': PROFILE,
+         '--layer host --host "$HOST" -f value -c status '
+         '--prometheus "$PROM" >/dev/null; done'],
+        env={**os.environ, 'DRIFTED': stack.booted,
+             'REPAIRED': stack.repaired, 'CMDLINE': str(stack.cmdline),
+             'PY': _python(), 'PROFILE': PROFILE, 'HOST': HOSTNAME,
              'TREE': str(stack.tree), 'PROM': str(stack.prom)})
     scrapes, seen = 0, set()
     try:
@@ -307,7 +326,7 @@ def test_node_exporter_never_reads_half_a_file(stack):
         if writer.poll() is None:
             writer.kill()
         writer.wait(timeout=30)
-        cmdline.write_text(stack.booted)
+        stack.cmdline.write_text(stack.repaired)
     assert writer.returncode == 0
     assert scrapes > 8 and seen == {0, 1}, (scrapes, seen)
     print(f'{scrapes} scrapes during 8 rewrites, none torn')
