@@ -1,11 +1,14 @@
 """The optional parts of kvmtune (setup.cfg [extras]) and how a command
 says that one is missing.
 
-``pip install kvmtune`` is what a compute host needs: facts, plan, apply,
-export, flavors, traits. ``kvmtune[bench]`` adds Rally and the plots (the
-sweeps, ``kvmtune report``, the main job), ``kvmtune[cloud]`` the embedded
+kvmtune without extras is what a compute host needs: facts, plan, apply,
+export, flavors, traits. The ``bench`` extra adds Rally and the plots (the
+sweeps, ``kvmtune report``, the main job), ``cloud`` the embedded
 single-host cloud. A command that needs an extra checks for it before it
-starts, and a missing one is one line naming the ``pip install`` to run.
+starts, and a missing one is one line naming the ``pip install`` to run:
+install_hint, the one place for that text. kvmtune is on no package
+registry, so it is README's "Install": from a clone, or a wheel built in
+one.
 """
 
 from collections.abc import Sequence
@@ -41,7 +44,11 @@ def missing(extra: str, modules: Sequence[str] | None = None) -> list[str]:
 
 
 def install_hint(extra: str) -> str:
-    return f"pip install 'kvmtune[{extra}]'"
+    """How to install kvmtune with ``extra``, as README's "Install" says
+    (kvmtune is on no package registry)."""
+    return (f"in a kvmtune clone, pip install '.[{extra}]'; elsewhere, the "
+            "wheel built in the clone by pip wheel --no-deps -w dist .: "
+            f"pip install 'kvmtune-VERSION-py3-none-any.whl[{extra}]'")
 
 
 def require(extra: str, modules: Sequence[str] | None = None,

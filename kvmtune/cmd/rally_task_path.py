@@ -6,7 +6,8 @@
 
 The task files (kvmtune/rally/tasks/*.yaml) are installed with kvmtune,
 beside its Rally plugins; without a name this lists them with their paths.
-Rally itself comes with the bench extra: pip install 'kvmtune[bench]'.
+Rally itself comes with the bench extra: pip install '.[bench]' in a
+kvmtune clone (README, "Install").
 """
 
 import argparse

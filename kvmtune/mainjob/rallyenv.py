@@ -46,6 +46,7 @@ from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.errors import MASK
 from kvmtune.errors import mask_secrets
+from kvmtune import extras
 from kvmtune.mainjob import rallycloud
 
 CONFIG_NAME = 'rally.conf'
@@ -92,7 +93,7 @@ class RallyCommand:
                                   timeout=RALLY_TIMEOUT)
         except FileNotFoundError:
             raise InputError('no rally program', source=self.rally,
-                             fix="pip install 'kvmtune[bench]'") from None
+                             fix=extras.install_hint('bench')) from None
         except subprocess.TimeoutExpired:
             raise CloudError(f'no answer in {RALLY_TIMEOUT} s',
                              source=' '.join(argv[:3])) from None

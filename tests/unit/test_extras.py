@@ -62,7 +62,9 @@ def test_require_raises_one_line_with_the_pip_install(blocked):
                        what='kvmtune report')
     assert err.value.line() == (
         'kvmtune report needs the bench extra (missing: matplotlib) '
-        "(fix: pip install 'kvmtune[bench]')")
+        "(fix: in a kvmtune clone, pip install '.[bench]'; elsewhere, the "
+        'wheel built in the clone by pip wheel --no-deps -w dist .: pip '
+        "install 'kvmtune-VERSION-py3-none-any.whl[bench]')")
 
 
 def test_require_passes_when_installed():
@@ -84,4 +86,35 @@ def test_extra_of(module, extra):
 
 
 def test_install_hint():
-    assert extras.install_hint('cloud') == "pip install 'kvmtune[cloud]'"
+    assert extras.install_hint('cloud') == (
+        "in a kvmtune clone, pip install '.[cloud]'; elsewhere, the wheel "
+        'built in the clone by pip wheel --no-deps -w dist .: pip install '
+        "'kvmtune-VERSION-py3-none-any.whl[cloud]'")
+
+
+def _readme_install():
+    """README.md's "## Install" section."""
+    from tests import paths
+
+    with open(f'{paths.REPO}/README.md', encoding='utf-8') as f:
+        text = f.read()
+    section = text.split('\n## Install\n', 1)[1].split('\n## ', 1)[0]
+    assert 'pip install' in section
+    return section
+
+
+@pytest.mark.parametrize('extra', sorted(extras.MODULES))
+def test_install_hint_is_what_readme_says(extra):
+    """Every command the hint names is in README's Install section (the
+    wheel line there shows the bench extra), and none names a package
+    registry's kvmtune (there is none)."""
+    section = _readme_install()
+    hint = extras.install_hint(extra)
+    assert f"pip install '.[{extra}]'" in hint
+    assert f"pip install '.[{extra}]'" in section
+    assert 'pip wheel --no-deps -w dist .' in hint
+    assert 'pip wheel --no-deps -w dist .' in section
+    wheel = "pip install 'kvmtune-VERSION-py3-none-any.whl[{}]'"
+    assert wheel.format(extra) in hint
+    assert wheel.format('bench') in section
+    assert 'kvmtune[' not in hint

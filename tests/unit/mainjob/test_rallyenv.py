@@ -10,6 +10,7 @@ import json
 import pytest
 
 from kvmtune.errors import InputError
+from kvmtune import extras
 from kvmtune.mainjob import rallyenv
 
 CLOUDS = """\
@@ -117,3 +118,12 @@ def test_a_database_rally_cannot_write_is_one_line(home, tmp_path):
         rallyenv.store(rally, 'c', _spec(PASSWORD))
     assert err.value.source == f'sqlite:///{tmp_path}/afile/rally.sqlite'
     assert '\n' not in err.value.line()
+
+
+def test_no_rally_program_names_how_to_install_the_bench_extra(tmp_path):
+    rally = rallyenv.RallyCommand(rally=str(tmp_path / 'no-rally'))
+    with pytest.raises(InputError) as err:
+        rally.run('--version')
+    assert err.value.line() == (
+        f'{tmp_path / "no-rally"}: no rally program (fix: '
+        f"{extras.install_hint('bench')})")
