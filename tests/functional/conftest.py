@@ -7,9 +7,13 @@ nova.conf are. Without a cloud the tier is skipped, except in CI
 (``KVMTUNE_FUNCTIONAL=1``), where a missing cloud is a failure.
 
 Tests marked ``@pytest.mark.compute('libvirt')`` need the cloud in that
-compute mode and are skipped in the other; CI runs the tier once per mode
-and sets ``KVMTUNE_FUNCTIONAL_COMPUTE`` to the mode it started, so that a
-cloud in the wrong mode fails instead of skipping.
+compute mode and are skipped in the other; ``compute('fake', 'libvirt')``
+runs in both. CI runs the tier once per mode and sets
+``KVMTUNE_FUNCTIONAL_COMPUTE`` to the mode it started, so that a cloud in
+the wrong mode fails instead of skipping, and each round collects only
+its own tests: an unmarked test does not depend on the compute driver (it
+talks to the APIs, or boots a server only for the scheduler's answer) and
+runs once, in the fake round, where a server costs no emulated guest.
 
 kvmtune runs in-process (``kvmtune.cli.main``) so that ``http_requests``
 can count the HTTP requests it really sends, by method, at the transport
@@ -54,8 +58,8 @@ GUEST_PAGES = 128   # 2 MB pages: 256 MB, room for one 128 MB guest
 
 def pytest_configure(config):
     config.addinivalue_line(
-        'markers', 'compute(mode): needs the test cloud in that compute '
-                   'mode (fake or libvirt)')
+        'markers', 'compute(*modes): needs the test cloud in one of those '
+                   'compute modes (fake, libvirt)')
 
 
 def _in_ci():
@@ -141,14 +145,37 @@ def test_cloud():
     return cloud
 
 
+# The round an unmarked test runs in when CI runs one round per mode.
+UNMARKED_ROUND = 'fake'
+
+
+def _modes(item):
+    marker = item.get_closest_marker('compute')
+    return tuple(marker.args) if marker is not None else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a CI round (KVMTUNE_FUNCTIONAL_COMPUTE) keep only its tests."""
+    round_ = os.environ.get('KVMTUNE_FUNCTIONAL_COMPUTE')
+    if not round_:
+        return
+    keep, drop = [], []
+    for item in items:
+        modes = _modes(item) or (UNMARKED_ROUND,)
+        (keep if round_ in modes else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(autouse=True)
 def _compute_mode_marker(request):
-    marker = request.node.get_closest_marker('compute')
-    if marker is None:
+    modes = _modes(request.node)
+    if modes is None:
         return
     cloud = request.getfixturevalue('test_cloud')
-    if cloud.compute_mode != marker.args[0]:
-        pytest.skip(f'needs the cloud in {marker.args[0]} compute mode '
+    if cloud.compute_mode not in modes:
+        pytest.skip(f'needs the cloud in {" or ".join(modes)} compute mode '
                     f'(it runs {cloud.compute_mode})')
 
 

@@ -206,6 +206,9 @@ def devstack(tmp_path, test_cloud, base_flavor):
         stack('clean')
 
 
+# Both rounds: on the fake driver the placement and pinning checks, on
+# libvirt the same tests with real guests on this host's 2 MB pages.
+@pytest.mark.compute('fake', 'libvirt')
 def test_tempest_run_kvmtune(devstack, test_cloud, base_flavor,
                              public_image, tuned_compute):
     workspace = devstack.workspace
