@@ -119,9 +119,7 @@ class StrictSkips:
         if hasattr(report, 'wasxfail'):
             return
         reason = skip_reason(report)
-        entry = self.entry_for(reason)
-        if entry is not None:
-            self.allowed.append((report.nodeid, reason, entry))
+        if self.entry_for(reason) is not None:
             return
         report.outcome = 'failed'
         report.longrepr = (
@@ -140,6 +138,23 @@ class StrictSkips:
         # importorskip) skips every test in it
         outcome = yield
         self._check(outcome.get_result())
+
+    def _count(self, report):
+        # Counted where the reports arrive: in the one process of a plain
+        # run, in the controller of a pytest-xdist run (its workers make
+        # the reports, and checked them above).
+        if self.strict and report.skipped and \
+                not hasattr(report, 'wasxfail'):
+            reason = skip_reason(report)
+            entry = self.entry_for(reason)
+            if entry is not None:
+                self.allowed.append((report.nodeid, reason, entry))
+
+    def pytest_runtest_logreport(self, report):
+        self._count(report)
+
+    def pytest_collectreport(self, report):
+        self._count(report)
 
     def pytest_report_header(self, config):
         if self.strict:

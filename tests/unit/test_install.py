@@ -15,6 +15,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from kvmtune import extras
 from tests import paths
 
@@ -46,6 +48,7 @@ def _missing(python, extra):
     return [m for m in done.stdout.strip().split(',') if m]
 
 
+@pytest.mark.slow
 def test_readme_install_lines_run_as_written(tmp_path):
     venv = tmp_path / 'venv'
     subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)

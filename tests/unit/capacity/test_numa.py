@@ -249,6 +249,7 @@ def same(ours, novas):
                                                     '').strip() + ' fit')
 
 
+@pytest.mark.slow
 @needs_nova
 def test_kvmtunes_count_is_novas_on_generated_flavors():
     full = os.environ.get('KVMTUNE_CAPACITY_ORACLE') == 'full'

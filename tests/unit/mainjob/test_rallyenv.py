@@ -83,6 +83,7 @@ def _spec(password, auth_url='http://127.0.0.1:9/v3'):
                   'project_domain_name': 'Default'}}}
 
 
+@pytest.mark.slow
 def test_created_left_and_refreshed_never_showing_the_password(home):
     log = []
     config, _ = rallyenv.rally_config(home=home)

@@ -164,6 +164,7 @@ def planned_extra_specs():
     return found
 
 
+@pytest.mark.slow
 @consumers.needs_nova
 def test_nova_accepts_every_planned_extra_spec():
     found = planned_extra_specs()

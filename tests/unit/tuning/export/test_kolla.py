@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 
+import pytest
 import yaml
 
 from kvmtune.tuning.novaconf import services
@@ -45,6 +46,7 @@ def _kolla_sources():
     raise AssertionError(f'no merge_configs for nova.conf in {path}')
 
 
+@pytest.mark.slow
 @consumers.needs_ansible
 @consumers.needs_nova
 def test_merge_configs_then_nova_reads_the_plan(tmp_path):

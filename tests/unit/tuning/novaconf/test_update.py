@@ -642,6 +642,7 @@ def test_stale_temp_of_a_killed_apply_is_removed(tmp_path):
 NOVA_PYTHON = paths.NOVA_PYTHON
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.access(NOVA_PYTHON, os.X_OK),
                     reason='the test cloud venv (tools/bootstrap) has Nova')
 def test_nova_secret_flags_mask_the_diff_without_any_name_list(

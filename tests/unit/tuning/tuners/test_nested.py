@@ -114,18 +114,21 @@ def test_auto_follows_the_kvm_probe(usable, expected):
     assert nested.Nested({}, facts).virt_type() == expected
 
 
+@pytest.mark.slow
 @needs_nova
 def test_nova_accepts_the_tcg_config(tmp_path):
     said = nova_check(tmp_path, plan_for(PVM), 'qemu')
     assert said == 'ok qemu custom EPYC svm,npt'
 
 
+@pytest.mark.slow
 @needs_nova
 def test_nova_accepts_the_kvm_config_of_a_capture(tmp_path):
     said = nova_check(tmp_path, plan_for(AMD), 'kvm')
     assert said == 'ok kvm host-passthrough'
 
 
+@pytest.mark.slow
 @needs_nova
 def test_nova_refuses_a_model_libvirt_does_not_know(tmp_path):
     # The check above is Nova's real one: an unknown model fails it.
