@@ -328,8 +328,9 @@ def run_compare(args: argparse.Namespace, workload: 'Workload',
         doc['wall_seconds'] = round(wall, 1)
         _save(doc, args.output)
     if args.png:
+        from kvmtune import fileio
         from kvmtune import report
 
-        output.wrote(args.png, report.write_atomic(
+        output.wrote(args.png, fileio.write_if_changed(
             args.png, report.plot.png_bytes(cmp)))
     return EXIT_OK if valid else EXIT_DIFFERS

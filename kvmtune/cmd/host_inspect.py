@@ -101,20 +101,12 @@ def write_atomic(path: str, text: str) -> None:
     """Write path with kvmtune.fileio (a device, FIFO or directory is
     refused, the file replaced in one rename); leave it alone if equal."""
     from kvmtune import fileio
-    from kvmtune import inputs
 
-    _, old = fileio.resolve(path, fix='give the path of a regular file '
-                            'for -o')
-    if old is not None:
-        try:
-            if inputs.read_bytes(path, max_bytes=len(text.encode()) + 1) \
-                    == text.encode('utf-8'):
-                print(f'{path}: unchanged', file=sys.stderr)
-                return
-        except InputError:
-            pass            # unreadable or bigger: it differs
-    fileio.write_atomic(path, text, fix='give a file path you can write')
-    print(f'{path}: written', file=sys.stderr)
+    changed = fileio.write_if_changed(
+        path, text, fix='give the path of a regular file you can write '
+                        'for -o')
+    print(f'{path}: {"written" if changed else "unchanged"}',
+          file=sys.stderr)
 
 
 def _yes(value: bool | None) -> str:

@@ -82,6 +82,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int | None:
+    from kvmtune import fileio
     from kvmtune import report
     from kvmtune.results import analysis
 
@@ -101,6 +102,6 @@ def run(args: argparse.Namespace) -> int | None:
                             analysed, png).encode('utf-8'))):
         if path and data:
             # beside a JSON or YAML document the line goes to stderr
-            output.wrote(path, report.write_atomic(path, data),
+            output.wrote(path, fileio.write_if_changed(path, data),
                          stream=None if as_table else sys.stderr)
     return 0

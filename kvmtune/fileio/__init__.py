@@ -280,6 +280,32 @@ def write_atomic(path: str, data: bytes | str, *, backup: str | None = None,
                          'was written', source, fix) from None
 
 
+def write_if_changed(path: str, data: bytes | str, *,
+                     mode: int | None = None, source: object = None,
+                     fix: str | None = None) -> bool:
+    """write_atomic() unless ``path`` already holds ``data``; True when it
+    wrote. The comparison reads at most the file's size, and only when
+    that size is the new content's: a file of another size differs."""
+    if isinstance(data, str):
+        data = data.encode('utf-8')
+    real, old = resolve(path, source or path, fix)
+    if old is not None and old.st_size == len(data):
+        try:
+            # a regular file (resolve refused anything else): no blocking
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | os.O_CLOEXEC)
+        except OSError:
+            pass                # unreadable: it differs
+        else:
+            try:
+                if _read_all(fd) == data:
+                    return False
+            finally:
+                os.close(fd)
+    write_atomic(path, data, mode=mode, source=source, fix=fix)
+    return True
+
+
 def _write_locked(real: str, data: bytes, old: os.stat_result | None,
                   backup: str | None, mode: int | None) -> str:
     if old is None:

@@ -203,16 +203,15 @@ def write_file(path: str, text: str, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
-def write_if_changed(path: str, text: str) -> bool:
+def write_if_changed(path: str, text: str, mode: int = 0o644) -> bool:
     """``write_file`` unless ``path`` already holds ``text``; True when it
     wrote (a copied driver or facts file that changed means a restart)."""
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return False
-    except OSError:
-        pass
-    write_file(path, text)
+    from kvmtune import fileio
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not fileio.write_if_changed(path, text, mode=mode):
+        return False
+    os.chmod(path, mode)
     return True
 
 

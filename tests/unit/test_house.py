@@ -80,6 +80,11 @@ TOPICS = {
 # concept; the list holds exactly the modules over it.
 MAX_LINES = 400
 OVERSIZE = {
+    'fileio/__init__.py':
+        'the one writer (doc/design.md 8): what a path may be, the lock, '
+        'the write, its backup and the unchanged check share the same '
+        'refusals and the same lock; apart, a second writer would grow '
+        'beside it',
     'openstack/flavors.py':
         'the tuned flavor in Nova: what a profile wants on it (name, mark, '
         'spec diff, the INCOMPLETE marker), the calls that read and change '

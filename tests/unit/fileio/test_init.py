@@ -275,3 +275,43 @@ def test_lock_without_waiting_refuses_a_held_file(tmp_path):
     with fileio.lock(str(path), wait=False):    # free again: taken
         fileio.write_atomic(str(path), 'new\n')
     assert path.read_text() == 'new\n'
+
+
+# -- write_if_changed ------------------------------------------------------
+
+def test_write_if_changed_leaves_the_same_content_alone(tmp_path):
+    path = tmp_path / 'out.txt'
+    assert fileio.write_if_changed(str(path), 'a\n') is True
+    before = os.stat(path)
+    assert fileio.write_if_changed(str(path), b'a\n') is False
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == \
+        (before.st_ino, before.st_mtime_ns)
+
+
+@pytest.mark.parametrize('old, new', [('ab\n', 'ba\n'),     # same size
+                                      ('a\n', 'a\n\n'),     # longer
+                                      ('a\n\n', 'a\n')])    # shorter
+def test_write_if_changed_writes_other_content(tmp_path, old, new):
+    path = tmp_path / 'out.txt'
+    path.write_text(old)
+    assert fileio.write_if_changed(str(path), new) is True
+    assert path.read_text() == new
+
+
+def test_write_if_changed_refuses_a_fifo_without_opening_it(tmp_path):
+    fifo = tmp_path / 'fifo'
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match='FIFO'):
+        hang.call_in_child(lambda: fileio.write_if_changed(str(fifo), 'x'))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_write_if_changed_keeps_the_mode_of_a_new_file(tmp_path):
+    path = tmp_path / 'secret'
+    old = os.umask(0)
+    try:
+        assert fileio.write_if_changed(str(path), 'x', mode=0o600) is True
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
