@@ -94,6 +94,9 @@ COMMANDS: list[tuple[Any, ...]] = [
      'Check that the host, nova-compute, cloud and guests run as planned.'),
     (('capacity',), 'capacity',
      'Count how many more guests of each flavor fit, per host and in all.'),
+    (('rollout-step',), 'rollout_step',
+     'One rollout step on one host: preflight, disable, drain, gate, '
+     'enable.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

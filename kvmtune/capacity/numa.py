@@ -383,3 +383,17 @@ def _count(nodes: list[Node], request: 'NumaRequest',
         return None, (f'at least {count}: the count stopped at its bound '
                       f'of {max_steps} fit steps ({request.nodes} guest '
                       f'node(s) on {len(work)} host nodes)')
+
+
+def place(nodes: list[Node], request: 'NumaRequest',
+          limits: tuple[float, float] | None = None,
+          max_steps: int = MAX_STEPS) -> str | None:
+    """Fit one guest on ``nodes`` and claim what it uses there (the nodes
+    change), or say why not (the limit, as ``fit`` names it)."""
+    try:
+        placed, why = _fit_one(nodes, request, limits, _Counter(max_steps))
+    except Bounded:
+        return f'the fit stopped at its bound of {max_steps} steps'
+    if placed is None:
+        return why
+    return _claim(placed, request)

@@ -325,6 +325,25 @@ def test_servers_already_there_use_their_nodes():
     assert after == before - 1
 
 
+def test_place_claims_one_guest_at_a_time_as_fit_counts():
+    """place() fits and claims one guest (the rollout's preflight puts a
+    batch's guests on the other hosts this way): placing until it refuses
+    places exactly fit()'s count, and the refusal is fit()'s limit."""
+    facts = with_pools(host_facts.gather(
+        os.path.join(REAL, '32intel64-2p8co2t+8ve')), {2048: 1024})
+    _, dedicated, shared = capture('32intel64-2p8co2t+8ve')
+    wanted = request.from_flavor(PINNED_LARGE).numa
+    nodes = cells.host_nodes(facts, dedicated, (), shared)
+    count, limit = numa.fit(nodes, wanted)
+    assert count > 1
+    placed = 0
+    while (why := numa.place(nodes, wanted)) is None:
+        placed += 1
+    assert (placed, why) == (count, limit)
+    # the nodes now hold what the guests use: no more fit
+    assert numa.fit(nodes, wanted) == (0, limit)
+
+
 def test_a_fit_past_its_work_bound_is_partial_not_a_count():
     """A 4-node guest on a 64-node machine: Nova tries up to 64 x 63 x 62
     x 61 orders of host nodes per guest; the count stops at its bound."""

@@ -1,0 +1,112 @@
+"""One step of a rollout on one host (or, for preflight, one batch).
+
+    kvmtune rollout-step preflight --os-cloud admin --host c2 --host c3 \\
+        --run-id RUN --profile pinned-hugepages --facts-dir facts/
+    kvmtune rollout-step disable --os-cloud admin --host c2 --run-id RUN \\
+        --profile pinned-hugepages
+    kvmtune rollout-step drain --os-cloud admin --host c2 --run-id RUN
+    kvmtune rollout-step gate --os-cloud admin --host c2 --run-id RUN \\
+        --profile pinned-hugepages --root /
+    kvmtune rollout-step enable --os-cloud admin --host c2 --run-id RUN
+
+The rollout's Ansible roles call these, host by host, batch by batch:
+
+  preflight  the rest of the enabled fleet takes the batch's guests (first
+             fit on live usages; with --facts-dir the NUMA fit too), or, in
+             --mode in-place, the plan's CPU sets and pools still hold the
+             guests staying; the density cost per host and flavor. Refused:
+             one line naming host, server, flavor and what runs out, exit 2
+  disable    nova-compute disabled with the reason "kvmtune rollout RUN:
+             PROFILE" (a host disabled for another reason: refused)
+  drain      ACTIVE guests live-migrated, SHUTOFF ones cold-migrated and
+             confirmed, then the host asserted empty
+  gate       kvmtune verify's host, novacompute and cloud layers for the
+             host: every check PASS, else exit 1 and the host stays disabled
+  enable     nova-compute enabled again (only when this run disabled it)
+
+With --state FILE (the rollout's state file) a step already done for the
+host in that run is not made again, and a step made is recorded. Only
+preflight and gate change nothing in the cloud. Exit 0 done, 1 the gate
+did not pass, 2 refused or could not run.
+"""
+
+import argparse
+import sys
+
+from kvmtune import cmd
+from kvmtune.cmd import output
+
+STEPS = ('preflight', 'disable', 'drain', 'enable', 'gate')
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('step', choices=STEPS, help='the step to make')
+    cmd.add_os_cloud(parser)
+    parser.add_argument('--host', action='append', required=True,
+                        metavar='NAME',
+                        help='the compute host as Nova names it (preflight: '
+                             'repeatable, the batch)')
+    parser.add_argument('--run-id', required=True, metavar='ID',
+                        help='the rollout run (its state file holds it)')
+    parser.add_argument('--profile', action='append', metavar='NAME|FILE',
+                        help='the profile rolled out (disable: its reason; '
+                             'gate, preflight: the plan)')
+    parser.add_argument('--state', metavar='FILE',
+                        help='the rollout\'s state file: skip a step done, '
+                             'record a step made')
+    parser.add_argument('--mode', choices=('drain', 'in-place'),
+                        default='drain',
+                        help='preflight: the guests leave (drain) or stay '
+                             '(in-place)')
+    parser.add_argument('--facts-dir', metavar='DIR',
+                        help='preflight: HOST.json (and HOST.conf) per '
+                             'compute node, for the NUMA fit and the plan')
+    parser.add_argument('--timeout', type=float, default=None,
+                        metavar='SECONDS',
+                        help='drain: how long to wait for the host to be '
+                             'empty (default 900)')
+    cmd.add_facts_source(parser, verb='gate')
+    parser.add_argument('--nova-config-file', action='append',
+                        metavar='PATH', dest='nova_config_files',
+                        help='gate: a file nova-compute reads (as verify)')
+    parser.add_argument('--layer', action='append',
+                        choices=('host', 'novacompute', 'cloud'),
+                        help='gate: only this layer (repeatable; default: '
+                             'all three)')
+    output.add_format(parser, columns=False, formats=('table', 'json',
+                                                      'yaml'))
+
+
+def _one_host(args: argparse.Namespace) -> str:
+    from kvmtune.errors import InputError
+    if len(args.host) != 1:
+        raise InputError(f'{args.step} takes one host', key='--host',
+                         fix='give --host once')
+    return args.host[0]
+
+
+def run(args: argparse.Namespace) -> int | None:
+    from kvmtune.openstack.connection import Cloud
+    from kvmtune.rollout import steps
+
+    host = args.host[0] if args.step == 'preflight' else _one_host(args)
+    result = steps.make(args.step, Cloud.connect(args.os_cloud), args.host,
+                        args.run_id, profiles=args.profile or (),
+                        state_file=args.state, mode=args.mode,
+                        facts_dir=args.facts_dir, timeout=args.timeout,
+                        root=args.root, facts_file=args.facts,
+                        nova_config_files=args.nova_config_files,
+                        layers=args.layer,
+                        config_files=args.config_file or ())
+    rows = [[row.get(c, '') for c in result.columns]
+            for row in result.rows]
+    if args.format == 'table' and rows:
+        output.emit(args, result.columns, rows)
+    elif args.format != 'table':
+        output.emit(args, result.columns, rows,
+                    document=result.to_dict())
+    print(f'{args.step} {host}: {result.line}',
+          file=sys.stderr if args.format != 'table' else sys.stdout)
+    if result.error is not None:
+        raise result.error
+    return result.exit_code

@@ -1,0 +1,1 @@
+"""Moving a tuning profile across a running cloud, batch by batch."""

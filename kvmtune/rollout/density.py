@@ -1,0 +1,103 @@
+"""The density cost of a plan on one host: per flavor, how many guests
+the host holds empty, now and under the plan's CPU sets and huge page
+pools (the guests a rollout gives up on that host for good).
+
+Counted as ``kvmtune capacity`` counts: Placement's inventory (PCPU one
+per ``cpu_dedicated_set`` CPU, VCPU one per ``cpu_shared_set`` CPU at the
+node's allocation ratio, ../shared/ANCHORS-VERIFY-CAPACITY.md section 4)
+and, for a flavor with a NUMA topology, Nova's fit loop on the host's
+NUMA cells (kvmtune.capacity.numa), which needs the host's facts.
+"""
+
+from collections.abc import Mapping
+import copy
+import dataclasses
+from typing import Any
+from typing import TYPE_CHECKING
+
+from kvmtune import capacity
+from kvmtune.capacity import cells
+from kvmtune.capacity import numa
+from kvmtune.capacity import request as requests
+from kvmtune.rollout import preflight
+
+if TYPE_CHECKING:
+    from kvmtune.capacity.placement import Host
+    from kvmtune.tuning.plan import Plan
+
+
+def planned_facts(facts: Mapping[str, Any], plan: 'Plan') -> dict[str, Any]:
+    """The facts with the plan's huge page pools in place of today's."""
+    changed = copy.deepcopy(dict(facts))
+    for pool in plan.hugepages:
+        for node in changed['numa']['nodes']:
+            if node['id'] != pool['node']:
+                continue
+            pages = [p for p in node.get('hugepages') or ()
+                     if p['size_kb'] != pool['size_kb']]
+            pages.append({'size_kb': pool['size_kb'], 'total': pool['count'],
+                          'free': pool['count']})
+            node['hugepages'] = pages
+    return changed
+
+
+def _empty_count(node: 'Host', wanted: requests.Request,
+                 facts: Mapping[str, Any] | None,
+                 dedicated: set[int] | None,
+                 shared: set[int] | None) -> int | None:
+    """Guests of ``wanted`` on the node emptied (None: not known)."""
+    empty = dataclasses.replace(node, usages={})
+    count, _ = capacity.placement_fit(empty, wanted)
+    if count == 0 or wanted.numa is None:
+        return count
+    if facts is None or (dedicated is None and wanted.numa.pcpus) or \
+            (shared is None and any(c[1] for c in wanted.numa.cells)):
+        return None
+    found, _ = numa.fit(cells.host_nodes(facts, dedicated or set(), (),
+                                         shared or set()),
+                        wanted.numa, capacity.filter_limits(node))
+    return None if found is None else min(count, found)
+
+
+def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None'
+            ) -> list[dict[str, Any]]:
+    """[{host, flavor, before, after}]: guests of each of the batch's
+    flavors the empty host holds now and under ``plan`` (None: unknown)."""
+    node = next((n for n in snapshot.nodes
+                 if host in (n.service_host, n.name)), None)
+    flavors = {s.flavor_name: s for guests in snapshot.servers.values()
+               for s in guests}
+    if node is None:
+        return []
+    facts = snapshot.of(snapshot.facts, node)
+    dedicated = capacity.cpu_sets(node, facts or {}, None,
+                                  snapshot.of(snapshot.dedicated, node))
+    shared = capacity.shared_cpus(node, facts or {}, dedicated or set())
+    after_node = copy.deepcopy(node)
+    new_dedicated = new_shared = None
+    if plan is not None and facts is not None:
+        online = set((facts.get('cpu') or {}).get('online') or ())
+        new_dedicated = preflight.planned_set(plan, 'cpu_dedicated_set') or set()
+        new_shared = preflight.planned_set(plan, 'cpu_shared_set')
+        if new_shared is None:
+            new_shared = online - new_dedicated
+        for rc, cpus in (('PCPU', new_dedicated), ('VCPU', new_shared)):
+            if cpus:
+                inv = after_node.inventories.setdefault(
+                    rc, {'allocation_ratio': 1.0 if rc == 'PCPU' else 4.0})
+                inv.update(total=len(cpus), reserved=0, max_unit=len(cpus))
+            else:
+                after_node.inventories.pop(rc, None)
+    rows = []
+    for name, server in sorted(flavors.items()):
+        wanted = preflight.request_of(server)
+        after = None
+        if plan is not None and facts is not None:
+            after = _empty_count(after_node, wanted,
+                                 planned_facts(facts, plan), new_dedicated,
+                                 new_shared)
+        rows.append({'host': host, 'flavor': name,
+                     'before': _empty_count(node, wanted, facts, dedicated,
+                                            shared), 'after': after})
+    return rows
+

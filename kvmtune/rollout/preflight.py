@@ -1,0 +1,384 @@
+"""Before a batch is touched: can the cloud do without it, and what does
+the change cost?
+
+Pure functions over a ``Snapshot`` (what the cloud said, read once by
+``read``), so they run on recorded API answers as well as on a live cloud:
+
+- ``fleet_fit``: the rest of the fleet takes the batch's guests. The
+  batch's own servers, each as Nova's scheduler asks for its embedded
+  flavor (kvmtune.capacity.request), are placed first fit, host by host,
+  on the enabled, up compute nodes outside the batch, on their live
+  Placement usages (kvmtune.capacity.placement_fit), and, for a guest
+  with a NUMA topology, on the node's NUMA cells with what its servers
+  use (kvmtune.capacity.numa.place, Nova's fit loop; it needs the node's
+  facts, as ``kvmtune capacity --facts-dir``). Each guest placed adds its
+  use. A guest that fits nowhere is a refusal naming its host, server,
+  flavor and what ran out on each candidate. First fit is not Nova's
+  scheduler (its weighers spread guests): it says whether room exists,
+  not where Nova will put each guest.
+- ``in_place``: for a rollout that keeps the guests on their host
+  (reboot in place), the plan's new CPU sets and page pools still hold
+  them, by Nova's rules at nova-compute start
+  (nova/compute/manager.py ``_validate_pinning_configuration``): pinned
+  guests need a ``cpu_dedicated_set`` holding their pinned CPUs (Nova only
+  warns when it does not: the guest then shares CPUs another guest may
+  get), unpinned ones a ``cpu_shared_set`` when the dedicated set is set;
+  a guest's huge pages need the pool of their size on their node to keep
+  at least their number.
+- ``density``: per batch host and flavor, how many guests fit the empty
+  host now and under the plan (its CPU sets and pools).
+"""
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import copy
+import dataclasses
+from typing import Any
+from typing import TYPE_CHECKING
+
+from kvmtune import capacity
+from kvmtune.capacity import cells
+from kvmtune.capacity import numa
+from kvmtune.capacity import request as requests
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import nova
+from kvmtune.tuning import flavor_topology
+
+if TYPE_CHECKING:
+    from kvmtune.capacity.placement import Host
+    from kvmtune.tuning.plan import Plan
+
+
+class Refused(KvmtuneError):
+    """The batch cannot be taken out (or changed in place): nothing was
+    touched."""
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """What preflight reads from the cloud, once.
+
+    nodes        every compute node (kvmtune.capacity.placement.Host)
+    services     {service host: nova.Service}
+    servers      {batch service host: [nova.Server]}
+    topologies   {server id: GET /servers/{id}/topology} (NUMA guests)
+    residents    {node name: [(server, topology)]} of the other nodes,
+                 for their NUMA use (kvmtune.capacity.cells)
+    facts        {node or host name: facts}; dedicated: {name: CPUs}
+                 (HOST.conf beside them, kvmtune.capacity.nodefacts)
+    """
+    nodes: list['Host']
+    services: dict[str, nova.Service]
+    servers: dict[str, list[nova.Server]]
+    topologies: dict[str, Any] = dataclasses.field(default_factory=dict)
+    residents: dict[str, list[tuple[Any, Any]]] = dataclasses.field(
+        default_factory=dict)
+    facts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    dedicated: dict[str, set[int]] = dataclasses.field(default_factory=dict)
+
+    def of(self, table: Mapping[str, Any], node: 'Host') -> Any:
+        found = table.get(node.name)
+        return found if found is not None else table.get(node.service_host)
+
+
+def flavor_of(server: nova.Server) -> dict[str, Any]:
+    """The server's embedded flavor (compute API 2.47+) in the shape of a
+    flavor (kvmtune.capacity.request.from_flavor)."""
+    embedded = server.flavor
+    return {'name': server.flavor_name, 'vcpus': embedded.get('vcpus', 0),
+            'ram': embedded.get('ram', 0), 'disk': embedded.get('disk', 0),
+            'OS-FLV-EXT-DATA:ephemeral': embedded.get('ephemeral', 0),
+            'swap': embedded.get('swap') or 0,
+            'extra_specs': dict(embedded.get('extra_specs') or {})}
+
+
+def request_of(server: nova.Server) -> requests.Request:
+    try:
+        return requests.from_flavor(flavor_of(server))
+    except (flavor_topology.Refused, requests.Unsupported) as exc:
+        raise Refused(f'cannot count its flavor {server.flavor_name}: '
+                      f'{exc}', source=f'server {server.id}',
+                      fix='move this server by hand, then run the '
+                          'preflight again') from None
+
+
+@dataclasses.dataclass
+class Placed:
+    """One guest of the batch and where first fit put it."""
+    host: str
+    server: str
+    name: str
+    flavor: str
+    status: str
+    target: str | None = None
+    why: str | None = None      # fits nowhere: what ran out, per node
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _size(server: nova.Server) -> tuple[int, int]:
+    flavor = server.flavor
+    return (int(flavor.get('vcpus') or 0), int(flavor.get('ram') or 0))
+
+
+class _Target:
+    """A node outside the batch, with the use the guests placed add."""
+
+    def __init__(self, node: 'Host', snapshot: Snapshot) -> None:
+        self.node = copy.deepcopy(node)
+        self.snapshot = snapshot
+        self._cells: list[cells.Node] | None = None
+        self._why: str | None = None
+        self._sets: tuple[set[int] | None, set[int] | None] | None = None
+
+    def sets(self) -> tuple[set[int] | None, set[int] | None]:
+        if self._sets is None:
+            facts = self.snapshot.of(self.snapshot.facts, self.node)
+            dedicated = capacity.cpu_sets(
+                self.node, facts or {}, None,
+                self.snapshot.of(self.snapshot.dedicated, self.node))
+            shared = capacity.shared_cpus(self.node, facts or {},
+                                          dedicated or set())
+            self._sets = (dedicated, shared)
+        return self._sets
+
+    def cells_for(self, wanted: requests.NumaRequest
+                  ) -> tuple[list[cells.Node] | None, str]:
+        facts = self.snapshot.of(self.snapshot.facts, self.node)
+        if facts is None:
+            return None, 'NUMA fit unknown: no facts'
+        dedicated, shared = self.sets()
+        if dedicated is None and wanted.pcpus:
+            return None, 'NUMA fit unknown: dedicated CPUs not known'
+        if shared is None and any(c[1] for c in wanted.cells):
+            return None, 'NUMA fit unknown: shared CPUs not known'
+        if self._cells is None:
+            self._cells = cells.host_nodes(
+                facts, dedicated or set(),
+                self.snapshot.of(self.snapshot.residents, self.node) or (),
+                shared or set())
+        return self._cells, ''
+
+    def take(self, wanted: requests.Request) -> str | None:
+        """Place one guest here (its use added), or say what runs out."""
+        count, limit = capacity.placement_fit(self.node, wanted)
+        if count < 1:
+            return limit or 'no room'
+        if wanted.numa is not None:
+            nodes, unknown = self.cells_for(wanted.numa)
+            if nodes is None:
+                return unknown
+            why = numa.place(nodes, wanted.numa,
+                             capacity.filter_limits(self.node))
+            if why:
+                return why
+        for rc, amount in wanted.resources.items():
+            self.node.usages[rc] = self.node.usages.get(rc, 0) + amount
+        return None
+
+
+def targets(snapshot: Snapshot, batch: Iterable[str]) -> list['Host']:
+    """The nodes that may take the batch's guests: outside the batch,
+    read, their nova-compute enabled and up."""
+    out = set(batch)
+    found = []
+    for node in snapshot.nodes:
+        service = snapshot.services.get(node.service_host)
+        if node.service_host in out or node.name in out or node.error:
+            continue
+        if service is None or service.status != 'enabled' or \
+                service.state != 'up':
+            continue
+        found.append(node)
+    return found
+
+
+def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
+    """Where first fit puts each guest of the batch on the rest of the
+    fleet; a guest with ``target`` None fits nowhere (``why``)."""
+    others = [_Target(n, snapshot) for n in targets(snapshot, batch)]
+    placed: list[Placed] = []
+    for host in batch:
+        guests = sorted(snapshot.servers.get(host, ()),
+                        key=lambda s: (_size(s), s.id), reverse=True)
+        for server in guests:
+            wanted = request_of(server)
+            entry = Placed(host, server.id, server.name, server.flavor_name,
+                           server.status)
+            reasons = []
+            for target in others:
+                why = target.take(wanted)
+                if why is None:
+                    entry.target = target.node.service_host
+                    break
+                reasons.append(f'{target.node.service_host} {why}')
+            if entry.target is None:
+                entry.why = '; '.join(reasons) or \
+                    'no other compute is enabled and up'
+            placed.append(entry)
+    return placed
+
+
+def refusals(placed: Iterable[Placed]) -> list[Refused]:
+    return [Refused(f'server {p.server} ({p.name}, flavor {p.flavor}) '
+                    f'fits on no other enabled compute: {p.why}',
+                    source=f'host {p.host}', key='preflight',
+                    fix='free room elsewhere or make the batch smaller; '
+                        'nothing was touched')
+            for p in placed if p.target is None]
+
+
+def planned_set(plan: 'Plan', option: str) -> set[int] | None:
+    from kvmtune.facts.cpulist import parse_cpu_spec
+
+    value = plan.nova_conf.get('compute', {}).get(option)
+    return None if value is None else set(parse_cpu_spec(str(value)))
+
+
+def in_place(host: str, servers: Sequence[nova.Server],
+             topologies: Mapping[str, Any], plan: 'Plan') -> list[Refused]:
+    """Why the plan's CPU sets and pools would not hold the guests that
+    stay on ``host`` (empty: they hold)."""
+    dedicated = planned_set(plan, 'cpu_dedicated_set')
+    shared = planned_set(plan, 'cpu_shared_set')
+    pools = {(p['node'], p['size_kb']): p['count'] for p in plan.hugepages}
+    found: list[Refused] = []
+    held: dict[tuple[int, int], int] = {}
+
+    def refuse(server: nova.Server, what: str) -> None:
+        found.append(Refused(
+            f'server {server.id} ({server.name}, flavor '
+            f'{server.flavor_name}): {what}', source=f'host {host}',
+            key='in-place', fix='drain this host instead of changing it in '
+                                'place; nothing was touched'))
+
+    for server in servers:
+        topology = topologies.get(server.id) or {}
+        pinned: set[int] = set()
+        for cell in topology.get('nodes') or ():
+            pinned |= {int(c) for c in (cell.get('cpu_pinning') or
+                                        {}).values()}
+            size = topology.get('pagesize_kb')
+            if size:
+                key = (int(cell.get('host_node', 0)), int(size))
+                held[key] = held.get(key, 0) + \
+                    int(cell.get('memory_mb', 0)) * 1024 // int(size)
+        if pinned and not dedicated:
+            refuse(server, 'pinned, and the plan sets no '
+                   'cpu_dedicated_set (nova-compute refuses to start)')
+        elif pinned and not pinned <= dedicated:
+            outside = sorted(pinned - (dedicated or set()))
+            refuse(server, f'pinned to CPUs {outside} outside the new '
+                   'cpu_dedicated_set (Nova only warns: another guest may '
+                   'get them)')
+        elif not pinned and dedicated and not shared:
+            refuse(server, 'unpinned, and the plan sets a '
+                   'cpu_dedicated_set but no cpu_shared_set (nova-compute '
+                   'refuses to start)')
+    for (node, size), pages in sorted(held.items()):
+        if (node, size) in pools and pools[node, size] < pages:
+            found.append(Refused(
+                f'its guests hold {pages} pages of {size} KiB on NUMA node '
+                f'{node}; the plan leaves {pools[node, size]}',
+                source=f'host {host}', key='in-place',
+                fix='drain this host instead of changing it in place; '
+                    'nothing was touched'))
+    return found
+
+
+def read(cloud: Any, batch: Sequence[str],
+         facts_dir: str | None = None) -> Snapshot:
+    """The Snapshot of the cloud for ``batch``: GET requests only.
+
+    :raises InputError: a batch host Nova does not know
+    """
+    from kvmtune.capacity import nodefacts
+    from kvmtune.capacity import placement
+
+    known = nova.check_hosts(cloud, batch)
+    facts, dedicated = (nodefacts.read_dir(facts_dir) if facts_dir
+                        else ({}, {}))
+    reader = placement.Reader(cloud)
+    snapshot = Snapshot(nodes=reader.hosts(), services=known,
+                        servers={h: nova.servers(cloud, h) for h in batch},
+                        facts=dict(facts), dedicated=dedicated)
+    for guests in snapshot.servers.values():
+        for server in guests:
+            if request_of(server).numa is not None:
+                snapshot.topologies[server.id] = cloud.compute(
+                    'GET', f'/servers/{server.id}/topology')
+    numa_wanted = bool(snapshot.topologies)
+    for node in targets(snapshot, batch):
+        if numa_wanted and snapshot.of(snapshot.facts, node) is not None:
+            snapshot.residents[node.name] = reader.servers(node)
+    return snapshot
+
+
+@dataclasses.dataclass
+class Report:
+    """The preflight of one batch: where its guests go (drain mode), the
+    density cost per host, and the refusals (none: the batch may go)."""
+    batch: list[str]
+    mode: str
+    placed: list[Placed]
+    density: list[dict[str, Any]]
+    refusals: list[Refused]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {'batch': self.batch, 'mode': self.mode,
+                'ok': not self.refusals,
+                'placed': [p.to_dict() for p in self.placed],
+                'density': self.density,
+                'refusals': [r.line() for r in self.refusals]}
+
+
+MODES = ('drain', 'in-place')
+
+
+def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
+          plans: Mapping[str, 'Plan']) -> Report:
+    """The preflight on a snapshot (pure: no call to the cloud).
+
+    :param plans: {batch host: its plan}, where the host's facts are known
+    """
+    from kvmtune.rollout import density
+
+    placed = fleet_fit(snapshot, batch) if mode == 'drain' else []
+    found = refusals(placed)
+    if mode == 'in-place':
+        for host in batch:
+            found += in_place(host, snapshot.servers.get(host, []),
+                              snapshot.topologies, plans[host])
+    rows = [row for host in batch
+            for row in density.density(snapshot, host, plans.get(host))]
+    return Report(list(batch), mode, placed, rows, found)
+
+
+def run(cloud: Any, batch: Sequence[str], *, mode: str = 'drain',
+        profiles: Sequence[str] = (), facts_dir: str | None = None,
+        config_files: Sequence[str] = ()) -> Report:
+    """Read the cloud once and judge the batch (GET requests only).
+
+    :raises InputError: a batch host Nova does not know; in-place mode
+        without the profile or a batch host's facts
+    """
+    from kvmtune.errors import InputError
+    from kvmtune.tuning import plan
+
+    snapshot = read(cloud, batch, facts_dir)
+    plans = {}
+    for host in batch:
+        node = next((n for n in snapshot.nodes
+                     if host in (n.service_host, n.name)), None)
+        facts = snapshot.of(snapshot.facts, node) if node else None
+        if profiles and facts is not None:
+            plans[host] = plan.for_host(list(profiles), facts=facts,
+                                        config_files=config_files)[0]
+        elif mode == 'in-place':
+            raise InputError(f'in-place mode plans host {host} from its '
+                             'facts and the profile', key='--facts-dir',
+                             fix=f'give --profile and --facts-dir DIR with '
+                                 f'{host}.json')
+    return judge(snapshot, batch, mode, plans)

@@ -1,0 +1,183 @@
+"""A rollout's run id and its state file: which step each host has done.
+
+The file is JSON, written whole and atomically (kvmtune.fileio.write_atomic)
+under the file's writers' lock, so the hosts of one batch, whose steps run
+at the same time, each add their step without losing another's::
+
+    {"run_id": "20261127T153012Z-3f2a9c", "profile": "pinned-hugepages",
+     "hosts": {"compute-2": {"disable": "2026-11-27T15:31:02Z",
+                             "drain": "2026-11-27T15:32:40Z"}}}
+
+A rollout that was killed or stopped is run again with the same file: it
+keeps the run id (the disabled_reason of the hosts it took out names it)
+and continues with each host's first step not done. A host whose every
+step is done is finished: run again, the rollout disables, migrates and
+reboots nothing there.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+import datetime
+import os
+import secrets
+from typing import Any
+
+from kvmtune.errors import InputError
+
+# The steps of one host, in order (the rollout playbook's roles).
+STEPS = ('preflight', 'disable', 'drain', 'apply', 'reboot', 'gate',
+         'enable', 'textfile')
+
+
+def new_run_id(now: datetime.datetime | None = None) -> str:
+    """'20261127T153012Z-3f2a9c': when, and six hex digits apart from
+    another run started in the same second."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return f'{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}'
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
+
+
+class State:
+    """One rollout's state, read from (and written to) ``path``."""
+
+    def __init__(self, path: str, run_id: str, profile: str | None,
+                 hosts: dict[str, dict[str, str]] | None = None) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.profile = profile
+        self.hosts: dict[str, dict[str, str]] = hosts or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {'run_id': self.run_id, 'profile': self.profile,
+                'hosts': {h: dict(steps) for h, steps
+                          in sorted(self.hosts.items())}}
+
+    def done(self, host: str, step: str) -> bool:
+        return step in self.hosts.get(host, {})
+
+    def finished(self, host: str) -> bool:
+        """Every step of the host is done."""
+        return all(self.done(host, step) for step in STEPS)
+
+    def next_step(self, host: str) -> str | None:
+        """The host's first step not done, or None (finished)."""
+        return next((s for s in STEPS if not self.done(host, s)), None)
+
+    def pending(self, hosts: Iterable[str]) -> list[str]:
+        """The hosts among ``hosts`` that are not finished, in order."""
+        return [h for h in hosts if not self.finished(h)]
+
+    def mark(self, host: str, step: str) -> None:
+        """Record that ``host`` did ``step`` (written at once)."""
+        from kvmtune import fileio
+
+        if step not in STEPS:
+            raise ValueError(f'unknown step {step!r}')
+        with fileio.lock(self.path):
+            current = _read(self.path)
+            if current is not None:
+                self.hosts = current.hosts
+            self.hosts.setdefault(host, {}).setdefault(step, _now())
+            _write(self)
+
+
+def _check(data: Any, path: str) -> State:
+    def bad(key: str, what: str) -> InputError:
+        return InputError(what, source=path, key=key,
+                          fix='give the state file the rollout wrote, or '
+                              'remove it to start a new run')
+    if not isinstance(data, dict):
+        raise bad('(top)', 'not a JSON object')
+    run_id = data.get('run_id')
+    if not isinstance(run_id, str) or not run_id:
+        raise bad('run_id', 'missing or not a string')
+    profile = data.get('profile')
+    if profile is not None and not isinstance(profile, str):
+        raise bad('profile', 'not a string')
+    hosts = data.get('hosts', {})
+    if not isinstance(hosts, dict):
+        raise bad('hosts', 'not an object')
+    for host, steps in hosts.items():
+        if not isinstance(steps, dict) or not all(
+                isinstance(v, str) for v in steps.values()):
+            raise bad(f'hosts.{host}', 'not an object of step: time')
+        unknown = sorted(set(steps) - set(STEPS))
+        if unknown:
+            raise bad(f'hosts.{host}.{unknown[0]}',
+                      f'not a step (steps: {", ".join(STEPS)})')
+    return State(path, run_id, profile, {h: dict(s) for h, s
+                                         in hosts.items()})
+
+
+def _read(path: str) -> State | None:
+    from kvmtune import inputs
+
+    if not os.path.exists(path):
+        return None
+    return _check(inputs.load_json(path), path)
+
+
+def _write(state: State) -> None:
+    from kvmtune import fileio
+    from kvmtune import jsonout
+
+    fileio.write_atomic(state.path,
+                        jsonout.dumps(state.to_dict(), source=state.path)
+                        + '\n', mode=0o644)
+
+
+def load(path: str) -> State:
+    """The state in ``path``.
+
+    :raises InputError: no such file, or not a rollout's state
+    """
+    found = _read(path)
+    if found is None:
+        raise InputError('no such state file', source=path,
+                         fix='give the file the rollout wrote')
+    return found
+
+
+def open_run(path: str, profile: str | None = None,
+             run_id: str | None = None) -> tuple[State, bool]:
+    """The run of ``path``: the one it holds (a rollout run again goes
+    on), else a new one (written now), with ``run_id`` when given, else a
+    new run id.
+
+    :returns: (state, whether the run was started now)
+    :raises InputError: the file holds another run than ``run_id``, or
+        another profile than ``profile``
+    """
+    from kvmtune import fileio
+
+    with fileio.lock(path):
+        found = _read(path)
+        if found is None:
+            state = State(path, run_id or new_run_id(), profile)
+            _write(state)
+            return state, True
+    if run_id is not None and found.run_id != run_id:
+        raise InputError(f'holds run {found.run_id}, not {run_id}',
+                         source=path, key='run_id',
+                         fix=f'give --run-id {found.run_id} to continue '
+                             'that run, or another state file')
+    if profile is not None and found.profile not in (None, profile):
+        raise InputError(f'is a rollout of profile {found.profile}, not '
+                         f'{profile}', source=path, key='profile',
+                         fix='finish that rollout first, or give another '
+                             'state file')
+    return found, False
+
+
+def summary(state: State, hosts: Sequence[str]) -> list[list[str]]:
+    """[host, last step done, next step] for each host."""
+    rows = []
+    for host in hosts:
+        done = [s for s in STEPS if state.done(host, s)]
+        rows.append([host, done[-1] if done else '',
+                     state.next_step(host) or 'finished'])
+    return rows

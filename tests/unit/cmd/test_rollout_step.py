@@ -1,0 +1,71 @@
+"""``kvmtune rollout-step``: each step prints what it did (table or -f
+json), a host Nova does not know and a cloud without credentials are one
+line and exit 2 with nothing disabled, a gate that does not pass exits 1
+(a model of Nova's API, tests/unit/rollout/test_steps.py; the real cloud
+in tests/functional/test_rollout.py)."""
+
+import json
+
+import pytest
+
+from kvmtune import cli
+from kvmtune.openstack import connection
+from tests.unit.rollout.fakenova import server
+from tests.unit.rollout.test_steps import Cloud
+
+
+@pytest.fixture
+def cloud(monkeypatch):
+    model = Cloud([server('a', 'compute-0000'),
+                   server('s', 'compute-0000', 'SHUTOFF')])
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: model))
+    return model
+
+
+def step(*argv):
+    return cli.main(['rollout-step', *argv, '--os-cloud', 'model',
+                     '--run-id', 'R1'])
+
+
+def test_disable_drain_enable_in_json(cloud, capsys):
+    assert step('disable', '--host', 'compute-0000', '--profile', 'p',
+                '-f', 'json') == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc['changed'] and doc['service']['disabled_reason'] == \
+        'kvmtune rollout R1: p'
+    assert err == "disable compute-0000: disabled ('kvmtune rollout R1: " \
+                  "p')\n"
+    assert step('drain', '--host', 'compute-0000', '--timeout', '30',
+                '-f', 'json') == 0
+    moves = json.loads(capsys.readouterr().out)['moves']
+    assert [(m['id'], m['action'], m['status_after']) for m in moves] == [
+        ('a', 'live-migrate', 'ACTIVE'), ('s', 'cold-migrate', 'SHUTOFF')]
+    assert step('enable', '--host', 'compute-0000') == 0
+    assert capsys.readouterr().out == 'enable compute-0000: enabled\n'
+
+
+def test_an_unknown_host_is_one_line_exit_2_nothing_disabled(cloud,
+                                                             capsys):
+    assert step('disable', '--host', 'nosuch', '--profile', 'p') == 2
+    out, err = capsys.readouterr()
+    assert out == '' and len(err.splitlines()) == 1
+    assert "Nova knows no nova-compute on host 'nosuch'" in err
+    assert cloud.writes == []
+
+
+def test_no_credentials_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    empty = tmp_path / 'clouds.yaml'
+    empty.write_text('clouds: {}\n')
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(empty))
+    assert step('disable', '--host', 'c2', '--profile', 'p') == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and 'model' in err
+    assert err.startswith('kvmtune: error: clouds.yaml: model: ')
+
+
+def test_one_host_per_step_but_preflight(cloud, capsys):
+    assert step('drain', '--host', 'compute-0000', '--host',
+                'compute-0001') == 2
+    assert 'drain takes one host' in capsys.readouterr().err

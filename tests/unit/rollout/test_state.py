@@ -1,0 +1,92 @@
+"""The rollout's state file: one run id kept across runs, each host's
+steps recorded atomically, a finished host finished, a bad file one line."""
+
+import json
+import multiprocessing
+
+import pytest
+
+from kvmtune.errors import InputError
+from kvmtune.rollout import state
+
+
+def test_a_new_run_then_the_same_run_again(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    first, started = state.open_run(path, profile='p')
+    assert started and first.run_id
+    again, started = state.open_run(path, profile='p')
+    assert not started and again.run_id == first.run_id
+    same, _ = state.open_run(path, run_id=first.run_id)
+    assert same.run_id == first.run_id
+
+
+def test_run_ids_differ():
+    assert len({state.new_run_id() for _ in range(50)}) == 50
+
+
+def test_steps_are_recorded_and_survive_a_new_process(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    run, _ = state.open_run(path, profile='p', run_id='R1')
+    for step in ('preflight', 'disable', 'drain'):
+        run.mark('c2', step)
+    loaded = state.load(path)
+    assert loaded.done('c2', 'drain') and not loaded.done('c2', 'gate')
+    assert loaded.next_step('c2') == 'apply'
+    assert loaded.next_step('c3') == 'preflight'
+    for step in state.STEPS:
+        loaded.mark('c2', step)
+    assert state.load(path).finished('c2')
+    assert state.load(path).pending(['c2', 'c3']) == ['c3']
+    assert state.summary(state.load(path), ['c2', 'c3']) == [
+        ['c2', 'textfile', 'finished'], ['c3', '', 'preflight']]
+    # the time of the first mark stays
+    first = json.loads(open(path).read())['hosts']['c2']['disable']
+    loaded.mark('c2', 'disable')
+    assert json.loads(open(path).read())['hosts']['c2']['disable'] == first
+
+
+def _mark(path, host):
+    run = state.load(path)
+    for step in state.STEPS:
+        run.mark(host, step)
+
+
+def test_hosts_of_one_batch_write_at_once_and_lose_nothing(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    state.open_run(path, profile='p', run_id='R1')
+    hosts = [f'c{i}' for i in range(6)]
+    with multiprocessing.get_context('fork').Pool(3) as pool:
+        pool.starmap(_mark, [(path, h) for h in hosts])
+    assert all(state.load(path).finished(h) for h in hosts)
+
+
+def test_another_run_or_profile_is_refused(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    state.open_run(path, profile='p', run_id='R1')
+    with pytest.raises(InputError) as exc:
+        state.open_run(path, run_id='R2')
+    assert exc.value.line().endswith('holds run R1, not R2 (fix: give '
+                                     '--run-id R1 to continue that run, or '
+                                     'another state file)')
+    with pytest.raises(InputError):
+        state.open_run(path, profile='q')
+
+
+@pytest.mark.parametrize('text, key', [
+    ('[]', '(top)'), ('{}', 'run_id'), ('{"run_id": "R", "hosts": 3}',
+                                        'hosts'),
+    ('{"run_id": "R", "hosts": {"c2": {"reboot!": "t"}}}',
+     'hosts.c2.reboot!')])
+def test_a_bad_state_file_is_one_line(tmp_path, text, key):
+    path = tmp_path / 'rollout.json'
+    path.write_text(text)
+    with pytest.raises(InputError) as exc:
+        state.load(str(path))
+    assert exc.value.key == key and '\n' not in exc.value.line()
+
+
+def test_no_state_file(tmp_path):
+    with pytest.raises(InputError):
+        state.load(str(tmp_path / 'none.json'))
+    with pytest.raises(ValueError):
+        state.State(str(tmp_path / 'x.json'), 'R', None).mark('c2', 'bogus')
