@@ -82,7 +82,7 @@ def _one_host(args: argparse.Namespace) -> str:
     if len(args.host) != 1:
         raise InputError(f'{args.step} takes one host', key='--host',
                          fix='give --host once')
-    return args.host[0]
+    return str(args.host[0])
 
 
 def run(args: argparse.Namespace) -> int | None:

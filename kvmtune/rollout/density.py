@@ -77,7 +77,8 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None'
     new_dedicated = new_shared = None
     if plan is not None and facts is not None:
         online = set((facts.get('cpu') or {}).get('online') or ())
-        new_dedicated = preflight.planned_set(plan, 'cpu_dedicated_set') or set()
+        new_dedicated = preflight.planned_set(
+            plan, 'cpu_dedicated_set') or set()
         new_shared = preflight.planned_set(plan, 'cpu_shared_set')
         if new_shared is None:
             new_shared = online - new_dedicated
@@ -100,4 +101,3 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None'
                      'before': _empty_count(node, wanted, facts, dedicated,
                                             shared), 'after': after})
     return rows
-

@@ -202,7 +202,7 @@ def _next_page(links: Iterable[dict[str, Any]]) -> str:
         if link.get('rel') == 'next' and link.get('href'):
             parts = urllib.parse.urlsplit(link['href'])
             # the link names the whole URL under the endpoint's version
-            path = parts.path
+            path = str(parts.path)
             at = path.find('/servers/')
             return path[at:] + (f'?{parts.query}' if parts.query else '')
     return ''
@@ -230,4 +230,3 @@ def last_migration(cloud: Any, server_id: str) -> dict[str, Any] | None:
     found = sorted(body.get('migrations') or (),
                    key=lambda m: (m.get('created_at') or '', m.get('id', 0)))
     return found[-1] if found else None
-

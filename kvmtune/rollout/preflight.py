@@ -268,8 +268,8 @@ def in_place(host: str, servers: Sequence[nova.Server],
         if pinned and not dedicated:
             refuse(server, 'pinned, and the plan sets no '
                    'cpu_dedicated_set (nova-compute refuses to start)')
-        elif pinned and not pinned <= dedicated:
-            outside = sorted(pinned - (dedicated or set()))
+        elif dedicated is not None and not pinned <= dedicated:
+            outside = sorted(pinned - dedicated)
             refuse(server, f'pinned to CPUs {outside} outside the new '
                    'cpu_dedicated_set (Nova only warns: another guest may '
                    'get them)')

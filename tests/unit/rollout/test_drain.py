@@ -122,9 +122,9 @@ def test_next_actions():
         body = server(uuid, 'c2', status)
         body['OS-EXT-STS:task_state'] = task
         return nova.Server.from_api(body)
-    found = [s('a', 'ACTIVE'), s('b', 'SHUTOFF'), s('c', 'ACTIVE',
-                                                     'migrating'),
-             s('d', 'VERIFY_RESIZE'), s('e', 'ACTIVE'), s('f', 'ERROR')]
+    found = [s('a', 'ACTIVE'), s('b', 'SHUTOFF'),
+             s('c', 'ACTIVE', 'migrating'), s('d', 'VERIFY_RESIZE'),
+             s('e', 'ACTIVE'), s('f', 'ERROR')]
     actions, waiting, failed = drain.next_actions(found, {'e': 1})
     assert [(x.id, a) for x, a in actions] == [
         ('a', drain.LIVE), ('b', drain.COLD), ('d', drain.CONFIRM)]

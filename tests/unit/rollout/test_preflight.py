@@ -123,9 +123,9 @@ TOPOLOGY = {'p': {'pagesize_kb': 2048, 'nodes': [
     (_plan('2-3', '0'), 'pinned to CPUs [1] outside the new '
                         'cpu_dedicated_set'),
     (_plan(None, '0-1'), 'pinned, and the plan sets no cpu_dedicated_set'),
-    (_plan('1', '0', [(0, 2048, 10)]), 'its guests hold 64 pages of 2048 '
-                                        'KiB on NUMA node 0; the plan '
-                                        'leaves 10'),
+    (_plan('1', '0', [(0, 2048, 10)]),
+     'its guests hold 64 pages of 2048 KiB on NUMA node 0; the plan '
+     'leaves 10'),
 ])
 def test_in_place_refuses_what_moves_or_shrinks_under_a_guest(plan, says):
     guests = [nova.Server.from_api(pinned('p'))]
