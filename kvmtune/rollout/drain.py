@@ -152,11 +152,7 @@ def drain(cloud: Any, host: str, *, timeout: float = DRAIN_TIMEOUT,
                 'ACTIVE guests live and SHUTOFF guests cold), then run the '
                 'drain again; nothing was moved')
     moves: dict[str, Move] = {}
-    for migration in nova.unconfirmed(cloud, host):
-        uuid = migration.get('instance_uuid') or migration.get('server_uuid')
-        if uuid:
-            moves[uuid] = Move(uuid, '', '', 'VERIFY_RESIZE', CONFIRM)
-            _act(cloud, uuid, CONFIRM)
+    _confirm(cloud, host, moves)
     asked: dict[str, int] = {}
     deadline = clock() + timeout
     while True:
@@ -172,12 +168,7 @@ def drain(cloud: Any, host: str, *, timeout: float = DRAIN_TIMEOUT,
             _act(cloud, server.id, action)
             if action != CONFIRM:
                 asked[server.id] = asked.get(server.id, 0) + 1
-        # a cold migration's server moves to its new host as VERIFY_RESIZE:
-        # confirm those of this drain there
-        for migration in nova.unconfirmed(cloud, host):
-            uuid = migration.get('instance_uuid')
-            if uuid in moves and moves[uuid].action == COLD:
-                _act(cloud, uuid, CONFIRM)
+        _confirm(cloud, host, moves)
         if not found:
             break
         if clock() >= deadline:
@@ -190,20 +181,34 @@ def drain(cloud: Any, host: str, *, timeout: float = DRAIN_TIMEOUT,
                     'run the drain again to wait longer (it converges)')
         sleep(poll)
         found = nova.servers(cloud, host)
-    _settle(cloud, moves, clock, deadline, sleep, poll)
+    _settle(cloud, host, moves, clock, deadline, sleep, poll)
     if nova.servers(cloud, host):
         raise CloudError('not empty after the drain', source=f'host {host}',
                          key='drain', fix='run the drain again')
     return sorted(moves.values(), key=lambda m: m.id)
 
 
-def _settle(cloud: Any, moves: dict[str, Move],
+def _confirm(cloud: Any, host: str, moves: dict[str, Move]) -> None:
+    """Confirm every cold migration away from ``host`` that waits for it
+    (migration status ``finished``: the server is VERIFY_RESIZE on its
+    new host). Nova marks the migration ``confirming`` before it answers,
+    so a migration is confirmed once, however often this runs."""
+    for migration in nova.unconfirmed(cloud, host):
+        uuid = migration.get('instance_uuid')
+        if not uuid:
+            continue
+        moves.setdefault(uuid, Move(uuid, '', '', 'VERIFY_RESIZE', CONFIRM))
+        _act(cloud, uuid, CONFIRM)
+
+
+def _settle(cloud: Any, host: str, moves: dict[str, Move],
             clock: Callable[[], float], deadline: float,
             sleep: Callable[[float], None], poll: float) -> None:
     """Wait until every moved server is in a still status on its new host
     (a cold-migrated one confirmed: SHUTOFF again), and record it."""
     pending = dict(moves)
     while pending:
+        _confirm(cloud, host, pending)
         for uuid in list(pending):
             body = cloud.compute('GET', f'/servers/{uuid}')['server']
             server = Server.from_api(body)
@@ -211,9 +216,6 @@ def _settle(cloud: Any, moves: dict[str, Move],
             move.name = move.name or server.name
             move.flavor = move.flavor if move.flavor not in ('', '?') \
                 else server.flavor_name
-            if server.status == 'VERIFY_RESIZE' and not server.task_state:
-                _act(cloud, uuid, CONFIRM)
-                continue
             if server.task_state or server.status in MOVING or \
                     server.status == 'VERIFY_RESIZE':
                 continue

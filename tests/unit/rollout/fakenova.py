@@ -36,6 +36,7 @@ class FakeNova:
         self.page = page
         self.writes = []
         self.moving = {}        # server id -> (polls left, kind, dest)
+        self.confirming = set()
 
     # -- the model ----------------------------------------------------
 
@@ -70,7 +71,18 @@ class FakeNova:
 
     # -- the API ------------------------------------------------------
 
+    def _confirmed(self):
+        for uuid in self.confirming:
+            self.servers[uuid]['status'] = 'SHUTOFF'
+            for m in self.migrations:
+                if m['instance_uuid'] == uuid and \
+                        m['status'] == 'confirming':
+                    m['status'] = 'confirmed'
+        self.confirming.clear()
+
     def compute(self, method, path, body=None):
+        if method == 'GET' and path.startswith('/servers'):
+            self._confirmed()
         parts = urllib.parse.urlsplit(path)
         query = dict(urllib.parse.parse_qsl(parts.query))
         route = parts.path
@@ -121,12 +133,16 @@ class FakeNova:
         (name, _), = body.items()
         source = srv['OS-EXT-SRV-ATTR:host']
         if name == 'confirmResize':
-            if srv['status'] != 'VERIFY_RESIZE':
-                raise CloudError('HTTP 409: not VERIFY_RESIZE')
-            srv['status'] = 'SHUTOFF'
-            for m in self.migrations:
-                if m['instance_uuid'] == uuid and m['status'] == 'finished':
-                    m['status'] = 'confirmed'
+            # Nova's API: the migration 'finished' or HTTP 400; it is
+            # 'confirming' when the API answers, the compute then confirms
+            # (the server SHUTOFF at the next read here)
+            waiting = [m for m in self.migrations
+                       if m['instance_uuid'] == uuid and
+                       m['status'] == 'finished']
+            if not waiting:
+                raise CloudError('HTTP 400: Instance has not been resized.')
+            waiting[0]['status'] = 'confirming'
+            self.confirming.add(uuid)
             return None
         kind = {'os-migrateLive': 'live-migration',
                 'migrate': 'migration'}[name]
