@@ -198,6 +198,26 @@ def _disabled(admin):
             if s.status == 'disabled'}
 
 
+# KVMTUNE_SAVE_ROLLOUT_RECORDING=FILE: the answers of the reads the
+# rollout's steps make, taken from the live cloud during the run, saved for
+# the unit tier (tests/fixtures/rollout/, keyed "compute <path>")
+RECORD = os.environ.get('KVMTUNE_SAVE_ROLLOUT_RECORDING')
+RECORDED = {}
+
+
+def _record(admin, path):
+    if RECORD:
+        RECORDED[f'compute {path}'] = admin.compute.get(
+            path, microversion='2.86').json()
+
+
+def _save_recording():
+    if RECORD:
+        with open(RECORD, 'w') as f:
+            json.dump(RECORDED, f, indent=1, sort_keys=True)
+            f.write('\n')
+
+
 def _facts_dir(fleet, directory):
     """HOST.json (the host's facts now) and HOST.conf (its nova-compute
     file now) per fleet host, as ``--facts-dir`` takes them."""
@@ -341,8 +361,14 @@ def test_each_host_drained_changed_gated_and_enabled_in_turn(
             assert rc == 0, err
             assert _disabled(admin) == {
                 host: f'kvmtune rollout {RUN}: {PROFILE}'}
+            if n == 0:
+                _record(admin, '/os-services?binary=nova-compute')
+                _record(admin, f'/servers/detail?all_tenants=1&host={host}')
             rc, out, err = step('drain', host, '--state', state_file,
                                 '-f', 'json')
+            if n == 0:
+                _record(admin, f'/os-migrations?source_compute={host}')
+                _save_recording()
             assert rc == 0, err
             moves = json.loads(out)['moves']
             print(f'{host} drained:', json.dumps(moves, indent=1))
