@@ -207,18 +207,29 @@ def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
             wanted = request_of(server)
             entry = Placed(host, server.id, server.name, server.flavor_name,
                            server.status)
-            reasons = []
+            reasons: dict[str, list[str]] = {}
             for target in others:
                 why = target.take(wanted)
                 if why is None:
                     entry.target = target.node.service_host
                     break
-                reasons.append(f'{target.node.service_host} {why}')
+                reasons.setdefault(why, []).append(target.node.service_host)
             if entry.target is None:
-                entry.why = '; '.join(reasons) or \
+                entry.why = _grouped(reasons) or \
                     'no other compute is enabled and up'
             placed.append(entry)
     return placed
+
+
+def _grouped(reasons: Mapping[str, list[str]], shown: int = 5) -> str:
+    """'PCPU on c3, c4; MEMORY_MB on c5': what ran out, on which nodes
+    (the first ``shown`` of each, and how many more)."""
+    parts = []
+    for why, hosts in reasons.items():
+        more = f' and {len(hosts) - shown} more' if len(hosts) > shown \
+            else ''
+        parts.append(f'{why} on {", ".join(hosts[:shown])}{more}')
+    return '; '.join(parts)
 
 
 def refusals(placed: Iterable[Placed]) -> list[Refused]:

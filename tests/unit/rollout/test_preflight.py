@@ -70,7 +70,7 @@ def test_a_too_full_fleet_is_refused_naming_host_flavor_and_limit():
     assert refused.line() == (
         'host compute-0000: preflight: server p1 (vm-p1, flavor '
         'kvmtune-ft-002e681a-pinned) fits on no other enabled compute: '
-        'compute-0001 PCPU; compute-0002 PCPU (fix: free room elsewhere or '
+        'PCPU on compute-0001, compute-0002 (fix: free room elsewhere or '
         'make the batch smaller; nothing was touched)')
 
 
@@ -79,7 +79,7 @@ def test_memory_runs_out_across_hosts():
     snap = snapshot(guests=[shared(f'g{i}', ram=5000) for i in range(3)])
     placed = preflight.fleet_fit(snap, ['compute-0000'])
     assert [p.target is None for p in placed].count(True) == 1
-    assert 'compute-0001 MEMORY_MB; compute-0002 MEMORY_MB' in \
+    assert 'MEMORY_MB on compute-0001, compute-0002' in \
         [p.why for p in placed if p.target is None][0]
 
 
@@ -98,7 +98,7 @@ def test_numa_guests_need_the_targets_facts():
     snap = snapshot(count=2, guests=[pinned('p')], facts=False)
     placed, = preflight.fleet_fit(snap, ['compute-0000'])
     assert placed.target is None
-    assert placed.why == 'compute-0001 NUMA fit unknown: no facts'
+    assert placed.why == 'NUMA fit unknown: no facts on compute-0001'
 
 
 def _plan(dedicated=None, shared_set=None, pools=()):
@@ -160,6 +160,14 @@ def test_judge_drain_and_in_place():
         report.to_dict()['refusals'][0]
 
 
+def test_a_large_fleet_names_a_few_nodes_per_limit():
+    snap = snapshot(count=9, guests=[shared('g', ram=9000)])
+    placed, = preflight.fleet_fit(snap, ['compute-0000'])
+    assert placed.why == ('MEMORY_MB on compute-0001, compute-0002, '
+                          'compute-0003, compute-0004, compute-0005 and 3 '
+                          'more')
+
+
 def test_a_numa_limit_is_named_when_placement_has_room():
     # Placement has a PCPU free on each node, but the nodes have no huge
     # pages (vm.json): Nova's NUMA fit refuses a large-page guest
@@ -168,4 +176,4 @@ def test_a_numa_limit_is_named_when_placement_has_room():
     snap = snapshot(count=2, guests=[large])
     placed, = preflight.fleet_fit(snap, ['compute-0000'])
     assert (placed.target, placed.why) == (None,
-                                           'compute-0001 pages:large')
+                                           'pages:large on compute-0001')
