@@ -78,10 +78,25 @@ def kvmtune(*argv, env=None):
     return done.returncode, done.stdout, done.stderr
 
 
-def step(name, host, *argv):
+def step(name, host, *argv, env=None):
     hosts = [host] if isinstance(host, str) else host
     return kvmtune('rollout-step', name, '--os-cloud', ADMIN, '--run-id',
-                   RUN, *[a for h in hosts for a in ('--host', h)], *argv)
+                   RUN, *[a for h in hosts for a in ('--host', h)], *argv,
+                   env=env)
+
+
+def _drain_killed_after_its_first_move(host):
+    """The drain SIGKILLed as soon as its first migration request was
+    answered (the test hook KVMTUNE_TEST_KILL_AFTER_CALL=N of
+    kvmtune.openstack.connection, N counted up until the request killed
+    after is a server action): the line naming that request."""
+    for calls in range(1, 60):
+        rc, out, err = step('drain', host,
+                            env={'KVMTUNE_TEST_KILL_AFTER_CALL': str(calls)})
+        assert rc != 0, f'the drain finished within {calls} requests'
+        if 'SIGKILL after request' in err and '/action' in err:
+            return err.strip().splitlines()[-1]
+    raise AssertionError('no server action within 60 requests')
 
 
 @pytest.fixture(scope='module')
@@ -364,8 +379,20 @@ def test_each_host_drained_changed_gated_and_enabled_in_turn(
             if n == 0:
                 _record(admin, '/os-services?binary=nova-compute')
                 _record(admin, f'/servers/detail?all_tenants=1&host={host}')
+            if host == NAMES[-1]:
+                # killed with its first move under way, then run again:
+                # it goes on, and no guest is moved twice
+                print('killed:', _drain_killed_after_its_first_move(host))
             rc, out, err = step('drain', host, '--state', state_file,
                                 '-f', 'json')
+            if host == NAMES[-1]:
+                for guest in [k for k, (_, h) in before.items() if h == host]:
+                    moved = admin.compute.get(
+                        f'/os-migrations?instance_uuid={guest}',
+                        microversion='2.86').json()['migrations']
+                    print(guest, [(m['migration_type'], m['status'])
+                                  for m in moved])
+                    assert len(moved) == 1, moved
             if n == 0:
                 _record(admin, f'/os-migrations?source_compute={host}')
                 _save_recording()
