@@ -201,6 +201,23 @@ def guests(admin, flavors, image):
         made.delete_all()
 
 
+@pytest.fixture(scope='module')
+def tuned_flavor(admin, fleet, flavors):
+    """The profile's flavor (``flavor apply``, once, the cloud half of the
+    change): the gate's cloud layer checks it carries the profile's
+    extra specs."""
+    name = f'{PREFIX}{PROFILE}-{RUN}'
+    rc, out, err = kvmtune('flavor', 'apply', '--os-cloud', ADMIN,
+                           '--profile', PROFILE, '--from',
+                           flavors['shared'].name, '--name', name, '--root',
+                           str(fleet.hosts[0].root))
+    assert rc == 0, out + err
+    yield name
+    made = admin.compute.find_flavor(name)
+    if made is not None:
+        admin.compute.delete_flavor(made.id, ignore_missing=True)
+
+
 def _statuses(admin):
     return {s.id: (s.status, s.compute_host) for s in
             admin.compute.servers(all_projects=True)
@@ -355,7 +372,7 @@ def _gate(fleet, host):
 
 
 def test_each_host_drained_changed_gated_and_enabled_in_turn(
-        fleet, admin, guests, tmp_path):
+        fleet, admin, guests, tuned_flavor, tmp_path):
     before = _statuses(admin)
     print('\nguests before:', json.dumps(before, indent=1))
     assert len(before) == len(GUESTS)
