@@ -5,11 +5,14 @@ line and exit 2 with nothing disabled, a gate that does not pass exits 1
 in tests/functional/test_rollout.py)."""
 
 import json
+import os
+import shutil
 
 import pytest
 
 from kvmtune import cli
 from kvmtune.openstack import connection
+from tests import paths
 from tests.unit.rollout.fakenova import server
 from tests.unit.rollout.test_steps import Cloud
 
@@ -69,3 +72,34 @@ def test_one_host_per_step_but_preflight(cloud, capsys):
     assert step('drain', '--host', 'compute-0000', '--host',
                 'compute-0001') == 2
     assert 'drain takes one host' in capsys.readouterr().err
+
+
+CAPTURE = os.path.join(paths.HOSTS, 'real', '32intel64-2p8co2t+8ve')
+
+
+def test_the_gate_holds_a_host_not_booted_as_planned(cloud, capsys):
+    assert step('gate', '--host', 'compute-0000', '--profile',
+                'cpu-pinning', '--root', CAPTURE, '--layer', 'host') == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith('gate compute-0000: host cmdline isolcpus: '
+                           'expected isolcpus=')
+    assert 'live absent; the host stays disabled (fix: ' in last
+
+
+def test_the_gate_passes_a_host_booted_as_planned(cloud, capsys,
+                                                  tmp_path):
+    # the capture, booted with the plan's kernel arguments
+    root = tmp_path / 'host'
+    shutil.copytree(CAPTURE, root, symlinks=True)
+    assert cli.main(['plan', '--profile', 'cpu-pinning', '--root',
+                     str(root), '-f', 'json']) == 0
+    args = json.loads(capsys.readouterr().out)['kernel_args']
+    cmdline = root / 'proc' / 'cmdline'
+    cmdline.write_text(cmdline.read_text().strip() + ' ' + ' '.join(args)
+                       + '\n')
+    assert step('gate', '--host', 'compute-0000', '--profile',
+                'cpu-pinning', '--root', str(root), '--layer', 'host',
+                '-f', 'json') == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc['passed'] and doc['checks']
+    assert {c['status'] for c in doc['checks']} == {'PASS'}
