@@ -14,6 +14,7 @@ recorded; a run id other than the file's is refused.
 
 from collections.abc import Sequence
 import dataclasses
+import socket
 from typing import Any
 
 from kvmtune.errors import EXIT_DIFFERS
@@ -161,6 +162,14 @@ def _gate(cloud: Any, hosts: list[str], run_id: str, **kw: Any) -> Result:
     from kvmtune import verify
 
     profiles = [_profile(kw['profiles'], 'gate')] + list(kw['profiles'][1:])
+    if kw['root'] is None and kw['facts_file'] is None and \
+            hosts[0] != socket.gethostname():
+        # the plan is the host's: this machine's facts would plan another
+        raise InputError(f'the gate plans host {hosts[0]} from its facts, '
+                         f'and this machine is {socket.gethostname()}',
+                         key='--facts', fix=f'give --facts with '
+                         f'{hosts[0]}\'s facts ("kvmtune host inspect -f '
+                         'json" there), or run the gate on that host')
     facts = host_facts.resolve(root=kw['root'], facts_file=kw['facts_file'])
     plans = plan.for_host(profiles, facts=facts,
                           config_files=kw['config_files'])

@@ -123,3 +123,11 @@ def test_disable_needs_the_profile():
     with pytest.raises(InputError) as exc:
         steps.make('disable', Cloud(), ['compute-0000'], 'R1')
     assert exc.value.key == '--profile'
+
+
+def test_the_gate_of_another_host_needs_its_facts():
+    with pytest.raises(InputError) as exc:
+        steps.make('gate', Cloud(), ['compute-0000'], 'R1',
+                   profiles=['cpu-pinning'], layers=['cloud'])
+    assert exc.value.key == '--facts'
+    assert 'plans host compute-0000 from its facts' in exc.value.line()
