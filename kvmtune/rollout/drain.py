@@ -189,16 +189,22 @@ def drain(cloud: Any, host: str, *, timeout: float = DRAIN_TIMEOUT,
 
 
 def _confirm(cloud: Any, host: str, moves: dict[str, Move]) -> None:
-    """Confirm every cold migration away from ``host`` that waits for it
-    (migration status ``finished``: the server is VERIFY_RESIZE on its
-    new host). Nova marks the migration ``confirming`` before it answers,
-    so a migration is confirmed once, however often this runs."""
+    """Confirm every cold migration away from ``host`` that waits for it:
+    its status ``finished`` and its server VERIFY_RESIZE with no task.
+    Nova's finish_resize saves the migration ``finished`` before the
+    server's vm_state ``resized``, and refuses a confirm in between (HTTP
+    409, seen on the test cloud): such a one waits for the next pass.
+    Nova marks the migration ``confirming`` before it answers, so a
+    migration is confirmed once, however often this runs."""
     for migration in nova.unconfirmed(cloud, host):
         uuid = migration.get('instance_uuid')
         if not uuid:
             continue
         moves.setdefault(uuid, Move(uuid, '', '', 'VERIFY_RESIZE', CONFIRM))
-        _act(cloud, uuid, CONFIRM)
+        server = Server.from_api(
+            cloud.compute('GET', f'/servers/{uuid}')['server'])
+        if server.status == 'VERIFY_RESIZE' and not server.task_state:
+            _act(cloud, uuid, CONFIRM)
 
 
 def _settle(cloud: Any, host: str, moves: dict[str, Move],

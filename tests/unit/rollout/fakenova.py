@@ -37,6 +37,8 @@ class FakeNova:
         self.writes = []
         self.moving = {}        # server id -> (polls left, kind, dest)
         self.confirming = set()
+        self.resizing = set()
+        self.halfway = set()
 
     # -- the model ----------------------------------------------------
 
@@ -66,8 +68,11 @@ class FakeNova:
             if kind == 'live-migration':
                 migration['status'] = 'completed'
             else:
+                # Nova's finish_resize saves the migration finished first,
+                # the server's vm_state resized after (a confirm between
+                # the two is HTTP 409)
                 migration['status'] = 'finished'
-                srv['status'] = 'VERIFY_RESIZE'
+                self.resizing.add(uuid)
 
     # -- the API ------------------------------------------------------
 
@@ -83,6 +88,17 @@ class FakeNova:
     def compute(self, method, path, body=None):
         if method == 'GET' and path.startswith('/servers'):
             self._confirmed()
+        if method == 'GET' and path.startswith('/servers/') and \
+                not path.startswith('/servers/detail'):
+            uuid = path.split('/')[2]
+            if uuid in self.resizing and \
+                    self.servers[uuid]['status'] == 'SHUTOFF':
+                # first read: still stopped; the next one: resized
+                self.resizing.discard(uuid)
+                self.halfway.add(uuid)
+            elif uuid in self.halfway:
+                self.halfway.discard(uuid)
+                self.servers[uuid]['status'] = 'VERIFY_RESIZE'
         parts = urllib.parse.urlsplit(path)
         query = dict(urllib.parse.parse_qsl(parts.query))
         route = parts.path
@@ -132,6 +148,9 @@ class FakeNova:
         srv = self.servers[uuid]
         (name, _), = body.items()
         source = srv['OS-EXT-SRV-ATTR:host']
+        if name == 'confirmResize' and srv['status'] != 'VERIFY_RESIZE':
+            raise CloudError(f"HTTP 409: Cannot 'confirmResize' instance "
+                             f"{uuid} while it is in vm_state stopped")
         if name == 'confirmResize':
             # Nova's API: the migration 'finished' or HTTP 400; it is
             # 'confirming' when the API answers, the compute then confirms
