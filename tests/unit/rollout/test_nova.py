@@ -3,11 +3,18 @@ converge when made again; servers follow the API's pages; a host Nova does
 not know is one line (a model of Nova's API: tests/unit/rollout/
 fakenova.py; the real one in tests/functional/test_rollout.py)."""
 
+import copy
+import json
+import os
+import urllib.parse
+
 import pytest
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.rollout import nova
+from kvmtune.rollout import preflight
+from tests import paths
 from tests.unit.rollout.fakenova import FakeNova
 from tests.unit.rollout.fakenova import server
 
@@ -90,3 +97,57 @@ def test_unconfirmed_cold_migrations_of_the_host():
     assert [m['id'] for m in nova.unconfirmed(cloud, 'c2')] == [1]
     assert nova.last_migration(cloud, 'b')['id'] == 2
     assert nova.last_migration(cloud, 'z') is None
+
+
+# -- the test cloud's own answers -------------------------------------------
+
+RECORDING = os.path.join(paths.FIXTURES, 'rollout', 'testcloud-fleet.json')
+DRAINED = 'kvmtune-compute-2'
+
+
+class Recorded:
+    """Nova's answers to the rollout's reads, recorded on the test cloud
+    (tests/fixtures/rollout/README.md); a migrations query is answered
+    with the host's recorded migrations, unfiltered, so the filter tested
+    is kvmtune's own."""
+
+    name = 'recorded'
+
+    def __init__(self):
+        with open(RECORDING) as f:
+            self.answers = json.load(f)
+
+    def compute(self, method, path, body=None):
+        assert method == 'GET', (method, path)
+        if path.startswith('/os-migrations?'):
+            query = dict(urllib.parse.parse_qsl(path.split('?', 1)[1]))
+            path = f'/os-migrations?source_compute={query["source_compute"]}'
+        return copy.deepcopy(self.answers[f'compute {path}'])
+
+
+def test_the_test_clouds_answers():
+    cloud = Recorded()
+    found = {s.host: s for s in nova.services(cloud)}
+    assert {f'kvmtune-compute-{i}' for i in range(2, 6)} <= set(found)
+    # disabled by the rollout, with its reason: this run's, not another's
+    drained = found[DRAINED]
+    assert drained.status == 'disabled'
+    assert drained.disabled_reason.startswith(nova.REASON_PREFIX + ' ')
+    run = drained.disabled_reason.split()[2].rstrip(':')
+    assert drained.ours(run) and not drained.ours(run + 'x')
+    with pytest.raises(CloudError):
+        nova.disable(cloud, DRAINED, nova.reason(run + 'x', 'cpu-pinning'))
+    servers = nova.servers(cloud, DRAINED)
+    assert {s.status for s in servers} == {'ACTIVE', 'SHUTOFF'}
+    assert {s.host for s in servers} == {DRAINED}
+    for guest in servers:
+        request = preflight.request_of(guest)
+        assert request.resources['MEMORY_MB'] == guest.flavor['ram']
+    huge, = [s for s in servers if s.flavor['extra_specs']]
+    assert preflight.request_of(huge).numa.page_kb == 2048
+    # after the drain: one live migration done, one cold one confirmed;
+    # nothing waits for a confirm
+    moved = cloud.answers[f'compute /os-migrations?source_compute={DRAINED}']
+    assert {m['instance_uuid'] for m in moved['migrations']} == \
+        {s.id for s in servers}
+    assert nova.unconfirmed(cloud, DRAINED) == []
