@@ -59,6 +59,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
              boot apply          kernel arguments (GRUB), modprobe.d, reboot
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
+  fleet   -> rollout             a profile over an Ansible inventory
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
@@ -94,6 +95,8 @@ COMMANDS: list[tuple[Any, ...]] = [
      'Check that the host, nova-compute, cloud and guests run as planned.'),
     (('capacity',), 'capacity',
      'Count how many more guests of each flavor fit, per host and in all.'),
+    (('rollout',), 'rollout',
+     'Roll a profile out over an inventory: drain, apply, reboot, verify.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

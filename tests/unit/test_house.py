@@ -29,7 +29,7 @@ LAYERS = (
     {'facts'},
     {'tuning'},
     {'openstack', 'boot'},
-    {'verify', 'capacity'},
+    {'verify', 'capacity', 'rollout'},
     {'workloads'},
     {'results'},
     {'image', 'bench', 'report', 'rally'},

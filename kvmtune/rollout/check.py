@@ -1,0 +1,337 @@
+"""``kvmtune rollout --check``: what the rollout would do, host by host.
+
+``plan(hosts, profile, batch)`` plans ``profile`` on every inventory host
+the way the rollout's apply step would, and changes nothing:
+
+- the boot-time side through ``kvmtune.boot.apply.apply(..., dry_run=True)``
+  (the front door kvmtune.tuning.plan.for_host on the host's facts, then
+  the booted state: kvmtune.boot.changes, and the reboot record,
+  kvmtune.boot.record): the files it would write, the boot loader
+  commands, and the reasons a reboot is needed (``cmdline``,
+  ``hugepages``, ``module``);
+- nova.conf: the options of the plan nova-compute reads
+  (kvmtune.tuning.novaconf.services) that the host's file does not have
+  with that value (kvmtune.tuning.novaconf.update.planned_changes: the
+  values ``kvmtune nova-conf apply`` would write);
+- the action: ``reboot`` when a reason is pending (staged now, or staged
+  by a run before and not booted since), else ``restart`` (nova-compute)
+  when nova.conf or a modprobe file changes, else ``none``.
+
+A host's tree is read here when the inventory says it is on this machine
+(``ansible_connection=local``; ``kvmtune_root`` a capture or a mounted
+root, as ``--root`` elsewhere). Any other host is asked over its
+connection, by Ansible: ``kvmtune boot apply --dry-run -f json`` on it,
+and ``kvmtune nova-conf apply --dry-run``.
+
+Without a cloud the cloud's checks are not made, and the answer names
+them (CLOUD_CHECKS). A host that does not plan (a withheld plan, an
+unknown boot loader, a tree that is not there, a host Ansible cannot
+reach) is one InputError naming the host: nothing is planned for the
+others, nothing is changed anywhere.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+import dataclasses
+import json
+import os
+import shlex
+import subprocess
+from typing import Any
+
+from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import inventory
+
+ACTIONS = ('reboot', 'restart', 'none')
+# (name, what it checks): the cloud's part of the preflight, made only
+# with --os-cloud (kvmtune.rollout.preflight, kvmtune rollout-step).
+CLOUD_CHECKS = (
+    ('nova-service-known',
+     'each host is a nova-compute service Nova knows, under that name'),
+    ('preflight-capacity',
+     'the rest of the fleet has room for the guests of each batch '
+     '(drain mode)'),
+    ('in-place-hold',
+     'no guest would lose its pinned CPUs or huge pages when its host '
+     'reboots in place (in-place mode)'),
+)
+# How long Ansible may take to ask the hosts that are not on this machine.
+REMOTE_TIMEOUT = 900
+
+
+@dataclasses.dataclass
+class HostCheck:
+    """What the rollout would do on one host."""
+
+    host: str
+    root: str
+    connection: str | None
+    batch: int = 0
+    action: str = 'none'
+    # {reason: [what is not booted]}, every reason of record.REASONS
+    reasons: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # [{'kind': 'file'|'command'|'nova.conf', ...}]
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    kernel_args: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Check:
+    """The whole --check answer (``-f json`` prints ``to_dict()``)."""
+
+    profile: str
+    inventory: str
+    mode: str
+    batch_size: int
+    cloud: str | None
+    hosts: list[HostCheck]
+    skipped: list[dict[str, str]]
+
+    @property
+    def batches(self) -> list[list[str]]:
+        out: list[list[str]] = []
+        for host in self.hosts:
+            if len(out) < host.batch:
+                out.append([])
+            out[host.batch - 1].append(host.host)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {action: sum(h.action == action for h in self.hosts)
+                  for action in ACTIONS}
+        return {'profile': self.profile, 'inventory': self.inventory,
+                'mode': self.mode, 'batch_size': self.batch_size,
+                'cloud': self.cloud,
+                'preflight': {'cloud_checks_skipped': self.skipped},
+                'batches': [{'batch': n, 'hosts': names} for n, names
+                            in enumerate(self.batches, 1)],
+                'hosts': [host.to_dict() for host in self.hosts],
+                'summary': {'hosts': len(self.hosts), **counts}}
+
+
+def _host_error(host: inventory.Host, exc: KvmtuneError) -> InputError:
+    where = ': '.join(str(p) for p in (exc.source, exc.key) if p)
+    problem = f'{where}: {exc.problem}' if where else exc.problem
+    return InputError(problem, source=f'inventory host {host.name}',
+                      fix=exc.fix)
+
+
+def _no_nova_conf(path: str) -> str:
+    return (f'no nova.conf at {path}: the apply step leaves nova.conf alone '
+            'here (set kvmtune_nova_conf to the file nova-compute reads)')
+
+
+def _nova_conf(host: inventory.Host, plan: Any) -> tuple[
+        list[dict[str, Any]], list[str]]:
+    """(changes, notes) of the host's nova.conf for ``plan``."""
+    from kvmtune.tuning.novaconf import services
+    from kvmtune.tuning.novaconf import update
+
+    path = host.in_root(host.nova_conf)
+    wanted, _ = services.split(plan.nova_conf, services.COMPUTE)
+    if not wanted:
+        return [], []
+    if not os.path.isfile(path):
+        return [], [_no_nova_conf(path)]
+    text = update.read_config(path)
+    ini = update.parse_config(path, text)
+    changes = []
+    for section, options in update.planned_changes(path, wanted).items():
+        for option, value in options.items():
+            current: Any = ini.get_all(section, option) \
+                if isinstance(value, list) else ini.get(section, option)
+            if current != value:
+                changes.append({'kind': 'nova.conf', 'path': host.nova_conf,
+                                'section': section, 'option': option,
+                                'from': current, 'to': value})
+    return changes, []
+
+
+def _local(host: inventory.Host, profile: str,
+           config_files: Sequence[str]) -> HostCheck:
+    from kvmtune.boot import apply
+    from kvmtune.boot import record
+    from kvmtune.tuning import plan as plans
+
+    found = HostCheck(host=host.name, root=host.root,
+                      connection=host.connection)
+    if not os.path.isdir(host.root):
+        raise InputError(f'kvmtune_root {host.root}: no such directory, '
+                         'so the host cannot be reached here',
+                         source=f'inventory host {host.name}',
+                         fix='give the tree of the host (kvmtune host '
+                             'capture), or the connection Ansible reaches '
+                             'it by')
+    try:
+        staged = apply.apply(profile, root=host.root,
+                             config_files=config_files, dry_run=True)
+        plan, = plans.for_host([profile], root=host.root,
+                               config_files=config_files)
+        conf, found.notes = _nova_conf(host, plan)
+        earlier = record.pending(host.root)
+    except KvmtuneError as exc:
+        raise _host_error(host, exc) from None
+    _fill(found, staged.to_dict(), earlier)
+    found.changes += conf
+    _decide(found)
+    return found
+
+
+def _fill(found: HostCheck, staged: dict[str, Any],
+          earlier: dict[str, list[str]]) -> None:
+    """The boot side of ``found`` from ``kvmtune boot apply --dry-run -f
+    json``'s document ``staged`` and the reasons still pending from an
+    earlier run (``earlier``)."""
+    from kvmtune.boot import record
+
+    found.kernel_args = list(staged.get('kernel_args') or [])
+    reasons = {reason: list(staged.get('reasons', {}).get(reason) or [])
+               for reason in record.REASONS}
+    for reason, items in earlier.items():
+        reasons[reason] += [i for i in items if i not in reasons[reason]]
+    found.reasons = reasons
+    found.changes += [{'kind': 'file', 'path': f['path']}
+                      for f in staged.get('files') or ()
+                      if f.get('status') == 'would write']
+    found.changes += [{'kind': 'command', 'argv': c['argv']}
+                      for c in staged.get('commands') or ()]
+    if earlier:
+        found.notes.append('a reboot staged before is still pending '
+                           '(its reboot record): '
+                           + ', '.join(sorted(earlier)))
+
+
+def _decide(found: HostCheck) -> None:
+    if any(found.reasons.values()):
+        found.action = 'reboot'
+    elif found.changes:
+        found.action = 'restart'
+    else:
+        found.action = 'none'
+
+
+def _remote(hosts: list[inventory.Host], path: str, profile: str
+            ) -> dict[str, HostCheck]:
+    """Ask the hosts that are not on this machine, over Ansible: ``kvmtune
+    boot apply --dry-run -f json`` and ``kvmtune nova-conf apply
+    --dry-run`` on each (nothing is written there either)."""
+    if not hosts:
+        return {}
+    tool = inventory.ansible_tool('ansible')
+    script = (
+        'import json, os, subprocess, sys\n'
+        'profile, root, conf = sys.argv[1:4]\n'
+        'def run(*argv):\n'
+        '    done = subprocess.run(["kvmtune", *argv], capture_output=True, '
+        'text=True)\n'
+        '    return [done.returncode, done.stdout, done.stderr]\n'
+        'boot = run("boot", "apply", "--profile", profile, "--root", root, '
+        '"--dry-run", "-f", "json")\n'
+        'nova = run("nova-conf", "apply", "--profile", profile, "--root", '
+        'root, "--config", conf, "--service", "compute", "--dry-run") '
+        'if os.path.isfile(conf) else None\n'
+        'print(json.dumps({"boot": boot, "nova": nova}))\n')
+    # One run for every such host (Ansible's forks ask them at once);
+    # the script's arguments come from each host's own variables.
+    argv = [tool, '-i', path, ':'.join(h.name for h in hosts), '-o', '-m',
+            'ansible.builtin.command', '-a',
+            ' '.join(['python3', '-c', shlex.quote(script),
+                      shlex.quote(profile), '{{ kvmtune_root | default("/") '
+                      '| quote }}', '{{ (kvmtune_root | default("/"), '
+                      '(kvmtune_nova_conf | default("%s"))[1:]) | '
+                      'path_join | quote }}' % inventory.DEFAULT_NOVA_CONF])]
+    env = {**os.environ, 'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0'}
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True,
+                              timeout=REMOTE_TIMEOUT, check=False, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f'Ansible did not answer: {exc}', source=path,
+                         fix='check that ansible reaches the hosts '
+                             '(ansible -m ping)') from None
+    lines = {}
+    for line in done.stdout.splitlines():
+        name, sep, rest = line.partition(' | ')
+        if sep:
+            lines[name] = rest
+    return {host.name: _answer(host, lines.get(host.name), done.stderr)
+            for host in hosts}
+
+
+def _answer(host: inventory.Host, line: str | None, stderr: str
+            ) -> HostCheck:
+    """The HostCheck of one line of ``ansible -o``'s output."""
+    source = f'inventory host {host.name}'
+    marker = '(stdout) '
+    if line is None or not line.startswith('CHANGED') or marker not in line:
+        what = ' '.join((line or stderr or 'no answer').split())[:300]
+        raise InputError(f'unreachable or failed over Ansible: {what}',
+                         source=source,
+                         fix='check that ansible reaches it (ansible -m '
+                             'ping) and that kvmtune is on its PATH')
+    try:
+        answer = json.loads(line.split(marker, 1)[1])
+        runs = [('boot', answer['boot'])]
+        if answer['nova'] is not None:
+            runs.append(('nova', answer['nova']))
+        outs = {}
+        for what, (rc, out, err) in runs:
+            if rc != 0:
+                last = (err.strip().splitlines() or ['failed'])[-1]
+                raise InputError(last.removeprefix('kvmtune: error: '),
+                                 source=source,
+                                 fix='see kvmtune on that host')
+            outs[what] = out
+        staged = json.loads(outs['boot'])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f'its answer was not understood ({exc})',
+                         source=source,
+                         fix='install the same kvmtune on it') from None
+    found = HostCheck(host=host.name, root=host.root,
+                      connection=host.connection)
+    _fill(found, staged, {})
+    if 'nova' not in outs:
+        found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
+    found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
+                       'diff': text[1:]}
+                      for text in outs.get('nova', '').splitlines()
+                      if text.startswith('+') and not text.startswith('+++')]
+    _decide(found)
+    return found
+
+
+def batches(names: Sequence[str], size: int) -> list[list[str]]:
+    """``names`` in batches of ``size``, in inventory order (Ansible's
+    ``serial: size``)."""
+    if size < 1:
+        raise InputError(f'must be at least 1, not {size}', key='--batch',
+                         fix='give how many hosts a batch takes')
+    return [list(names[i:i + size]) for i in range(0, len(names), size)]
+
+
+def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
+         batch: int = 1, mode: str = 'drain', cloud: str | None = None,
+         config_files: Sequence[str] = ()) -> Check:
+    """The rollout's plan for ``hosts`` (inventory order) of the
+    inventory ``path``; InputError naming the first host that does not
+    plan."""
+    hosts = list(hosts)
+    grouped = batches([h.name for h in hosts], batch)
+    number = {name: n for n, names in enumerate(grouped, 1)
+              for name in names}
+    remote = _remote([h for h in hosts if not h.local], path, profile)
+    checks = []
+    for host in hosts:
+        found = remote.get(host.name) or _local(host, profile, config_files)
+        found.batch = number[host.name]
+        checks.append(found)
+    skipped = [] if cloud is not None else [
+        {'check': name, 'what': what, 'why': 'no --os-cloud given'}
+        for name, what in CLOUD_CHECKS]
+    return Check(profile=profile, inventory=path, mode=mode,
+                 batch_size=batch, cloud=cloud, hosts=checks,
+                 skipped=skipped)

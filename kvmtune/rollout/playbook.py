@@ -1,0 +1,143 @@
+"""Run the kvmtune.fleet collection's rollout playbook, and show progress.
+
+``run(...)`` starts ``ansible-playbook`` on the collection's
+playbooks/rollout.yml (kvmtune.rollout.PLAYBOOK; the collection found
+through ANSIBLE_COLLECTIONS_PATH, kvmtune.rollout.COLLECTIONS_PATH) with
+the rollout's settings as extra variables (``extra_vars``), and prints
+one line per host and step as Ansible reports them (``progress``): the
+roles name each step's tasks ``step <name>: ...``
+(kvmtune/data/ansible_collections/kvmtune/fleet/README.md).
+
+Ansible's own output goes to a log file beside nothing else: the path is
+printed first, and a failure's line names it.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+import datetime
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+from typing import Any
+from typing import TextIO
+
+from kvmtune.errors import KvmtuneError
+from kvmtune import rollout
+from kvmtune.rollout import inventory
+
+_TASK = re.compile(r'^TASK \[(?:[\w.]+ : )?step (?P<step>[\w-]+):')
+_RESULT = re.compile(
+    r'^(?P<status>ok|changed|skipping|fatal|failed)'
+    r': \[(?P<host>[^\]\s]+)(?: -> [^\]]+)?\]'
+    r'(?P<unreachable>: UNREACHABLE!)?')
+
+
+def new_run_id() -> str:
+    """A run id: the UTC time and a random part (``20261127T153000Z-
+    1a2b``), unique enough to tell one rollout's disabled hosts from
+    another's."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f'{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}'
+
+
+def extra_vars(*, profile: str, batch: int, mode: str, cloud: str | None,
+               run_id: str, config_files: Sequence[str] = ()
+               ) -> dict[str, Any]:
+    """The playbook's variables (the roles' meta/argument_specs.yml)."""
+    return {'kvmtune_profile': profile, 'kvmtune_batch': batch,
+            'kvmtune_mode': mode, 'kvmtune_os_cloud': cloud,
+            'kvmtune_run_id': run_id,
+            'kvmtune_config_files': list(config_files),
+            # the controller's kvmtune, for the cloud steps (delegated to
+            # localhost): this one
+            'kvmtune_controller_command': [sys.executable, '-m',
+                                           'kvmtune.cli']}
+
+
+def progress(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """(host, step, status) of each result line of Ansible's default
+    output under a ``step <name>:`` task."""
+    step = None
+    for line in lines:
+        task = _TASK.match(line)
+        if task:
+            step = task.group('step')
+            continue
+        if line.startswith('TASK ['):
+            step = None
+            continue
+        found = _RESULT.match(line)
+        if found and step is not None:
+            status = ('unreachable' if found.group('unreachable')
+                      else found.group('status'))
+            yield found.group('host'), step, status
+
+
+def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
+    return [inventory.ansible_tool('ansible-playbook'), '-i', path,
+            '--limit', limit, '-e', json.dumps(variables), rollout.PLAYBOOK]
+
+
+def environment() -> dict[str, str]:
+    paths = [rollout.COLLECTIONS_PATH] + [
+        p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(':')
+        if p]
+    return {**os.environ, 'ANSIBLE_COLLECTIONS_PATH': ':'.join(paths),
+            'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.default',
+            'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0',
+            'ANSIBLE_RETRY_FILES_ENABLED': '0'}
+
+
+def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
+        limit: str, batch: int, mode: str, cloud: str | None,
+        run_id: str | None, config_files: Sequence[str] = (),
+        stream: TextIO | None = None) -> int:
+    """Run the rollout over ``hosts`` (already read from the inventory
+    ``path`` with ``limit``); 0 when every batch went through, else
+    KvmtuneError naming the first host and step that failed."""
+    from kvmtune.rollout import check
+
+    stream = stream or sys.stdout
+    check.batches([h.name for h in hosts], batch)      # refuses a bad size
+    run_id = run_id or new_run_id()
+    variables = extra_vars(profile=profile, batch=batch, mode=mode,
+                           cloud=cloud, run_id=run_id,
+                           config_files=config_files)
+    log = tempfile.NamedTemporaryFile(
+        'w', prefix=f'kvmtune-rollout-{run_id}-', suffix='.log',
+        delete=False)
+    stream.write(f'rollout {run_id}: {profile} on {len(hosts)} hosts, '
+                 f'batches of {batch}, mode {mode}; Ansible\'s log: '
+                 f'{log.name}\n')
+    failed: tuple[str, str, str] | None = None
+    with log, subprocess.Popen(command(path, limit, variables),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               env=environment()) as proc:
+        assert proc.stdout is not None
+
+        def lines() -> Iterator[str]:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                log.write(line)
+                yield line
+
+        for host, step, status in progress(lines()):
+            stream.write(f'{host} {step} {status}\n')
+            stream.flush()
+            if status in ('fatal', 'failed', 'unreachable') and not failed:
+                failed = (host, step, status)
+        rc = proc.wait()
+    if rc != 0:
+        where = (f'{failed[0]} failed at step {failed[1]} ({failed[2]})'
+                 if failed else f'ansible-playbook exited {rc}')
+        raise KvmtuneError(f'the rollout stopped: {where}', source=log.name,
+                           fix='see the log; kvmtune rollout --check shows '
+                               'the plan; the hosts of later batches were '
+                               'not touched')
+    stream.write(f'rollout {run_id}: done\n')
+    return 0
