@@ -50,7 +50,7 @@ def extra_vars(*, profile: str, batch: int, mode: str, cloud: str | None,
                ) -> dict[str, Any]:
     """The playbook's variables (the roles' meta/argument_specs.yml)."""
     return {'kvmtune_profile': profile, 'kvmtune_batch': batch,
-            'kvmtune_mode': mode, 'kvmtune_os_cloud': cloud,
+            'kvmtune_mode': mode, 'kvmtune_os_cloud': cloud or '',
             'kvmtune_run_id': run_id,
             'kvmtune_config_files': list(config_files),
             # the controller's kvmtune, for the cloud steps (delegated to

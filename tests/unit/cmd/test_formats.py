@@ -69,7 +69,9 @@ READING_COMMANDS = {'host inspect', 'plan', 'profile list', 'profile show',
                     'rally env', 'bench nested', 'report',
                     # writes, and prints what it did as a document
                     # (tests/unit/cmd/test_boot_apply.py parses its JSON)
-                    'boot apply'}
+                    'boot apply',
+                    # --check's plan (tests/unit/cmd/test_rollout.py)
+                    'rollout'}
 
 
 def _subparser(parser, words):
@@ -198,7 +200,9 @@ LOCAL = os.path.join(paths.FIXTURES, 'outputs',
 LIVE_ONLY = {'flavor diff': 'reads the flavor from a live Nova',
              'cloud status': 'reads the embedded test cloud',
              'rally env': 'reads Rally\'s database of a live cloud',
-             'bench nested': 'measures guests it boots'}
+             'bench nested': 'measures guests it boots',
+             'rollout': 'reads its hosts through ansible-inventory (its '
+                        'JSON compared with jsonout in test_rollout.py)'}
 
 
 def test_every_reading_command_is_fed_an_overflow_or_says_why_not():

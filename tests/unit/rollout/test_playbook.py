@@ -1,0 +1,87 @@
+"""kvmtune.rollout.playbook and the kvmtune.fleet collection, run by the
+real ansible-playbook (the test fleet's ansible-core) in check mode
+against a local-connection inventory whose hosts are capture trees: the
+playbook parses, its roles' argument specs hold, each step reports, and
+check mode changes nothing."""
+
+import os
+import subprocess
+import sys
+
+from kvmtune import rollout
+from kvmtune.rollout import playbook
+from tests import hosttrees
+from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import needs_ansible
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_progress_reads_steps_from_ansible_output():
+    lines = [
+        'TASK [kvmtune.fleet.facts : step preflight: read the facts] ***',
+        'ok: [c1]',
+        'ok: [c2]',
+        'TASK [Keep what the host has] ***',
+        'ok: [c1]',
+        'TASK [kvmtune.fleet.drain : step drain: migrate (x)] ***',
+        'changed: [c1 -> localhost]',
+        'fatal: [c2]: UNREACHABLE! => {"changed": false}',
+        'TASK [step preflight: the settings] ***',
+        'skipping: [c3]',
+    ]
+    assert list(playbook.progress(lines)) == [
+        ('c1', 'preflight', 'ok'), ('c2', 'preflight', 'ok'),
+        ('c1', 'drain', 'changed'), ('c2', 'drain', 'unreachable'),
+        ('c3', 'preflight', 'skipping')]
+
+
+def test_run_ids_differ_and_extra_vars_name_the_settings():
+    assert playbook.new_run_id() != playbook.new_run_id()
+    variables = playbook.extra_vars(profile='p', batch=2, mode='in-place',
+                                    cloud=None, run_id='r')
+    assert variables['kvmtune_controller_command'][0] == sys.executable
+    assert (variables['kvmtune_batch'], variables['kvmtune_mode']) == \
+        (2, 'in-place')
+
+
+@needs_ansible
+def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
+                                                     ansible_on_path):  # noqa
+    roots = {name: hosttrees.make(tmp_path / name, distro)
+             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'))}
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text('[computes]\n' + ''.join(
+        f'{name} kvmtune_root={root} ansible_connection=local '
+        f'ansible_python_interpreter={sys.executable}\n'
+        for name, root in roots.items()))
+    before = {name: hosttrees.snapshot(root) for name, root in roots.items()}
+    variables = playbook.extra_vars(profile='pinned-hugepages', batch=1,
+                                    mode='drain', cloud=None, run_id='t1')
+    variables['kvmtune_command'] = [str(bindir / 'kvmtune')]
+    argv = playbook.command(str(inv), 'computes', variables)
+    done = subprocess.run(argv + ['--check'], capture_output=True,
+                          text=True, timeout=600,
+                          env={**playbook.environment(),
+                               'PATH': os.environ['PATH']})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    steps = list(playbook.progress(done.stdout.splitlines()))
+    for name in roots:
+        assert (name, 'preflight', 'ok') in steps
+        # the reboot is pending on both (booted without isolcpus), and
+        # only reported: check mode
+        assert (name, 'reboot', 'changed') in steps
+        assert (name, 'reboot', 'skipping') in steps
+        assert (name, 'apply', 'skipping') in steps
+    assert hosttrees.snapshot(roots['c1']) == before['c1']
+    assert hosttrees.snapshot(roots['c2']) == before['c2']
+    # serial 1: the second host's batch starts after the first's
+    assert done.stdout.count('PLAY [Roll a kvmtune profile out') == 2
+    assert os.path.isfile(rollout.PLAYBOOK)
