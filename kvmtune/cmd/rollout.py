@@ -35,7 +35,7 @@ COLUMNS = ('batch', 'host', 'action', 'reasons', 'changes')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kvmtune import rollout
+    from kvmtune.rollout import playbook
 
     parser.add_argument('--inventory', required=True, metavar='INVENTORY',
                         help='an Ansible inventory (any ansible-inventory '
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'compute, OpenStack-Ansible: compute_hosts)')
     parser.add_argument('--batch', type=int, default=1, metavar='N',
                         help='hosts per batch (Ansible serial; default 1)')
-    parser.add_argument('--mode', choices=rollout.MODES, default='drain',
+    parser.add_argument('--mode', choices=playbook.MODES, default='drain',
                         help='drain: migrate the guests away first '
                              '(default); in-place: reboot with them; '
                              'stage: write, reboot nothing')

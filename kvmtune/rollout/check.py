@@ -75,9 +75,14 @@ class HostCheck:
     changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     kernel_args: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # the host's facts, when read here (the preflight's in-place check
+    # plans on them); not part of the document
+    facts: Any = dataclasses.field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)
+                if field.name != 'facts'}
 
 
 @dataclasses.dataclass
@@ -152,11 +157,13 @@ def _nova_conf(host: inventory.Host, plan: Any) -> tuple[
     return changes, []
 
 
-def _local(host: inventory.Host, profile: str,
+def _local(host: inventory.Host, profile: Any,
            config_files: Sequence[str]) -> HostCheck:
+    """The HostCheck of a host whose tree is on this machine; ``profile``
+    a Profile loaded once for every host."""
     from kvmtune.boot import apply
     from kvmtune.boot import record
-    from kvmtune.tuning import plan as plans
+    from kvmtune import facts as host_facts
 
     found = HostCheck(host=host.name, root=host.root,
                       connection=host.connection)
@@ -168,17 +175,19 @@ def _local(host: inventory.Host, profile: str,
                              'capture), or the connection Ansible reaches '
                              'it by')
     try:
-        staged = apply.apply(profile, root=host.root,
+        # the facts once; boot apply's dry run plans on them through the
+        # front door (kvmtune.tuning.plan.for_host) and compares
+        facts = host_facts.resolve(root=host.root)
+        staged = apply.apply(profile, root=host.root, facts=facts,
                              config_files=config_files, dry_run=True)
-        plan, = plans.for_host([profile], root=host.root,
-                               config_files=config_files)
-        conf, found.notes = _nova_conf(host, plan)
+        conf, found.notes = _nova_conf(host, staged.plan)
         earlier = record.pending(host.root)
     except KvmtuneError as exc:
         raise _host_error(host, exc) from None
     _fill(found, staged.to_dict(), earlier)
     found.changes += conf
     _decide(found)
+    found.facts = facts
     return found
 
 
@@ -304,6 +313,13 @@ def _answer(host: inventory.Host, line: str | None, stderr: str
     return found
 
 
+def _load_profile(name: str, config_files: Sequence[str]) -> Any:
+    """The profile ``name`` (or file), loaded once for every host."""
+    from kvmtune.tuning import profiles
+
+    return profiles.load(name, profiles.configured_dirs(list(config_files)))
+
+
 def batches(names: Sequence[str], size: int) -> list[list[str]]:
     """``names`` in batches of ``size``, in inventory order (Ansible's
     ``serial: size``)."""
@@ -324,9 +340,11 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     number = {name: n for n, names in enumerate(grouped, 1)
               for name in names}
     remote = _remote([h for h in hosts if not h.local], path, profile)
+    local = [h for h in hosts if h.local]
+    loaded = _load_profile(profile, config_files) if local else None
     checks = []
     for host in hosts:
-        found = remote.get(host.name) or _local(host, profile, config_files)
+        found = remote.get(host.name) or _local(host, loaded, config_files)
         found.batch = number[host.name]
         checks.append(found)
     skipped = [] if cloud is not None else [

@@ -1,7 +1,7 @@
 """Run the kvmtune.fleet collection's rollout playbook, and show progress.
 
 ``run(...)`` starts ``ansible-playbook`` on the collection's
-playbooks/rollout.yml (kvmtune.rollout.PLAYBOOK; the collection found
+playbooks/rollout.yml (kvmtune.PLAYBOOK; the collection found
 through ANSIBLE_COLLECTIONS_PATH, kvmtune.rollout.COLLECTIONS_PATH) with
 the rollout's settings as extra variables (``extra_vars``), and prints
 one line per host and step as Ansible reports them (``progress``): the
@@ -27,8 +27,19 @@ from typing import Any
 from typing import TextIO
 
 from kvmtune.errors import KvmtuneError
-from kvmtune import rollout
 from kvmtune.rollout import inventory
+
+# Where the collection is, in the checkout and in the installed package
+# (package data): ANSIBLE_COLLECTIONS_PATH takes the directory above
+# ansible_collections/.
+COLLECTIONS_PATH = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'data')
+COLLECTION = os.path.join(COLLECTIONS_PATH, 'ansible_collections', 'kvmtune',
+                          'fleet')
+PLAYBOOK = os.path.join(COLLECTION, 'playbooks', 'rollout.yml')
+# The rollout's modes: migrate the guests away first; reboot with the
+# guests on the host (Nova restarts them); write and stop before the reboot.
+MODES = ('drain', 'in-place', 'stage')
 
 _TASK = re.compile(r'^TASK \[(?:[\w.]+ : )?step (?P<step>[\w-]+):')
 _RESULT = re.compile(
@@ -80,11 +91,11 @@ def progress(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
 
 def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
     return [inventory.ansible_tool('ansible-playbook'), '-i', path,
-            '--limit', limit, '-e', json.dumps(variables), rollout.PLAYBOOK]
+            '--limit', limit, '-e', json.dumps(variables), PLAYBOOK]
 
 
 def environment() -> dict[str, str]:
-    paths = [rollout.COLLECTIONS_PATH] + [
+    paths = [COLLECTIONS_PATH] + [
         p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(':')
         if p]
     return {**os.environ, 'ANSIBLE_COLLECTIONS_PATH': ':'.join(paths),

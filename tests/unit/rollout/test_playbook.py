@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 
-from kvmtune import rollout
 from kvmtune.rollout import playbook
 from tests import hosttrees
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
@@ -84,4 +83,4 @@ def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
     assert hosttrees.snapshot(roots['c2']) == before['c2']
     # serial 1: the second host's batch starts after the first's
     assert done.stdout.count('PLAY [Roll a kvmtune profile out') == 2
-    assert os.path.isfile(rollout.PLAYBOOK)
+    assert os.path.isfile(playbook.PLAYBOOK)
