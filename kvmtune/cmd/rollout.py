@@ -15,19 +15,27 @@ rollout before the next batch. --mode in-place reboots with the guests on
 the host (Nova restarts them), --mode stage stops after apply. One
 progress line per host and step.
 
---check runs nothing on any host: it plans every host (the files and
-nova.conf options it would change, reboot or restart, and why: cmdline,
-hugepages, module) and its batches, and names the cloud checks it
-skipped without --os-cloud. An inventory host may be a capture tree
+--check runs nothing on any host and changes nothing: it plans every
+host (the files and nova.conf options it would change, reboot or
+restart, and why: cmdline, hugepages, module) and its batches. With
+--os-cloud it also makes the cloud's preflight of each batch (GET
+requests only: every host known to Nova, room for a batch's guests on
+the rest of the fleet, in-place holds); without, it names the cloud
+checks it skipped. An inventory host may be a capture tree
 (``kvmtune_root=DIR ansible_connection=local``), as --root elsewhere.
-A host that does not plan, cannot be reached or is not in the
-inventory, a bad inventory or no ansible-core: one line, exit 2,
-nothing changed. doc/source/admin/rollout.md is the operator's guide.
+
+Exit status: 0 the plan (or the rollout) went through; 1 --check found a
+batch the preflight refuses; 2 a host that does not plan, cannot be
+reached or Nova does not know, a bad inventory, no credentials or no
+ansible-core (one line; nothing disabled, nothing changed), or a
+rollout that stopped (the host and step named). doc/source/admin/
+rollout.md is the operator's guide.
 """
 
 import argparse
 
 from kvmtune import cmd
+from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.cmd import output
 
 HELP = 'Roll a profile out over an Ansible inventory of compute hosts.'
@@ -58,6 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--run-id', metavar='ID',
                         help='the run\'s id, in the disabled reason '
                              '(default: a new one)')
+    parser.add_argument('--state', metavar='FILE',
+                        help='the rollout\'s state file: run again with '
+                             'it, the rollout goes on where it stopped '
+                             '(its run id, the steps each host has done)')
     parser.add_argument('--check', action='store_true',
                         help='show the plan (preflight, batches, changes '
                              'per host, reboot or restart); change nothing')
@@ -94,14 +106,16 @@ def run(args: argparse.Namespace) -> int:
         return playbook.run(args.inventory, hosts, profile=args.profile,
                             limit=args.limit, batch=args.batch,
                             mode=args.mode, cloud=args.os_cloud,
-                            run_id=args.run_id,
+                            run_id=args.run_id, state_file=args.state,
                             config_files=args.config_file or ())
     found = check.plan(hosts, args.profile, path=args.inventory,
                        batch=args.batch, mode=args.mode, cloud=args.os_cloud,
                        config_files=args.config_file or ())
+    # the preflight refused a batch: the rollout would stop there
+    status = EXIT_DIFFERS if found.refused else 0
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=found.to_dict())
-        return 0
+        return status
     rows = [(h.batch, h.host, h.action, _reasons(h.reasons),
              _changes(h.changes)) for h in found.hosts]
     output.emit(args, COLUMNS, rows)
@@ -109,10 +123,14 @@ def run(args: argparse.Namespace) -> int:
         for note in host.notes:
             print(f'note: {host.host}: {note}')
     for skipped in found.skipped:
-        print(f"skipped (no --os-cloud): {skipped['check']}: "
+        print(f"skipped ({skipped['why']}): {skipped['check']}: "
               f"{skipped['what']}")
+    for report in found.reports:
+        print(f"preflight {','.join(report['batch'])}: "
+              + ('ok' if report['ok'] else
+                 'REFUSED: ' + '; '.join(report['refusals'])))
     summary = found.to_dict()['summary']
     print(f"{summary['hosts']} hosts in {len(found.batches)} batches of "
           f"{args.batch}: {summary['reboot']} reboot, {summary['restart']} "
           f"restart, {summary['none']} unchanged; --check changed nothing")
-    return 0
+    return status

@@ -96,6 +96,15 @@ class Check:
     cloud: str | None
     hosts: list[HostCheck]
     skipped: list[dict[str, str]]
+    # the cloud's preflight per batch (kvmtune.rollout.preflight.Report
+    # .to_dict()), with a cloud
+    reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def refused(self) -> list[str]:
+        """The preflight's refusals, every batch's."""
+        return [line for report in self.reports
+                for line in report.get('refusals', [])]
 
     @property
     def batches(self) -> list[list[str]]:
@@ -112,7 +121,9 @@ class Check:
         return {'profile': self.profile, 'inventory': self.inventory,
                 'mode': self.mode, 'batch_size': self.batch_size,
                 'cloud': self.cloud,
-                'preflight': {'cloud_checks_skipped': self.skipped},
+                'preflight': {'cloud_checks_skipped': self.skipped,
+                              'batches': self.reports,
+                              'ok': not self.refused},
                 'batches': [{'batch': n, 'hosts': names} for n, names
                             in enumerate(self.batches, 1)],
                 'hosts': [host.to_dict() for host in self.hosts],
@@ -241,10 +252,12 @@ def _remote(hosts: list[inventory.Host], path: str, profile: str
         '    return [done.returncode, done.stdout, done.stderr]\n'
         'boot = run("boot", "apply", "--profile", profile, "--root", root, '
         '"--dry-run", "-f", "json")\n'
+        'facts = run("host", "inspect", "--root", root, "-f", "json")\n'
         'nova = run("nova-conf", "apply", "--profile", profile, "--root", '
         'root, "--config", conf, "--service", "compute", "--dry-run") '
         'if os.path.isfile(conf) else None\n'
-        'print(json.dumps({"boot": boot, "nova": nova}))\n')
+        'print(json.dumps({"boot": boot, "facts": facts, "nova": nova}))'
+        '\n')
     # One run for every such host (Ansible's forks ask them at once);
     # the script's arguments come from each host's own variables.
     argv = [tool, '-i', path, ':'.join(h.name for h in hosts), '-o', '-m',
@@ -284,7 +297,7 @@ def _answer(host: inventory.Host, line: str | None, stderr: str
                              'ping) and that kvmtune is on its PATH')
     try:
         answer = json.loads(line.split(marker, 1)[1])
-        runs = [('boot', answer['boot'])]
+        runs = [('boot', answer['boot']), ('facts', answer['facts'])]
         if answer['nova'] is not None:
             runs.append(('nova', answer['nova']))
         outs = {}
@@ -303,6 +316,7 @@ def _answer(host: inventory.Host, line: str | None, stderr: str
     found = HostCheck(host=host.name, root=host.root,
                       connection=host.connection)
     _fill(found, staged, {})
+    found.facts = json.loads(outs['facts'])
     if 'nova' not in outs:
         found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
@@ -311,6 +325,47 @@ def _answer(host: inventory.Host, line: str | None, stderr: str
                       if text.startswith('+') and not text.startswith('+++')]
     _decide(found)
     return found
+
+
+def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
+                  checks: Sequence[HostCheck], grouped: Sequence[Sequence[str]],
+                  mode: str, profile: str, config_files: Sequence[str]
+                  ) -> list[dict[str, Any]]:
+    """The cloud's preflight of each batch (kvmtune.rollout.preflight:
+    GET requests only): every host a nova-compute Nova knows, room on the
+    rest of the fleet for a batch's guests (drain), the plan holding the
+    guests that stay (in-place). The hosts' facts (and nova.conf, when
+    read here) go to it in a directory of the run's own, named as Nova
+    names the hosts."""
+    import shutil
+    import tempfile
+
+    from kvmtune import jsonout
+    from kvmtune.openstack.connection import Cloud
+    from kvmtune.rollout import preflight
+
+    by_name = {h.name: h for h in hosts}
+    connection = Cloud.connect(cloud)
+    reports = []
+    with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
+        for found in checks:
+            host = by_name[found.host]
+            if found.facts is None:
+                continue
+            with open(os.path.join(facts, f'{host.nova_host}.json'), 'w',
+                      encoding='utf-8') as f:
+                f.write(jsonout.dumps(found.facts, source=found.host))
+            conf = host.in_root(host.nova_conf)
+            if host.local and os.path.isfile(conf):
+                shutil.copyfile(conf, os.path.join(
+                    facts, f'{host.nova_host}.conf'))
+        for names in grouped:
+            report = preflight.run(
+                connection, [by_name[n].nova_host for n in names],
+                mode=mode, profiles=[profile], facts_dir=facts,
+                config_files=config_files)
+            reports.append(report.to_dict())
+    return reports
 
 
 def _load_profile(name: str, config_files: Sequence[str]) -> Any:
@@ -347,9 +402,16 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
         found = remote.get(host.name) or _local(host, loaded, config_files)
         found.batch = number[host.name]
         checks.append(found)
-    skipped = [] if cloud is not None else [
-        {'check': name, 'what': what, 'why': 'no --os-cloud given'}
-        for name, what in CLOUD_CHECKS]
+    skipped: list[dict[str, str]] = []
+    reports: list[dict[str, Any]] = []
+    if cloud is None or mode == 'stage':
+        why = ('no --os-cloud given' if cloud is None
+               else 'mode stage disables, drains and reboots nothing')
+        skipped = [{'check': name, 'what': what, 'why': why}
+                   for name, what in CLOUD_CHECKS]
+    else:
+        reports = _cloud_checks(cloud, hosts, checks, grouped, mode,
+                                profile, config_files)
     return Check(profile=profile, inventory=path, mode=mode,
                  batch_size=batch, cloud=cloud, hosts=checks,
-                 skipped=skipped)
+                 skipped=skipped, reports=reports)

@@ -12,6 +12,8 @@ reads of a host:
 - ``kvmtune_nova_conf``: the nova.conf nova-compute reads, under that
   root (default /etc/nova/nova.conf; kolla-ansible's is
   /etc/kolla/nova-compute/nova.conf);
+- ``kvmtune_nova_host``: the host's name in Nova, when it is not the
+  inventory name;
 - ``ansible_connection``: ``local`` means the host's tree is on this
   machine, so ``--check`` reads it here; any other host is asked over
   its connection.
@@ -62,6 +64,12 @@ class Host:
         """Whether the host's tree is on this machine (``--check`` reads
         it here)."""
         return self.connection == 'local'
+
+    @property
+    def nova_host(self) -> str:
+        """The host's name in Nova (its nova-compute service's host):
+        ``kvmtune_nova_host``, else the inventory name."""
+        return str(self.vars.get('kvmtune_nova_host') or self.name)
 
     @property
     def nova_conf(self) -> str:

@@ -15,11 +15,9 @@ printed first, and a failure's line names it.
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
-import datetime
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -48,22 +46,17 @@ _RESULT = re.compile(
     r'(?P<unreachable>: UNREACHABLE!)?')
 
 
-def new_run_id() -> str:
-    """A run id: the UTC time and a random part (``20261127T153000Z-
-    1a2b``), unique enough to tell one rollout's disabled hosts from
-    another's."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return f'{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}'
-
-
 def extra_vars(*, profile: str, batch: int, mode: str, cloud: str | None,
-               run_id: str, config_files: Sequence[str] = ()
+               run_id: str, config_files: Sequence[str] = (),
+               facts_dir: str = '', state_file: str | None = None
                ) -> dict[str, Any]:
     """The playbook's variables (the roles' meta/argument_specs.yml)."""
     return {'kvmtune_profile': profile, 'kvmtune_batch': batch,
             'kvmtune_mode': mode, 'kvmtune_os_cloud': cloud or '',
             'kvmtune_run_id': run_id,
             'kvmtune_config_files': list(config_files),
+            'kvmtune_facts_dir': facts_dir,
+            'kvmtune_state_file': state_file or '',
             # the controller's kvmtune, for the cloud steps (delegated to
             # localhost): this one
             'kvmtune_controller_command': [sys.executable, '-m',
@@ -72,9 +65,15 @@ def extra_vars(*, profile: str, batch: int, mode: str, cloud: str | None,
 
 def progress(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
     """(host, step, status) of each result line of Ansible's default
-    output under a ``step <name>:`` task."""
+    output under a ``step <name>:`` task, and ('', '', 'play') where a
+    play (a batch) or the recap starts."""
     step = None
     for line in lines:
+        if line.startswith('PLAY '):
+            # a batch (or the run) ends: steps() shows what is pending
+            yield '', '', 'play'
+            step = None
+            continue
         task = _TASK.match(line)
         if task:
             step = task.group('step')
@@ -85,8 +84,40 @@ def progress(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
         found = _RESULT.match(line)
         if found and step is not None:
             status = ('unreachable' if found.group('unreachable')
+                      else 'failed' if found.group('status') == 'fatal'
                       else found.group('status'))
             yield found.group('host'), step, status
+
+
+# A step's status from its tasks' results: the strongest one.
+_RANK = ('skipping', 'ok', 'changed', 'failed', 'unreachable')
+
+
+def steps(results: Iterable[tuple[str, str, str]]
+          ) -> Iterator[tuple[str, str, str]]:
+    """One (host, step, status) per host and step from ``progress``'s
+    task results: a step's line comes when the host's next step starts,
+    or a host failed, or the run ended; its status is the strongest of
+    its tasks' (``changed`` when any task changed, ``skipping`` when all
+    skipped)."""
+    current: dict[str, tuple[str, str]] = {}
+    for host, step, status in results:
+        if status == 'play':
+            yield from ((h, s, st) for h, (s, st) in current.items())
+            current.clear()
+            continue
+        before = current.get(host)
+        if before is not None and before[0] != step:
+            yield host, before[0], before[1]
+            before = None
+        if before is None or _RANK.index(status) > _RANK.index(before[1]):
+            before = (step, status)
+        current[host] = before
+        if _RANK.index(status) >= _RANK.index('failed'):
+            yield host, step, status
+            del current[host]
+    for host, (step, status) in current.items():
+        yield host, step, status
 
 
 def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
@@ -104,21 +135,50 @@ def environment() -> dict[str, str]:
             'ANSIBLE_RETRY_FILES_ENABLED': '0'}
 
 
+def _run_id(profile: str, run_id: str | None, state_file: str | None
+            ) -> str:
+    """The run's id: the state file's run when it holds one (a rollout
+    run again goes on), else ``run_id``, else a new one
+    (kvmtune.rollout.state)."""
+    if state_file is None and run_id:
+        return run_id
+    from kvmtune.rollout import state
+
+    if state_file is None:
+        return state.new_run_id()
+    found, _ = state.open_run(state_file, profile=profile, run_id=run_id)
+    return found.run_id
+
+
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
-        stream: TextIO | None = None) -> int:
+        state_file: str | None = None, stream: TextIO | None = None) -> int:
     """Run the rollout over ``hosts`` (already read from the inventory
     ``path`` with ``limit``); 0 when every batch went through, else
     KvmtuneError naming the first host and step that failed."""
+    import shutil
+
     from kvmtune.rollout import check
 
     stream = stream or sys.stdout
     check.batches([h.name for h in hosts], batch)      # refuses a bad size
-    run_id = run_id or new_run_id()
-    variables = extra_vars(profile=profile, batch=batch, mode=mode,
-                           cloud=cloud, run_id=run_id,
-                           config_files=config_files)
+    run_id = _run_id(profile, run_id, state_file)
+    facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
+    try:
+        return _play(path, hosts, limit, stream, run_id, extra_vars(
+            profile=profile, batch=batch, mode=mode, cloud=cloud,
+            run_id=run_id, config_files=config_files, facts_dir=facts_dir,
+            state_file=state_file and os.path.abspath(state_file)))
+    finally:
+        shutil.rmtree(facts_dir, ignore_errors=True)
+
+
+def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
+          stream: TextIO, run_id: str, variables: dict[str, Any]) -> int:
+    profile = variables['kvmtune_profile']
+    batch = variables['kvmtune_batch']
+    mode = variables['kvmtune_mode']
     log = tempfile.NamedTemporaryFile(
         'w', prefix=f'kvmtune-rollout-{run_id}-', suffix='.log',
         delete=False)
@@ -137,10 +197,11 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 log.write(line)
                 yield line
 
-        for host, step, status in progress(lines()):
-            stream.write(f'{host} {step} {status}\n')
+        for host, step, status in steps(progress(lines())):
+            shown = 'skipped' if status == 'skipping' else status
+            stream.write(f'{host} {step} {shown}\n')
             stream.flush()
-            if status in ('fatal', 'failed', 'unreachable') and not failed:
+            if status in ('failed', 'unreachable') and not failed:
                 failed = (host, step, status)
         rc = proc.wait()
     if rc != 0:

@@ -4,16 +4,21 @@ nothing changed (the library: tests/unit/rollout)."""
 
 import json
 import os
+import shutil
+import sys
 
 import pytest
 
+from kvmtune.boot import record
 from kvmtune import cli
 from kvmtune import jsonout
 from tests import hosttrees
+from tests import paths
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
 
 pytestmark = needs_ansible
+REPO = paths.REPO
 
 
 @pytest.fixture
@@ -62,7 +67,7 @@ def test_check_table_names_action_reasons_and_skips(fleet, capsys):
     row = next(line.split() for line in out.splitlines()
                if line.startswith('1 ') and ' c1 ' in line)
     assert row[:5] == ['1', 'c1', 'reboot', 'cmdline:', 'isolcpus=2-19']
-    assert 'skipped (no --os-cloud): preflight-capacity' in out
+    assert 'skipped (no --os-cloud given): preflight-capacity' in out
     assert out.rstrip().endswith('--check changed nothing')
 
 
@@ -121,3 +126,77 @@ def test_no_ansible_installed(fleet, tmp_path, monkeypatch, capsys):
                                     inv, '--profile', 'cpu-pinning'])
     assert 'ansible-inventory is not installed' in err
     assert "'.[fleet]'" in err
+
+
+@pytest.fixture
+def kvmtune_on_path(tmp_path, monkeypatch):
+    """``kvmtune`` on PATH for the roles: this checkout's, this Python."""
+    bindir = tmp_path / 'kvmtune-bin'
+    bindir.mkdir()
+    script = bindir / 'kvmtune'
+    script.write_text(f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} '
+                      '-m kvmtune.cli "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+
+
+def _local_python(inv):
+    """The hosts' Python for Ansible's modules: this one."""
+    inv.write_text(inv.read_text().replace(
+        'ansible_connection=local',
+        f'ansible_connection=local ansible_python_interpreter='
+        f'{sys.executable}'))
+
+
+def test_stage_runs_the_playbook_one_line_per_host_and_step(
+        fleet, kvmtune_on_path, capsys):
+    inv, roots = fleet
+    _local_python(inv)
+    argv = ['rollout', '--inventory', str(inv), '--profile', 'cpu-pinning',
+            '--limit', 'computes', '--mode', 'stage', '--run-id', 'r1',
+            '--batch', '2']
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith('rollout r1: cpu-pinning on 3 hosts, batches '
+                             'of 2, mode stage')
+    assert out[-1] == 'rollout r1: done'
+    lines = out[1:-1]
+    for name in roots:
+        mine = [line.split()[1:] for line in lines
+                if line.split()[0] == name]
+        assert mine == [['preflight', 'ok'], ['apply', 'changed'],
+                        ['reboot', 'skipped'], ['restart', 'skipped']], lines
+    # staged, not rebooted: the boot files and the reboot record written
+    for root in roots.values():
+        assert record.pending(str(root))['cmdline']
+    # again: nothing left to write
+    assert cli.main(argv) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert {line for line in again if ' apply ' in line} == {
+        f'{name} apply ok' for name in roots}
+
+
+def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
+        fleet, kvmtune_on_path, tmp_path, capsys):
+    inv, roots = fleet
+    # first in the inventory: a capture without boot files, so boot apply
+    # cannot tell its boot loader (refused at preflight)
+    bare = tmp_path / 'bare'
+    shutil.copytree(os.path.join(paths.HOSTS, 'real',
+                                 '20em64t-hybrid-1p6c2t+2ca4co1t'), bare,
+                    symlinks=True)
+    inv.write_text(inv.read_text().replace(
+        '[computes]\n', f'[computes]\nbare kvmtune_root={bare} '
+        'ansible_connection=local\n'))
+    _local_python(inv)
+    before = {n: hosttrees.snapshot(r) for n, r in roots.items()}
+    assert cli.main(['rollout', '--inventory', str(inv), '--profile',
+                     'cpu-pinning', '--limit', 'computes', '--mode',
+                     'stage', '--run-id', 'r2']) == 2
+    out, err = capsys.readouterr()
+    assert 'bare preflight failed' in out.splitlines()
+    assert len(err.splitlines()) == 1
+    assert err.startswith('kvmtune: error: ') and \
+        'the rollout stopped: bare failed at step preflight' in err
+    # the later batches were not touched
+    assert {n: hosttrees.snapshot(r) for n, r in roots.items()} == before

@@ -29,20 +29,34 @@ def test_progress_reads_steps_from_ansible_output():
         'fatal: [c2]: UNREACHABLE! => {"changed": false}',
         'TASK [step preflight: the settings] ***',
         'skipping: [c3]',
+        'PLAY RECAP ***',
     ]
     assert list(playbook.progress(lines)) == [
         ('c1', 'preflight', 'ok'), ('c2', 'preflight', 'ok'),
         ('c1', 'drain', 'changed'), ('c2', 'drain', 'unreachable'),
-        ('c3', 'preflight', 'skipping')]
+        ('c3', 'preflight', 'skipping'), ('', '', 'play')]
 
 
-def test_run_ids_differ_and_extra_vars_name_the_settings():
-    assert playbook.new_run_id() != playbook.new_run_id()
+def test_steps_give_one_line_per_host_and_step():
+    results = [('c1', 'preflight', 'ok'), ('c1', 'preflight', 'skipping'),
+               ('c1', 'apply', 'ok'), ('c1', 'apply', 'changed'),
+               ('c1', 'apply', 'ok'), ('c1', 'reboot', 'skipping'),
+               ('', '', 'play'),
+               ('c2', 'preflight', 'ok'), ('c2', 'drain', 'failed'),
+               ('', '', 'play')]
+    assert list(playbook.steps(results)) == [
+        ('c1', 'preflight', 'ok'), ('c1', 'apply', 'changed'),
+        ('c1', 'reboot', 'skipping'), ('c2', 'preflight', 'ok'),
+        ('c2', 'drain', 'failed')]
+
+
+def test_extra_vars_name_the_settings():
     variables = playbook.extra_vars(profile='p', batch=2, mode='in-place',
                                     cloud=None, run_id='r')
     assert variables['kvmtune_controller_command'][0] == sys.executable
-    assert (variables['kvmtune_batch'], variables['kvmtune_mode']) == \
-        (2, 'in-place')
+    assert (variables['kvmtune_batch'], variables['kvmtune_mode'],
+            variables['kvmtune_os_cloud'], variables['kvmtune_state_file']) \
+        == (2, 'in-place', '', '')
 
 
 @needs_ansible
