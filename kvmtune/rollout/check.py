@@ -20,8 +20,7 @@ the way the rollout's apply step would, and changes nothing:
 A host's tree is read here when the inventory says it is on this machine
 (``ansible_connection=local``; ``kvmtune_root`` a capture or a mounted
 root, as ``--root`` elsewhere). Any other host is asked over its
-connection, by Ansible: ``kvmtune boot apply --dry-run -f json`` on it,
-and ``kvmtune nova-conf apply --dry-run``.
+connection, by Ansible (kvmtune.rollout.remote).
 
 Without a cloud the cloud's checks are not made, and the answer names
 them (CLOUD_CHECKS). A host that does not plan (a withheld plan, an
@@ -33,15 +32,13 @@ others, nothing is changed anywhere.
 from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
-import json
 import os
-import shlex
-import subprocess
 from typing import Any
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
+from kvmtune.rollout import remote
 
 ACTIONS = ('reboot', 'restart', 'none')
 # (name, what it checks): the cloud's part of the preflight, made only
@@ -56,8 +53,6 @@ CLOUD_CHECKS = (
      'no guest would lose its pinned CPUs or huge pages when its host '
      'reboots in place (in-place mode)'),
 )
-# How long Ansible may take to ask the hosts that are not on this machine.
-REMOTE_TIMEOUT = 900
 
 
 @dataclasses.dataclass
@@ -235,94 +230,17 @@ def _decide(found: HostCheck) -> None:
         found.action = 'none'
 
 
-def _remote(hosts: list[inventory.Host], path: str, profile: str
-            ) -> dict[str, HostCheck]:
-    """Ask the hosts that are not on this machine, over Ansible: ``kvmtune
-    boot apply --dry-run -f json`` and ``kvmtune nova-conf apply
-    --dry-run`` on each (nothing is written there either)."""
-    if not hosts:
-        return {}
-    tool = inventory.ansible_tool('ansible')
-    script = (
-        'import json, os, subprocess, sys\n'
-        'profile, root, conf = sys.argv[1:4]\n'
-        'def run(*argv):\n'
-        '    done = subprocess.run(["kvmtune", *argv], capture_output=True, '
-        'text=True)\n'
-        '    return [done.returncode, done.stdout, done.stderr]\n'
-        'boot = run("boot", "apply", "--profile", profile, "--root", root, '
-        '"--dry-run", "-f", "json")\n'
-        'facts = run("host", "inspect", "--root", root, "-f", "json")\n'
-        'nova = run("nova-conf", "apply", "--profile", profile, "--root", '
-        'root, "--config", conf, "--service", "compute", "--dry-run") '
-        'if os.path.isfile(conf) else None\n'
-        'print(json.dumps({"boot": boot, "facts": facts, "nova": nova}))'
-        '\n')
-    # One run for every such host (Ansible's forks ask them at once);
-    # the script's arguments come from each host's own variables.
-    argv = [tool, '-i', path, ':'.join(h.name for h in hosts), '-o', '-m',
-            'ansible.builtin.command', '-a',
-            ' '.join(['python3', '-c', shlex.quote(script),
-                      shlex.quote(profile), '{{ kvmtune_root | default("/") '
-                      '| quote }}', '{{ (kvmtune_root | default("/"), '
-                      '(kvmtune_nova_conf | default("%s"))[1:]) | '
-                      'path_join | quote }}' % inventory.DEFAULT_NOVA_CONF])]
-    env = {**os.environ, 'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0'}
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=REMOTE_TIMEOUT, check=False, env=env)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(f'Ansible did not answer: {exc}', source=path,
-                         fix='check that ansible reaches the hosts '
-                             '(ansible -m ping)') from None
-    lines = {}
-    for line in done.stdout.splitlines():
-        name, sep, rest = line.partition(' | ')
-        if sep:
-            lines[name] = rest
-    return {host.name: _answer(host, lines.get(host.name), done.stderr)
-            for host in hosts}
-
-
-def _answer(host: inventory.Host, line: str | None, stderr: str
-            ) -> HostCheck:
-    """The HostCheck of one line of ``ansible -o``'s output."""
-    source = f'inventory host {host.name}'
-    marker = '(stdout) '
-    if line is None or not line.startswith('CHANGED') or marker not in line:
-        what = ' '.join((line or stderr or 'no answer').split())[:300]
-        raise InputError(f'unreachable or failed over Ansible: {what}',
-                         source=source,
-                         fix='check that ansible reaches it (ansible -m '
-                             'ping) and that kvmtune is on its PATH')
-    try:
-        answer = json.loads(line.split(marker, 1)[1])
-        runs = [('boot', answer['boot']), ('facts', answer['facts'])]
-        if answer['nova'] is not None:
-            runs.append(('nova', answer['nova']))
-        outs = {}
-        for what, (rc, out, err) in runs:
-            if rc != 0:
-                last = (err.strip().splitlines() or ['failed'])[-1]
-                raise InputError(last.removeprefix('kvmtune: error: '),
-                                 source=source,
-                                 fix='see kvmtune on that host')
-            outs[what] = out
-        staged = json.loads(outs['boot'])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f'its answer was not understood ({exc})',
-                         source=source,
-                         fix='install the same kvmtune on it') from None
+def _from_answer(host: inventory.Host, answer: 'remote.Answer'
+                 ) -> HostCheck:
+    """The HostCheck of a host asked over Ansible (kvmtune.rollout.remote)."""
     found = HostCheck(host=host.name, root=host.root,
                       connection=host.connection)
-    _fill(found, staged, {})
-    found.facts = json.loads(outs['facts'])
-    if 'nova' not in outs:
+    _fill(found, answer.staged, {})
+    found.facts = answer.facts
+    if answer.nova_conf is None:
         found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
-                       'diff': text[1:]}
-                      for text in outs.get('nova', '').splitlines()
-                      if text.startswith('+') and not text.startswith('+++')]
+                       'diff': line} for line in answer.nova_conf or ()]
     _decide(found)
     return found
 
@@ -394,12 +312,13 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     grouped = batches([h.name for h in hosts], batch)
     number = {name: n for n, names in enumerate(grouped, 1)
               for name in names}
-    remote = _remote([h for h in hosts if not h.local], path, profile)
+    asked = remote.ask([h for h in hosts if not h.local], path, profile)
     local = [h for h in hosts if h.local]
     loaded = _load_profile(profile, config_files) if local else None
     checks = []
     for host in hosts:
-        found = remote.get(host.name) or _local(host, loaded, config_files)
+        found = (_from_answer(host, asked[host.name]) if host.name in asked
+                 else _local(host, loaded, config_files))
         found.batch = number[host.name]
         checks.append(found)
     skipped: list[dict[str, str]] = []

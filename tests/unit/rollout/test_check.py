@@ -141,9 +141,5 @@ def test_a_host_on_another_connection_is_asked_over_ansible(
     assert remote.reasons == here.reasons
     assert remote.changes == here.changes
     assert hosttrees.snapshot(root) == before
-    # unreachable over its connection: one line naming the host
-    inv.write_text('[computes]\nfar ansible_host=127.35.0.250 '
-                   'ansible_port=1 ansible_connection=ssh\n')
-    with pytest.raises(InputError) as err:
-        check.plan(inventory.load(str(inv)), 'cpu-pinning', path=str(inv))
-    assert err.value.line().startswith('inventory host far: unreachable')
+    # its facts came along (the cloud's preflight plans on them)
+    assert remote.facts['source'] == str(root)
