@@ -33,10 +33,11 @@ rollout.md is the operator's guide.
 """
 
 import argparse
+from typing import Any
 
 from kvmtune import cmd
-from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.cmd import output
+from kvmtune.errors import EXIT_DIFFERS
 
 HELP = 'Roll a profile out over an Ansible inventory of compute hosts.'
 COLUMNS = ('batch', 'host', 'action', 'reasons', 'changes')
@@ -82,7 +83,7 @@ def _reasons(reasons: dict[str, list[str]]) -> str:
                      for reason, items in reasons.items() if items)
 
 
-def _changes(changes: list[dict[str, object]]) -> str:
+def _changes(changes: list[dict[str, Any]]) -> str:
     shown = []
     for change in changes:
         if change['kind'] == 'nova.conf':

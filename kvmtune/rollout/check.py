@@ -246,9 +246,9 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer'
 
 
 def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
-                  checks: Sequence[HostCheck], grouped: Sequence[Sequence[str]],
-                  mode: str, profile: str, config_files: Sequence[str]
-                  ) -> list[dict[str, Any]]:
+                  checks: Sequence[HostCheck],
+                  grouped: Sequence[Sequence[str]], mode: str, profile: str,
+                  config_files: Sequence[str]) -> list[dict[str, Any]]:
     """The cloud's preflight of each batch (kvmtune.rollout.preflight:
     GET requests only): every host a nova-compute Nova knows, room on the
     rest of the fleet for a batch's guests (drain), the plan holding the
