@@ -4,6 +4,7 @@ against a local-connection inventory whose hosts are capture trees: the
 playbook parses, its roles' argument specs hold, each step reports, and
 check mode changes nothing."""
 
+import json
 import os
 import subprocess
 import sys
@@ -98,3 +99,33 @@ def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
     # serial 1: the second host's batch starts after the first's
     assert done.stdout.count('PLAY [Roll a kvmtune profile out') == 2
     assert os.path.isfile(playbook.PLAYBOOK)
+
+
+@needs_ansible
+def test_the_collection_builds_installs_and_documents_its_roles(
+        tmp_path, ansible_on_path):  # noqa: F811
+    """ansible-galaxy builds the shipped collection and installs it, and
+    ansible-doc reads each role's argument specs from the install."""
+    env = {**os.environ, 'ANSIBLE_NOCOLOR': '1'}
+    built = subprocess.run(
+        ['ansible-galaxy', 'collection', 'build', playbook.COLLECTION,
+         '--output-path', str(tmp_path)], capture_output=True, text=True,
+        timeout=300, env=env)
+    assert built.returncode == 0, built.stderr
+    tarball, = tmp_path.glob('kvmtune-fleet-*.tar.gz')
+    installed = subprocess.run(
+        ['ansible-galaxy', 'collection', 'install', str(tarball), '-p',
+         str(tmp_path / 'collections')], capture_output=True, text=True,
+        timeout=300, env=env)
+    assert installed.returncode == 0, installed.stderr
+    listed = subprocess.run(
+        ['ansible-doc', '-t', 'role', '-l', 'kvmtune.fleet', '--json'],
+        capture_output=True, text=True, timeout=300,
+        env={**env, 'ANSIBLE_COLLECTIONS_PATH': str(tmp_path /
+                                                    'collections')})
+    assert listed.returncode == 0, listed.stderr
+    roles = json.loads(listed.stdout)
+    assert sorted(roles) == ['kvmtune.fleet.apply', 'kvmtune.fleet.drain',
+                             'kvmtune.fleet.facts', 'kvmtune.fleet.verify']
+    assert set(roles['kvmtune.fleet.drain']['entry_points']) == \
+        {'main', 'enable'}
