@@ -11,6 +11,7 @@ import sys
 
 from kvmtune.rollout import playbook
 from tests import hosttrees
+from tests.unit.rollout import fleetvenv
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
 
@@ -129,3 +130,40 @@ def test_the_collection_builds_installs_and_documents_its_roles(
                              'kvmtune.fleet.facts', 'kvmtune.fleet.verify']
     assert set(roles['kvmtune.fleet.drain']['entry_points']) == \
         {'main', 'enable'}
+
+
+@needs_ansible
+def test_a_tree_is_never_rebooted_by_rebooting_the_machine(
+        tmp_path, ansible_on_path):  # noqa: F811
+    """The apply role on a host that is a tree (kvmtune_root not /) with
+    a reboot pending refuses, before ansible.builtin.reboot, unless
+    kvmtune_reboot_command says how the tree reboots."""
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text(f'c1 kvmtune_root={root} ansible_connection=local '
+                   f'ansible_python_interpreter={sys.executable}\n')
+    play = tmp_path / 'apply.yml'
+    play.write_text(
+        '- hosts: all\n  gather_facts: false\n  tasks:\n'
+        '    - ansible.builtin.include_role: {name: kvmtune.fleet.facts}\n'
+        '    - ansible.builtin.include_role: {name: kvmtune.fleet.apply}\n')
+    variables = {'kvmtune_profile': 'cpu-pinning', 'kvmtune_mode': 'in-place',
+                 'kvmtune_command': [str(bindir / 'kvmtune')]}
+    done = subprocess.run(
+        [os.path.join(fleetvenv.BIN, 'ansible-playbook'),
+         '-i', str(inv), '-e', json.dumps(variables), str(play)],
+        capture_output=True, text=True, timeout=600,
+        env=playbook.environment())
+    assert done.returncode == 2, done.stdout[-3000:]
+    steps = list(playbook.steps(playbook.progress(done.stdout.splitlines())))
+    assert ('c1', 'apply', 'changed') in steps      # staged, written
+    assert ('c1', 'reboot', 'failed') in steps
+    assert 'rebooting would reboot the machine it lives on' in done.stdout
+    assert 'TASK [kvmtune.fleet.apply : step reboot: a boot-time change ' \
+        'is pending]' not in done.stdout
