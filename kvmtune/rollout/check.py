@@ -41,6 +41,11 @@ from kvmtune.rollout import inventory
 from kvmtune.rollout import remote
 
 ACTIONS = ('reboot', 'restart', 'none')
+# Hosts read on this machine are planned in WORKERS processes from
+# PARALLEL_FROM hosts on: two, not every core, as the controller has other
+# work (and ansible-playbook to run).
+WORKERS = min(2, os.cpu_count() or 1)
+PARALLEL_FROM = 32
 # (name, what it checks): the cloud's part of the preflight, made only
 # with --os-cloud (kvmtune.rollout.preflight, kvmtune rollout-step).
 CLOUD_CHECKS = (
@@ -70,14 +75,15 @@ class HostCheck:
     changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     kernel_args: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
-    # the host's facts, when read here (the preflight's in-place check
-    # plans on them); not part of the document
+    # the host's facts and plan (the cloud's preflight judges on them);
+    # not part of the document
     facts: Any = dataclasses.field(default=None, repr=False)
+    plan: Any = dataclasses.field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name)
                 for field in dataclasses.fields(self)
-                if field.name != 'facts'}
+                if field.name not in ('facts', 'plan')}
 
 
 @dataclasses.dataclass
@@ -193,7 +199,7 @@ def _local(host: inventory.Host, profile: Any,
     _fill(found, staged.to_dict(), earlier)
     found.changes += conf
     _decide(found)
-    found.facts = facts
+    found.facts, found.plan = facts, staged.plan
     return found
 
 
@@ -230,13 +236,21 @@ def _decide(found: HostCheck) -> None:
         found.action = 'none'
 
 
-def _from_answer(host: inventory.Host, answer: 'remote.Answer'
-                 ) -> HostCheck:
-    """The HostCheck of a host asked over Ansible (kvmtune.rollout.remote)."""
+def _from_answer(host: inventory.Host, answer: 'remote.Answer',
+                 profile: str, config_files: Sequence[str]) -> HostCheck:
+    """The HostCheck of a host asked over Ansible (kvmtune.rollout.remote);
+    its plan made here from the facts it sent (the front door)."""
+    from kvmtune.tuning import plan as plans
+
     found = HostCheck(host=host.name, root=host.root,
                       connection=host.connection)
     _fill(found, answer.staged, {})
     found.facts = answer.facts
+    try:
+        found.plan, = plans.for_host([profile], facts=answer.facts,
+                                     config_files=config_files)
+    except KvmtuneError as exc:
+        raise _host_error(host, exc) from None
     if answer.nova_conf is None:
         found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
@@ -247,24 +261,27 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer'
 
 def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
                   checks: Sequence[HostCheck],
-                  grouped: Sequence[Sequence[str]], mode: str, profile: str,
+                  grouped: Sequence[Sequence[str]], mode: str,
                   config_files: Sequence[str]) -> list[dict[str, Any]]:
-    """The cloud's preflight of each batch (kvmtune.rollout.preflight:
-    GET requests only): every host a nova-compute Nova knows, room on the
-    rest of the fleet for a batch's guests (drain), the plan holding the
-    guests that stay (in-place). The hosts' facts (and nova.conf, when
-    read here) go to it in a directory of the run's own, named as Nova
-    names the hosts."""
+    """The cloud's preflight of every batch (kvmtune.rollout.preflight),
+    judged on one read of the cloud (GET requests only): the API calls
+    grow with the hosts, not with hosts times batches. Every host a
+    nova-compute Nova knows (else InputError), room on the rest of the
+    fleet for a batch's guests (drain), the plan holding the guests that
+    stay (in-place). The batches are judged each on the cloud as it is
+    now; the rollout's own preflight reads it again before each batch.
+    The hosts' facts (and nova.conf, when read here) go with their names
+    in Nova."""
     import shutil
     import tempfile
 
+    from kvmtune.capacity import placement
     from kvmtune import jsonout
     from kvmtune.openstack.connection import Cloud
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
     connection = Cloud.connect(cloud)
-    reports = []
     with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
         for found in checks:
             host = by_name[found.host]
@@ -277,13 +294,43 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
             if host.local and os.path.isfile(conf):
                 shutil.copyfile(conf, os.path.join(
                     facts, f'{host.nova_host}.conf'))
-        for names in grouped:
-            report = preflight.run(
-                connection, [by_name[n].nova_host for n in names],
-                mode=mode, profiles=[profile], facts_dir=facts,
-                config_files=config_files)
-            reports.append(report.to_dict())
+        everyone = [h.nova_host for h in hosts]
+        snapshot = preflight.read(connection, everyone, facts)
+    if snapshot.topologies:
+        # read() lists the servers of the nodes outside its batch, for
+        # their NUMA use; here every node may be outside one batch
+        reader = placement.Reader(connection)
+        for node in snapshot.nodes:
+            if node.name not in snapshot.residents and \
+                    snapshot.of(snapshot.facts, node) is not None:
+                snapshot.residents[node.name] = reader.servers(node)
+    plans = {by_name[c.host].nova_host: c.plan for c in checks
+             if c.plan is not None}
+    reports = []
+    for names in grouped:
+        batch = [by_name[n].nova_host for n in names]
+        judge_mode = 'in-place' if mode == 'in-place' else 'drain'
+        reports.append(preflight.judge(
+            snapshot, batch, judge_mode,
+            {h: plans[h] for h in batch if h in plans}).to_dict())
     return reports
+
+
+def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
+               config_files: Sequence[str]) -> list[HostCheck]:
+    """_local() of each host, in order; from PARALLEL_FROM hosts on, in
+    WORKERS processes (reading a tree's facts is most of a host's time,
+    benchmarks/rollout_check.py). The first host that does not plan, in
+    inventory order, is the error."""
+    if len(hosts) < PARALLEL_FROM or WORKERS < 2:
+        return [_local(host, profile, config_files) for host in hosts]
+    from concurrent import futures
+    import itertools
+
+    with futures.ProcessPoolExecutor(max_workers=WORKERS) as pool:
+        return list(pool.map(_local, hosts, itertools.repeat(profile),
+                             itertools.repeat(config_files),
+                             chunksize=max(1, len(hosts) // (WORKERS * 8))))
 
 
 def _load_profile(name: str, config_files: Sequence[str]) -> Any:
@@ -314,11 +361,13 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
               for name in names}
     asked = remote.ask([h for h in hosts if not h.local], path, profile)
     local = [h for h in hosts if h.local]
-    loaded = _load_profile(profile, config_files) if local else None
+    here = dict(zip([h.name for h in local], _plan_here(
+        local, _load_profile(profile, config_files) if local else None,
+        config_files)))
     checks = []
     for host in hosts:
-        found = (_from_answer(host, asked[host.name]) if host.name in asked
-                 else _local(host, loaded, config_files))
+        found = (_from_answer(host, asked[host.name], profile, config_files)
+                 if host.name in asked else here[host.name])
         found.batch = number[host.name]
         checks.append(found)
     skipped: list[dict[str, str]] = []
@@ -330,7 +379,7 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
                    for name, what in CLOUD_CHECKS]
     else:
         reports = _cloud_checks(cloud, hosts, checks, grouped, mode,
-                                profile, config_files)
+                                config_files)
     return Check(profile=profile, inventory=path, mode=mode,
                  batch_size=batch, cloud=cloud, hosts=checks,
                  skipped=skipped, reports=reports)
