@@ -155,14 +155,29 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         run_id: str | None, config_files: Sequence[str] = (),
         state_file: str | None = None, stream: TextIO | None = None) -> int:
     """Run the rollout over ``hosts`` (already read from the inventory
-    ``path`` with ``limit``); 0 when every batch went through, else
+    ``path`` with ``limit``), after planning every one of them
+    (kvmtune.rollout.check); 0 when every batch went through, else
     KvmtuneError naming the first host and step that failed."""
     import shutil
 
     from kvmtune.rollout import check
 
     stream = stream or sys.stdout
-    check.batches([h.name for h in hosts], batch)      # refuses a bad size
+    # Every host first, as --check does: a host that does not plan, that
+    # cannot be reached or that Nova does not know, no credentials, or a
+    # batch the preflight refuses stops the rollout here, before any
+    # host of any batch is disabled or changed.
+    found = check.plan(hosts, profile, path=path, batch=batch, mode=mode,
+                       cloud=cloud, config_files=config_files)
+    if found.refused:
+        raise KvmtuneError(f'the preflight refuses it: {found.refused[0]}',
+                           source=path,
+                           fix='see kvmtune rollout --check; nothing was '
+                               'disabled or changed')
+    counts = found.to_dict()['summary']
+    stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
+                 f"reboot, {counts['restart']} restart, {counts['none']} "
+                 'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
     try:

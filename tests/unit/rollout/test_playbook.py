@@ -4,11 +4,16 @@ against a local-connection inventory whose hosts are capture trees: the
 playbook parses, its roles' argument specs hold, each step reports, and
 check mode changes nothing."""
 
+import io
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import inventory
 from kvmtune.rollout import playbook
 from tests import hosttrees
 from tests.unit.rollout import fleetvenv
@@ -167,3 +172,42 @@ def test_a_tree_is_never_rebooted_by_rebooting_the_machine(
     assert 'rebooting would reboot the machine it lives on' in done.stdout
     assert 'TASK [kvmtune.fleet.apply : step reboot: a boot-time change ' \
         'is pending]' not in done.stdout
+
+
+@needs_ansible
+def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
+        tmp_path, ansible_on_path, monkeypatch):  # noqa: F811
+    """The playbook's own stop: a host that fails in its batch (here its
+    kvmtune is not installed: the check reads its tree here and passes,
+    the preflight step on the host fails) ends the run there
+    (max_fail_percentage 0); the next batch's host is not touched."""
+    broken = hosttrees.make(tmp_path / 'broken', 'debian-12')
+    good = hosttrees.make(tmp_path / 'good', 'rhel-7')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    inv = tmp_path / 'hosts.ini'
+    local = f'ansible_connection=local ansible_python_interpreter=' \
+        f'{sys.executable}'
+    inv.write_text(
+        f'broken kvmtune_root={broken} {local} '
+        f'kvmtune_command=\'["{tmp_path}/not-installed/kvmtune"]\'\n'
+        f'good kvmtune_root={good} {local}\n')
+    hosts = inventory.load(str(inv))
+    before = hosttrees.snapshot(good)
+    out = io.StringIO()
+    with pytest.raises(KvmtuneError) as err:
+        playbook.run(str(inv), hosts, profile='cpu-pinning', limit='all',
+                     batch=1, mode='stage', cloud=None, run_id='r3',
+                     stream=out)
+    assert 'the rollout stopped: broken failed at step preflight' in \
+        err.value.line()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == 'checked 2 hosts: 2 reboot, 0 restart, 0 unchanged'
+    assert 'broken preflight failed' in lines
+    assert not any(line.startswith('good ') for line in lines)
+    assert hosttrees.snapshot(good) == before
