@@ -4,8 +4,10 @@
   kvmtune rollout --inventory hosts.ini --profile pinned-hugepages \\
       --os-cloud admin --batch 2 --limit computes
 
-Runs the kvmtune.fleet collection's playbook (rollout.yml, shipped in
-this package) with ansible-core (the fleet extra). Each batch of --batch
+Plans every host first, as --check does (a bad host stops it before any
+host is disabled), then runs the kvmtune.fleet collection's playbook
+(rollout.yml, shipped in this package) with ansible-core (the fleet
+extra). Each batch of --batch
 hosts goes: preflight, disable the nova-compute service (reason
 "kvmtune rollout RUN: PROFILE"), drain it (live or cold migration), apply
 (nova.conf and kvmtune boot apply), reboot when a boot-time change is
