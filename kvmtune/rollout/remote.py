@@ -23,9 +23,14 @@ import json
 import shlex
 import subprocess
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
 from kvmtune.rollout import inventory
+
+if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
 
 # How long Ansible may take to ask every host.
 TIMEOUT = 900
@@ -56,7 +61,7 @@ class Answer:
     """One host's answer."""
 
     staged: dict[str, Any]      # boot apply --dry-run -f json
-    facts: dict[str, Any]       # host inspect -f json
+    facts: 'Facts'              # host inspect -f json, checked
     # the lines nova-conf apply --dry-run would add (its diff's "+"
     # lines), or None: no nova.conf there
     nova_conf: list[str] | None
@@ -121,14 +126,16 @@ def parse(name: str, line: str | None, stderr: str = '') -> Answer:
                                  source=source,
                                  fix='see kvmtune on that host')
             outs[what] = out
-        staged, facts = json.loads(outs['boot']), json.loads(outs['facts'])
+        staged = json.loads(outs['boot'])
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f'its answer was not understood ({exc})',
                          source=source,
                          fix='install the same kvmtune on it') from None
-    if not isinstance(staged, dict) or not isinstance(facts, dict):
-        raise InputError('its answer was not understood (not JSON objects)',
+    if not isinstance(staged, dict):
+        raise InputError('its answer was not understood (not a JSON object)',
                          source=source, fix='install the same kvmtune on it')
+    facts = host_facts.parse(outs['facts'].encode('utf-8'),
+                             f'{source}: kvmtune host inspect')
     nova = None if 'nova' not in outs else [
         text[1:] for text in outs['nova'].splitlines()
         if text.startswith('+') and not text.startswith('+++')]

@@ -2,18 +2,25 @@
 host is compared with the tree read here in test_check.py)."""
 
 import json
+import os
 
 import pytest
 
 from kvmtune.errors import InputError
+from kvmtune import facts as host_facts
+from kvmtune import jsonout
 from kvmtune.rollout import inventory
 from kvmtune.rollout import remote
+from tests import paths
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
 
+# what kvmtune host inspect -f json prints for a real machine's capture
+FACTS = jsonout.dumps(host_facts.gather(os.path.join(
+    paths.HOSTS, 'real', '20em64t-hybrid-1p6c2t+2ca4co1t')))
 
-def _line(boot=(0, '{"files": []}', ''), facts=(0, '{"source": "/"}', ''),
-          nova=None):
+
+def _line(boot=(0, '{"files": []}', ''), facts=(0, FACTS, ''), nova=None):
     return 'CHANGED | rc=0 | (stdout) ' + json.dumps(
         {'boot': list(boot), 'facts': list(facts),
          'nova': None if nova is None else list(nova)})
@@ -24,7 +31,7 @@ def test_an_answer_with_a_nova_conf_diff():
             '+cpu_dedicated_set = 2-19\n')
     found = remote.parse('c1', _line(nova=(0, diff + 'dry run\n', '')))
     assert found.staged == {'files': []}
-    assert found.facts == {'source': '/'}
+    assert found.facts == json.loads(FACTS)
     assert found.nova_conf == ['[compute]', 'cpu_dedicated_set = 2-19']
     assert remote.parse('c1', _line()).nova_conf is None
 
@@ -37,6 +44,8 @@ def test_an_answer_with_a_nova_conf_diff():
      'inventory host c1: /: unknown boot loader (fix: x)'),
     ('CHANGED | rc=0 | (stdout) not json',
      'inventory host c1: its answer was not understood'),
+    (_line(facts=(0, '{"schema": 1}', '')),
+     'inventory host c1: kvmtune host inspect: '),
 ])
 def test_a_host_that_does_not_answer_is_named(line, expected):
     with pytest.raises(InputError) as err:
