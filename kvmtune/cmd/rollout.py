@@ -7,15 +7,15 @@
 Plans every host first, as --check does (a bad host stops it before any
 host is disabled), then runs the kvmtune.fleet collection's playbook
 (rollout.yml, shipped in this package) with ansible-core (the fleet
-extra). Each batch of --batch
-hosts goes: preflight, disable the nova-compute service (reason
-"kvmtune rollout RUN: PROFILE"), drain it (live or cold migration), apply
-(nova.conf and kvmtune boot apply), reboot when a boot-time change is
-pending or else restart nova-compute, the verify gate (host, novacompute
-and cloud layers PASS), enable, the textfile. A failed host stops the
-rollout before the next batch. --mode in-place reboots with the guests on
-the host (Nova restarts them), --mode stage stops after apply. One
-progress line per host and step.
+extra). Each batch of --batch hosts goes: preflight, disable the
+nova-compute service (reason "kvmtune rollout RUN: PROFILE"), drain it
+(live or cold migration), apply (nova.conf and kvmtune boot apply),
+reboot when a boot-time change is pending or else restart nova-compute,
+the verify gate (host, novacompute and cloud layers PASS), enable, the
+textfile. A failed host stops the rollout before the next batch. --mode
+in-place reboots with the guests on the host (Nova restarts them), --mode
+stage stops after apply. One progress line per host and step; --state
+FILE makes a stopped rollout go on where it stopped.
 
 --check runs nothing on any host and changes nothing: it plans every
 host (the files and nova.conf options it would change, reboot or
