@@ -82,9 +82,12 @@ def test_check_over_ssh_is_what_each_tree_says(fleet):
     assert _snapshots(fleet) == before
 
 
-def test_the_playbook_in_check_mode_over_ssh_changes_nothing(fleet):
+def test_the_playbook_in_check_mode_over_ssh_changes_nothing(
+        fleet, monkeypatch):
     from kvmtune.rollout import playbook
 
+    # the fleet's ansible-core for playbook.command's lookup
+    monkeypatch.setenv('PATH', _env(fleet)['PATH'])
     before = _snapshots(fleet)
     variables = playbook.extra_vars(profile='cpu-pinning', batch=2,
                                     mode='drain', cloud=None, run_id='chk')
