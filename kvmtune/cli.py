@@ -59,6 +59,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
              boot apply          kernel arguments (GRUB), modprobe.d, reboot
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
+  fleet   -> rollout             a profile over an Ansible inventory
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
@@ -90,6 +91,8 @@ COMMANDS: list[tuple[Any, ...]] = [
     (('boot', 'apply'), 'boot_apply',
      'Write the kernel arguments and module options a profile needs at '
      'boot.'),
+    (('rollout',), 'rollout',
+     'Roll a profile out over an inventory: drain, apply, reboot, verify.'),
     (('verify',), 'verify',
      'Check that the host, nova-compute, cloud and guests run as planned.'),
     (('capacity',), 'capacity',

@@ -21,6 +21,9 @@ from kvmtune.errors import KvmtuneError
 MODULES = {
     'bench': ('rally', 'rally_openstack', 'numpy', 'matplotlib'),
     'cloud': ('openstack',),
+    # the fleet rollout's controller: ansible-core's programs
+    # (kvmtune.rollout.inventory finds them on PATH or beside this Python)
+    'fleet': ('ansible',),
 }
 
 

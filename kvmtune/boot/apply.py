@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.boot import changes
 from kvmtune.boot import loader as loaders
@@ -38,6 +39,10 @@ from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune import fileio
 from kvmtune import inputs
+
+if TYPE_CHECKING:
+    from kvmtune.facts.types import Facts
+    from kvmtune.tuning.profiles import Profile
 
 # How long a boot loader tool may take (update-grub probes every disk).
 TOOL_TIMEOUT = 600
@@ -60,6 +65,9 @@ class Result:
     # 'written' | 'removed' | 'unchanged' | 'none' | 'would write' | ...
     record: str = 'none'
     dry_run: bool = False
+    # the plan it staged (kvmtune.tuning.plan.Plan), for a caller that
+    # shows more of it (kvmtune.rollout.check); not part of to_dict()
+    plan: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def reboot_required(self) -> bool:
@@ -164,21 +172,29 @@ def _run(argv: list[str]) -> None:
                                'are written, the reboot record is not')
 
 
-def apply(profile: str, root: str = '/', config_files: Iterable[str] = (),
-          dry_run: bool = False) -> Result:
+def apply(profile: 'str | Profile', root: str = '/',
+          config_files: Iterable[str] = (), dry_run: bool = False,
+          facts: 'Facts | None' = None) -> Result:
     """Stage ``profile``'s boot-time changes on the host tree ``root``
     (module docstring); InputError, with nothing written, for bad input,
     a withheld plan, unknown or doubtful facts, an unknown boot loader or
-    a missing tool."""
+    a missing tool.
+
+    ``profile``: a name, a file or a Profile already loaded; ``facts``:
+    the facts of ``root`` when the caller has read them already (the
+    rollout's --check plans many hosts: kvmtune.rollout.check), else read
+    here."""
     from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
 
     live = is_this_machine(root)
-    facts = host_facts.resolve(root=None if live else root)
+    if facts is None:
+        facts = host_facts.resolve(root=None if live else root)
     plan, = plans.for_host([profile], facts=facts,
                            config_files=config_files)
     result = Result(profile=plan.profile, root=root,
-                    kernel_args=list(plan.kernel_args), dry_run=dry_run)
+                    kernel_args=list(plan.kernel_args), dry_run=dry_run,
+                    plan=plan)
     reasons = changes.cmdline_reasons(plan.kernel_args, facts, root)
     writes: dict[str, str] = {}
     old: list[str] = []

@@ -113,21 +113,32 @@ def load(path: str) -> Facts:
     except InputError as exc:
         raise InputError(f'cannot read facts: {exc.problem}', source=path,
                          fix=exc.fix) from None
+    facts = parse(data, path)
+    facts['source'] = path
+    return facts
+
+
+def parse(data: bytes, source: str) -> Facts:
+    """Check facts JSON ``data`` (``kvmtune host inspect -f json``, as a
+    file holds it or another host printed it; ``source`` names where it
+    came from); InputError names what is wrong."""
+    from kvmtune import inputs
+
     try:
-        facts = inputs.parse_json(data, path)
+        facts = inputs.parse_json(data, source)
     except InputError as exc:
-        raise InputError(exc.problem, source=path, fix=REGENERATE) from None
+        raise InputError(exc.problem, source=source,
+                         fix=REGENERATE) from None
     for key, problem in schema.problems(facts):
-        raise InputError(problem, source=path, key=key or None,
+        raise InputError(problem, source=source, key=key or None,
                          fix=REGENERATE)
     if facts['schema'] != schema.SCHEMA_VERSION:
         raise InputError(f'schema {facts["schema"]} is not supported '
                          f'(this kvmtune reads {schema.SCHEMA_VERSION})',
-                         source=path, key='schema', fix=REGENERATE)
+                         source=source, key='schema', fix=REGENERATE)
     if not facts['numa']['nodes']:
-        raise InputError('no NUMA node', source=path, key='numa.nodes',
+        raise InputError('no NUMA node', source=source, key='numa.nodes',
                          fix=REGENERATE)
-    facts['source'] = path
     return cast(Facts, facts)
 
 

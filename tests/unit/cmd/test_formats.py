@@ -65,6 +65,8 @@ def test_value_and_columns_on_a_table(capsys):
 
 # Every command that reads and prints (issue 23 item 3) takes -f json.
 READING_COMMANDS = {'host inspect', 'plan', 'profile list', 'profile show',
+                    # --check's plan (tests/unit/cmd/test_rollout.py)
+                    'rollout',
                     'verify', 'capacity', 'flavor diff', 'cloud status',
                     'rally env', 'bench nested', 'report',
                     # writes, and prints what it did as a document
@@ -198,6 +200,8 @@ LOCAL = os.path.join(paths.FIXTURES, 'outputs',
 # make overflow: they print through output.emit, the one strict encoder
 # (kvmtune.jsonout), tested on its own in tests/unit/test_jsonout.py.
 LIVE_ONLY = {'flavor diff': 'reads the flavor from a live Nova',
+             'rollout': 'reads its hosts through ansible-inventory (its '
+                        'JSON compared with jsonout in test_rollout.py)',
              'cloud status': 'reads the embedded test cloud',
              'rally env': 'reads Rally\'s database of a live cloud',
              'bench nested': 'measures guests it boots',

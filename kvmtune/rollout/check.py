@@ -1,0 +1,385 @@
+"""``kvmtune rollout --check``: what the rollout would do, host by host.
+
+``plan(hosts, profile, batch)`` plans ``profile`` on every inventory host
+the way the rollout's apply step would, and changes nothing:
+
+- the boot-time side through ``kvmtune.boot.apply.apply(..., dry_run=True)``
+  (the front door kvmtune.tuning.plan.for_host on the host's facts, then
+  the booted state: kvmtune.boot.changes, and the reboot record,
+  kvmtune.boot.record): the files it would write, the boot loader
+  commands, and the reasons a reboot is needed (``cmdline``,
+  ``hugepages``, ``module``);
+- nova.conf: the options of the plan nova-compute reads
+  (kvmtune.tuning.novaconf.services) that the host's file does not have
+  with that value (kvmtune.tuning.novaconf.update.planned_changes: the
+  values ``kvmtune nova-conf apply`` would write);
+- the action: ``reboot`` when a reason is pending (staged now, or staged
+  by a run before and not booted since), else ``restart`` (nova-compute)
+  when nova.conf or a modprobe file changes, else ``none``.
+
+A host's tree is read here when the inventory says it is on this machine
+(``ansible_connection=local``; ``kvmtune_root`` a capture or a mounted
+root, as ``--root`` elsewhere). Any other host is asked over its
+connection, by Ansible (kvmtune.rollout.remote).
+
+Without a cloud the cloud's checks are not made, and the answer names
+them (CLOUD_CHECKS). A host that does not plan (a withheld plan, an
+unknown boot loader, a tree that is not there, a host Ansible cannot
+reach) is one InputError naming the host: nothing is planned for the
+others, nothing is changed anywhere.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+import dataclasses
+import os
+from typing import Any
+
+from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import inventory
+from kvmtune.rollout import remote
+
+ACTIONS = ('reboot', 'restart', 'none')
+# Hosts read on this machine are planned in WORKERS processes from
+# PARALLEL_FROM hosts on: two, not every core, as the controller has other
+# work (and ansible-playbook to run).
+WORKERS = min(2, os.cpu_count() or 1)
+PARALLEL_FROM = 32
+# (name, what it checks): the cloud's part of the preflight, made only
+# with --os-cloud (kvmtune.rollout.preflight, kvmtune rollout-step).
+CLOUD_CHECKS = (
+    ('nova-service-known',
+     'each host is a nova-compute service Nova knows, under that name'),
+    ('preflight-capacity',
+     'the rest of the fleet has room for the guests of each batch '
+     '(drain mode)'),
+    ('in-place-hold',
+     'no guest would lose its pinned CPUs or huge pages when its host '
+     'reboots in place (in-place mode)'),
+)
+
+
+@dataclasses.dataclass
+class HostCheck:
+    """What the rollout would do on one host."""
+
+    host: str
+    root: str
+    connection: str | None
+    batch: int = 0
+    action: str = 'none'
+    # {reason: [what is not booted]}, every reason of record.REASONS
+    reasons: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # [{'kind': 'file'|'command'|'nova.conf', ...}]
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    kernel_args: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    # the host's facts and plan (the cloud's preflight judges on them);
+    # not part of the document
+    facts: Any = dataclasses.field(default=None, repr=False)
+    plan: Any = dataclasses.field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)
+                if field.name not in ('facts', 'plan')}
+
+
+@dataclasses.dataclass
+class Check:
+    """The whole --check answer (``-f json`` prints ``to_dict()``)."""
+
+    profile: str
+    inventory: str
+    mode: str
+    batch_size: int
+    cloud: str | None
+    hosts: list[HostCheck]
+    skipped: list[dict[str, str]]
+    # the cloud's preflight per batch (kvmtune.rollout.preflight.Report
+    # .to_dict()), with a cloud
+    reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def refused(self) -> list[str]:
+        """The preflight's refusals, every batch's."""
+        return [line for report in self.reports
+                for line in report.get('refusals', [])]
+
+    @property
+    def batches(self) -> list[list[str]]:
+        out: list[list[str]] = []
+        for host in self.hosts:
+            if len(out) < host.batch:
+                out.append([])
+            out[host.batch - 1].append(host.host)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {action: sum(h.action == action for h in self.hosts)
+                  for action in ACTIONS}
+        return {'profile': self.profile, 'inventory': self.inventory,
+                'mode': self.mode, 'batch_size': self.batch_size,
+                'cloud': self.cloud,
+                'preflight': {'cloud_checks_skipped': self.skipped,
+                              'batches': self.reports,
+                              'ok': not self.refused},
+                'batches': [{'batch': n, 'hosts': names} for n, names
+                            in enumerate(self.batches, 1)],
+                'hosts': [host.to_dict() for host in self.hosts],
+                'summary': {'hosts': len(self.hosts), **counts}}
+
+
+def _host_error(host: inventory.Host, exc: KvmtuneError) -> InputError:
+    where = ': '.join(str(p) for p in (exc.source, exc.key) if p)
+    problem = f'{where}: {exc.problem}' if where else exc.problem
+    return InputError(problem, source=f'inventory host {host.name}',
+                      fix=exc.fix)
+
+
+def _no_nova_conf(path: str) -> str:
+    return (f'no nova.conf at {path}: the apply step leaves nova.conf alone '
+            'here (set kvmtune_nova_conf to the file nova-compute reads)')
+
+
+def _nova_conf(host: inventory.Host, plan: Any) -> tuple[
+        list[dict[str, Any]], list[str]]:
+    """(changes, notes) of the host's nova.conf for ``plan``."""
+    from kvmtune.tuning.novaconf import services
+    from kvmtune.tuning.novaconf import update
+
+    path = host.in_root(host.nova_conf)
+    wanted, _ = services.split(plan.nova_conf, services.COMPUTE)
+    if not wanted:
+        return [], []
+    if not os.path.isfile(path):
+        return [], [_no_nova_conf(path)]
+    text = update.read_config(path)
+    ini = update.parse_config(path, text)
+    changes = []
+    for section, options in update.planned_changes(path, wanted).items():
+        for option, value in options.items():
+            current: Any = ini.get_all(section, option) \
+                if isinstance(value, list) else ini.get(section, option)
+            if current != value:
+                changes.append({'kind': 'nova.conf', 'path': host.nova_conf,
+                                'section': section, 'option': option,
+                                'from': current, 'to': value})
+    return changes, []
+
+
+def _local(host: inventory.Host, profile: Any,
+           config_files: Sequence[str]) -> HostCheck:
+    """The HostCheck of a host whose tree is on this machine; ``profile``
+    a Profile loaded once for every host."""
+    from kvmtune.boot import apply
+    from kvmtune.boot import record
+    from kvmtune import facts as host_facts
+
+    found = HostCheck(host=host.name, root=host.root,
+                      connection=host.connection)
+    if not os.path.isdir(host.root):
+        raise InputError(f'kvmtune_root {host.root}: no such directory, '
+                         'so the host cannot be reached here',
+                         source=f'inventory host {host.name}',
+                         fix='give the tree of the host (kvmtune host '
+                             'capture), or the connection Ansible reaches '
+                             'it by')
+    try:
+        # the facts once; boot apply's dry run plans on them through the
+        # front door (kvmtune.tuning.plan.for_host) and compares
+        facts = host_facts.resolve(root=host.root)
+        staged = apply.apply(profile, root=host.root, facts=facts,
+                             config_files=config_files, dry_run=True)
+        conf, found.notes = _nova_conf(host, staged.plan)
+        earlier = record.pending(host.root)
+    except KvmtuneError as exc:
+        raise _host_error(host, exc) from None
+    _fill(found, staged.to_dict(), earlier)
+    found.changes += conf
+    _decide(found)
+    found.facts, found.plan = facts, staged.plan
+    return found
+
+
+def _fill(found: HostCheck, staged: dict[str, Any],
+          earlier: dict[str, list[str]]) -> None:
+    """The boot side of ``found`` from ``kvmtune boot apply --dry-run -f
+    json``'s document ``staged`` and the reasons still pending from an
+    earlier run (``earlier``)."""
+    from kvmtune.boot import record
+
+    found.kernel_args = list(staged.get('kernel_args') or [])
+    reasons = {reason: list(staged.get('reasons', {}).get(reason) or [])
+               for reason in record.REASONS}
+    for reason, items in earlier.items():
+        reasons[reason] += [i for i in items if i not in reasons[reason]]
+    found.reasons = reasons
+    found.changes += [{'kind': 'file', 'path': f['path']}
+                      for f in staged.get('files') or ()
+                      if f.get('status') == 'would write']
+    found.changes += [{'kind': 'command', 'argv': c['argv']}
+                      for c in staged.get('commands') or ()]
+    if earlier:
+        found.notes.append('a reboot staged before is still pending '
+                           '(its reboot record): '
+                           + ', '.join(sorted(earlier)))
+
+
+def _decide(found: HostCheck) -> None:
+    if any(found.reasons.values()):
+        found.action = 'reboot'
+    elif found.changes:
+        found.action = 'restart'
+    else:
+        found.action = 'none'
+
+
+def _from_answer(host: inventory.Host, answer: 'remote.Answer',
+                 profile: str, config_files: Sequence[str]) -> HostCheck:
+    """The HostCheck of a host asked over Ansible (kvmtune.rollout.remote);
+    its plan made here from the facts it sent (the front door)."""
+    from kvmtune.tuning import plan as plans
+
+    found = HostCheck(host=host.name, root=host.root,
+                      connection=host.connection)
+    _fill(found, answer.staged, {})
+    found.facts = answer.facts
+    try:
+        found.plan, = plans.for_host([profile], facts=answer.facts,
+                                     config_files=config_files)
+    except KvmtuneError as exc:
+        raise _host_error(host, exc) from None
+    if answer.nova_conf is None:
+        found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
+    found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
+                       'diff': line} for line in answer.nova_conf or ()]
+    _decide(found)
+    return found
+
+
+def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
+                  checks: Sequence[HostCheck],
+                  grouped: Sequence[Sequence[str]], mode: str,
+                  config_files: Sequence[str]) -> list[dict[str, Any]]:
+    """The cloud's preflight of every batch (kvmtune.rollout.preflight),
+    judged on one read of the cloud (GET requests only): the API calls
+    grow with the hosts, not with hosts times batches. Every host a
+    nova-compute Nova knows (else InputError), room on the rest of the
+    fleet for a batch's guests (drain), the plan holding the guests that
+    stay (in-place). The batches are judged each on the cloud as it is
+    now; the rollout's own preflight reads it again before each batch.
+    The hosts' facts (and nova.conf, when read here) go with their names
+    in Nova."""
+    import shutil
+    import tempfile
+
+    from kvmtune.capacity import placement
+    from kvmtune import jsonout
+    from kvmtune.openstack.connection import Cloud
+    from kvmtune.rollout import preflight
+
+    by_name = {h.name: h for h in hosts}
+    connection = Cloud.connect(cloud)
+    with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
+        for found in checks:
+            host = by_name[found.host]
+            if found.facts is None:
+                continue
+            with open(os.path.join(facts, f'{host.nova_host}.json'), 'w',
+                      encoding='utf-8') as f:
+                f.write(jsonout.dumps(found.facts, source=found.host))
+            conf = host.in_root(host.nova_conf)
+            if host.local and os.path.isfile(conf):
+                shutil.copyfile(conf, os.path.join(
+                    facts, f'{host.nova_host}.conf'))
+        everyone = [h.nova_host for h in hosts]
+        snapshot = preflight.read(connection, everyone, facts)
+    if snapshot.topologies:
+        # read() lists the servers of the nodes outside its batch, for
+        # their NUMA use; here every node may be outside one batch
+        reader = placement.Reader(connection)
+        for node in snapshot.nodes:
+            if node.name not in snapshot.residents and \
+                    snapshot.of(snapshot.facts, node) is not None:
+                snapshot.residents[node.name] = reader.servers(node)
+    plans = {by_name[c.host].nova_host: c.plan for c in checks
+             if c.plan is not None}
+    reports = []
+    for names in grouped:
+        batch = [by_name[n].nova_host for n in names]
+        judge_mode = 'in-place' if mode == 'in-place' else 'drain'
+        reports.append(preflight.judge(
+            snapshot, batch, judge_mode,
+            {h: plans[h] for h in batch if h in plans}).to_dict())
+    return reports
+
+
+def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
+               config_files: Sequence[str]) -> list[HostCheck]:
+    """_local() of each host, in order; from PARALLEL_FROM hosts on, in
+    WORKERS processes (reading a tree's facts is most of a host's time,
+    benchmarks/rollout_check.py). The first host that does not plan, in
+    inventory order, is the error."""
+    if len(hosts) < PARALLEL_FROM or WORKERS < 2:
+        return [_local(host, profile, config_files) for host in hosts]
+    from concurrent import futures
+    import itertools
+
+    with futures.ProcessPoolExecutor(max_workers=WORKERS) as pool:
+        return list(pool.map(_local, hosts, itertools.repeat(profile),
+                             itertools.repeat(config_files),
+                             chunksize=max(1, len(hosts) // (WORKERS * 8))))
+
+
+def _load_profile(name: str, config_files: Sequence[str]) -> Any:
+    """The profile ``name`` (or file), loaded once for every host."""
+    from kvmtune.tuning import profiles
+
+    return profiles.load(name, profiles.configured_dirs(list(config_files)))
+
+
+def batches(names: Sequence[str], size: int) -> list[list[str]]:
+    """``names`` in batches of ``size``, in inventory order (Ansible's
+    ``serial: size``)."""
+    if size < 1:
+        raise InputError(f'must be at least 1, not {size}', key='--batch',
+                         fix='give how many hosts a batch takes')
+    return [list(names[i:i + size]) for i in range(0, len(names), size)]
+
+
+def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
+         batch: int = 1, mode: str = 'drain', cloud: str | None = None,
+         config_files: Sequence[str] = ()) -> Check:
+    """The rollout's plan for ``hosts`` (inventory order) of the
+    inventory ``path``; InputError naming the first host that does not
+    plan."""
+    hosts = list(hosts)
+    grouped = batches([h.name for h in hosts], batch)
+    number = {name: n for n, names in enumerate(grouped, 1)
+              for name in names}
+    asked = remote.ask([h for h in hosts if not h.local], path, profile)
+    local = [h for h in hosts if h.local]
+    here = dict(zip([h.name for h in local], _plan_here(
+        local, _load_profile(profile, config_files) if local else None,
+        config_files)))
+    checks = []
+    for host in hosts:
+        found = (_from_answer(host, asked[host.name], profile, config_files)
+                 if host.name in asked else here[host.name])
+        found.batch = number[host.name]
+        checks.append(found)
+    skipped: list[dict[str, str]] = []
+    reports: list[dict[str, Any]] = []
+    if cloud is None or mode == 'stage':
+        why = ('no --os-cloud given' if cloud is None
+               else 'mode stage disables, drains and reboots nothing')
+        skipped = [{'check': name, 'what': what, 'why': why}
+                   for name, what in CLOUD_CHECKS]
+    else:
+        reports = _cloud_checks(cloud, hosts, checks, grouped, mode,
+                                config_files)
+    return Check(profile=profile, inventory=path, mode=mode,
+                 batch_size=batch, cloud=cloud, hosts=checks,
+                 skipped=skipped, reports=reports)

@@ -1,0 +1,230 @@
+"""Run the kvmtune.fleet collection's rollout playbook, and show progress.
+
+``run(...)`` starts ``ansible-playbook`` on the collection's
+playbooks/rollout.yml (kvmtune.PLAYBOOK; the collection found
+through ANSIBLE_COLLECTIONS_PATH, kvmtune.rollout.COLLECTIONS_PATH) with
+the rollout's settings as extra variables (``extra_vars``), and prints
+one line per host and step as Ansible reports them (``progress``): the
+roles name each step's tasks ``step <name>: ...``
+(kvmtune/data/ansible_collections/kvmtune/fleet/README.md).
+
+Ansible's own output goes to a log file beside nothing else: the path is
+printed first, and a failure's line names it.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+from typing import TextIO
+
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import inventory
+
+# Where the collection is, in the checkout and in the installed package
+# (package data): ANSIBLE_COLLECTIONS_PATH takes the directory above
+# ansible_collections/.
+COLLECTIONS_PATH = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'data')
+COLLECTION = os.path.join(COLLECTIONS_PATH, 'ansible_collections', 'kvmtune',
+                          'fleet')
+PLAYBOOK = os.path.join(COLLECTION, 'playbooks', 'rollout.yml')
+# The rollout's modes: migrate the guests away first; reboot with the
+# guests on the host (Nova restarts them); write and stop before the reboot.
+MODES = ('drain', 'in-place', 'stage')
+
+_TASK = re.compile(r'^TASK \[(?:[\w.]+ : )?step (?P<step>[\w-]+):')
+_RESULT = re.compile(
+    r'^(?P<status>ok|changed|skipping|fatal|failed)'
+    r': \[(?P<host>[^\]\s]+)(?: -> [^\]]+)?\]'
+    r'(?P<unreachable>: UNREACHABLE!)?')
+
+
+def extra_vars(*, profile: str, batch: int, mode: str, cloud: str | None,
+               run_id: str, config_files: Sequence[str] = (),
+               facts_dir: str = '', state_file: str | None = None
+               ) -> dict[str, Any]:
+    """The playbook's variables (the roles' meta/argument_specs.yml)."""
+    return {'kvmtune_profile': profile, 'kvmtune_batch': batch,
+            'kvmtune_mode': mode, 'kvmtune_os_cloud': cloud or '',
+            'kvmtune_run_id': run_id,
+            'kvmtune_config_files': list(config_files),
+            'kvmtune_facts_dir': facts_dir,
+            'kvmtune_state_file': state_file or '',
+            # the controller's kvmtune, for the cloud steps (delegated to
+            # localhost): this one
+            'kvmtune_controller_command': [sys.executable, '-m',
+                                           'kvmtune.cli']}
+
+
+def progress(lines: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """(host, step, status) of each result line of Ansible's default
+    output under a ``step <name>:`` task, and ('', '', 'play') where a
+    play (a batch) or the recap starts."""
+    step = None
+    for line in lines:
+        if line.startswith('PLAY '):
+            # a batch (or the run) ends: steps() shows what is pending
+            yield '', '', 'play'
+            step = None
+            continue
+        task = _TASK.match(line)
+        if task:
+            step = task.group('step')
+            continue
+        if line.startswith('TASK ['):
+            step = None
+            continue
+        found = _RESULT.match(line)
+        if found and step is not None:
+            status = ('unreachable' if found.group('unreachable')
+                      else 'failed' if found.group('status') == 'fatal'
+                      else found.group('status'))
+            yield found.group('host'), step, status
+
+
+# A step's status from its tasks' results: the strongest one.
+_RANK = ('skipping', 'ok', 'changed', 'failed', 'unreachable')
+
+
+def steps(results: Iterable[tuple[str, str, str]]
+          ) -> Iterator[tuple[str, str, str]]:
+    """One (host, step, status) per host and step from ``progress``'s
+    task results: a step's line comes when the host's next step starts,
+    or a host failed, or the run ended; its status is the strongest of
+    its tasks' (``changed`` when any task changed, ``skipping`` when all
+    skipped)."""
+    current: dict[str, tuple[str, str]] = {}
+    for host, step, status in results:
+        if status == 'play':
+            yield from ((h, s, st) for h, (s, st) in current.items())
+            current.clear()
+            continue
+        before = current.get(host)
+        if before is not None and before[0] != step:
+            yield host, before[0], before[1]
+            before = None
+        if before is None or _RANK.index(status) > _RANK.index(before[1]):
+            before = (step, status)
+        current[host] = before
+        if _RANK.index(status) >= _RANK.index('failed'):
+            yield host, step, status
+            del current[host]
+    for host, (step, status) in current.items():
+        yield host, step, status
+
+
+def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
+    return [inventory.ansible_tool('ansible-playbook'), '-i', path,
+            '--limit', limit, '-e', json.dumps(variables), PLAYBOOK]
+
+
+def environment() -> dict[str, str]:
+    paths = [COLLECTIONS_PATH] + [
+        p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(':')
+        if p]
+    return {**os.environ, 'ANSIBLE_COLLECTIONS_PATH': ':'.join(paths),
+            'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.default',
+            'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0',
+            'ANSIBLE_RETRY_FILES_ENABLED': '0'}
+
+
+def _run_id(profile: str, run_id: str | None, state_file: str | None
+            ) -> str:
+    """The run's id: the state file's run when it holds one (a rollout
+    run again goes on), else ``run_id``, else a new one
+    (kvmtune.rollout.state)."""
+    if state_file is None and run_id:
+        return run_id
+    from kvmtune.rollout import state
+
+    if state_file is None:
+        return state.new_run_id()
+    found, _ = state.open_run(state_file, profile=profile, run_id=run_id)
+    return found.run_id
+
+
+def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
+        limit: str, batch: int, mode: str, cloud: str | None,
+        run_id: str | None, config_files: Sequence[str] = (),
+        state_file: str | None = None, stream: TextIO | None = None) -> int:
+    """Run the rollout over ``hosts`` (already read from the inventory
+    ``path`` with ``limit``), after planning every one of them
+    (kvmtune.rollout.check); 0 when every batch went through, else
+    KvmtuneError naming the first host and step that failed."""
+    import shutil
+
+    from kvmtune.rollout import check
+
+    stream = stream or sys.stdout
+    # Every host first, as --check does: a host that does not plan, that
+    # cannot be reached or that Nova does not know, no credentials, or a
+    # batch the preflight refuses stops the rollout here, before any
+    # host of any batch is disabled or changed.
+    found = check.plan(hosts, profile, path=path, batch=batch, mode=mode,
+                       cloud=cloud, config_files=config_files)
+    if found.refused:
+        raise KvmtuneError(f'the preflight refuses it: {found.refused[0]}',
+                           source=path,
+                           fix='see kvmtune rollout --check; nothing was '
+                               'disabled or changed')
+    counts = found.to_dict()['summary']
+    stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
+                 f"reboot, {counts['restart']} restart, {counts['none']} "
+                 'unchanged\n')
+    run_id = _run_id(profile, run_id, state_file)
+    facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
+    try:
+        return _play(path, hosts, limit, stream, run_id, extra_vars(
+            profile=profile, batch=batch, mode=mode, cloud=cloud,
+            run_id=run_id, config_files=config_files, facts_dir=facts_dir,
+            state_file=state_file and os.path.abspath(state_file)))
+    finally:
+        shutil.rmtree(facts_dir, ignore_errors=True)
+
+
+def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
+          stream: TextIO, run_id: str, variables: dict[str, Any]) -> int:
+    profile = variables['kvmtune_profile']
+    batch = variables['kvmtune_batch']
+    mode = variables['kvmtune_mode']
+    log = tempfile.NamedTemporaryFile(
+        'w', prefix=f'kvmtune-rollout-{run_id}-', suffix='.log',
+        delete=False)
+    stream.write(f'rollout {run_id}: {profile} on {len(hosts)} hosts, '
+                 f'batches of {batch}, mode {mode}; Ansible\'s log: '
+                 f'{log.name}\n')
+    failed: tuple[str, str, str] | None = None
+    with log, subprocess.Popen(command(path, limit, variables),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               env=environment()) as proc:
+        assert proc.stdout is not None
+
+        def lines() -> Iterator[str]:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                log.write(line)
+                yield line
+
+        for host, step, status in steps(progress(lines())):
+            shown = 'skipped' if status == 'skipping' else status
+            stream.write(f'{host} {step} {shown}\n')
+            stream.flush()
+            if status in ('failed', 'unreachable') and not failed:
+                failed = (host, step, status)
+        rc = proc.wait()
+    if rc != 0:
+        where = (f'{failed[0]} failed at step {failed[1]} ({failed[2]})'
+                 if failed else f'ansible-playbook exited {rc}')
+        raise KvmtuneError(f'the rollout stopped: {where}', source=log.name,
+                           fix='see the log; kvmtune rollout --check shows '
+                               'the plan; the hosts of later batches were '
+                               'not touched')
+    stream.write(f'rollout {run_id}: done\n')
+    return 0

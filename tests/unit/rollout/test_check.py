@@ -1,0 +1,164 @@
+"""kvmtune.rollout.check: --check's plan per host, on real capture trees
+with a distribution's boot files (tests/hosttrees.py), read-only."""
+
+import os
+import sys
+
+import pytest
+
+from kvmtune.errors import InputError
+from kvmtune.rollout import check
+from kvmtune.rollout import inventory
+from tests import hosttrees
+from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import needs_ansible
+
+# real/20em64t-hybrid-1p6c2t+2ca4co1t under Debian 12's boot files: it
+# booted without isolcpus; cpu-pinning plans isolcpus=2-19 there
+ISOLCPUS = 'isolcpus=2-19'
+
+
+def _host(name, root, **more):
+    return inventory.Host(name, {'kvmtune_root': str(root),
+                                 'ansible_connection': 'local', **more})
+
+
+def _booted_with(root, args):
+    """The tree booted ``args`` too (what a reboot into them gives)."""
+    cmdline = root / 'proc' / 'cmdline'
+    cmdline.write_text(cmdline.read_text().strip() + ' ' + ' '.join(args)
+                       + '\n')
+
+
+def test_booted_without_isolcpus_says_reboot_cmdline(tmp_path):
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    before = hosttrees.snapshot(root)
+    found = check.plan([_host('c1', root)], 'cpu-pinning', path='inv')
+    host, = found.hosts
+    assert host.action == 'reboot'
+    assert host.reasons == {'cmdline': [ISOLCPUS], 'hugepages': [],
+                            'module': []}
+    assert {'kind': 'file', 'path': '/etc/default/grub.d/50-kvmtune.cfg'} \
+        in host.changes
+    assert {'kind': 'command', 'argv': ['update-grub']} in host.changes
+    assert hosttrees.snapshot(root) == before       # nothing written
+
+
+def test_pinned_hugepages_names_both_reasons(tmp_path):
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    host, = check.plan([_host('c1', root)], 'pinned-hugepages',
+                       path='inv').hosts
+    assert host.action == 'reboot'
+    assert host.reasons['cmdline'] == [ISOLCPUS]
+    assert host.reasons['hugepages'] == [
+        'default_hugepagesz=2M', 'hugepagesz=2M', 'hugepages=6940']
+
+
+def test_already_booted_with_the_plan_is_none_or_restart(tmp_path):
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    _booted_with(root, [ISOLCPUS])
+    host, = check.plan([_host('c1', root)], 'cpu-pinning',
+                       path='inv').hosts
+    assert (host.action, host.changes) == ('none', [])
+    assert not any(host.reasons.values())
+    assert 'no nova.conf at' in host.notes[0]
+    # with the nova.conf nova-compute reads: its options change, a restart
+    conf = root / 'etc' / 'nova' / 'nova.conf'
+    conf.parent.mkdir(parents=True)
+    conf.write_text('[DEFAULT]\ndebug = true\n')
+    before = hosttrees.snapshot(root)
+    host, = check.plan([_host('c1', root)], 'cpu-pinning',
+                       path='inv').hosts
+    assert host.action == 'restart' and host.notes == []
+    changed = {(c['section'], c['option']): c['to'] for c in host.changes}
+    assert changed[('compute', 'cpu_dedicated_set')] == '2-19'
+    assert all(c['kind'] == 'nova.conf' and c['from'] is None
+               for c in host.changes)
+    assert hosttrees.snapshot(root) == before
+
+
+def test_batches_in_inventory_order_and_skipped_cloud_checks(tmp_path):
+    hosts = [_host(name, hosttrees.make(tmp_path / name, 'debian-12'))
+             for name in ('c3', 'c1', 'c2')]
+    found = check.plan(hosts, 'cpu-pinning', path='inv', batch=2)
+    assert found.batches == [['c3', 'c1'], ['c2']]
+    doc = found.to_dict()
+    assert [b['hosts'] for b in doc['batches']] == [['c3', 'c1'], ['c2']]
+    assert doc['summary'] == {'hosts': 3, 'reboot': 3, 'restart': 0,
+                              'none': 0}
+    assert [s['check'] for s in doc['preflight']['cloud_checks_skipped']] \
+        == [name for name, _ in check.CLOUD_CHECKS]
+    with pytest.raises(InputError, match='--batch'):
+        check.batches(['a'], 0)
+
+
+def test_a_host_that_does_not_plan_is_named(tmp_path):
+    good = hosttrees.make(tmp_path / 'good', 'debian-12')
+    # 16amd64-8n2c: the 2M pool of pinned-hugepages is withheld there
+    small = hosttrees.make(tmp_path / 'small', 'debian-12',
+                           os.path.join('real', '16amd64-8n2c'))
+    with pytest.raises(InputError) as err:
+        check.plan([_host('good', good), _host('small', small)],
+                   'pinned-hugepages', path='inv')
+    line = err.value.line()
+    assert line.startswith('inventory host small: ')
+    assert 'withheld' in line and '\n' not in line
+
+
+def test_a_missing_root_is_unreachable(tmp_path):
+    with pytest.raises(InputError) as err:
+        check.plan([_host('gone', tmp_path / 'nothing')], 'cpu-pinning',
+                   path='inv')
+    assert err.value.line().startswith('inventory host gone: kvmtune_root ')
+    assert 'no such directory' in err.value.line()
+
+
+@needs_ansible
+def test_a_host_on_another_connection_is_asked_over_ansible(
+        tmp_path, monkeypatch, ansible_on_path):  # noqa: F811
+    """ansible.builtin.local is another connection to kvmtune (it asks
+    over Ansible, as over ssh) that reaches this machine: the answer
+    must be what the tree gives when read here."""
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m kvmtune.cli "$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    monkeypatch.setenv('PYTHONPATH', os.path.dirname(os.path.dirname(
+        os.path.dirname(check.__file__))))
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text(f'[computes]\nc1 kvmtune_root={root} '
+                   'ansible_connection=ansible.builtin.local '
+                   f'ansible_python_interpreter={sys.executable}\n')
+    hosts = inventory.load(str(inv))
+    assert not hosts[0].local
+    before = hosttrees.snapshot(root)
+    remote, = check.plan(hosts, 'cpu-pinning', path=str(inv)).hosts
+    here, = check.plan([_host('c1', root)], 'cpu-pinning', path='i').hosts
+    assert remote.action == here.action == 'reboot'
+    assert remote.reasons == here.reasons
+    assert remote.changes == here.changes
+    assert hosttrees.snapshot(root) == before
+    # its facts came along (the cloud's preflight plans on them)
+    assert remote.facts['source'] == str(root)
+
+
+def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
+                                                      monkeypatch):
+    hosts = [_host(name, hosttrees.make(tmp_path / name, distro))
+             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'),
+                                  ('c3', 'rhel-9-bls'))]
+    alone = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
+    monkeypatch.setattr(check, 'PARALLEL_FROM', 2)
+    monkeypatch.setattr(check, 'WORKERS', 2)
+    pooled = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
+    assert pooled == alone
+    # the first host that does not plan, in inventory order, is the error
+    small = hosttrees.make(tmp_path / 'small', 'debian-12',
+                           os.path.join('real', '16amd64-8n2c'))
+    with pytest.raises(InputError) as err:
+        check.plan(hosts + [_host('small', small)] + hosts[:1],
+                   'pinned-hugepages', path='inv')
+    assert err.value.line().startswith('inventory host small: ')

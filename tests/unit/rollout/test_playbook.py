@@ -1,0 +1,213 @@
+"""kvmtune.rollout.playbook and the kvmtune.fleet collection, run by the
+real ansible-playbook (the test fleet's ansible-core) in check mode
+against a local-connection inventory whose hosts are capture trees: the
+playbook parses, its roles' argument specs hold, each step reports, and
+check mode changes nothing."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kvmtune.errors import KvmtuneError
+from kvmtune.rollout import inventory
+from kvmtune.rollout import playbook
+from tests import hosttrees
+from tests.unit.rollout import fleetvenv
+from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import needs_ansible
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_progress_reads_steps_from_ansible_output():
+    lines = [
+        'TASK [kvmtune.fleet.facts : step preflight: read the facts] ***',
+        'ok: [c1]',
+        'ok: [c2]',
+        'TASK [Keep what the host has] ***',
+        'ok: [c1]',
+        'TASK [kvmtune.fleet.drain : step drain: migrate (x)] ***',
+        'changed: [c1 -> localhost]',
+        'fatal: [c2]: UNREACHABLE! => {"changed": false}',
+        'TASK [step preflight: the settings] ***',
+        'skipping: [c3]',
+        'PLAY RECAP ***',
+    ]
+    assert list(playbook.progress(lines)) == [
+        ('c1', 'preflight', 'ok'), ('c2', 'preflight', 'ok'),
+        ('c1', 'drain', 'changed'), ('c2', 'drain', 'unreachable'),
+        ('c3', 'preflight', 'skipping'), ('', '', 'play')]
+
+
+def test_steps_give_one_line_per_host_and_step():
+    results = [('c1', 'preflight', 'ok'), ('c1', 'preflight', 'skipping'),
+               ('c1', 'apply', 'ok'), ('c1', 'apply', 'changed'),
+               ('c1', 'apply', 'ok'), ('c1', 'reboot', 'skipping'),
+               ('', '', 'play'),
+               ('c2', 'preflight', 'ok'), ('c2', 'drain', 'failed'),
+               ('', '', 'play')]
+    assert list(playbook.steps(results)) == [
+        ('c1', 'preflight', 'ok'), ('c1', 'apply', 'changed'),
+        ('c1', 'reboot', 'skipping'), ('c2', 'preflight', 'ok'),
+        ('c2', 'drain', 'failed')]
+
+
+def test_extra_vars_name_the_settings():
+    variables = playbook.extra_vars(profile='p', batch=2, mode='in-place',
+                                    cloud=None, run_id='r')
+    assert variables['kvmtune_controller_command'][0] == sys.executable
+    assert (variables['kvmtune_batch'], variables['kvmtune_mode'],
+            variables['kvmtune_os_cloud'], variables['kvmtune_state_file']) \
+        == (2, 'in-place', '', '')
+
+
+@needs_ansible
+def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
+                                                     ansible_on_path):  # noqa
+    roots = {name: hosttrees.make(tmp_path / name, distro)
+             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'))}
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text('[computes]\n' + ''.join(
+        f'{name} kvmtune_root={root} ansible_connection=local '
+        f'ansible_python_interpreter={sys.executable}\n'
+        for name, root in roots.items()))
+    before = {name: hosttrees.snapshot(root) for name, root in roots.items()}
+    variables = playbook.extra_vars(profile='pinned-hugepages', batch=1,
+                                    mode='drain', cloud=None, run_id='t1')
+    variables['kvmtune_command'] = [str(bindir / 'kvmtune')]
+    argv = playbook.command(str(inv), 'computes', variables)
+    done = subprocess.run(argv + ['--check'], capture_output=True,
+                          text=True, timeout=600,
+                          env={**playbook.environment(),
+                               'PATH': os.environ['PATH']})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    steps = list(playbook.progress(done.stdout.splitlines()))
+    for name in roots:
+        assert (name, 'preflight', 'ok') in steps
+        # the reboot is pending on both (booted without isolcpus), and
+        # only reported: check mode
+        assert (name, 'reboot', 'changed') in steps
+        assert (name, 'reboot', 'skipping') in steps
+        assert (name, 'apply', 'skipping') in steps
+    assert hosttrees.snapshot(roots['c1']) == before['c1']
+    assert hosttrees.snapshot(roots['c2']) == before['c2']
+    # serial 1: the second host's batch starts after the first's
+    assert done.stdout.count('PLAY [Roll a kvmtune profile out') == 2
+    assert os.path.isfile(playbook.PLAYBOOK)
+
+
+@needs_ansible
+def test_the_collection_builds_installs_and_documents_its_roles(
+        tmp_path, ansible_on_path):  # noqa: F811
+    """ansible-galaxy builds the shipped collection and installs it, and
+    ansible-doc reads each role's argument specs from the install."""
+    env = {**os.environ, 'ANSIBLE_NOCOLOR': '1'}
+    built = subprocess.run(
+        ['ansible-galaxy', 'collection', 'build', playbook.COLLECTION,
+         '--output-path', str(tmp_path)], capture_output=True, text=True,
+        timeout=300, env=env)
+    assert built.returncode == 0, built.stderr
+    tarball, = tmp_path.glob('kvmtune-fleet-*.tar.gz')
+    installed = subprocess.run(
+        ['ansible-galaxy', 'collection', 'install', str(tarball), '-p',
+         str(tmp_path / 'collections')], capture_output=True, text=True,
+        timeout=300, env=env)
+    assert installed.returncode == 0, installed.stderr
+    listed = subprocess.run(
+        ['ansible-doc', '-t', 'role', '-l', 'kvmtune.fleet', '--json'],
+        capture_output=True, text=True, timeout=300,
+        env={**env, 'ANSIBLE_COLLECTIONS_PATH': str(tmp_path /
+                                                    'collections')})
+    assert listed.returncode == 0, listed.stderr
+    roles = json.loads(listed.stdout)
+    assert sorted(roles) == ['kvmtune.fleet.apply', 'kvmtune.fleet.drain',
+                             'kvmtune.fleet.facts', 'kvmtune.fleet.verify']
+    assert set(roles['kvmtune.fleet.drain']['entry_points']) == \
+        {'main', 'enable'}
+
+
+@needs_ansible
+def test_a_tree_is_never_rebooted_by_rebooting_the_machine(
+        tmp_path, ansible_on_path):  # noqa: F811
+    """The apply role on a host that is a tree (kvmtune_root not /) with
+    a reboot pending refuses, before ansible.builtin.reboot, unless
+    kvmtune_reboot_command says how the tree reboots."""
+    root = hosttrees.make(tmp_path / 'c1', 'debian-12')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text(f'c1 kvmtune_root={root} ansible_connection=local '
+                   f'ansible_python_interpreter={sys.executable}\n')
+    play = tmp_path / 'apply.yml'
+    play.write_text(
+        '- hosts: all\n  gather_facts: false\n  tasks:\n'
+        '    - ansible.builtin.include_role: {name: kvmtune.fleet.facts}\n'
+        '    - ansible.builtin.include_role: {name: kvmtune.fleet.apply}\n')
+    variables = {'kvmtune_profile': 'cpu-pinning', 'kvmtune_mode': 'in-place',
+                 'kvmtune_command': [str(bindir / 'kvmtune')]}
+    done = subprocess.run(
+        [os.path.join(fleetvenv.BIN, 'ansible-playbook'),
+         '-i', str(inv), '-e', json.dumps(variables), str(play)],
+        capture_output=True, text=True, timeout=600,
+        env=playbook.environment())
+    assert done.returncode == 2, done.stdout[-3000:]
+    steps = list(playbook.steps(playbook.progress(done.stdout.splitlines())))
+    assert ('c1', 'apply', 'changed') in steps      # staged, written
+    assert ('c1', 'reboot', 'failed') in steps
+    assert 'rebooting would reboot the machine it lives on' in done.stdout
+    assert 'TASK [kvmtune.fleet.apply : step reboot: a boot-time change ' \
+        'is pending]' not in done.stdout
+
+
+@needs_ansible
+def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
+        tmp_path, ansible_on_path, monkeypatch):  # noqa: F811
+    """The playbook's own stop: a host that fails in its batch (here its
+    kvmtune is not installed: the check reads its tree here and passes,
+    the preflight step on the host fails) ends the run there
+    (max_fail_percentage 0); the next batch's host is not touched."""
+    broken = hosttrees.make(tmp_path / 'broken', 'debian-12')
+    good = hosttrees.make(tmp_path / 'good', 'rhel-7')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
+        '"$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    inv = tmp_path / 'hosts.ini'
+    local = f'ansible_connection=local ansible_python_interpreter=' \
+        f'{sys.executable}'
+    inv.write_text(
+        f'broken kvmtune_root={broken} {local} '
+        f'kvmtune_command=\'["{tmp_path}/not-installed/kvmtune"]\'\n'
+        f'good kvmtune_root={good} {local}\n')
+    hosts = inventory.load(str(inv))
+    before = hosttrees.snapshot(good)
+    out = io.StringIO()
+    with pytest.raises(KvmtuneError) as err:
+        playbook.run(str(inv), hosts, profile='cpu-pinning', limit='all',
+                     batch=1, mode='stage', cloud=None, run_id='r3',
+                     stream=out)
+    assert 'the rollout stopped: broken failed at step preflight' in \
+        err.value.line()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == 'checked 2 hosts: 2 reboot, 0 restart, 0 unchanged'
+    assert 'broken preflight failed' in lines
+    assert not any(line.startswith('good ') for line in lines)
+    assert hosttrees.snapshot(good) == before
