@@ -14,6 +14,10 @@ the wrong mode fails instead of skipping, and each round collects only
 its own tests: an unmarked test does not depend on the compute driver (it
 talks to the APIs, or boots a server only for the scheduler's answer) and
 runs once, in the fake round, where a server costs no emulated guest.
+A test marked ``extended`` repeats what another test shows with another
+workload or shape; a CI round leaves it out (the tier's wall time on two
+cores, doc/source/contributor/testing.md) and
+``KVMTUNE_FUNCTIONAL_EXTENDED=1 tools/run-functional`` runs it.
 
 kvmtune runs in-process (``kvmtune.cli.main``) so that ``http_requests``
 can count the HTTP requests it really sends, by method, at the transport
@@ -60,6 +64,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'compute(*modes): needs the test cloud in one of those '
                    'compute modes (fake, libvirt)')
+    config.addinivalue_line(
+        'markers', 'extended(why): a second case of what another test '
+                   'already shows in CI; runs with '
+                   'KVMTUNE_FUNCTIONAL_EXTENDED=1')
 
 
 def _in_ci():
@@ -154,15 +162,23 @@ def _modes(item):
     return tuple(marker.args) if marker is not None else None
 
 
+def _extended_off(item):
+    """An ``extended`` test outside a run that asked for them."""
+    return item.get_closest_marker('extended') is not None and \
+        os.environ.get('KVMTUNE_FUNCTIONAL_EXTENDED') != '1'
+
+
 def pytest_collection_modifyitems(config, items):
-    """In a CI round (KVMTUNE_FUNCTIONAL_COMPUTE) keep only its tests."""
+    """In a CI round (KVMTUNE_FUNCTIONAL_COMPUTE) keep only its tests;
+    the ``extended`` ones only with KVMTUNE_FUNCTIONAL_EXTENDED=1."""
     round_ = os.environ.get('KVMTUNE_FUNCTIONAL_COMPUTE')
     if not round_:
         return
     keep, drop = [], []
     for item in items:
         modes = _modes(item) or (UNMARKED_ROUND,)
-        (keep if round_ in modes else drop).append(item)
+        wanted = round_ in modes and not _extended_off(item)
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

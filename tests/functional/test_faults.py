@@ -904,6 +904,8 @@ def test_a_sweep_whose_nova_compute_is_killed_mid_step(sweeping, rally_lines,
 
 
 @pytest.mark.compute('libvirt')
+@pytest.mark.extended('the disk sweep above kills nova-compute mid-step '
+                      'the same way')
 def test_a_network_sweep_whose_nova_compute_is_killed_mid_step(
         sweeping, rally_lines, net_image, tmp_path):  # noqa: F811
     """The network sweep (one server guest, one client, on the tenant
