@@ -78,13 +78,18 @@ def _one_line_exit_2(capsys, argv):
     return err
 
 
-def test_a_host_that_does_not_plan(fleet, tmp_path, capsys):
-    inv, roots = fleet
+def _add_small_host(inv, tmp_path):
+    """A host whose capture cannot take the profile, in group computes."""
     small = hosttrees.make(tmp_path / 'small', 'debian-12',
                            os.path.join('real', '16amd64-8n2c'))
     inv.write_text(inv.read_text().replace(
         '[other]', f'small kvmtune_root={small} ansible_connection=local\n'
         '[other]'))
+
+
+def test_a_host_that_does_not_plan(fleet, tmp_path, capsys):
+    inv, roots = fleet
+    _add_small_host(inv, tmp_path)
     err = _one_line_exit_2(capsys, [
         'rollout', '--check', '--inventory', inv, '--profile',
         'pinned-hugepages', '--limit', 'computes'])
@@ -183,11 +188,7 @@ def test_a_bad_host_stops_the_rollout_before_any_host_changes(
     written anywhere (the playbook's own stop at a failed host:
     tests/unit/rollout/test_playbook.py)."""
     inv, roots = fleet
-    small = hosttrees.make(tmp_path / 'small', 'debian-12',
-                           os.path.join('real', '16amd64-8n2c'))
-    inv.write_text(inv.read_text().replace(
-        '[other]', f'small kvmtune_root={small} ansible_connection=local\n'
-        '[other]'))
+    _add_small_host(inv, tmp_path)
     _local_python(inv)
     before = {n: hosttrees.snapshot(r) for n, r in roots.items()}
     err = _one_line_exit_2(capsys, [

@@ -67,16 +67,22 @@ def test_extra_vars_name_the_settings():
 
 
 @needs_ansible
-def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
-                                                     ansible_on_path):  # noqa
-    roots = {name: hosttrees.make(tmp_path / name, distro)
-             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'))}
+def _kvmtune_bin(tmp_path):
+    """A bin directory whose kvmtune is the kvmtune under test."""
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     (bindir / 'kvmtune').write_text(
         f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
         '"$@"\n')
     (bindir / 'kvmtune').chmod(0o755)
+    return bindir
+
+
+def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
+                                                     ansible_on_path):  # noqa
+    roots = {name: hosttrees.make(tmp_path / name, distro)
+             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'))}
+    bindir = _kvmtune_bin(tmp_path)
     inv = tmp_path / 'hosts.ini'
     inv.write_text('[computes]\n' + ''.join(
         f'{name} kvmtune_root={root} ansible_connection=local '
@@ -144,12 +150,7 @@ def test_a_tree_is_never_rebooted_by_rebooting_the_machine(
     a reboot pending refuses, before ansible.builtin.reboot, unless
     kvmtune_reboot_command says how the tree reboots."""
     root = hosttrees.make(tmp_path / 'c1', 'debian-12')
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
-        '"$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
+    bindir = _kvmtune_bin(tmp_path)
     inv = tmp_path / 'hosts.ini'
     inv.write_text(f'c1 kvmtune_root={root} ansible_connection=local '
                    f'ansible_python_interpreter={sys.executable}\n')
@@ -183,12 +184,7 @@ def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
     (max_fail_percentage 0); the next batch's host is not touched."""
     broken = hosttrees.make(tmp_path / 'broken', 'debian-12')
     good = hosttrees.make(tmp_path / 'good', 'rhel-7')
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
-        '"$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
+    bindir = _kvmtune_bin(tmp_path)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     inv = tmp_path / 'hosts.ini'
     local = f'ansible_connection=local ansible_python_interpreter=' \
