@@ -157,6 +157,26 @@ def test_a_later_drop_in_overrides_a_planned_value(
     assert '99-override.conf' in option['fix']
 
 
+# Before the tests that change traits, a flavor's specs and the page pool
+# with the compute restarted for each: booted after them, on this
+# machine's kind (1 NUMA node, 2 CPUs), its pinned guest met NoValidHost
+# in two runs of the libvirt round in a row (cause not found: the cloud's
+# logs were gone with the restart that followed); in this place it boots
+# as the three tests above boot theirs.
+def test_a_vcpu_pin_moved_outside_the_dedicated_set(pinned_profile,
+                                                    pinned_guest):
+    server, _ = pinned_guest
+    domain = server.instance_name
+    subprocess.run(['virsh', 'vcpupin', domain, '0', '0'], check=True,
+                   capture_output=True, timeout=60)
+    rc, checks, _ = verify(pinned_profile, '--layer', 'guests')
+    assert rc == 1 and set(drifted(checks)) == {
+        f'guests {domain} vcpu pins'}
+    pins = checks[f'guests {domain} vcpu pins']
+    assert pins['status'] == 'DRIFT' and '(outside: 0)' in pins['live']
+    assert 'reboot --hard' in pins['fix']
+
+
 def test_a_trait_removed_from_the_provider(admin, pinned_profile, tmp_path,
                                            compute_node, restore_traits,
                                            tuned_compute):
@@ -207,20 +227,6 @@ def test_the_pool_shrunk_below_the_plan(pinned_profile, host_hugepages,
         assert pool['fix'].startswith('kvmtune pages apply')
     finally:
         NR_HUGEPAGES.write_text(str(before))
-
-
-def test_a_vcpu_pin_moved_outside_the_dedicated_set(pinned_profile,
-                                                    pinned_guest):
-    server, _ = pinned_guest
-    domain = server.instance_name
-    subprocess.run(['virsh', 'vcpupin', domain, '0', '0'], check=True,
-                   capture_output=True, timeout=60)
-    rc, checks, _ = verify(pinned_profile, '--layer', 'guests')
-    assert rc == 1 and set(drifted(checks)) == {
-        f'guests {domain} vcpu pins'}
-    pins = checks[f'guests {domain} vcpu pins']
-    assert pins['status'] == 'DRIFT' and '(outside: 0)' in pins['live']
-    assert 'reboot --hard' in pins['fix']
 
 
 class _Unavailable(http.server.BaseHTTPRequestHandler):
