@@ -1,8 +1,8 @@
 """Sub-commands of ``kvmtune``; see kvmtune.cli for the contract.
 
 The arguments several commands share are declared once here, so that
-``--profile``, ``--root``/``--facts``, ``--os-cloud`` and ``--dry-run``
-read the same in every ``--help``.
+``--profile``, ``--root``/``--facts``, ``--os-cloud``, ``--facts-dir`` and
+``--dry-run`` read the same in every ``--help``.
 """
 
 import argparse
@@ -36,6 +36,16 @@ def add_os_cloud(parser: argparse.ArgumentParser, *, required: bool = True,
     optional."""
     parser.add_argument('--os-cloud', required=required, metavar='CLOUD',
                         help=help)
+
+
+def add_facts_dir(parser: argparse.ArgumentParser, use: str) -> None:
+    """--facts-dir DIR as kvmtune.capacity.nodefacts.read_dir reads it;
+    ``use`` says what the command does with it."""
+    parser.add_argument('--facts-dir', metavar='DIR',
+                        help=f'{use}: HOST.json per compute node ("kvmtune '
+                             'host inspect --format json" there), and '
+                             'HOST.conf (its nova.conf, for '
+                             'cpu_dedicated_set) where known')
 
 
 def add_dry_run(parser: argparse.ArgumentParser) -> None:

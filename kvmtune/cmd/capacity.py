@@ -40,12 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--aggregate', action='append', metavar='NAME',
                         help='only the nodes of this host aggregate '
                              '(repeatable)')
-    parser.add_argument('--facts-dir', metavar='DIR',
-                        help='HOST.json per compute node ("kvmtune host '
-                             'inspect --format json" there), and HOST.conf '
-                             '(its nova.conf, for cpu_dedicated_set) where '
-                             'known: the NUMA fit of pinned and huge-page '
-                             'flavors')
+    cmd.add_facts_dir(parser, 'the NUMA fit of pinned and huge-page '
+                              'flavors')
     parser.add_argument('--profile', action='append', metavar='NAME|FILE',
                         help='the profile the nodes were tuned with '
                              '(repeatable): their cpu_dedicated_set, '

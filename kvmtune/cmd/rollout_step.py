@@ -58,9 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default='drain',
                         help='preflight: the guests leave (drain) or stay '
                              '(in-place)')
-    parser.add_argument('--facts-dir', metavar='DIR',
-                        help='preflight: HOST.json (and HOST.conf) per '
-                             'compute node, for the NUMA fit and the plan')
+    cmd.add_facts_dir(parser, 'preflight, for the NUMA fit and the plan')
     parser.add_argument('--timeout', type=float, default=None,
                         metavar='SECONDS',
                         help='drain: how long to wait for the host to be '
