@@ -181,6 +181,13 @@ def checks(plans: Sequence['Plan'],
     return found
 
 
+# /proc/stat's btime is whole seconds (proc(5)), so started_at() may read up
+# to a second early: a file written within that second of a restart (the
+# apply-then-restart of every deployment tool) is not evidence of a missed
+# restart. A file changed later than that is.
+START_RESOLUTION = 1.0
+
+
 def _restart(ctx: verify.Context, pid: int, eff: effective.Effective,
              name: str) -> verify.Check:
     proc = os.path.join(ctx.root, 'proc')
@@ -198,7 +205,7 @@ def _restart(ctx: verify.Context, pid: int, eff: effective.Effective,
         except OSError:
             continue
     newest = max(changed, default=None)
-    if newest is None or newest[0] <= started:
+    if newest is None or newest[0] <= started + START_RESOLUTION:
         return verify.Check(layer=LAYER, name=f'{name} restart',
                             expected=expected, live=f'pid {pid} started '
                             'after them', status=verify.PASS, host=ctx.host)
