@@ -6,9 +6,9 @@ the parts that can run beside a shared machine's test cloud.
         then the test cloud's install (pip), one after the other
   new   a clone of this tree: tools/bootstrap (what the main job runs,
         by uv), then the main job's own code: the cloud's install
-        started (kvmtune.mainjob.cloud.start_install), the image built
-        meanwhile (job._image_step), the install waited for
-        (cloud.install_step)
+        started (kvmtune.mainjob.cloud.start_cloud, without its
+        bring-up), the image built meanwhile (job._image_step), the
+        install waited for (cloud.install_step)
 
 Each round starts with empty caches of its own (pip's or uv's, the image
 build's) and installs into directories under --dir only: the clone's
@@ -39,7 +39,7 @@ import sys, time
 from kvmtune.mainjob import cloud, job, steps
 steps.configure(sys.argv[1], verbose=False)
 started = time.monotonic()
-installing = cloud.start_install()
+installing = cloud.start_cloud(up=False)
 job._image_step()
 cloud.install_step(installing)
 print(f"image and cloud install: {time.monotonic() - started:.1f} s")

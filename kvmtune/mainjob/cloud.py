@@ -5,6 +5,7 @@ compute node names, the benchmark image upload and the base flavor the
 tuned flavors start from."""
 import os
 from typing import Any
+from typing import cast
 from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
@@ -25,12 +26,15 @@ def _say(line: str) -> None:
     steps.detail(line)
 
 
-def start_install() -> 'Future[dict[str, Any]] | None':
+def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
     """When the embedded cloud is not up, start installing what it needs
     (api.install with libvirt: apt, the services' venv; network and disk)
+    and, with ``up``, bringing it up (local_cloud: its services start),
     in a thread of its own, so that the image build (CPU) runs meanwhile
     (benchmarks/main_job_install.py). None when a cloud runs (nothing to
-    install). The future's result() re-raises what the install raised."""
+    install). The future's result is the install's figures, with the
+    cloud's (name, state) under 'cloud' when ``up``; result() re-raises
+    what the install or the bring-up raised."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kvmtune.testcloud import api
@@ -38,26 +42,33 @@ def start_install() -> 'Future[dict[str, Any]] | None':
     running = api.status()
     if running is not None and not running.get('not_running'):
         return None
+
+    def install_and_up() -> dict[str, Any]:
+        figures = api.install(libvirt=True, say=_say, output=steps.OUT.log)
+        if up:
+            figures['cloud'] = local_cloud(installed=True)
+        return dict(figures)
+
     pool = ThreadPoolExecutor(max_workers=1,
                               thread_name_prefix='cloud-install')
-    future = pool.submit(api.install, libvirt=True, say=_say,
-                         output=steps.OUT.log)
+    future = pool.submit(install_and_up)
     pool.shutdown(wait=False)
     return future
 
 
-def install_step(installing: 'Future[dict[str, Any]] | None') -> bool:
-    """Wait for start_install()'s install (after the image build); the
-    step's line says how long it took and what it installed. True when
-    one ran."""
+def install_step(installing: 'Future[dict[str, Any]] | None'
+                 ) -> dict[str, Any] | None:
+    """Wait for start_cloud()'s work (after the image build); the step's
+    line says how long the install took and what it installed. Its
+    figures (None when nothing was started)."""
     if installing is None:
-        return False
+        return None
     with steps.step('test cloud install') as s:
         figures = installing.result()
         changed = ', '.join(figures['changed']) or 'nothing missing'
         s.done(f'{figures["seconds"]:.0f} s beside the image build '
                f'({changed})')
-    return True
+    return figures
 
 
 def local_cloud(installed: bool = False) -> tuple[str, str]:
@@ -91,12 +102,18 @@ def local_cloud(installed: bool = False) -> tuple[str, str]:
     return 'kvmtune-admin', state
 
 
-def local_step(setup: 'LocalSetup', installed: bool) -> str:
-    """The job's step: the embedded cloud up (installed first unless
-    ``installed``), its compute's nova.conf and Python put on ``setup``;
-    returns the cloud's name."""
+def local_step(setup: 'LocalSetup', started: dict[str, Any] | None
+               ) -> str:
+    """The job's step: the embedded cloud up (by start_cloud() beside the
+    image build, whose figures are ``started``; else here, installed
+    first), its compute's nova.conf and Python put on ``setup``; returns
+    the cloud's name."""
     with steps.step('test cloud') as s:
-        cloud_name, state = local_cloud(installed)
+        if started is not None and 'cloud' in started:
+            cloud_name, state = cast(tuple[str, str], started['cloud'])
+            state += ' (beside the image build)'
+        else:
+            cloud_name, state = local_cloud(started is not None)
         s.done(state)
     setup.nova_conf = nova_conf()
     setup.nova_python = nova_python()

@@ -289,17 +289,17 @@ def _run(settings: Settings) -> int:
     this_facts = _facts_step()
     local = None if os_cloud else _tuned_local(
         this_facts, max_vms, tuned_profile, config_files)
-    # the cloud installs (network, disk) while the image builds (CPU)
-    installing = None if os_cloud else cloud.start_install()
-    _image_step()
-    installed = cloud.install_step(installing)
     if baseline is None and not os_cloud:
-        # the guests run here: measure this host bare
+        # the guests run here: this host bare, before the cloud starts
         baseline = _baseline_step(workload, runtime, state_dir)
     elif baseline is None:
         steps.say('bare-host baseline: not measured (the guests run on '
                   'the cloud\'s computes): give --baseline FILE, written '
                   'by `kvmtune baseline` on one of them')
+    # the cloud installs and comes up while the image builds (CPU)
+    installing = None if os_cloud else cloud.start_cloud()
+    _image_step()
+    started = cloud.install_step(installing)
     setup: compute.LocalSetup | compute.RemoteSetup
     if os_cloud:
         cloud_name = os_cloud
@@ -309,7 +309,7 @@ def _run(settings: Settings) -> int:
                                     max_vms, compute_facts, tuned_profile)
     else:
         setup = cast(compute.LocalSetup, local)
-        cloud_name = cloud.local_step(setup, installed)
+        cloud_name = cloud.local_step(setup, started)
         emulated = emulated or cloud.local_cloud_emulated()
         api = cloud.connect(cloud_name)
     # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):
