@@ -827,7 +827,7 @@ def restart_compute(cloud, sdk):
 def nothing_left(sdk, uuids):
     """No server, port or volume of the cloud's projects, and none of the
     sweep's guests (``uuids``) left as a libvirt domain."""
-    from kvmtune.testcloud import host
+    from kvmtune.testcloud import system
 
     assert list(sdk.compute.servers(all_projects=True)) == []
     ports = [p for p in sdk.network.ports()
@@ -837,7 +837,7 @@ def nothing_left(sdk, uuids):
         assert list(sdk.block_storage.volumes(all_projects=True)) == []
 
     def domains():
-        listed = host.virsh('list', '--all', '--uuid').stdout.split()
+        listed = system.virsh('list', '--all', '--uuid').stdout.split()
         return set(listed) & set(uuids)
     # A server Nova deleted while its compute was down leaves the domain
     # to that compute's reaper ([DEFAULT]
