@@ -1,4 +1,4 @@
-"""The cloud side of the main job: the embedded test cloud through its
+"""The cloud side of the main job: the test cloud through its
 library (kvmtune.testcloud.api, what `kvmtune cloud` calls: up, its env,
 whether it emulates, restart of its compute, how to stop it), the cloud's
 compute node names, the benchmark image upload and the base flavor the
@@ -26,7 +26,7 @@ def _say(line: str) -> None:
 
 
 def start_install() -> 'Future[dict[str, Any]] | None':
-    """When the embedded cloud is not up, start installing what it needs
+    """When the test cloud is not up, start installing what it needs
     (api.install with libvirt: apt, the services' venv; network and disk)
     in a thread of its own, so that the image build (CPU) runs meanwhile
     (benchmarks/main_job_install.py). None when a cloud runs (nothing to
@@ -60,8 +60,8 @@ def install_step(installing: 'Future[dict[str, Any]] | None') -> bool:
     return True
 
 
-def local_cloud(installed: bool = False) -> tuple[str, str]:
-    """Bring up the embedded cloud (libvirt compute) unless it already
+def testcloud_up(installed: bool = False) -> tuple[str, str]:
+    """Bring up the test cloud (libvirt compute) unless it already
     runs: (cloud name, what happened). ``installed``: start_install()'s
     install is done (else api.install checks and installs here)."""
     from kvmtune.testcloud import api
@@ -91,12 +91,12 @@ def local_cloud(installed: bool = False) -> tuple[str, str]:
     return 'kvmtune-admin', state
 
 
-def local_step(setup: 'LocalSetup', installed: bool) -> str:
-    """The job's step: the embedded cloud up (installed first unless
+def testcloud_step(setup: 'LocalSetup', installed: bool) -> str:
+    """The job's step: the test cloud up (installed first unless
     ``installed``), its compute's nova.conf and Python put on ``setup``;
     returns the cloud's name."""
     with steps.step('test cloud') as s:
-        cloud_name, state = local_cloud(installed)
+        cloud_name, state = testcloud_up(installed)
         s.done(state)
     setup.nova_conf = nova_conf()
     setup.nova_python = nova_python()
@@ -104,14 +104,14 @@ def local_step(setup: 'LocalSetup', installed: bool) -> str:
 
 
 def nova_conf() -> str:
-    """The embedded cloud's compute's own nova.conf."""
+    """The test cloud's compute's own nova.conf."""
     from kvmtune.testcloud import api
 
     return api.env()['KVMTUNE_NOVA_CONF']
 
 
 def nova_python() -> str | None:
-    """The embedded cloud's Python, which imports Nova (or None)."""
+    """The test cloud's Python, which imports Nova (or None)."""
     from kvmtune.testcloud import api
 
     python = api.python()
@@ -125,7 +125,7 @@ def restart_compute() -> None:
 
 
 def stop_hint() -> str | None:
-    """How to stop the embedded cloud, which the job leaves running for
+    """How to stop the test cloud, which the job leaves running for
     the next run; None when none runs."""
     from kvmtune.testcloud import api
     from kvmtune.testcloud import stop
@@ -139,8 +139,8 @@ def stop_hint() -> str | None:
             f'with: {stop.STOP_HINT}')
 
 
-def local_cloud_emulated() -> bool:
-    """True when the embedded cloud runs guests under QEMU TCG."""
+def testcloud_emulated() -> bool:
+    """True when the test cloud runs guests under QEMU TCG."""
     from kvmtune.testcloud import api
 
     running = api.status()

@@ -781,7 +781,7 @@ def start_sweep(rally, tmp_path, task='disk-scaling',
 
     args = dict(sweep.task_args(
         1, workload, [SWEEP_FLAVOR], image or bench_image.GLANCE_NAME,
-        emulated=mainjob_cloud.local_cloud_emulated()),
+        emulated=mainjob_cloud.testcloud_emulated()),
         runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
     outcome = {}
 
@@ -917,7 +917,7 @@ def test_a_network_sweep_whose_nova_compute_is_killed_mid_step(
 
     sdk = sweeping[1]
     label = (' (emulated: QEMU TCG guests)'
-             if mainjob_cloud.local_cloud_emulated() else '')
+             if mainjob_cloud.testcloud_emulated() else '')
     networks = sorted(n.id for n in sdk.network.networks())
     rows, detail, outcome, killed_at = kill_compute_mid_step(
         sweeping, rally_lines, tmp_path, guests=2, task='network-scaling',

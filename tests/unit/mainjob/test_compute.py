@@ -325,7 +325,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 
     def forbidden(*args, **kwargs):
         raise AssertionError('touches this host or starts a cloud')
-    for module, name in ((cloud, 'local_cloud'), (cloud, 'nova_conf'),
+    for module, name in ((cloud, 'testcloud_up'), (cloud, 'nova_conf'),
                          (cloud, 'restart_compute'),
                          (compute, 'tune_local_compute'),
                          (compute, 'apply_nova_conf'),

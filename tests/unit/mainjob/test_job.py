@@ -58,12 +58,12 @@ def local_job(monkeypatch, tmp_path):
     monkeypatch.setattr(job, '_baseline_step', lambda *a: None,
                         raising=False)
     monkeypatch.setattr(cloud, 'start_install', lambda: None)
-    monkeypatch.setattr(cloud, 'local_cloud',
+    monkeypatch.setattr(cloud, 'testcloud_up',
                         lambda installed=False: ('kvmtune-admin',
                                                  'up in 50 s'))
     monkeypatch.setattr(cloud, 'nova_conf', lambda: '/x/nova-compute.conf')
     monkeypatch.setattr(cloud, 'nova_python', lambda: None)
-    monkeypatch.setattr(cloud, 'local_cloud_emulated', lambda: True)
+    monkeypatch.setattr(cloud, 'testcloud_emulated', lambda: True)
     monkeypatch.setattr(cloud, 'stop_hint', lambda: STOP)
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
@@ -120,7 +120,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
     def broken(installed=False):
         raise CloudError('port 5000 is taken', source='keystone',
                          fix='kvmtune cloud status')
-    monkeypatch.setattr(cloud, 'local_cloud', broken)
+    monkeypatch.setattr(cloud, 'testcloud_up', broken)
     assert job.run(job.Settings(state_dir=local_job)) == 2
     lines = capsys.readouterr().out.splitlines()
     assert lines[-4].startswith('main-job: test cloud: FAILED (')
@@ -243,14 +243,14 @@ def test_the_cloud_installs_while_the_image_builds(local_job, monkeypatch,
     def baseline(*args):
         order.append('baseline')
 
-    def local_cloud(installed=False):
+    def testcloud_up(installed=False):
         order.append(f'cloud up, installed={installed}')
         return 'kvmtune-admin', 'up in 50 s'
 
     monkeypatch.setattr(cloud, 'start_install', start_install)
     monkeypatch.setattr(build, 'build', image)
     monkeypatch.setattr(job, '_baseline_step', baseline)
-    monkeypatch.setattr(cloud, 'local_cloud', local_cloud)
+    monkeypatch.setattr(cloud, 'testcloud_up', testcloud_up)
     FakeRally.sla_ok = True
     assert job.run(job.Settings(max_vms=3, state_dir=local_job)) == 0
     assert sorted(order[:2]) == ['image done', 'install done']
