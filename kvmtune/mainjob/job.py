@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import dataclasses
 import json
 import os
-from typing import Any
 from typing import cast
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from openstack.connection import Connection
 
     from kvmtune.facts.types import Facts
+    from kvmtune.results.records import Record
 
 LOG_NAME = 'main-job.log'
 
@@ -84,7 +84,7 @@ def _baseline_step(workload: str, runtime: int | None, state_dir: str
 def _sweep_records(profiles_by_flavor: Mapping[str, str],
                    facts: 'Facts | None', emulated: bool, workload: str,
                    runtime: int | None, config_files: Sequence[str]
-                   ) -> dict[str, dict[str, Any]] | None:
+                   ) -> 'dict[str, Record] | None':
     """{flavor: result record} for the Rally task (test_job.py): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
