@@ -1,4 +1,5 @@
-"""kvmtune.tuning.novaconf.apply on real files: diff, backup, atomic write."""
+"""kvmtune.tuning.novaconf.update.apply on real files: diff, backup,
+atomic write."""
 
 import glob
 import json
