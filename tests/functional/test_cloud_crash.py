@@ -1,4 +1,4 @@
-"""The test cloud after a crash, and its stop (issue 25).
+"""The test cloud after a crash, and its stop.
 
 `kvmtune cloud up` after every service of a cloud with a running guest was
 SIGKILLed comes up by itself: no "a cloud is already up", no manual

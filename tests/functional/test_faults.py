@@ -1,4 +1,4 @@
-"""Faults on the cloud side (issue 25; doc/design.md 9.8).
+"""Faults on the cloud side (doc/design.md 9.8).
 
 Proxy tests: the commands that talk to the cloud run against a clouds.yaml
 whose compute endpoint is a FaultProxy (tests/functional/faultproxy.py) in

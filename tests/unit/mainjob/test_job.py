@@ -132,7 +132,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
 
 
 def test_baseline_step_measures_the_bare_host(tmp_path, capsys):
-    """Issue 13: the bare host measured with the sweep's workload (real
+    """The bare host measured with the sweep's workload (real
     sysbench, 1 s), into a baseline file the report and the SLA read."""
     from kvmtune.bench import baseline
 
@@ -170,7 +170,7 @@ def test_report_step_reports_a_real_sweep(tmp_path, capsys):
 
 def test_setup_only_stops_before_the_sweep_with_the_rerun_line(
         local_job, capsys):
-    # issue 30: the re-run line sets a fresh cloud up again (`cloud down`
+    # the re-run line sets a fresh cloud up again (`cloud down`
     # and `up`, a reboot), refreshes plain rally's environment, then
     # sweeps with the job's arguments; --setup-only is its first part
     FakeRally.args = None
@@ -210,7 +210,7 @@ def test_rerun_line_quotes_what_the_shell_would_split():
 
 def test_the_cloud_installs_while_the_image_builds(local_job, monkeypatch,
                                                    capsys):
-    """Issue 38: the cloud's install (apt, venv) runs beside the image
+    """The cloud's install (apt, venv) runs beside the image
     build, and the cloud comes up only after it; the baseline (bare host)
     runs after both. Each stand-in waits for the other to have started:
     run one after the other, the first would give up and the job fail."""

@@ -478,7 +478,7 @@ def test_extend_list(current, planned, result):
     assert update.extend_list(current, planned, ('A',)) == result
 
 
-# -- hostile input (issue 11) -------------------------------------------------
+# -- hostile input ------------------------------------------------------------
 
 def _char_device(path):
     directory, name = os.path.split(path)
