@@ -65,6 +65,7 @@ def testcloud_up(installed: bool = False) -> tuple[str, str]:
     runs: (cloud name, what happened). ``installed``: start_install()'s
     install is done (else api.install checks and installs here)."""
     from kvmtune.testcloud import api
+    from kvmtune.testcloud import config
     from kvmtune.testcloud import stop
 
     running = api.status()
@@ -88,7 +89,7 @@ def testcloud_up(installed: bool = False) -> tuple[str, str]:
         state = (f'{how} in {figures["seconds"]:.0f} s, libvirt compute '
                  f'({figures["virt_type"]}), network {figures["network"]}')
     os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
-    return 'kvmtune-admin', state
+    return config.ADMIN_CLOUD, state
 
 
 def testcloud_step(setup: 'LocalSetup', installed: bool) -> str:

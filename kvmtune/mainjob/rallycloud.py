@@ -15,8 +15,6 @@ from kvmtune.errors import InputError
 if TYPE_CHECKING:
     from openstack.config.cloud_region import CloudRegion
 
-TESTCLOUD_ADMIN = 'kvmtune-admin'
-
 
 def cloud_config(os_cloud: str | None = None,
                  config_files: Iterable[str] = ()
@@ -28,6 +26,7 @@ def cloud_config(os_cloud: str | None = None,
 
     if os_cloud is None:
         from kvmtune.testcloud import api
+        from kvmtune.testcloud import config
 
         path = api.layout(config_files).clouds_yaml
         if not os.path.isfile(path):
@@ -38,7 +37,7 @@ def cloud_config(os_cloud: str | None = None,
         loader = os_config.OpenStackConfig(
             config_files=[path], secure_files=[], vendor_files=[],
             load_envvars=False)
-        name, where = TESTCLOUD_ADMIN, path
+        name, where = config.ADMIN_CLOUD, path
     else:
         loader, name = os_config.OpenStackConfig(), os_cloud
         where = 'clouds.yaml'

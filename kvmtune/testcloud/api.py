@@ -306,7 +306,7 @@ def env(layout: config.Layout | None = None) -> dict[str, str]:
     state = procs.load_state(lay)
     return {'KVMTUNE_CLOUD_DIR': lay.root,
             'OS_CLIENT_CONFIG_FILE': lay.clouds_yaml,
-            'OS_CLOUD': 'kvmtune-admin',
+            'OS_CLOUD': config.ADMIN_CLOUD,
             'KVMTUNE_NOVA_CONF': lay.compute_conf,
             'KVMTUNE_CLOUD_MODE': state.get('mode', ''),
             'KVMTUNE_CLOUD_NETWORK': state.get('network', ''),
