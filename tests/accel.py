@@ -7,7 +7,7 @@ compute host the project is for. Tests now expect what the host has:
 (vmx or svm), ``tcg`` otherwise, and the labels that go with it.
 
 This is the tests' own reading of the host, kept apart from kvmtune's
-(kvmtune.bench.qemu.choose_accel, kvmtune.testcloud.host.detect_virt_type):
+(kvmtune.bench.qemu.choose_accel, kvmtune.testcloud.system.detect_virt_type):
 tests/unit/test_accel.py checks that the two agree, here and on the
 captured hosts.
 """

@@ -1,7 +1,7 @@
 """Device nodes for tests of hostile output paths.
 
 A test that hands the machine's own /dev/null to a writer destroys it when
-the writer regresses (issue 11: `--config /dev/null` replaced it with a
+the writer regresses (`--config /dev/null` once replaced it with a
 regular file; a run of these tests against the old code did just that).
 Tests make their own node instead: same driver (null 1:3, zero 1:5), in
 the test's directory, so a regression replaces only that node.

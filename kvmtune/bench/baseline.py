@@ -15,12 +15,16 @@ import shutil
 import tempfile
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
 from kvmtune.results import baseline as results_baseline
 from kvmtune.results import kinds
 from kvmtune.workloads import Workload
+
+if TYPE_CHECKING:
+    from kvmtune.results.records import Record
 
 SCRATCH_DIR = '/var/tmp'   # not tmpfs: fio needs O_DIRECT
 _UNITS = {'': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3}
@@ -113,7 +117,7 @@ def run(workload: Workload, target: str | None = None,
 
 def record(workload: Workload, facts: Facts | None,
            params: dict[str, Any] | None, runtime: int,
-           argv: list[str]) -> dict[str, Any]:
+           argv: list[str]) -> 'Record':
     """The result record (kvmtune.results.records) of a bare-host run."""
     from kvmtune.bench import qemu
     from kvmtune.results import records

@@ -39,10 +39,14 @@ from collections.abc import Sequence
 import dataclasses
 import os
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.bench.local import Measured
 from kvmtune.errors import InputError
 from kvmtune.workloads import Workload
+
+if TYPE_CHECKING:
+    from kvmtune.results.records import Record
 
 DEFAULTS = {'cache': 'none', 'format': 'raw', 'bus': 'virtio-blk',
             'iothread': 'on', 'hugepages': 'off', 'pinning': 'off',
@@ -247,7 +251,7 @@ def run_columns(columns: Sequence[tuple[str, dict[str, Any]]], vms: int,
 
 def record(kind: str, workload: Workload, accel: str, why: str | None,
            settings: Mapping[str, Any], params: dict[str, Any],
-           runtime: int) -> dict[str, Any]:
+           runtime: int) -> 'Record':
     """The record (kvmtune.results.records) of a bench local run or
     --compare on this host, with only the settings the workload
     exercises (no disk settings for sysbench)."""

@@ -102,8 +102,8 @@ def service_cmdlines(args: argparse.Namespace, service: str
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
-    from kvmtune.tuning import novaconf
     from kvmtune.tuning.novaconf import services as novaservices
+    from kvmtune.tuning.novaconf import update
     from kvmtune.tuning.novaconf import validate
     from kvmtune.tuning import plan as plans
 
@@ -122,9 +122,9 @@ def run(args: argparse.Namespace) -> int | None:
     # A file that cannot be applied gets its one-line error alone: the
     # notices about what would be written come after it is read.
     cmdlines, strict = service_cmdlines(args, service)
-    result = novaconf.apply_plan(plan, path, service, dry_run=args.dry_run,
-                                 nova_python=python, why=why,
-                                 cmdlines=cmdlines, strict=strict)
+    result = update.apply_plan(plan, path, service, dry_run=args.dry_run,
+                               nova_python=python, why=why,
+                               cmdlines=cmdlines, strict=strict)
     for notice in result.notices:
         print(f'kvmtune: notice: {notice}', file=sys.stderr)
     if result.nova:

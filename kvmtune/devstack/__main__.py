@@ -70,17 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.devstack import changes as changes_mod
-    from kvmtune.devstack import host
+    from kvmtune.devstack import postconfig
     from kvmtune.devstack import resources
     from kvmtune.devstack import tempest
 
     changes = changes_mod.Changes(args.state_dir)
     if args.phase == 'post-config':
-        plans = host.build_plans(args.profiles)
-        host.post_config(changes, args.nova_conf, plans,
-                         modprobe_dir=args.modprobe_dir,
-                         hugepages=_pools(args.hugepages, plans),
-                         nova_python=args.nova_python or None)
+        plans = postconfig.build_plans(args.profiles)
+        postconfig.post_config(changes, args.nova_conf, plans,
+                               modprobe_dir=args.modprobe_dir,
+                               hugepages=_pools(args.hugepages, plans),
+                               nova_python=args.nova_python or None)
     elif args.phase == 'extra':
         if args.compute_only and not args.tag_host:
             print('kvmtune: compute-only node: flavors and the image are '
@@ -93,13 +93,13 @@ def run(args: argparse.Namespace) -> int:
                                 compute_only=args.compute_only)
         tempest.save_found(args.state_dir, found)
     elif args.phase == 'test-config':
-        host.set_options(changes, 'tempest_conf', args.tempest_config,
-                         'kvmtune', tempest.options(
-                             tempest.load_found(args.state_dir)))
+        found = tempest.load_found(args.state_dir)
+        postconfig.set_options(changes, 'tempest_conf', args.tempest_config,
+                               'kvmtune', tempest.options(found))
     elif args.phase == 'unstack':
         resources.unstack(changes, args.os_cloud)
     elif args.phase == 'clean':
-        host.clean(changes, also=[args.nova_cpu_conf])
+        postconfig.clean(changes, also=[args.nova_cpu_conf])
         tempest.remove_found(args.state_dir)
         left = sorted(k for k in changes.data if k != 'schema')
         if left:
@@ -110,13 +110,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _pools(text: str | None,
            plans: Sequence['PlanDict']) -> list[Any] | None:
-    from kvmtune.devstack import host
+    from kvmtune.devstack import postconfig
     from kvmtune.tuning import pages
 
     if text is None:
         return None
     if text.strip() == 'plan':
-        return host.plan_pools(plans)
+        return postconfig.plan_pools(plans)
     try:
         return [pages.parse_pool(item) for item in text.split()]
     except ValueError as exc:

@@ -1,7 +1,7 @@
 """test-config: the [kvmtune] options for tempest.conf.
 
 ``extra`` leaves what it made in ``<state dir>/found.json``; this turns it
-into ``(option, value)`` pairs that kvmtune.devstack.host.set_options
+into ``(option, value)`` pairs that kvmtune.devstack.postconfig.set_options
 writes into ``[kvmtune]`` of tempest.conf with kvmtune's one INI editor,
 recording what was there so that clean puts it back (clean.sh does not
 know TEMPEST_CONFIG: lib/tempest defines it and clean.sh does not source

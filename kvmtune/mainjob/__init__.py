@@ -55,7 +55,7 @@ from kvmtune import image
 #            rally env`, for plain rally)
 #   rally    Rally's environment, task arguments and the sweep
 #   pages    the huge pages the tuned guests need, and reserving them
-#   cloud    the embedded cloud, the benchmark image, the base flavor
+#   cloud    the test cloud, the benchmark image, the base flavor
 #   compute  the compute's setup: local (tuned here) or an operator's
 #   job      the steps in order and the summary (run)
 # This module holds what they share: where things are, what the job makes.

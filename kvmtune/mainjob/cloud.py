@@ -1,4 +1,4 @@
-"""The cloud side of the main job: the embedded test cloud through its
+"""The cloud side of the main job: the test cloud through its
 library (kvmtune.testcloud.api, what `kvmtune cloud` calls: up, its env,
 whether it emulates, restart of its compute, how to stop it), the cloud's
 compute node names, the benchmark image upload and the base flavor the
@@ -27,9 +27,9 @@ def _say(line: str) -> None:
 
 
 def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
-    """When the embedded cloud is not up, start installing what it needs
+    """When the test cloud is not up, start installing what it needs
     (api.install with libvirt: apt, the services' venv; network and disk)
-    and, with ``up``, bringing it up (local_cloud: its services start),
+    and, with ``up``, bringing it up (testcloud_up: its services start),
     in a thread of its own, so that the image build (CPU) runs meanwhile
     (benchmarks/main_job_install.py). None when a cloud runs (nothing to
     install). The future's result is the install's figures, with the
@@ -46,7 +46,7 @@ def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
     def install_and_up() -> dict[str, Any]:
         figures = api.install(libvirt=True, say=_say, output=steps.OUT.log)
         if up:
-            figures['cloud'] = local_cloud(installed=True)
+            figures['cloud'] = testcloud_up(installed=True)
         return dict(figures)
 
     pool = ThreadPoolExecutor(max_workers=1,
@@ -71,11 +71,12 @@ def install_step(installing: 'Future[dict[str, Any]] | None'
     return figures
 
 
-def local_cloud(installed: bool = False) -> tuple[str, str]:
-    """Bring up the embedded cloud (libvirt compute) unless it already
-    runs: (cloud name, what happened). ``installed``: start_install()'s
+def testcloud_up(installed: bool = False) -> tuple[str, str]:
+    """Bring up the test cloud (libvirt compute) unless it already
+    runs: (cloud name, what happened). ``installed``: start_cloud()'s
     install is done (else api.install checks and installs here)."""
     from kvmtune.testcloud import api
+    from kvmtune.testcloud import config
     from kvmtune.testcloud import stop
 
     running = api.status()
@@ -99,12 +100,12 @@ def local_cloud(installed: bool = False) -> tuple[str, str]:
         state = (f'{how} in {figures["seconds"]:.0f} s, libvirt compute '
                  f'({figures["virt_type"]}), network {figures["network"]}')
     os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
-    return 'kvmtune-admin', state
+    return config.ADMIN_CLOUD, state
 
 
-def local_step(setup: 'LocalSetup', started: dict[str, Any] | None
-               ) -> str:
-    """The job's step: the embedded cloud up (by start_cloud() beside the
+def testcloud_step(setup: 'LocalSetup', started: dict[str, Any] | None
+                   ) -> str:
+    """The job's step: the test cloud up (by start_cloud() beside the
     image build, whose figures are ``started``; else here, installed
     first), its compute's nova.conf and Python put on ``setup``; returns
     the cloud's name."""
@@ -113,7 +114,7 @@ def local_step(setup: 'LocalSetup', started: dict[str, Any] | None
             cloud_name, state = cast(tuple[str, str], started['cloud'])
             state += ' (beside the image build)'
         else:
-            cloud_name, state = local_cloud(started is not None)
+            cloud_name, state = testcloud_up(started is not None)
         s.done(state)
     setup.nova_conf = nova_conf()
     setup.nova_python = nova_python()
@@ -121,14 +122,14 @@ def local_step(setup: 'LocalSetup', started: dict[str, Any] | None
 
 
 def nova_conf() -> str:
-    """The embedded cloud's compute's own nova.conf."""
+    """The test cloud's compute's own nova.conf."""
     from kvmtune.testcloud import api
 
     return api.env()['KVMTUNE_NOVA_CONF']
 
 
 def nova_python() -> str | None:
-    """The embedded cloud's Python, which imports Nova (or None)."""
+    """The test cloud's Python, which imports Nova (or None)."""
     from kvmtune.testcloud import api
 
     python = api.python()
@@ -142,7 +143,7 @@ def restart_compute() -> None:
 
 
 def stop_hint() -> str | None:
-    """How to stop the embedded cloud, which the job leaves running for
+    """How to stop the test cloud, which the job leaves running for
     the next run; None when none runs."""
     from kvmtune.testcloud import api
     from kvmtune.testcloud import stop
@@ -156,8 +157,8 @@ def stop_hint() -> str | None:
             f'with: {stop.STOP_HINT}')
 
 
-def local_cloud_emulated() -> bool:
-    """True when the embedded cloud runs guests under QEMU TCG."""
+def testcloud_emulated() -> bool:
+    """True when the test cloud runs guests under QEMU TCG."""
     from kvmtune.testcloud import api
 
     running = api.status()

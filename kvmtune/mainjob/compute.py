@@ -86,7 +86,7 @@ def apply_nova_conf(profile_name: str, facts: 'Facts', path: str,
     runs every Nova service on this host): the profile's options into
     nova.conf at path, checked by Nova's own definitions; its message."""
     from kvmtune import conf
-    from kvmtune.tuning import novaconf
+    from kvmtune.tuning.novaconf import update
     from kvmtune.tuning.novaconf import validate
     from kvmtune.tuning import plan as plans
 
@@ -98,7 +98,7 @@ def apply_nova_conf(profile_name: str, facts: 'Facts', path: str,
                             config_files=config_files)
     python = validate.configured_python(nova_python,
                                         loaded.nova.python_executable)
-    result = novaconf.apply_plan(plan, path, 'all', nova_python=python)
+    result = update.apply_plan(plan, path, 'all', nova_python=python)
     for notice in result.notices:
         print(f'notice: {notice}')
     print(result.diff, end='')

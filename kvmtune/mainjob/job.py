@@ -1,4 +1,4 @@
-"""The main job's steps in order (run): the embedded test cloud or an
+"""The main job's steps in order (run): the test cloud or an
 operator's (os_cloud), the image, the default and the tuned flavor, the
 compute, the Rally sweep, the report and the summary.
 
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import dataclasses
 import json
 import os
-from typing import Any
 from typing import cast
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from openstack.connection import Connection
 
     from kvmtune.facts.types import Facts
+    from kvmtune.results.records import Record
 
 LOG_NAME = 'main-job.log'
 
@@ -84,7 +84,7 @@ def _baseline_step(workload: str, runtime: int | None, state_dir: str
 def _sweep_records(profiles_by_flavor: Mapping[str, str],
                    facts: 'Facts | None', emulated: bool, workload: str,
                    runtime: int | None, config_files: Sequence[str]
-                   ) -> dict[str, dict[str, Any]] | None:
+                   ) -> 'dict[str, Record] | None':
     """{flavor: result record} for the Rally task (test_job.py): the
     profile, its nova.conf options and extra specs on the compute's facts,
     which `kvmtune report` reads back; a record never stops the job."""
@@ -211,7 +211,7 @@ class Settings:
 def rerun_line(settings: Settings, args_file: str | None = None) -> str:
     """The shell line that runs the sweep again by hand, whatever became
     of the cloud since (a `kvmtune cloud down` and `up`, a reboot: a
-    fresh embedded cloud has none of the job's image, flavors or compute
+    fresh test cloud has none of the job's image, flavors or compute
     tuning): the job's setup again (--setup-only: no baseline with
     --baseline, no sweep), Rally's environment for plain rally
     (`kvmtune rally env`, its credentials refreshed), then Rally with
@@ -309,8 +309,8 @@ def _run(settings: Settings) -> int:
                                     max_vms, compute_facts, tuned_profile)
     else:
         setup = cast(compute.LocalSetup, local)
-        cloud_name = cloud.local_step(setup, started)
-        emulated = emulated or cloud.local_cloud_emulated()
+        cloud_name = cloud.testcloud_step(setup, started)
+        emulated = emulated or cloud.testcloud_emulated()
         api = cloud.connect(cloud_name)
     # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):
     # reads retried with a line each, writes once, a failure one line

@@ -1,5 +1,5 @@
 """The cloud a Rally environment is for (kvmtune.mainjob.rallyenv): a
-cloud of clouds.yaml or the embedded cloud's admin, its credentials
+cloud of clouds.yaml or the test cloud's admin, its credentials
 checked with Keystone before Rally is touched, and the existing@openstack
 spec Rally gets for it."""
 
@@ -15,19 +15,18 @@ from kvmtune.errors import InputError
 if TYPE_CHECKING:
     from openstack.config.cloud_region import CloudRegion
 
-EMBEDDED_CLOUD = 'kvmtune-admin'
-
 
 def cloud_config(os_cloud: str | None = None,
                  config_files: Iterable[str] = ()
                  ) -> tuple[str, 'CloudRegion']:
     """(cloud name, openstacksdk CloudRegion): ``os_cloud`` from
-    clouds.yaml, or the embedded cloud's admin when None."""
+    clouds.yaml, or the test cloud's admin when None."""
     from openstack import config as os_config
     from openstack import exceptions as sdk_exc
 
     if os_cloud is None:
         from kvmtune.testcloud import api
+        from kvmtune.testcloud import config
 
         path = api.layout(config_files).clouds_yaml
         if not os.path.isfile(path):
@@ -38,7 +37,7 @@ def cloud_config(os_cloud: str | None = None,
         loader = os_config.OpenStackConfig(
             config_files=[path], secure_files=[], vendor_files=[],
             load_envvars=False)
-        name, where = EMBEDDED_CLOUD, path
+        name, where = config.ADMIN_CLOUD, path
     else:
         loader, name = os_config.OpenStackConfig(), os_cloud
         where = 'clouds.yaml'

@@ -332,10 +332,10 @@ def ensure(os_cloud: str | None = None, name: str | None = None,
            log: Callable[[str], object] | None = None) -> dict[str, Any]:
     """An environment of plain ``rally`` for a cloud: see the module.
 
-    :param os_cloud: a cloud of clouds.yaml; None: the embedded cloud
+    :param os_cloud: a cloud of clouds.yaml; None: the test cloud
     :param name: the environment's name (default: the cloud's)
     :param home: the HOME Rally runs with (default: this process's)
-    :param config_files: kvmtune.conf files (where the embedded cloud is)
+    :param config_files: kvmtune.conf files (where the test cloud is)
     :param rally: the rally program (default: rally_bin())
     :returns: {'name', 'cloud', 'auth_url', 'username', 'project_name',
                'region_name', 'environment', 'replaced', 'current',

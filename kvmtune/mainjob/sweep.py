@@ -25,6 +25,8 @@ from kvmtune.mainjob import steps
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
+    from kvmtune.results.records import Record
+
 # The task files are package data of the Rally plugins' package, installed
 # beside them (pbr puts every git-tracked file in the wheel).
 TASKS_PACKAGE = 'kvmtune.rally'
@@ -64,7 +66,7 @@ def task_args(max_vms: int, workload: str, flavors: list[str], image: str,
               baseline: str | None = None, emulated: bool = False,
               runtime: int | None = None,
               flavor_max_vms: Mapping[str, int] | None = None,
-              records: Mapping[str, dict[str, Any]] | None = None
+              records: 'Mapping[str, Record] | None' = None
               ) -> dict[str, Any]:
     """The disk scaling task's arguments; flavor_max_vms: {flavor: its
     largest VM count} for flavors of which fewer than max_vms fit;

@@ -60,7 +60,8 @@ class Point:
 
 
 @dataclasses.dataclass
-class Fit:
+class CurveFit:
+    """The least-squares line of a run's per-VM figure over VM counts."""
     slope: float | None          # per-VM figure change per added VM
     intercept: float | None
     r2: float | None
@@ -79,7 +80,7 @@ class Analysis:
     scale: float                 # metric -> unit
     tail: str | None             # "p99" or "max"
     points: dict[str, list[Point]]   # run label -> its points by VM count
-    fits: dict[str, Fit]         # run label -> its line (guest runs)
+    fits: dict[str, CurveFit]    # run label -> its line (guest runs)
     bare: Point | None
     warnings: list[str]
     workload: str | None
@@ -177,7 +178,7 @@ def point(vms: int, iterations: Sequence[Sequence[Row]],
                  cpu_pct=_over(iterations, 'cpu_pct', _average))
 
 
-def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Fit:
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> CurveFit:
     """Least-squares line through (xs, ys): slope, intercept and R².
 
     Two points always fit exactly, so R² is only given from three VM
@@ -186,7 +187,7 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Fit:
     import numpy
 
     if len(xs) < 2:
-        return Fit(None, None, None, len(xs))
+        return CurveFit(None, None, None, len(xs))
     x = numpy.asarray(xs, dtype=float)
     y = numpy.asarray(ys, dtype=float)
     # figures near a float's limit overflow here: the caller refuses the
@@ -198,7 +199,7 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Fit:
             ss_tot = float(((y - y.mean()) ** 2).sum())
             ss_res = float(((y - (slope * x + intercept)) ** 2).sum())
             r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    return Fit(float(slope), float(intercept), r2, len(xs))
+    return CurveFit(float(slope), float(intercept), r2, len(xs))
 
 
 def _figures(p: Point) -> Iterator[tuple[str, float | None]]:
@@ -211,7 +212,8 @@ def _figures(p: Point) -> Iterator[tuple[str, float | None]]:
             yield field.name, value
 
 
-def _finite(run: Run, pts: Sequence[Point], fit: Fit | None = None) -> None:
+def _finite(run: Run, pts: Sequence[Point],
+            fit: CurveFit | None = None) -> None:
     """Figures that are figures: finite guest figures can still add up beyond a
     float (1e308 twice), which printed as inf and +nan% and fitted a line of
     NaN (tests/unit/test_hostile.py); so can a change against a tiny figure, a
@@ -274,7 +276,7 @@ def analyse(runs: Sequence[Run]) -> Analysis:
     workloads = {r.workload for run in runs if not run.bare
                  for r in run.rows if r.ok and r.workload}
     points: dict[str, list[Point]] = {}
-    fits: dict[str, Fit] = {}
+    fits: dict[str, CurveFit] = {}
     bare = None
     for run in runs:
         pts = [point(n, its, metric, tail)

@@ -101,7 +101,7 @@ def _digest(value: Any) -> str:
 
 
 def host(facts: Any, virt: str | None = None,
-         why: str | None = None) -> dict[str, Any] | None:
+         why: str | None = None) -> HostRecord | None:
     """The host part of a record from a facts document (design.md 1).
 
     :param virt: ``kvm`` or ``tcg``: how guests run on this host, as the
@@ -119,9 +119,10 @@ def host(facts: Any, virt: str | None = None,
         'nodes': len(numa),
         'memory_mb': (facts.get('memory') or {}).get('total_mb'),
     }
-    return dict(identity, digest=_digest(identity),
-                kernel=(facts.get('kernel') or {}).get('release'),
-                virt=virt, why=why)
+    return cast(HostRecord, dict(
+        identity, digest=_digest(identity),
+        kernel=(facts.get('kernel') or {}).get('release'), virt=virt,
+        why=why))
 
 
 def facts_digest(facts: Any) -> str | None:
@@ -161,7 +162,7 @@ class Conditions:
 
 
 def make(kind: str, workload: Any, facts: Any, accel: str,
-         conditions: Conditions = Conditions()) -> dict[str, Any]:
+         conditions: Conditions = Conditions()) -> Record:
     """A record (module docstring) for a result made on this host.
 
     :param workload: a ``kvmtune.workloads.Workload``
@@ -189,7 +190,7 @@ def make(kind: str, workload: Any, facts: Any, accel: str,
 def for_sweep(profile: str, facts: Any, accel: str, workload: str,
               runtime: int | float | None = None,
               params: dict[str, Any] | None = None,
-              dirs: Sequence[str] | None = None) -> dict[str, Any]:
+              dirs: Sequence[str] | None = None) -> Record:
     """The record a Rally task passes for one flavor's sweep (the main
     job does): the profile's plan on the compute's facts gives the
     nova.conf options and flavor extra specs; facts None (an operator's

@@ -40,12 +40,12 @@ from typing import IO
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.testcloud import config
-from kvmtune.testcloud import host
 from kvmtune.testcloud import novacompute
 from kvmtune.testcloud import procs
 from kvmtune.testcloud import services
 from kvmtune.testcloud import start
 from kvmtune.testcloud import stop
+from kvmtune.testcloud import system
 from kvmtune import venvs
 
 COMPUTE_MODES = ('fake', 'libvirt')
@@ -114,9 +114,9 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
     timer = start.Timer()
     changed: list[str] = []
     t = time.monotonic()
-    packages = host.APT_BASE + (host.APT_LIBVIRT if libvirt else ())
-    missing = [p for p in packages if not host.dpkg_installed(p)]
-    host.apt_install(packages, say, output)
+    packages = system.APT_BASE + (system.APT_LIBVIRT if libvirt else ())
+    missing = [p for p in packages if not system.dpkg_installed(p)]
+    system.apt_install(packages, say, output)
     if missing:
         changed.append('apt: ' + ' '.join(missing))
     timer.phase('apt', t)
@@ -125,7 +125,7 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
     if libvirt:
         wanted.append(os.path.join(services.FILES,
                                    'requirements-libvirt.txt'))
-    if all(host.venv_satisfied(lay, r) for r in wanted):
+    if all(system.venv_satisfied(lay, r) for r in wanted):
         say('venv: %s has the pinned services' % lay.venv)
     else:
         # uv when there is one (one wheel cache for every venv, so
@@ -145,8 +145,8 @@ def install(libvirt: bool = True, layout: config.Layout | None = None,
     else:
         say('driver: %s up to date' % services.driver_target(lay))
     if libvirt:
-        host.qemu_conf(say)
-        host.libvirt_accounts()
+        system.qemu_conf(say)
+        system.libvirt_accounts()
     return {'seconds': timer.total(), 'phases': timer.phases,
             'changed': changed}
 
@@ -288,7 +288,7 @@ def status(layout: config.Layout | None = None) -> dict[str, Any] | None:
             'processes': processes,
             'rss_kb': sum(p['rss_kb'] for p in processes),
             'pss_kb': sum(p['pss_kb'] for p in processes),
-            'ports': {service: (port, host.port_open(port))
+            'ports': {service: (port, system.port_open(port))
                       for service, port in sorted(ports.items())},
             'not_running': sorted(n for n, p in pids.items()
                                   if not procs.alive(p)),
@@ -306,7 +306,7 @@ def env(layout: config.Layout | None = None) -> dict[str, str]:
     state = procs.load_state(lay)
     return {'KVMTUNE_CLOUD_DIR': lay.root,
             'OS_CLIENT_CONFIG_FILE': lay.clouds_yaml,
-            'OS_CLOUD': 'kvmtune-admin',
+            'OS_CLOUD': config.ADMIN_CLOUD,
             'KVMTUNE_NOVA_CONF': lay.compute_conf,
             'KVMTUNE_CLOUD_MODE': state.get('mode', ''),
             'KVMTUNE_CLOUD_NETWORK': state.get('network', ''),

@@ -24,6 +24,8 @@ DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
 DB_USER = 'kvmtune_cloud'
 RABBIT_VHOST = 'kvmtune_cloud'
 REGION = 'RegionOne'
+# the test cloud's admin in its own clouds.yaml (and its OS_CLOUD)
+ADMIN_CLOUD = 'kvmtune-admin'
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron')
 NETWORKS = ('neutron', 'stub')
 # (name, type, service, path): Keystone's own comes from bootstrap
@@ -311,6 +313,6 @@ def clouds_yaml(layout: 'Layout', secrets: Mapping[str, str]) -> str:
                                              user, password, project,
                                              REGION))
     return ('clouds:\n' +
-            cloud('kvmtune-admin', 'admin', 'admin', secrets['admin']) +
+            cloud(ADMIN_CLOUD, 'admin', 'admin', secrets['admin']) +
             cloud('kvmtune-member', 'kvmtune-member', 'kvmtune-member',
                   secrets['member']))

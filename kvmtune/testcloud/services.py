@@ -19,10 +19,10 @@ from typing import Any
 
 from kvmtune.errors import CloudError
 from kvmtune.testcloud import config
-from kvmtune.testcloud import host
 from kvmtune.testcloud import neutron
 from kvmtune.testcloud import procs
 from kvmtune.testcloud import rest
+from kvmtune.testcloud import system
 
 FILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files')
 DRIVER_SOURCE = os.path.join(FILES, 'kvmtune_numa_fake.py')
@@ -279,7 +279,7 @@ def wait_providers(lay: config.Layout, token: str, names: Collection[str],
 
 
 def _host_mapped(name: str) -> bool:
-    return name in host.mysql(
+    return name in system.mysql(
         'SELECT host FROM nova_api.host_mappings').split()
 
 

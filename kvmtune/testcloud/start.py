@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune.testcloud import config
-from kvmtune.testcloud import host
 from kvmtune.testcloud import neutron
 from kvmtune.testcloud import novacompute
 from kvmtune.testcloud import procs
 from kvmtune.testcloud import rest
 from kvmtune.testcloud import services
 from kvmtune.testcloud import stop
+from kvmtune.testcloud import system
 
 if TYPE_CHECKING:
     from kvmtune.facts.types import Facts
@@ -37,7 +37,7 @@ def running_services(lay: config.Layout) -> dict[str, int]:
 def check_ports_free(lay: config.Layout) -> None:
     taken = ['%s %d' % (service, port)
              for service, port in sorted(lay.ports.items())
-             if host.port_open(port)]
+             if system.port_open(port)]
     if taken:
         raise CloudError('port in use on %s: %s'
                          % (config.HOST, ', '.join(taken)),
@@ -67,7 +67,7 @@ def start(lay: config.Layout, compute: str, network: str,
     """Start a fresh cloud in ``lay``: what api.up() does once it has
     checked its arguments (its docstring says what is returned)."""
     timer = Timer()
-    virt_type = virt_type or host.detect_virt_type()
+    virt_type = virt_type or system.detect_virt_type()
     state: dict[str, Any] = {
              'mode': compute, 'network': network, 'services': {},
              'virt_type': virt_type if compute == 'libvirt' else None,
@@ -83,9 +83,9 @@ def start(lay: config.Layout, compute: str, network: str,
     pids = state['services']
 
     t = time.monotonic()
-    state['started_mariadb'] = host.ensure_mariadb()
+    state['started_mariadb'] = system.ensure_mariadb()
     procs.save_state(lay, state)
-    state['started_rabbitmq'] = host.ensure_rabbitmq()
+    state['started_rabbitmq'] = system.ensure_rabbitmq()
     procs.save_state(lay, state)
     services.install_driver(lay)
     services.write_configs(lay, secrets, compute, virt_type, network)
@@ -95,13 +95,13 @@ def start(lay: config.Layout, compute: str, network: str,
 
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        vhost = pool.submit(host.reset_rabbit_vhost)
+        vhost = pool.submit(system.reset_rabbit_vhost)
         ovs = (pool.submit(neutron.start_ovs, lay, pids)
                if network == 'neutron' else None)
         try:
-            host.reset_databases(secrets)
+            system.reset_databases(secrets)
             if compute == 'libvirt':
-                state['started_daemons'] = host.ensure_libvirtd(lay, say)
+                state['started_daemons'] = system.ensure_libvirtd(lay, say)
             vhost.result()
             if ovs:
                 state['started_ovs'] = ovs.result()

@@ -9,9 +9,9 @@ import subprocess
 
 from kvmtune.errors import CloudError
 from kvmtune.testcloud import config
-from kvmtune.testcloud import host
 from kvmtune.testcloud import neutron
 from kvmtune.testcloud import procs
+from kvmtune.testcloud import system
 
 STOP_HINT = 'kvmtune cloud down'
 # How long `down` waits for a service to end on SIGTERM before it
@@ -38,10 +38,10 @@ STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
 def _libvirt_domains_of_cloud() -> list[str]:
     """UUIDs of libvirt domains that are instances of this cloud."""
     try:
-        ours = set(host.mysql('SELECT uuid FROM nova.instances').split())
+        ours = set(system.mysql('SELECT uuid FROM nova.instances').split())
     except CloudError:
         return []
-    listed = host.virsh('list', '--all', '--uuid')
+    listed = system.virsh('list', '--all', '--uuid')
     return [u for u in listed.stdout.split() if u in ours]
 
 
@@ -76,9 +76,9 @@ def clean_after_crash(lay: config.Layout, say: procs.Say) -> None:
     say('a cloud in %s was not taken down (its services died): cleaning '
         'up what it left' % lay.root)
     if state.get('mode') == 'libvirt' and \
-            host.virsh('version').returncode != 0:
+            system.virsh('version').returncode != 0:
         # QEMU guests outlive libvirtd; only it can destroy them.
-        host.ensure_libvirtd(lay, say)
+        system.ensure_libvirtd(lay, say)
     stopped = stop_all(lay, say)
     say('cleaned up: %s' % (', '.join(stopped) or 'stale state only'))
 
@@ -88,10 +88,10 @@ def stop_all(lay: config.Layout, say: procs.Say) -> list[str]:
     state = procs.load_state(lay)
     pids = state.get('services', {})
     if state.get('mode') == 'libvirt' and \
-            host.virsh('version').returncode == 0:
+            system.virsh('version').returncode == 0:
         for domain in _libvirt_domains_of_cloud():
-            host.virsh('destroy', domain)
-            host.virsh('undefine', domain, '--nvram')
+            system.virsh('destroy', domain)
+            system.virsh('undefine', domain, '--nvram')
             say('destroyed domain %s' % domain)
     stopped: list[str] = []
     # Every nova-compute at once (each may take its graceful shutdown

@@ -22,9 +22,9 @@ from kvmtune.tuning.novaconf import services
 if TYPE_CHECKING:
     from kvmtune.nova_releases import Release
     from kvmtune.tuning.profiles import Profile
-    from kvmtune.tuning.tuners.base import Check
-    from kvmtune.tuning.tuners.base import CheckDict
     from kvmtune.tuning.tuners.base import Tuner
+    from kvmtune.tuning.tuners.base import TunerCheck
+    from kvmtune.tuning.tuners.base import TunerCheckDict
 
 # nova.conf values are strings; a multi-valued option is a list of them.
 NovaConfValue = str | list[str]
@@ -65,7 +65,7 @@ class PlanDict(TypedDict):
     extra_specs: dict[str, str]
     owned_extra_specs: list[str]
     hugepages: list[HugepageRequest]
-    checks: list['CheckDict']
+    checks: list['TunerCheckDict']
     notes: list[Note]
     withheld: list[Withheld]
     nova_release: int | None
@@ -91,7 +91,7 @@ class Plan:
     # page size, set by kvmtune.tuning.pages.apply.
     hugepages: list[HugepageRequest] = dataclasses.field(
         default_factory=list)
-    checks: list['Check'] = dataclasses.field(default_factory=list)
+    checks: list['TunerCheck'] = dataclasses.field(default_factory=list)
     notes: list[Note] = dataclasses.field(default_factory=list)
     # [{'tuner', 'reason'}]: host values a tuner left out because the facts
     # cannot support them safely; ``plan`` and ``nova-conf apply`` exit 2.
@@ -187,7 +187,7 @@ def build_plan(profile: 'Profile', facts: Facts,
     extra = _Merge('extra spec values', source)
     pools = _Merge('huge page counts', source)
     owned: set[str] = set()
-    checks: list[Check] = []
+    checks: list[TunerCheck] = []
     notes: list[Note] = []
     withheld: list[Withheld] = []
 
@@ -318,7 +318,7 @@ def from_dict(data: Any, source: str = '<plan>') -> Plan:
     Shape errors are one InputError naming the key; a plan that withheld
     values is refused as ``for_host`` refuses it.
     """
-    from kvmtune.tuning.tuners.base import Check
+    from kvmtune.tuning.tuners.base import TunerCheck
 
     fix = 'give the JSON "kvmtune plan --profile P -f json" printed'
     if not isinstance(data, dict):
@@ -347,9 +347,11 @@ def from_dict(data: Any, source: str = '<plan>') -> Plan:
                                           size_kb=int(p['size_kb']),
                                           count=int(p['count']))
                           for p in data['hugepages']]
-        plan.checks = [Check(tuner=str(c['tuner']), name=str(c['name']),
-                             status=str(c['status']),
-                             message=str(c['message']), fix=c.get('fix'))
+        plan.checks = [TunerCheck(tuner=str(c['tuner']),
+                                  name=str(c['name']),
+                                  status=str(c['status']),
+                                  message=str(c['message']),
+                                  fix=c.get('fix'))
                        for c in data['checks']]
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f'malformed entry ({type(exc).__name__}: {exc})',

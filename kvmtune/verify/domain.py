@@ -1,7 +1,7 @@
 """The guests layer's input (kvmtune.verify.guests): the live domain XML
 of this host's running domains, read through libvirt's read-only
 connection (libvirt-python when it is installed, else ``virsh -r``), and
-parsed into a Guest when Nova made the domain (it carries Nova's
+parsed into a Domain when Nova made the domain (it carries Nova's
 ``<nova:instance>`` metadata, whose flavor names its extra specs since
 Nova 2023.1: no API call is needed)."""
 
@@ -23,7 +23,7 @@ MAX_XML = 4 << 20
 
 
 @dataclasses.dataclass
-class Guest:
+class Domain:
     """The parts of one Nova guest's domain XML that verify reads.
 
     vcpupins      {vcpu: frozenset of host CPUs} from <cputune><vcpupin>
@@ -79,8 +79,8 @@ def _child(element: Any, local: str) -> Any:
     return None
 
 
-def parse_domain(text: str) -> Guest | None:
-    """A Guest from one domain's XML, or None when Nova did not make it.
+def parse_domain(text: str) -> Domain | None:
+    """A Domain from one domain's XML, or None when Nova did not make it.
 
     :raises ValueError: the text is not a libvirt domain's XML
     """
@@ -137,7 +137,7 @@ def parse_domain(text: str) -> Guest | None:
             model.get('type') if model is not None else None,
             driver.get('name') if driver is not None else None,
             driver.get('rx_queue_size') if driver is not None else None))
-    return Guest(
+    return Domain(
         domain=root.findtext('name') or '?',
         uuid=root.findtext('uuid') or '?',
         name=(name.text or '').strip() if name is not None else '',

@@ -59,18 +59,18 @@ def _planned(plans: Sequence['Plan'], section: str, option: str) -> Any:
     return None
 
 
-def _pins_text(guest: domain.Guest) -> str:
+def _pins_text(guest: domain.Domain) -> str:
     return ', '.join(f'{v}->{format_cpulist(sorted(c))}'
                      for v, c in sorted(guest.vcpupins.items())) or 'none'
 
 
-def _hard_reboot(guest: domain.Guest) -> str:
+def _hard_reboot(guest: domain.Domain) -> str:
     label = guest.name or guest.uuid
     return (f'openstack server reboot --hard {label} (Nova writes the '
             'domain again from the placement it stored)')
 
 
-def _pin_check(guest: domain.Guest, dedicated_set: frozenset[int],
+def _pin_check(guest: domain.Domain, dedicated_set: frozenset[int],
                where: Where) -> verify.Check:
     expected = (f'each of {guest.vcpus} vCPUs on a CPU of its own in '
                 f'{format_cpulist(sorted(dedicated_set))}'
@@ -91,7 +91,7 @@ def _pin_check(guest: domain.Guest, dedicated_set: frozenset[int],
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _emulator_check(guest: domain.Guest, dedicated_set: frozenset[int],
+def _emulator_check(guest: domain.Domain, dedicated_set: frozenset[int],
                     shared_set: frozenset[int],
                     where: Where) -> verify.Check:
     policy = guest.extra_specs.get('hw:emulator_threads_policy')
@@ -118,7 +118,7 @@ def _emulator_check(guest: domain.Guest, dedicated_set: frozenset[int],
         fix=None if ok else _hard_reboot(guest), **where)
 
 
-def _page_check(guest: domain.Guest, where: Where) -> verify.Check | None:
+def _page_check(guest: domain.Domain, where: Where) -> verify.Check | None:
     spec = guest.extra_specs.get('hw:mem_page_size')
     try:
         wanted = extra_specs.page_size_kb(spec)
@@ -156,7 +156,7 @@ def _node_of(facts: Any) -> dict[int, int]:
     return nodes
 
 
-def _numa_check(guest: domain.Guest, facts: Any,
+def _numa_check(guest: domain.Domain, facts: Any,
                 where: Where) -> verify.Check | None:
     if not guest.memnodes or not guest.vcpupins:
         return None
@@ -200,7 +200,7 @@ _FORMAT: dict[str | None, str] = {
     'qcow2': 'qcow2', 'ploop': 'ploop'}
 
 
-def _disk_checks(guest: domain.Guest, cachemodes: dict[str, str],
+def _disk_checks(guest: domain.Domain, cachemodes: dict[str, str],
                  images_type: str | None,
                  where: Where) -> list[verify.Check]:
     found = []
@@ -232,7 +232,7 @@ def _disk_checks(guest: domain.Guest, cachemodes: dict[str, str],
     return found
 
 
-def _vhost_check(guest: domain.Guest, rx_queue_size: str | None,
+def _vhost_check(guest: domain.Domain, rx_queue_size: str | None,
                  where: Where) -> verify.Check | None:
     nics = [nic for nic in guest.interfaces if nic[0] == 'virtio']
     if not nics:
@@ -253,7 +253,7 @@ def _vhost_check(guest: domain.Guest, rx_queue_size: str | None,
         **where)
 
 
-def shared_pin_check(guests: Sequence[domain.Guest],
+def shared_pin_check(guests: Sequence[domain.Domain],
                      where: Where | None = None) -> verify.Check:
     """No host CPU pinned by two dedicated guests."""
     where = where or {}
@@ -274,7 +274,7 @@ def shared_pin_check(guests: Sequence[domain.Guest],
         if shared else None, **where)
 
 
-def check_guests(guests: Sequence[domain.Guest], plans: Sequence['Plan'],
+def check_guests(guests: Sequence[domain.Domain], plans: Sequence['Plan'],
                  facts: Any = None,
                  where: Where | None = None) -> list[verify.Check]:
     """The checks for parsed guests against plans (pure: no libvirt)."""

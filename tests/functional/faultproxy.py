@@ -1,4 +1,5 @@
-"""A fault-injecting HTTP proxy for the functional tests (issue 25).
+"""A fault-injecting HTTP proxy for the functional tests
+(tests/functional/test_faults.py).
 
 One ``FaultProxy`` listens on 127.0.0.1 in front of one endpoint of the
 test cloud (scheme http, one host and port) and forwards every request as

@@ -1,4 +1,4 @@
-"""``kvmtune capacity`` predicts what the scheduler then places (issue 21).
+"""``kvmtune capacity`` predicts what the scheduler then places.
 
 On the embedded cloud, for each flavor kind (pinned on huge pages, pinned
 on small pages, shared), capacity's count per compute node is checked by
@@ -226,7 +226,7 @@ def hyperthreading(admin, computes):
     # no compute has the trait: 0 everywhere, the trait named
     ('trait', 2, 1024, 1, {'hw:cpu_policy': 'dedicated',
                            'trait:CUSTOM_KVMTUNE_NESTED': 'required'}),
-    # issue 36: shared vCPUs with a NUMA topology only go to a node with
+    # Nova's own fit: shared vCPUs with a NUMA topology only go to a node with
     # shared CPUs (node 0 on the extra computes), and their memory is
     # that node's x ram_allocation_ratio: 48 GB guests, fewer than
     # Placement's MEMORY_MB alone allows

@@ -1,4 +1,4 @@
-"""The test cloud after a crash, and its stop (issue 25).
+"""The test cloud after a crash, and its stop.
 
 `kvmtune cloud up` after every service of a cloud with a running guest was
 SIGKILLed comes up by itself: no "a cloud is already up", no manual
@@ -23,9 +23,9 @@ import uuid
 import pytest
 
 from kvmtune.testcloud import api
-from kvmtune.testcloud import host
 from kvmtune.testcloud import procs
 from kvmtune.testcloud import stop
+from kvmtune.testcloud import system
 from tests.functional.conftest import ADMIN
 from tests.functional.conftest import BENCH_IMAGE
 from tests.functional.conftest import PREFIX
@@ -74,7 +74,7 @@ def test_cloud_up_after_every_service_was_killed_comes_back_by_itself(
     conn = connect()
     server, tap = guest_on_a_network(conn)
     conn.close()
-    assert server in host.virsh('list', '--uuid').stdout.split()
+    assert server in system.virsh('list', '--uuid').stdout.split()
     assert pathlib.Path('/sys/class/net', tap).exists()
     lay = api.layout()
     services = procs.load_state(lay)['services']
@@ -94,7 +94,7 @@ def test_cloud_up_after_every_service_was_killed_comes_back_by_itself(
     assert 'was not taken down (its services died): cleaning up' in out
     assert 'cleaned up: ' in out
     # the crashed cloud's guest went with it
-    assert server not in host.virsh('list', '--all', '--uuid').stdout
+    assert server not in system.virsh('list', '--all', '--uuid').stdout
     assert not pathlib.Path('/sys/class/net', tap).exists()
     assert api.status()['not_running'] == []
     print(f'cloud up after the kill: rc {rc} in {seconds:.0f} s; '
@@ -130,7 +130,7 @@ def test_cloud_down_stops_every_service_within_its_grace(test_cloud):
     with open(agent_log, 'rb') as f:
         f.seek(offset)
         assert b'Agent caught SIGTERM, quitting daemon loop' in f.read()
-    assert server not in host.virsh('list', '--all', '--uuid').stdout
+    assert server not in system.virsh('list', '--all', '--uuid').stdout
     assert not pathlib.Path('/sys/class/net', tap).exists()
     print(f'\ncloud down in {seconds:.0f} s (bound: {stop.STOP_GRACE} s a '
           f'service, nova-compute {stop.STOP_TIMEOUT["nova-compute"]} s):'

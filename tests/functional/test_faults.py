@@ -1,4 +1,4 @@
-"""Faults on the cloud side (issue 25; doc/design.md 9.8).
+"""Faults on the cloud side (doc/design.md 9.8).
 
 Proxy tests: the commands that talk to the cloud run against a clouds.yaml
 whose compute endpoint is a FaultProxy (tests/functional/faultproxy.py) in
@@ -781,7 +781,7 @@ def start_sweep(rally, tmp_path, task='disk-scaling',
 
     args = dict(sweep.task_args(
         1, workload, [SWEEP_FLAVOR], image or bench_image.GLANCE_NAME,
-        emulated=mainjob_cloud.local_cloud_emulated()),
+        emulated=mainjob_cloud.testcloud_emulated()),
         runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
     outcome = {}
 
@@ -827,7 +827,7 @@ def restart_compute(cloud, sdk):
 def nothing_left(sdk, uuids):
     """No server, port or volume of the cloud's projects, and none of the
     sweep's guests (``uuids``) left as a libvirt domain."""
-    from kvmtune.testcloud import host
+    from kvmtune.testcloud import system
 
     assert list(sdk.compute.servers(all_projects=True)) == []
     ports = [p for p in sdk.network.ports()
@@ -837,7 +837,7 @@ def nothing_left(sdk, uuids):
         assert list(sdk.block_storage.volumes(all_projects=True)) == []
 
     def domains():
-        listed = host.virsh('list', '--all', '--uuid').stdout.split()
+        listed = system.virsh('list', '--all', '--uuid').stdout.split()
         return set(listed) & set(uuids)
     # A server Nova deleted while its compute was down leaves the domain
     # to that compute's reaper ([DEFAULT]
@@ -917,7 +917,7 @@ def test_a_network_sweep_whose_nova_compute_is_killed_mid_step(
 
     sdk = sweeping[1]
     label = (' (emulated: QEMU TCG guests)'
-             if mainjob_cloud.local_cloud_emulated() else '')
+             if mainjob_cloud.testcloud_emulated() else '')
     networks = sorted(n.id for n in sdk.network.networks())
     rows, detail, outcome, killed_at = kill_compute_mid_step(
         sweeping, rally_lines, tmp_path, guests=2, task='network-scaling',

@@ -1,4 +1,4 @@
-"""The test fleet works (issue 35, "a real test fleet"): four hosts, each
+"""The test fleet works: four hosts, each
 Debian's sshd of its own on its own loopback address, reached over real
 SSH with a key the test makes (tests/fleet.py), each with the facts and
 boot state of a different real capture, each paired with a nova-compute

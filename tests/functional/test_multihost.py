@@ -1,4 +1,4 @@
-"""The multi-host test cloud (``kvmtune cloud up --computes N``, issue 21):
+"""The multi-host test cloud (``kvmtune cloud up --computes N``):
 every nova-compute of the cloud's state is a hypervisor in Nova and a
 resource provider in Placement whose PCPU and VCPU inventories are the
 ``[compute]`` CPU sets its file configures.

@@ -1,4 +1,4 @@
-"""A Nova guest that runs its own KVM guest (seed 000, issue 22).
+"""A Nova guest that runs its own KVM guest (seed 000).
 
 On the libvirt test cloud (virt_type qemu here: QEMU TCG) the compute is
 tuned with the nested-host profile (``kvmtune nova-conf apply``: cpu_mode

@@ -1,6 +1,6 @@
 """README's Rally steps work as written, and the main job's re-run line
 still runs a sweep after `kvmtune cloud down` and `kvmtune cloud up`
-(issue 30).
+(its saved credentials are the new cloud's).
 
 The test follows README.md's "Measuring" section: its first shell block
 (`kvmtune rally env`, `kvmtune rally env --os-cloud mycloud`, `rally task

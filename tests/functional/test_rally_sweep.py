@@ -112,7 +112,7 @@ def run_sweep(rally, tmp_path, progress=None, **args):
         DISK_TASK, dict(sweep.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], bench_image.GLANCE_NAME,
-            emulated=cloud.local_cloud_emulated()), **args),
+            emulated=cloud.testcloud_emulated()), **args),
         out, str(tmp_path / 'rally.html'), progress)
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
@@ -234,7 +234,7 @@ def test_network_sweep_clients_load_a_server_guest(
     networks_before = leftover_networks(conn)
     out = str(tmp_path / 'results.json')
     args = sweep.task_args(max_vms, workload, [FLAVOR], net_image,
-                           emulated=cloud.local_cloud_emulated())
+                           emulated=cloud.testcloud_emulated())
     # Under TCG on 2 cores the server and N clients share the CPUs: the
     # aggregate stays about flat, so per-VM Gbit/s at 2 clients is about
     # half of 1 (47-51 % seen), right at the task's default min_share 0.5.

@@ -1,6 +1,6 @@
 """``kvmtune verify`` on the embedded libvirt cloud: a tuned host with a
 pinned huge-page guest verifies clean, and each drift an operator meets is
-found with its fix (issue 20).
+found with its fix.
 
 The compute host's nova.conf is tuned with ``nova-conf apply`` and the
 compute restarted (test_pinning's fixtures); a flavor is made with

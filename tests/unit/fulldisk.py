@@ -1,5 +1,4 @@
-"""A small tmpfs, mounted by the test and filled up or made read-only
-(issue 25, item 5).
+"""A small tmpfs, mounted by the test and filled up or made read-only.
 
 Not a test module: the full-disk and read-only tests of every command that
 writes files (tests/unit/cmd/test_*.py) share it. Mounting needs root; the

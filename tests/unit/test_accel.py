@@ -7,7 +7,7 @@ import pytest
 
 from kvmtune.bench import qemu
 from kvmtune import facts
-from kvmtune.testcloud import host
+from kvmtune.testcloud import system
 from tests import accel
 from tests import paths
 
@@ -64,5 +64,5 @@ def test_kvmtune_fed_a_hosts_facts_agrees(tree, expected):
 def test_kvmtune_agrees_on_this_host():
     expected = accel.host_accel()
     assert qemu.choose_accel('auto')[0] == expected
-    assert host.detect_virt_type() == accel.VIRT_TYPES[expected]
+    assert system.detect_virt_type() == accel.VIRT_TYPES[expected]
     assert accel.emulated() is (expected == 'tcg')

@@ -142,7 +142,7 @@ def test_other_missing_module_is_an_internal_error(monkeypatch, capsys):
 def test_a_single_valued_option_given_twice_is_refused(argv, capsys,
                                                        tmp_path,
                                                        monkeypatch):
-    # Before: the last one silently won (issue 26).
+    # Before: the last one silently won.
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit, match='^2$') as exc:
         cli.main(argv)

@@ -153,7 +153,7 @@ def test_readme_runs_the_two_commands_from_the_clone():
 
 
 def test_readme_stays_a_front_page():
-    # Issue 24: README says what kvmtune is, how to install it, the two
+    # README says what kvmtune is, how to install it, the two
     # commands, measuring and links; the manual is doc/source.
     with open(os.path.join(paths.REPO, 'README.md')) as f:
         lines = f.read().splitlines()

@@ -41,7 +41,7 @@ def test_the_walk_finds_refusals():
 
 
 def test_every_input_refusal_carries_a_fix():
-    # Issue 26: bench local's --vms/--runtime/--ready-timeout/--compare,
+    # Bench local's --vms/--runtime/--ready-timeout/--compare,
     # main-job's --compute-facts and the profile refusals said what was
     # wrong and not what to do. A new refusal without a fix fails here.
     missing = [f'{path}:{line}' for path, line, has_fix in _refusals()
@@ -78,11 +78,11 @@ def test_cli_refusals_name_their_fix(argv, words, capsys, tmp_path,
     assert os.listdir(tmp_path) == []
 
 
-# -- mask_secrets (issue 40: linear time, the same shapes) ---------------
+# -- mask_secrets (linear time, the same shapes) -------------------------
 
 # The shapes as regular expressions, as kvmtune.errors applied them before
-# issue 40 (their lookaheads rescanned a run of word characters from each
-# of its positions): the specification mask_secrets keeps.
+# mask_secrets was linear (their lookaheads rescanned a run of word
+# characters from each of its positions): the specification it keeps.
 REFERENCE = (
     (r'([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s@]+(?=@)', r'\1***'),
     (r'(?i)(?<![\w/.-])([\w.-]*(?:password|passwd|pwd|secret|'

@@ -1,4 +1,4 @@
-"""The hostile-input suite (issue 26): one case per class of bad input,
+"""The hostile-input suite: one case per class of bad input,
 each through the command an operator runs, each asserting the contract:
 exit 2, one line naming the file or key and the fix, no traceback,
 nothing written or changed, no foreign value echoed.
@@ -145,7 +145,7 @@ def test_bad_arguments_are_one_line_with_the_fix(argv, words, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-# -- issue 40: figures that overflow, records that do not say ------------
+# -- figures that overflow, records that do not say ------------------------
 
 SWEEP = os.path.join(paths.FIXTURES, 'outputs',
                      'rally-disk-sweep-1-6-10-signal-tcg.json')
@@ -246,7 +246,7 @@ def null_at(*path):
 @pytest.mark.parametrize('fmt', ['table', 'json'])
 def test_a_record_that_does_not_say_what_it_measured_never_compares(
         edit, key, fmt, tmp_path):
-    # Before (issue 40): exit 0, "comparison of 2 run(s),
+    # Before: exit 0, "comparison of 2 run(s),
     # fio-randread-4k", the randwrite run +800 % against randread.
     wrote = edited(tmp_path, LOCAL, edit, 'randwrite.json')
     rc, out, err = kvmtune('report', LOCAL, wrote, '-f', fmt)

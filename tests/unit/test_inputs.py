@@ -163,7 +163,7 @@ def test_plain_text_passes_one_line_values(value):
 def test_no_validating_pattern_lets_a_trailing_newline_through():
     # '^[a-z]+$' matches "name\n" ($ matches before a final newline): a
     # host name, a job argument or a nova.conf option passed its check
-    # with a newline in it (issue 26). Patterns that check a whole value
+    # with a newline in it. Patterns that check a whole value
     # end in \Z; those read line by line (re.M) are the exception.
     import ast
     from tests import paths

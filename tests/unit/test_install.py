@@ -1,4 +1,4 @@
-"""README's Install lines, run as written (issue 38): read from README.md's
+"""README's Install lines, run as written: read from README.md's
 ``## Install`` block, run one after the other with the pip of a new
 virtualenv, in this checkout, as a new user would. Each line must give
 what its comment promises: the core alone leaves out what the extras

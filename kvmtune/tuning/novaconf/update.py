@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # {section: {option: str | [str, ...] | None}}; None removes the option
 Changes = dict[str, dict[str, Any]]
 # called with the new text before anything is written: notices
-Check = Callable[[str], list[str]]
+Checker = Callable[[str], list[str]]
 
 BACKUP_SUFFIX = '.kvmtune.bak'
 
@@ -256,7 +256,7 @@ def write_config(path: str, old_text: str, new_text: str) -> str:
 
 def apply(path: str, changes: rules.Changes, dry_run: bool = False,
           nova_python: str | None = None,
-          check: Check | None = None) -> ApplyResult:
+          check: Checker | None = None) -> ApplyResult:
     """Make nova.conf at ``path`` have ``changes``; return ApplyResult.
 
     :param changes: {section: {option: str | [str, ...]}}, as
@@ -278,7 +278,7 @@ def apply(path: str, changes: rules.Changes, dry_run: bool = False,
 
 
 def _apply(path: str, changes: rules.Changes, dry_run: bool,
-           nova_python: str | None, check: Check | None = None
+           nova_python: str | None, check: Checker | None = None
            ) -> ApplyResult:
     old_text = read_config(path)
     old = parse_config(path, old_text)

@@ -136,7 +136,7 @@ class FromRelease(FromHost):
     the plan is for (``Tuner.release``)."""
 
 
-class CheckDict(TypedDict):
+class TunerCheckDict(TypedDict):
     """A check in a plan's JSON (doc/design.md 4)."""
 
     tuner: str
@@ -147,15 +147,17 @@ class CheckDict(TypedDict):
 
 
 @dataclasses.dataclass
-class Check:
+class TunerCheck:
+    """A tuner's host check on the facts: ``pass``, ``warn`` or ``fail``
+    (kvmtune.verify.Check is the other kind: planned against live)."""
     tuner: str
     name: str
     status: str
     message: str
     fix: str | None = None
 
-    def to_dict(self) -> CheckDict:
-        return cast(CheckDict, dataclasses.asdict(self))
+    def to_dict(self) -> TunerCheckDict:
+        return cast(TunerCheckDict, dataclasses.asdict(self))
 
 
 # What a check method returns: (status, message, fix) or None when the
@@ -367,7 +369,7 @@ class Tuner:
             return {}
         return {module: dict(self._resolved(self.MODPROBE[module]))}
 
-    def checks(self) -> list[Check]:
+    def checks(self) -> list[TunerCheck]:
         results = []
         for attr in vars(type(self)).values():
             name = getattr(attr, 'check_name', None)
@@ -377,7 +379,7 @@ class Tuner:
             if outcome is None:  # not relevant with these params
                 continue
             status, message, fix = outcome
-            results.append(Check(self.name, name, status, message, fix))
+            results.append(TunerCheck(self.name, name, status, message, fix))
         return results
 
     def notes(self) -> list[str]:

@@ -192,8 +192,8 @@ def test_two_guests_iperf3_over_neutron(neutron_cloud, admin, member, made):
     client = servers[1]
     text = _wait_status(member, client,
                         start_at + RUNTIME + RESULT_TIMEOUT - time.time())
-    # an ok line carries the guest's times (ready=, start=, ...) since
-    # issue 13; the verdict is its first word
+    # an ok line carries the guest's times (ready=, start=, ...); the
+    # verdict is its first word
     assert console.status(text, client.id)[0] == 'ok', text[-3000:]
     (payload,) = console.extract(text, client.id)
     emulated = neutron_cloud.state.get('virt_type') != 'kvm'

@@ -39,7 +39,7 @@ def test_the_table_of_a_recorded_run():
 
 def test_the_old_spellings_reach_the_run_with_a_deprecation_line(
         monkeypatch, capsys):
-    # issue 23: --disk-format (not --format, which means the output format
+    # --disk-format (not --format, which means the output format
     # on every other command) and -o for the written file; the old
     # spellings work for one release and say so.
     from kvmtune import cli

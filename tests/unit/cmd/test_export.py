@@ -104,7 +104,7 @@ def test_plan_with_withheld_values_is_refused(tmp_path, capsys):
 INJECTING_PROFILE = '''\
 name: injecting
 description: a parameter that tries to write a section of its own
-source: issue 26
+source: tests/unit/cmd/test_export.py
 tuners:
   - name: disk_io
     params:
@@ -129,7 +129,7 @@ def test_a_parameter_with_a_newline_never_reaches_a_file(tmp_path, capsys,
 
 def test_a_host_name_ending_in_a_newline_is_refused(tmp_path, capsys):
     # Before: '^...$' matched "compute-1\n" and named a file with a
-    # newline in it (issue 26).
+    # newline in it.
     out = tmp_path / 'out'
     assert export(out, host=consumers.HOST + '\n') == 2
     one_line_error(capsys, 'not a host name', '--host')

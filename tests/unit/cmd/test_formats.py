@@ -63,7 +63,7 @@ def test_value_and_columns_on_a_table(capsys):
     assert 'cpu-pinning' in names and 'baseline' in names
 
 
-# Every command that reads and prints (issue 23 item 3) takes -f json.
+# Every command that reads and prints takes -f json.
 READING_COMMANDS = {'host inspect', 'plan', 'profile list', 'profile show',
                     # --check's plan (tests/unit/cmd/test_rollout.py)
                     'rollout',
@@ -111,7 +111,7 @@ def test_every_written_file_is_named_with_o():
             options['--json'].help == '==SUPPRESS==', words
 
 
-# -- issue 40: strict JSON on inputs made to overflow -----------------------
+# -- strict JSON on inputs made to overflow ---------------------------------
 
 def strict_json(text):
     """RFC 8259 JSON, as jq and JSON.parse read it: NaN, Infinity and

@@ -1,4 +1,4 @@
-"""``kvmtune host capture`` into places it cannot write (issue 11)."""
+"""``kvmtune host capture`` into places it cannot write."""
 
 import multiprocessing
 import os
@@ -67,7 +67,7 @@ def test_capture_into_proc_is_one_line(capsys):
 @pytest.mark.parametrize('target', ['', '  '])
 def test_an_empty_directory_argument_is_named(target, capsys, tmp_path,
                                               monkeypatch):
-    # Before (issue 26): the error named a temporary directory kvmtune had
+    # Before: the error named a temporary directory kvmtune had
     # tried to make in the parent of the current directory.
     monkeypatch.chdir(tmp_path)
     assert cli.main(['host', 'capture', target]) == 2

@@ -1,4 +1,4 @@
-"""``kvmtune host inspect`` under hostile input (issue 11)."""
+"""``kvmtune host inspect`` under hostile input."""
 
 import json
 import os

@@ -302,7 +302,7 @@ def test_unreadable_file(nova_conf, tmp_path, public_copies):
     assert snapshot(nova_conf) == before
 
 
-# -- hostile targets (issue 11) ----------------------------------------------
+# -- hostile targets ---------------------------------------------------------
 
 def test_a_null_device_exits_2_and_stays_a_device(tmp_path):
     # A node of its own: the machine's /dev/null is not the test's to risk
@@ -340,7 +340,7 @@ def test_empty_config_is_an_error_not_the_default(tmp_path):
 
 def test_nothing_for_the_service_is_not_already_there(tmp_path):
     # Before: io-tuned with --service scheduler said the file "already
-    # has" options it did not have (issue 26): all four are nova-compute's.
+    # has" options it did not have: all four are nova-compute's.
     path = tmp_path / 'nova.conf'
     path.write_text('[DEFAULT]\n')
     done = kvmtune(*apply_args(path, profile='io-tuned',
@@ -355,7 +355,7 @@ def test_nothing_for_the_service_is_not_already_there(tmp_path):
     assert path.read_text() == '[DEFAULT]\n'
 
 
-# -- issue 28: the edited file in the service's oslo.config order ---------
+# -- the edited file in the service's oslo.config order -------------------
 
 def _compute_files(tmp_path, later):
     nova = tmp_path / 'nova.conf'

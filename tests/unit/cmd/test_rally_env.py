@@ -31,7 +31,7 @@ def test_an_unknown_cloud_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / '.rally').exists()
 
 
-def test_without_the_embedded_cloud_says_how_to_start_it(tmp_path):
+def test_without_the_testcloud_says_how_to_start_it(tmp_path):
     done = _kvmtune(tmp_path=tmp_path)
     assert done.returncode == 2 and done.stdout == ''
     assert done.stderr == (

@@ -1,4 +1,4 @@
-"""``kvmtune report`` under hostile input (issue 11): every failure one
+"""``kvmtune report`` under hostile input: every failure one
 line and exit 2, no device clobbered, no output half-written, no NaN
 taken as a figure."""
 
@@ -171,7 +171,7 @@ def test_output_that_is_an_input_is_refused(tmp_path, capsys):
 
 
 def test_output_hard_linked_to_an_input_is_refused(tmp_path, capsys):
-    # Before (issue 26): kvmtune.fileio writes a file with other hard
+    # Before: kvmtune.fileio writes a file with other hard
     # links in place, so --png under another name of the input overwrote
     # the input.
     path = write(tmp_path, new_format())

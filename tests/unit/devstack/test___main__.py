@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from kvmtune.devstack import __main__ as phases
-from kvmtune.devstack import host
+from kvmtune.devstack import postconfig
 from kvmtune.devstack import tempest
 from kvmtune import facts as host_facts
 from kvmtune.tuning.novaconf import inifile
@@ -109,12 +109,12 @@ def test_errors_are_one_line_with_the_exit_status(intel, files, capsys,
 
 
 def test_hugepages_items_and_plan(intel):
-    plans = host.build_plans(['hugepages'])
+    plans = postconfig.build_plans(['hugepages'])
     given = phases._pools(' 0:2M:256  1:1G:2 ', plans)
     assert [(p.node, p.size_kb, p.count) for p in given] == [
         (0, 2048, 256), (1, 1048576, 2)]
     assert phases._pools(None, plans) is None
-    assert phases._pools('plan', plans) == host.plan_pools(plans)
+    assert phases._pools('plan', plans) == postconfig.plan_pools(plans)
     assert phases._pools('plan', plans)
 
 

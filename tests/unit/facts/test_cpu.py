@@ -1,5 +1,5 @@
 """CPU facts from hostile or odd trees: one clear error or null, never a
-traceback (issue 10 and the facts cases of issue 11)."""
+traceback."""
 
 import os
 import shutil

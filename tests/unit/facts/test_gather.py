@@ -41,7 +41,7 @@ def test_broken_capture_record_means_unknown(pvm_tree):
 
 def test_an_unreadable_cpuinfo_is_unknown_not_false(pvm_tree):
     # Before: flags [] gave confident "no pdpe1gb", "not a guest", "no
-    # EPT" (issue 26). A FIFO in its place is refused unread.
+    # EPT". A FIFO in its place is refused unread.
     os.unlink(pvm_tree / 'proc/cpuinfo')
     os.mkfifo(pvm_tree / 'proc/cpuinfo')
     facts = hang.call(

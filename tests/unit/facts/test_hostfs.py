@@ -1,5 +1,5 @@
 """The one reader of /proc, /sys and captured trees (facts/hostfs.py):
-regular files only, bounded, never out of a captured tree (issue 26).
+regular files only, bounded, never out of a captured tree.
 
 Each case that could hang runs gather() in a subprocess, or the read in a
 thread (tests/hang.py), with a hard timeout, so a regression fails here
@@ -19,7 +19,7 @@ from tests import hang
 from tests import paths
 
 PVM = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
-# The files issue 26 found hanging on a FIFO (host inspect and capture).
+# The files that hung on a FIFO (host inspect and capture).
 SEVEN = ('proc/meminfo', 'proc/cmdline',
          'sys/devices/system/cpu/online',
          'sys/devices/system/node/node0/cpulist',

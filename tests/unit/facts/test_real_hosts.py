@@ -108,7 +108,7 @@ def test_host_capture_writes_the_same_shape(name, tmp_path):
 
 
 def test_nul_terminated_lists_are_read():
-    """A 5.15 kernel's lists end in '\\n\\0' (the crash of issue 10)."""
+    """A 5.15 kernel's lists end in '\\n\\0' (once a crash)."""
     root = os.path.join(REAL, '128arm-2pa2n8cluster4co')
     path = os.path.join(root, 'sys/devices/system/node/node0/cpulist')
     with open(path, 'rb') as f:

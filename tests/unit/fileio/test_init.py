@@ -85,7 +85,7 @@ def test_refuses_a_device_where_the_backup_goes(tmp_path):
 
 def test_a_link_planted_where_the_backup_goes_is_refused(tmp_path):
     # Before: the old content was written to the link's target, a
-    # root-owned file anywhere (issue 26).
+    # root-owned file anywhere.
     target = tmp_path / 'nova.conf'
     target.write_text('old\n')
     precious = tmp_path / 'shadow'

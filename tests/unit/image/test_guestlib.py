@@ -204,7 +204,7 @@ def test_console_safe_output_passes_nova_unchanged_and_parses(run, name):
             parsers.parse(tool, raw, workload='w'))
 
 
-# Issue 15: the start signal. /proc/interrupts and /proc/uptime as a
+# The start signal. /proc/interrupts and /proc/uptime as a
 # 2-vCPU TCG guest of the benchmark image printed them after its NMI
 # (QEMU monitor `nmi`; its job ran `cat /proc/interrupts /proc/uptime`).
 GUEST_PROC = os.path.join(paths.FIXTURES, 'outputs',

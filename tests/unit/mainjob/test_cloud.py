@@ -25,7 +25,7 @@ def no_cloud(tmp_path, monkeypatch):
 
 def test_nothing_up_nothing_to_stop(no_cloud):
     assert cloud.stop_hint() is None
-    assert cloud.local_cloud_emulated() is False
+    assert cloud.testcloud_emulated() is False
     assert cloud.nova_python() is None
     assert cloud.nova_conf() == str(
         no_cloud / 'cloud' / 'etc' / 'nova' / 'nova-compute.conf')

@@ -325,7 +325,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 
     def forbidden(*args, **kwargs):
         raise AssertionError('touches this host or starts a cloud')
-    for module, name in ((cloud, 'local_cloud'), (cloud, 'nova_conf'),
+    for module, name in ((cloud, 'testcloud_up'), (cloud, 'nova_conf'),
                          (cloud, 'restart_compute'),
                          (compute, 'tune_local_compute'),
                          (compute, 'apply_nova_conf'),
@@ -360,7 +360,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
     assert FakeRally.task == sweep.task_path('disk-scaling')
     assert FakeRally.args['runtime'] == 5
     assert FakeRally.args['emulated'] is False
-    # issue 13: each flavor's result record rides in the task arguments;
+    # each flavor's result record rides in the task arguments;
     # the bare host is not the cloud's compute: no baseline, said so
     assert sorted(FakeRally.args['records']) == sorted(
         f'm1.bench.{p}' for p in ('baseline', profile))
@@ -372,7 +372,7 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
     assert 'bare-host baseline: not measured' in out
     saved = json.loads((tmp_path / 'disk-scaling-args.json').read_text())
     assert saved == json.loads(json.dumps(FakeRally.args))
-    # issue 30: the re-run line sets the cloud up again, gives plain
+    # the re-run line sets the cloud up again, gives plain
     # rally the cloud's environment, then runs the sweep
     assert (f'main-job: re-run the sweep by hand: kvmtune main-job '
             f'--os-cloud op --max-vms 1 --runtime 5 --state-dir {tmp_path} '

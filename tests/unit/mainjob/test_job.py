@@ -58,12 +58,12 @@ def local_job(monkeypatch, tmp_path):
     monkeypatch.setattr(job, '_baseline_step', lambda *a: None,
                         raising=False)
     monkeypatch.setattr(cloud, 'start_cloud', lambda: None)
-    monkeypatch.setattr(cloud, 'local_cloud',
+    monkeypatch.setattr(cloud, 'testcloud_up',
                         lambda installed=False: ('kvmtune-admin',
                                                  'up in 50 s'))
     monkeypatch.setattr(cloud, 'nova_conf', lambda: '/x/nova-compute.conf')
     monkeypatch.setattr(cloud, 'nova_python', lambda: None)
-    monkeypatch.setattr(cloud, 'local_cloud_emulated', lambda: True)
+    monkeypatch.setattr(cloud, 'testcloud_emulated', lambda: True)
     monkeypatch.setattr(cloud, 'stop_hint', lambda: STOP)
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
@@ -120,7 +120,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
     def broken(installed=False):
         raise CloudError('port 5000 is taken', source='keystone',
                          fix='kvmtune cloud status')
-    monkeypatch.setattr(cloud, 'local_cloud', broken)
+    monkeypatch.setattr(cloud, 'testcloud_up', broken)
     assert job.run(job.Settings(state_dir=local_job)) == 2
     lines = capsys.readouterr().out.splitlines()
     assert lines[-4].startswith('main-job: test cloud: FAILED (')
@@ -132,7 +132,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
 
 
 def test_baseline_step_measures_the_bare_host(tmp_path, capsys):
-    """Issue 13: the bare host measured with the sweep's workload (real
+    """The bare host measured with the sweep's workload (real
     sysbench, 1 s), into a baseline file the report and the SLA read."""
     from kvmtune.bench import baseline
 
@@ -170,7 +170,7 @@ def test_report_step_reports_a_real_sweep(tmp_path, capsys):
 
 def test_setup_only_stops_before_the_sweep_with_the_rerun_line(
         local_job, capsys):
-    # issue 30: the re-run line sets a fresh cloud up again (`cloud down`
+    # the re-run line sets a fresh cloud up again (`cloud down`
     # and `up`, a reboot), refreshes plain rally's environment, then
     # sweeps with the job's arguments; --setup-only is its first part
     FakeRally.args = None
@@ -245,13 +245,13 @@ def test_the_cloud_installs_and_comes_up_while_the_image_builds(
     def baseline(*args):
         order.append('baseline')
 
-    def local_cloud(installed=False):
+    def testcloud_up(installed=False):
         raise AssertionError('the cloud came up beside the image build')
 
     monkeypatch.setattr(cloud, 'start_cloud', start_cloud)
     monkeypatch.setattr(build, 'build', image)
     monkeypatch.setattr(job, '_baseline_step', baseline)
-    monkeypatch.setattr(cloud, 'local_cloud', local_cloud)
+    monkeypatch.setattr(cloud, 'testcloud_up', testcloud_up)
     FakeRally.sla_ok = True
     assert job.run(job.Settings(max_vms=3, state_dir=local_job)) == 0
     assert order[0] == 'baseline'

@@ -49,14 +49,14 @@ def test_an_unknown_cloud_is_named_with_the_known_ones(
     assert name == 'c' and region.config['auth']['username'] == 'admin'
 
 
-def test_no_embedded_cloud_says_how_to_start_one(tmp_path, monkeypatch):
+def test_no_testcloud_says_how_to_start_one(tmp_path, monkeypatch):
     monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
     with pytest.raises(InputError, match='no embedded cloud has been up '
                                          r'here \(fix: kvmtune cloud up'):
         rallycloud.cloud_config(None)
 
 
-def test_the_embedded_cloud_is_its_own_clouds_yaml(tmp_path, monkeypatch):
+def test_the_testcloud_is_its_own_clouds_yaml(tmp_path, monkeypatch):
     # whatever OS_CLIENT_CONFIG_FILE says: the embedded cloud's own file
     (tmp_path / 'clouds.yaml').write_text(CLOUDS.replace(
         '  c:', '  kvmtune-admin:'))

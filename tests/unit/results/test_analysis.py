@@ -112,7 +112,7 @@ def test_a_bare_host_without_a_figure_to_share_is_refused(tmp_path, bare,
 
 
 def test_figures_that_add_up_beyond_a_float_are_refused(tmp_path):
-    # Before: inf and +nan% in the table, a fit made of NaN (issue 26).
+    # Before: inf and +nan% in the table, a fit made of NaN.
     huge = dict(result(1.0), iops=1e308, bw_bytes_s=None)
     with pytest.raises(InputError, match='per_vm figure is not finite'):
         analysed(tmp_path, ('huge.json', bench_doc([huge, dict(huge)])))

@@ -62,7 +62,7 @@ def _without(path, value=None):
 @pytest.mark.parametrize('path', ['workload', 'workload.name',
                                   'workload.params', 'accel'])
 def test_a_record_that_does_not_say_what_it_measured_is_refused(path):
-    # issue 40: a null here turned the comparison's check off
+    # a null here turned the comparison's check off
     with pytest.raises(InputError) as exc:
         compare.check([_rec(), _without(path)], ['a.json', 'b.json'],
                       [{'fio-randread-4k'}, {'fio-randread-4k'}])

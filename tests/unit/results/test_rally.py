@@ -2,7 +2,7 @@
 tables of older runs (MiB/s, us), both Rally result formats, and a step's
 time budget read from real Rally results: the 1/6/10-guest disk sweep
 (m1.bench.baseline, fio-randread-4k, 10 s) on the test cloud under QEMU
-TCG (emulated), once with the signal start (issue 15) and its 1-guest
+TCG (emulated), once with the signal start and its 1-guest
 step once in the old start_at mode, `rally task report --json`."""
 
 import json

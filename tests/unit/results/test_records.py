@@ -115,7 +115,7 @@ def test_sweep_record_holds_the_profiles_plan(hosts):
     ({'workload': {'command': 'fio --name=x'}}, 'record.workload.command'),
 ])
 def test_a_record_of_the_wrong_shape_is_one_line(record, key):
-    # Before: AttributeError, "internal error" (issue 26).
+    # Before: AttributeError, "internal error".
     with pytest.raises(InputError, match=rf'^r.json: {key}: must be '):
         records.validate(record, 'r.json')
 

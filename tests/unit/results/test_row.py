@@ -47,7 +47,7 @@ def test_a_row_not_of_the_shape_is_one_input_error(data, words):
 
 
 def test_a_legacy_figure_that_overflows_in_the_unit_set_is_refused():
-    # 1e305 MiB/s is finite in the file, 1e311 bytes/s is not (issue 40)
+    # 1e305 MiB/s is finite in the file, 1e311 bytes/s is not
     with pytest.raises(InputError) as exc:
         rows.from_flat({'status': 'ok', 'bw_MiB_s': 1e305}, 'f.json',
                        'row 2')

@@ -58,8 +58,7 @@ def test_state_round_trip(lay):
                                   'restart-compute'])
 def test_a_damaged_state_file_is_one_line(lay, content, verb, capsys,
                                           monkeypatch):
-    # Before: JSONDecodeError, an internal error, for every cloud verb
-    # (issue 26).
+    # Before: JSONDecodeError, an internal error, for every cloud verb.
     from kvmtune import cli
     with open(lay.state, 'wb') as f:
         f.write(content)

@@ -22,7 +22,7 @@ def _secrets_file(tmp_path, data):
 
 
 def test_the_last_ups_secrets_are_kept(tmp_path):
-    # issue 30: clouds.yaml copies and Rally environments keep working
+    # clouds.yaml copies and Rally environments keep working
     old = services.new_secrets()
     secrets, how = services.load_secrets(_secrets_file(tmp_path, old))
     assert (secrets, how) == (old, 'kept')

@@ -429,12 +429,12 @@ def test_only_an_inspection_path_gets_a_withheld_plan(tmp_path, capsys):
 @pytest.mark.parametrize('name', ['pinned-hugepages-ept', 'baseline',
                                   'nested-host', 'io-tuned', 'net-tuned'])
 def test_plan_json_keys_are_the_typed_keys(name):
-    """PlanDict and CheckDict (for mypy) name exactly what to_dict writes
+    """PlanDict and TunerCheckDict (for mypy) name exactly what to_dict writes
     (doc/design.md 4), so the static contract cannot drift from the JSON."""
     data = plan_for(name, INTEL).to_dict()
     assert set(data) == plans.PlanDict.__required_keys__
     for check in data['checks']:
-        assert set(check) == base.CheckDict.__required_keys__
+        assert set(check) == base.TunerCheckDict.__required_keys__
     for pool in data['hugepages']:
         assert set(pool) == plans.HugepageRequest.__required_keys__
     for note in data['notes']:

@@ -148,7 +148,7 @@ def test_config_sample_is_current(tmp_path):
     assert '#profile_dirs =' in out.read_text()
 
 
-# -- hostile profiles (issue 11) ---------------------------------------------
+# -- hostile profiles ---------------------------------------------------------
 
 def test_a_second_tuners_key_is_an_error_not_a_silent_override(tmp_path):
     path = write(tmp_path, 'twice.yaml', """\

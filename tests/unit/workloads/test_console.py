@@ -214,7 +214,7 @@ def test_real_refusal_reads_the_same_held_or_not(name, instance):
     assert ('reboot: Power down' in text) is name.endswith('no-hold.log')
 
 
-# Issue 15: a guest started by signal says when it was ready and started.
+# A guest started by signal says when it was ready and started.
 # Real consoles of TCG guests (QEMU, benchmark image, job "start": "nmi"):
 # one that got its NMI (kernel lines "Uhhuh. NMI received" before the
 # result frame), one that never got it (start_timeout 15).
@@ -280,7 +280,7 @@ def test_old_image_states_no_times(log):
 
 def test_a_byte_count_of_thousands_of_digits_is_no_frame_not_a_crash():
     """int() of a 5,000-digit count raised ValueError, which Rally's
-    scenario does not catch (issue 11)."""
+    scenario does not catch."""
     from kvmtune.errors import KvmtuneError
     from kvmtune.workloads import console
     text = ('KVMTUNE-RESULT-BEGIN vm-1 fio-randread-4k fio ' + '9' * 5000

@@ -214,7 +214,7 @@ def test_sysbench_cpu_and_memory_lines_together_are_refused():
         parsers.parse('sysbench', raw)
 
 
-# -- figures that are not figures (issue 11) ---------------------------------
+# -- figures that are not figures --------------------------------------------
 
 def _fio_with(first_iops):
     raw = fixture('fio-3.33-randread-4k.json')

@@ -64,7 +64,7 @@ def test_unknown_workload_lists_the_known():
      'nested'),
 ])
 def test_hostile_definition_is_one_line(tmp_path, text, words):
-    """A second ``tool:`` silently replaced the first (issue 11)."""
+    """A second ``tool:`` silently replaced the first."""
     (tmp_path / 'x.yaml').write_text(text)
     with pytest.raises(InputError, match=words) as info:
         workloads.load_all([str(tmp_path)])

@@ -181,7 +181,7 @@ def table(scen):
     return [r.flat() for r in rally_results.rows_of(scen._output)]
 
 
-# Issue 15: the signal start (default) and the old start_at mode.
+# The signal start (default) and the old start_at mode.
 
 def atomic_names(scen):
     return [a['name'] for a in scen.atomic_actions()]
@@ -193,7 +193,7 @@ def budget(scen):
     return dict(chart['data']['rows'])
 
 
-# -- faults on the cloud side (issue 25) -------------------------------------
+# -- faults on the cloud side ------------------------------------------------
 
 class ServerError(Exception):
     """What novaclient raises for Nova's 500 (an RPC timeout to a dead

@@ -148,7 +148,7 @@ def test_no_compute_option_in_controller_dropins(tmp_path, service):
     assert 'enabled_filters = ' in text
 
 
-# -- issue 28: where the drop-in stands in oslo.config's order -------------
+# -- where the drop-in stands in oslo.config's order -----------------------
 #
 # The export names host paths (/etc/nova/...). oslo.config searches ~/.nova
 # before /etc/nova (oslo_config/cfg.py _get_config_dirs), so the tests put

@@ -171,7 +171,7 @@ def test_a_link_inside_output_does_not_carry_files_out(tmp_path, capsys):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='mounting a tmpfs needs root')
 def test_no_inodes_left_half_way_leaves_nothing(tmp_path, capsys):
-    # Before: 3 of 6 files stayed written (issue 26). A tmpfs mounted by
+    # Before: 3 of 6 files stayed written. A tmpfs mounted by
     # the test with room for a few inodes only.
     import subprocess
     out = tmp_path / 'small'

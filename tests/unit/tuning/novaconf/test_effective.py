@@ -102,7 +102,7 @@ def test_the_model_reads_what_oslo_config_reads(home, shape):
 
 @needs_nova
 def test_the_trap_a_base_value_beats_the_drop_in_with_config_file(home):
-    # Issue 28: started with --config-file, the drop-in dirs are read
+    # Started with --config-file, the drop-in dirs are read
     # first, so nova.conf's 4-7 wins over the drop-in's 2-3; started with
     # no --config-file the drop-in wins. Both as oslo.config says.
     plain = oslo(shapes(home)['no --config-file'], home)

@@ -272,8 +272,8 @@ def test_unparsable_lines(tmp_path, text, lineno, words):
 
 
 def test_many_duplicates_edited_in_one_pass():
-    """set/set_multi over duplicates edit every copy at once (issue 11:
-    one reparse per copy made 4,000 duplicates take minutes)."""
+    """set/set_multi over duplicates edit every copy at once (one
+    reparse per copy made 4,000 duplicates take minutes)."""
     text = '[compute]\n' + 'cpu_shared_set = 0-1\n' * 3000 + 'x = 1\n' + \
         'cpu_shared_set = 0-1'
     ini = inifile.IniFile(text)

@@ -214,7 +214,7 @@ def test_default_without_nova(tmp_path):
 ])
 def test_a_process_that_only_names_a_service_is_not_it(tmp_path, argv):
     # Before: any of the first four words counted, so 'journalctl -u
-    # nova-scheduler' made a compute host apply as a scheduler (issue 26).
+    # nova-scheduler' made a compute host apply as a scheduler.
     assert services.running(_proc(tmp_path, argv)) == set()
 
 

@@ -1,4 +1,5 @@
-"""kvmtune.tuning.novaconf.apply on real files: diff, backup, atomic write."""
+"""kvmtune.tuning.novaconf.update.apply on real files: diff, backup,
+atomic write."""
 
 import glob
 import json
@@ -477,7 +478,7 @@ def test_extend_list(current, planned, result):
     assert update.extend_list(current, planned, ('A',)) == result
 
 
-# -- hostile input (issue 11) -------------------------------------------------
+# -- hostile input ------------------------------------------------------------
 
 def _char_device(path):
     directory, name = os.path.split(path)

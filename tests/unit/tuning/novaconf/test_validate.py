@@ -38,7 +38,8 @@ def test_configured_python_without_nova_is_an_error():
 
 
 def test_library_honours_the_environment(monkeypatch):
-    # The DevStack plugin calls kvmtune.tuning.novaconf.apply without a python.
+    # The DevStack plugin calls kvmtune.tuning.novaconf.update.apply
+    # without a python.
     monkeypatch.setenv(validate.ENV_PYTHON, '/bin/false')
     with pytest.raises(InputError, match='exit status 1') as info:
         validate.check_with_nova({})

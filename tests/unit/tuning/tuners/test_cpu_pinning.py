@@ -94,7 +94,7 @@ def test_nodes_read_from_cpumap_give_the_right_split():
 
 
 def bug_report_facts():
-    """The facts of issue 10's report: nodes without CPUs, 96 online."""
+    """A POWER capture with nodes without CPUs, 96 online."""
     facts = host_facts.gather(os.path.join(REAL, '256ppc-8n8s4t'),
                               probe_kvm=False)
     facts['cpu']['online'] = list(range(96))

@@ -97,7 +97,7 @@ def test_some_real_captures_have_no_memtotal():
 @pytest.mark.parametrize('name', NO_MEMTOTAL)
 def test_unknown_memory_never_gives_hugepages_0(name, profile):
     # Before: "hugepages=0" in the kernel arguments and "add ...
-    # hugepages=0" as the fix for "no huge pages" (issue 26).
+    # hugepages=0" as the fix for "no huge pages".
     facts = host_facts.gather(os.path.join(REAL, name), probe_kvm=False)
     assert facts['memory']['total_mb'] is None
     plan = build(profile, facts)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from kvmtune import facts as host_facts
-from kvmtune.tuning import novaconf
+from kvmtune.tuning.novaconf import update
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import profiles
 from kvmtune.tuning.tuners import base
@@ -68,7 +68,7 @@ def nova_check(tmp_path, plan, virt_type):
     """Nova's verdict on the nova.conf nova-conf apply writes for plan."""
     path = tmp_path / 'nova.conf'
     path.write_text(f'[libvirt]\nvirt_type = {virt_type}\n')
-    novaconf.apply_plan(plan, str(path), 'compute', nova_python=NOVA_PYTHON)
+    update.apply_plan(plan, str(path), 'compute', nova_python=NOVA_PYTHON)
     done = subprocess.run([NOVA_PYTHON, '-c', _NOVA, str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

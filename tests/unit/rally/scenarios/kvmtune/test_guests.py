@@ -109,7 +109,7 @@ def test_a_held_guests_error_is_its_row():
     assert row.reason == 'refusing /dev/vda: it holds this image'
 
 
-# Issue 15: guests started by a signal: the real TCG consoles that
+# Guests started by a signal: the real TCG consoles that
 # tests/unit/workloads/test_console.py describes.
 NMI_START = test_console.NMI_START
 NMI_START_ID = test_console.NMI_START_ID
@@ -166,7 +166,7 @@ def test_a_booting_guest_is_not_ready():
     assert not guests.ready(None, NMI_START_ID)
 
 
-# Issue 11: a frame whose byte count and sha256 match (the guest sent it
+# A frame whose byte count and sha256 match (the guest sent it
 # whole) but whose figures are not figures is an invalid guest, not ok.
 
 def _reframed(text, old, new):

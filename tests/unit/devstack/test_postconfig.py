@@ -1,4 +1,4 @@
-"""kvmtune.devstack.host: post-config and clean on real files.
+"""kvmtune.devstack.postconfig: post-config and clean on real files.
 
 The files are nova.conf as DevStack writes it (lib/nova create_nova_conf
 and lib/nova_plugins/hypervisor-libvirt, with the QEMU fallback of
@@ -12,7 +12,7 @@ import os
 import pytest
 
 from kvmtune.devstack import changes as changes_mod
-from kvmtune.devstack import host
+from kvmtune.devstack import postconfig
 from kvmtune.errors import InputError
 from kvmtune.tuning.novaconf import inifile
 
@@ -64,13 +64,13 @@ def test_nova_options_refuses_conflicting_profiles():
                        match=r'^KVMTUNE_PROFILES: \[compute\] '
                              r'cpu_dedicated_set: profiles a '
                              r'and b want different values') as err:
-        host.nova_options(plans)
+        postconfig.nova_options(plans)
     assert 'profiles a and b' in err.value.line()
     assert '[compute] cpu_dedicated_set' in err.value.line()
 
 
 def test_nova_options_merges_agreeing_profiles():
-    assert host.nova_options([PINNED, NESTED, {
+    assert postconfig.nova_options([PINNED, NESTED, {
         'profile': 'c', 'nova_conf': {'compute': {
             'cpu_dedicated_set': '1'}}}]) == {
         'compute': {'cpu_dedicated_set': '1'},
@@ -81,7 +81,7 @@ def test_nova_options_merges_agreeing_profiles():
 
 def test_nested_host_takes_devstacks_cpu_models_away_and_clean_puts_back(
         nova_conf, changes, tmp_path, capsys):
-    host.post_config(changes, str(nova_conf), [NESTED, PINNED])
+    postconfig.post_config(changes, str(nova_conf), [NESTED, PINNED])
     assert values(nova_conf, 'libvirt', 'cpu_mode') == ['host-passthrough']
     # Nova refuses cpu_models unless cpu_mode is custom.
     assert values(nova_conf, 'libvirt', 'cpu_models') == []
@@ -101,10 +101,10 @@ def test_nested_host_takes_devstacks_cpu_models_away_and_clean_puts_back(
     cpu_conf.write_text(nova_conf.read_text() + '\n[vnc]\nenabled = false\n')
     # A second post-config changes no byte.
     text = nova_conf.read_text()
-    host.post_config(changes, str(nova_conf), [NESTED, PINNED])
+    postconfig.post_config(changes, str(nova_conf), [NESTED, PINNED])
     assert nova_conf.read_text() == text
 
-    host.clean(changes, also=[str(cpu_conf)])
+    postconfig.clean(changes, also=[str(cpu_conf)])
     assert nova_conf.read_text() == DEVSTACK_NOVA_CONF
     assert cpu_conf.read_text() == \
         DEVSTACK_NOVA_CONF + '\n[vnc]\nenabled = false\n'
@@ -119,7 +119,7 @@ def test_cpu_mode_custom_without_models_is_refused_before_writing(
     with pytest.raises(InputError,
                        match=r'\[libvirt\] cpu_models: cpu_mode = custom '
                              r'needs cpu_models') as err:
-        host.post_config(changes, str(path), [{
+        postconfig.post_config(changes, str(path), [{
             'profile': 'x', 'nova_conf': {'libvirt': {
                 'cpu_mode': 'custom'}}}])
     assert '[libvirt] cpu_models' in err.value.line()
@@ -127,11 +127,11 @@ def test_cpu_mode_custom_without_models_is_refused_before_writing(
 
 
 def test_clean_leaves_an_option_changed_since(nova_conf, changes, capsys):
-    host.post_config(changes, str(nova_conf), [PINNED])
+    postconfig.post_config(changes, str(nova_conf), [PINNED])
     text = nova_conf.read_text().replace('cpu_dedicated_set = 1',
                                          'cpu_dedicated_set = 2-3')
     nova_conf.write_text(text)
-    host.clean(changes)
+    postconfig.clean(changes)
     assert values(nova_conf, 'compute', 'cpu_dedicated_set') == ['2-3']
     assert values(nova_conf, 'DEFAULT', 'reserved_huge_pages') == []
     # [workarounds] was kvmtune's own and is empty again: gone.
@@ -144,13 +144,15 @@ def test_tempest_options_set_and_put_back(tmp_path, changes):
     conf = tmp_path / 'tempest.conf'
     original = '[DEFAULT]\nlog_dir = /tmp\n\n[compute]\nmin_compute = 1\n'
     conf.write_text(original)
-    host.set_options(changes, 'tempest_conf', str(conf), 'kvmtune',
-                     [('flavors', 'a:m1.small.a'), ('traits_tagged', 'True')])
+    postconfig.set_options(changes, 'tempest_conf', str(conf), 'kvmtune',
+                           [('flavors', 'a:m1.small.a'),
+                            ('traits_tagged', 'True')])
     assert values(conf, 'kvmtune', 'flavors') == ['a:m1.small.a']
-    host.set_options(changes, 'tempest_conf', str(conf), 'kvmtune',
-                     [('flavors', 'a:m1.small.a'), ('traits_tagged', 'True')])
+    postconfig.set_options(changes, 'tempest_conf', str(conf), 'kvmtune',
+                           [('flavors', 'a:m1.small.a'),
+                            ('traits_tagged', 'True')])
     assert conf.read_text().count('[kvmtune]') == 1
-    host.clean(changes)
+    postconfig.clean(changes)
     assert conf.read_text() == original
 
 
@@ -158,14 +160,14 @@ def test_modprobe_files_written_and_undone_exactly(tmp_path, changes):
     modprobe = tmp_path / 'modprobe.d'
     modprobe.mkdir()
     (modprobe / 'kvm.conf').write_text('options kvm ignore_msrs=1\n')
-    host._write_file(changes, str(modprobe / 'kvm_intel.conf'),
-                     'options kvm_intel nested=1\n')
-    host._write_file(changes, str(modprobe / 'kvm.conf'),
-                     'options kvm ignore_msrs=0\n')
+    postconfig._write_file(changes, str(modprobe / 'kvm_intel.conf'),
+                           'options kvm_intel nested=1\n')
+    postconfig._write_file(changes, str(modprobe / 'kvm.conf'),
+                           'options kvm ignore_msrs=0\n')
     recorded = json.loads((tmp_path / 'state' / 'changes.json').read_text())
     assert [f['before'] for f in recorded['files']] == [
         None, 'options kvm ignore_msrs=1\n']
-    host.clean(changes)
+    postconfig.clean(changes)
     assert sorted(os.listdir(modprobe)) == ['kvm.conf']
     assert (modprobe / 'kvm.conf').read_text() == \
         'options kvm ignore_msrs=1\n'
@@ -178,13 +180,13 @@ def test_plan_pools_merge_and_refuse_disagreement():
         {'node': 0, 'size_kb': 2048, 'count': 8}]}
     b = {'profile': 'b', 'hugepages': [
         {'node': 0, 'size_kb': 2048, 'count': 8}]}
-    assert [(p.node, p.count) for p in host.plan_pools([a, b])] == [
+    assert [(p.node, p.count) for p in postconfig.plan_pools([a, b])] == [
         (0, 8), (1, 8)]
     b['hugepages'][0]['count'] = 9
     with pytest.raises(InputError,
                        match='^KVMTUNE_PROFILES: node 0 2 MB: profiles want 8 '
                              'and 9 pages') as err:
-        host.plan_pools([a, b])
+        postconfig.plan_pools([a, b])
     assert 'node 0 2 MB' in err.value.line()
 
 
@@ -200,5 +202,5 @@ def test_build_plans_refuses_a_withheld_plan(monkeypatch):
                                           'x86_64-epyc_7451'))
     monkeypatch.setattr(host_facts, 'resolve', lambda **kw: real)
     with pytest.raises(InputError, match='withheld.*memory size is unknown'):
-        host.build_plans(['hugepages'])
-    assert host.build_plans([]) == []
+        postconfig.build_plans(['hugepages'])
+    assert postconfig.build_plans([]) == []

@@ -1,4 +1,4 @@
-"""kvmtune.testcloud.host: the checks the test cloud makes of this host
+"""kvmtune.testcloud.system: the checks the test cloud makes of this host
 before it changes anything (installed packages, the services' venv, a
 port, a running process, hugetlbfs mounts) and the qemu.conf block it
 adds once. What changes the host (apt, MariaDB, RabbitMQ, libvirtd) runs
@@ -12,12 +12,12 @@ import sys
 import pytest
 
 from kvmtune.testcloud import config
-from kvmtune.testcloud import host
+from kvmtune.testcloud import system
 
 
 def test_dpkg_installed():
-    assert host.dpkg_installed('dpkg') is True
-    assert host.dpkg_installed('kvmtune-no-such-package') is False
+    assert system.dpkg_installed('dpkg') is True
+    assert system.dpkg_installed('kvmtune-no-such-package') is False
 
 
 @pytest.fixture
@@ -35,14 +35,14 @@ def venv_layout(tmp_path):
 def test_venv_satisfied(venv_layout, tmp_path, pins, satisfied):
     requirements = tmp_path / 'requirements.txt'
     requirements.write_text(pins(importlib.metadata.version('pytest')))
-    assert host.venv_satisfied(venv_layout, str(requirements)) is satisfied
+    assert system.venv_satisfied(venv_layout, str(requirements)) is satisfied
 
 
 def test_no_venv_is_not_satisfied(tmp_path):
     requirements = tmp_path / 'requirements.txt'
     requirements.write_text('pytest\n')
     layout = config.Layout(str(tmp_path), str(tmp_path / 'absent'))
-    assert host.venv_satisfied(layout, str(requirements)) is False
+    assert system.venv_satisfied(layout, str(requirements)) is False
 
 
 def test_port_open():
@@ -50,47 +50,47 @@ def test_port_open():
         server.bind((config.HOST, 0))
         server.listen()
         port = server.getsockname()[1]
-        assert host.port_open(port) is True
-    assert host.port_open(port) is False
+        assert system.port_open(port) is True
+    assert system.port_open(port) is False
 
 
 def test_process_exists_sees_this_process():
     with open(f'/proc/{os.getpid()}/cmdline', 'rb') as f:
         me = f.read().split(b'\0')
-    assert host._process_exists(lambda argv: argv == me)
-    assert not host._process_exists(
+    assert system._process_exists(lambda argv: argv == me)
+    assert not system._process_exists(
         lambda argv: argv[0] == b'/kvmtune/no/such/program')
 
 
 def test_service_predicates():
-    assert host._mariadbd([b'/usr/sbin/mariadbd', b'--user=mysql'])
-    assert not host._mariadbd([b'/usr/bin/mariadb', b'-uroot'])
+    assert system._mariadbd([b'/usr/sbin/mariadbd', b'--user=mysql'])
+    assert not system._mariadbd([b'/usr/bin/mariadb', b'-uroot'])
     # RabbitMQ's Erlang VM: ... -s rabbit boot ...
-    assert host._rabbit([b'/usr/lib/erlang/erts/bin/beam.smp', b'-s',
-                         b'rabbit', b'boot', b''])
-    assert not host._rabbit([b'/usr/sbin/rabbitmqctl', b'status'])
+    assert system._rabbit([b'/usr/lib/erlang/erts/bin/beam.smp', b'-s',
+                           b'rabbit', b'boot', b''])
+    assert not system._rabbit([b'/usr/sbin/rabbitmqctl', b'status'])
 
 
 def test_hugetlbfs_mounts_are_by_page_size():
-    mounts = host._hugetlbfs_mounts()
+    mounts = system._hugetlbfs_mounts()
     with open('/proc/mounts') as f:
         listed = {line.split()[1] for line in f
                   if line.split()[2] == 'hugetlbfs'}
     assert set(mounts.values()) <= listed
     assert all(isinstance(kb, int) and kb > 0 for kb in mounts)
-    assert host._default_hugepage_kb() in (2048, 1048576)
+    assert system._default_hugepage_kb() in (2048, 1048576)
 
 
 def test_qemu_conf_block_is_added_once(tmp_path, monkeypatch):
     path = tmp_path / 'libvirt' / 'qemu.conf'
-    monkeypatch.setattr(host, 'QEMU_CONF', str(path))
+    monkeypatch.setattr(system, 'QEMU_CONF', str(path))
     said = []
-    host.qemu_conf(said.append)     # no file yet: created
-    assert path.read_text() == host.QEMU_CONF_BLOCK
+    system.qemu_conf(said.append)     # no file yet: created
+    assert path.read_text() == system.QEMU_CONF_BLOCK
     assert oct(path.stat().st_mode & 0o777) == '0o600'
     path.write_text('# the site\'s\nvnc_listen = "0.0.0.0"\n')
-    host.qemu_conf(said.append)
-    host.qemu_conf(said.append)
+    system.qemu_conf(said.append)
+    system.qemu_conf(said.append)
     text = path.read_text()
     assert text.startswith('# the site\'s\nvnc_listen = "0.0.0.0"\n')
     assert text.count('security_driver = "none"') == 1
