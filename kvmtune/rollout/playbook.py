@@ -150,6 +150,18 @@ def _run_id(profile: str, run_id: str | None, state_file: str | None
     return found.run_id
 
 
+def to_roll(actions: dict[str, str], started: dict[str, bool]
+            ) -> list[str]:
+    """The hosts the playbook runs on, in the order of ``actions`` (host:
+    the check's action, inventory order): those with something to do,
+    and those this run took out and has not put back (``started``: the
+    state file shows them disabled and not enabled again), whatever they
+    need now. A host with nothing to do is left alone: not disabled, not
+    drained, not rebooted."""
+    return [host for host, action in actions.items()
+            if action != 'none' or started.get(host, False)]
+
+
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
@@ -179,9 +191,21 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
+    names = to_roll({h.host: h.action for h in found.hosts},
+                    _started(state_file, found.hosts))
+    for host in found.hosts:
+        if host.host not in names:
+            stream.write(f'{host.host} unchanged: nothing to do, left '
+                         'alone\n')
+    if not names:
+        stream.write(f'rollout {run_id}: nothing to do on any host\n')
+        return 0
+    for n, members in enumerate(check.batches(names, batch), 1):
+        stream.write(f"batch {n}: {' '.join(members)}\n")
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
     try:
-        return _play(path, hosts, limit, stream, run_id, extra_vars(
+        # the hosts by name: Ansible's serial batches are these, in order
+        return _play(path, names, stream, run_id, extra_vars(
             profile=profile, batch=batch, mode=mode, cloud=cloud,
             run_id=run_id, config_files=config_files, facts_dir=facts_dir,
             state_file=state_file and os.path.abspath(state_file)))
@@ -189,19 +213,108 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         shutil.rmtree(facts_dir, ignore_errors=True)
 
 
-def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
-          stream: TextIO, run_id: str, variables: dict[str, Any]) -> int:
+def _started(state_file: str | None, checks: Sequence[Any]
+             ) -> dict[str, bool]:
+    """{host: taken out by the state file's run and not put back}; a host
+    done with that run and changed again since starts over (its steps are
+    forgotten: it is disabled and drained again, not rebooted under its
+    guests)."""
+    if state_file is None or not os.path.exists(state_file):
+        return {}
+    from kvmtune.rollout import state as states
+
+    found = states.load(state_file)
+    started = {}
+    for check in checks:
+        if found.done(check.host, 'enable') and check.action != 'none':
+            found.forget(check.host)
+        started[check.host] = (found.done(check.host, 'disable')
+                               and not found.done(check.host, 'enable'))
+    return started
+
+
+def failure(result: dict[str, Any]) -> tuple[str, str | None]:
+    """(what went wrong, its fix) of a failed task's result as Ansible
+    reports it: the first check that did not pass of ``kvmtune verify -f
+    json``, else the last line kvmtune printed (its one line, with its
+    fix), else Ansible's message."""
+    try:
+        doc = json.loads(result.get('stdout') or '')
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get('checks'), list):
+        bad = [c for c in doc['checks'] if isinstance(c, dict)
+               and c.get('status') != 'PASS']
+        if bad:
+            first = bad[0]
+            if first.get('status') == 'DRIFT':
+                what = (f"{first.get('layer')} {first.get('name')}: "
+                        f"expected {first.get('expected')}, live "
+                        f"{first.get('live')}")
+                fix = first.get('fix') or 'apply the plan again'
+            else:
+                what = (f"{first.get('layer')} {first.get('name')}: "
+                        f"unknown ({first.get('reason')})")
+                fix = 'make the check possible (see the reason)'
+            more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
+            return what + more, fix
+    for key in ('stderr', 'stdout'):
+        lines = [line.strip() for line in
+                 str(result.get(key) or '').splitlines() if line.strip()]
+        if lines:
+            last = lines[-1]
+            text, _, fix = last.partition(' (fix: ')
+            return (text, fix[:-1]) if fix.endswith(')') else (last, None)
+    return str(result.get('msg') or 'failed'), None
+
+
+def fatal(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(host, result) of each ``fatal: [HOST]: FAILED! => {...}`` in
+    Ansible's output, the result on that line or indented over the lines
+    after it (result {} when it does not parse)."""
+    host = None
+    text: list[str] = []
+    for line in lines:
+        if host is not None:
+            text.append(line)
+            try:
+                result = json.loads(''.join(text))
+            except ValueError:
+                if len(text) < 5000 and line[:1] in (' ', '\t', '}'):
+                    continue
+                result = {}
+            yield host, result if isinstance(result, dict) else {}
+            host, text = None, []
+            continue
+        found = _RESULT.match(line)
+        if found and found.group('status') in ('fatal', 'failed'):
+            _, arrow, rest = line.partition(' => ')
+            if arrow:
+                host, text = found.group('host'), [rest]
+                try:
+                    result = json.loads(rest)
+                except ValueError:
+                    continue
+                yield host, result if isinstance(result, dict) else {}
+                host, text = None, []
+    if host is not None:
+        yield host, {}
+
+
+def _play(path: str, names: Sequence[str], stream: TextIO, run_id: str,
+          variables: dict[str, Any]) -> int:
     profile = variables['kvmtune_profile']
     batch = variables['kvmtune_batch']
     mode = variables['kvmtune_mode']
     log = tempfile.NamedTemporaryFile(
         'w', prefix=f'kvmtune-rollout-{run_id}-', suffix='.log',
         delete=False)
-    stream.write(f'rollout {run_id}: {profile} on {len(hosts)} hosts, '
+    stream.write(f'rollout {run_id}: {profile} on {len(names)} hosts, '
                  f'batches of {batch}, mode {mode}; Ansible\'s log: '
                  f'{log.name}\n')
     failed: tuple[str, str, str] | None = None
-    with log, subprocess.Popen(command(path, limit, variables),
+    results: dict[str, dict[str, Any]] = {}
+    with log, subprocess.Popen(command(path, ','.join(names), variables),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
                                env=environment()) as proc:
@@ -210,7 +323,10 @@ def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
         def lines() -> Iterator[str]:
             for line in proc.stdout:  # type: ignore[union-attr]
                 log.write(line)
+                seen.append(line)
                 yield line
+
+        seen: list[str] = []
 
         for host, step, status in steps(progress(lines())):
             shown = 'skipped' if status == 'skipping' else status
@@ -219,12 +335,25 @@ def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
             if status in ('failed', 'unreachable') and not failed:
                 failed = (host, step, status)
         rc = proc.wait()
+    for host, result in fatal(seen):
+        results.setdefault(host, result)
     if rc != 0:
-        where = (f'{failed[0]} failed at step {failed[1]} ({failed[2]})'
-                 if failed else f'ansible-playbook exited {rc}')
-        raise KvmtuneError(f'the rollout stopped: {where}', source=log.name,
-                           fix='see the log; kvmtune rollout --check shows '
-                               'the plan; the hosts of later batches were '
-                               'not touched')
+        if failed is None:
+            raise KvmtuneError(f'the rollout stopped: ansible-playbook '
+                               f'exited {rc}', source=log.name,
+                               fix='see the log; kvmtune rollout --check '
+                                   'shows the plan')
+        host, step, status = failed
+        what, fix = failure(results.get(host, {}))
+        after = ('; it stays disabled, the hosts of later batches were '
+                 'not touched' if mode != 'stage' else '')
+        again = ('run kvmtune rollout again with the same --state: it '
+                 'goes on from there' if variables['kvmtune_state_file']
+                 else 'run kvmtune rollout again')
+        raise KvmtuneError(f'the rollout stopped: {host} failed at step '
+                           f'{step} ({status}): {what}{after}',
+                           source=log.name,
+                           fix=f'{fix}, then {again}' if fix else
+                           f'see the log, then {again}')
     stream.write(f'rollout {run_id}: done\n')
     return 0

@@ -57,6 +57,93 @@ def test_steps_give_one_line_per_host_and_step():
         ('c2', 'drain', 'failed')]
 
 
+def test_hosts_with_nothing_to_do_are_left_alone_unless_started():
+    actions = {'c1': 'none', 'c2': 'reboot', 'c3': 'none', 'c4': 'restart'}
+    assert playbook.to_roll(actions, {}) == ['c2', 'c4']
+    # c3 was taken out by the run (disabled, not enabled again): it goes
+    # on whatever it needs now (after its reboot, nothing)
+    assert playbook.to_roll(actions, {'c3': True, 'c1': False}) == \
+        ['c2', 'c3', 'c4']
+    assert playbook.to_roll({'c1': 'none'}, {}) == []
+
+
+def test_started_hosts_from_the_state_file(tmp_path):
+    from kvmtune.rollout import check
+    from kvmtune.rollout import state
+
+    path = str(tmp_path / 'rollout.json')
+    run, _ = state.open_run(path, profile='p', run_id='R')
+    for step in ('preflight', 'disable', 'drain'):
+        run.mark('mid', step)
+    for step in state.STEPS:
+        run.mark('done', step)
+        run.mark('again', step)
+    checks = [check.HostCheck(host, '/', None, action=action) for host,
+              action in (('mid', 'none'), ('done', 'none'),
+                         ('again', 'reboot'), ('new', 'reboot'))]
+    assert playbook._started(path, checks) == {
+        'mid': True, 'done': False, 'again': False, 'new': False}
+    # done with the run and changed since: it starts over (disabled and
+    # drained again, never rebooted under the guests it took back)
+    assert state.load(path).next_step('again') == 'preflight'
+    assert state.load(path).done('done', 'enable')
+    assert playbook._started(None, checks) == {}
+
+
+def _verify_output(*checks):
+    return json.dumps({'checks': [
+        {'layer': 'host', 'name': name, 'expected': expected, 'live': live,
+         'status': status, 'fix': fix, 'reason': None}
+        for name, expected, live, status, fix in checks]})
+
+
+def test_a_failure_is_the_first_check_that_did_not_pass_and_its_fix():
+    stdout = _verify_output(
+        ('cmdline isolcpus', '2-19', '2-19', 'PASS', None),
+        ('pages node0 2M', '>= 3470', '1735', 'DRIFT',
+         'kvmtune pages apply 0:2M:3470'),
+        ('pages node1 2M', '>= 3470', '1735', 'DRIFT', 'x'))
+    assert playbook.failure({'rc': 1, 'stdout': stdout}) == (
+        'host pages node0 2M: expected >= 3470, live 1735 (and 1 more)',
+        'kvmtune pages apply 0:2M:3470')
+    unknown = _verify_output(('pages node0 2M', '>= 1', None, 'UNKNOWN',
+                              None))
+    assert playbook.failure({'stdout': unknown})[0] == \
+        'host pages node0 2M: unknown (None)'
+
+
+def test_a_failure_is_kvmtunes_last_line_else_ansibles_message():
+    gate = ('layer  check\n...\ngate c2: cloud provider c2: expected 4, '
+            'live 2; the host stays disabled (fix: restart nova-compute)')
+    assert playbook.failure({'stdout': gate, 'stderr': ''}) == (
+        'gate c2: cloud provider c2: expected 4, live 2; the host stays '
+        'disabled', 'restart nova-compute')
+    assert playbook.failure({'stdout': '{"moves": []}',
+                             'stderr': 'kvmtune: error: no room\n'}) == (
+        'kvmtune: error: no room', None)
+    assert playbook.failure({'msg': 'Reboot command failed'}) == (
+        'Reboot command failed', None)
+    assert playbook.failure({}) == ('failed', None)
+
+
+def test_fatal_reads_the_result_on_its_line_or_indented_after_it():
+    lines = [
+        'TASK [kvmtune.fleet.verify : step verify: x] ***\n',
+        'ok: [c1]\n',
+        'fatal: [c2]: FAILED! => {"rc": 1, "stdout": "s"}\n',
+        'fatal: [c3 -> localhost]: FAILED! => {\n',
+        '    "rc": 2,\n',
+        '    "stderr": "e"\n',
+        '}\n',
+        'fatal: [c4]: UNREACHABLE! => {"msg": "no route"}\n',
+        'fatal: [c5]: FAILED! => {"cut\n',
+        'PLAY RECAP ***\n',
+    ]
+    assert list(playbook.fatal(lines)) == [
+        ('c2', {'rc': 1, 'stdout': 's'}), ('c3', {'rc': 2, 'stderr': 'e'}),
+        ('c4', {'msg': 'no route'}), ('c5', {})]
+
+
 def test_extra_vars_name_the_settings():
     variables = playbook.extra_vars(profile='p', batch=2, mode='in-place',
                                     cloud=None, run_id='r')
