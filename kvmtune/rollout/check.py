@@ -79,11 +79,14 @@ class HostCheck:
     # not part of the document
     facts: Any = dataclasses.field(default=None, repr=False)
     plan: Any = dataclasses.field(default=None, repr=False)
+    # the text of the nova.conf nova-compute reads there (None: not there)
+    nova_conf_text: str | None = dataclasses.field(default=None,
+                                                   repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name)
                 for field in dataclasses.fields(self)
-                if field.name not in ('facts', 'plan')}
+                if field.name not in ('facts', 'plan', 'nova_conf_text')}
 
 
 @dataclasses.dataclass
@@ -200,6 +203,10 @@ def _local(host: inventory.Host, profile: Any,
     found.changes += conf
     _decide(found)
     found.facts, found.plan = facts, staged.plan
+    conf_path = host.in_root(host.nova_conf)
+    if os.path.isfile(conf_path):
+        with open(conf_path, encoding='utf-8') as f:
+            found.nova_conf_text = f.read()
     return found
 
 
@@ -246,6 +253,7 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
                       connection=host.connection)
     _fill(found, answer.staged, {})
     found.facts = answer.facts
+    found.nova_conf_text = answer.conf_text
     try:
         found.plan, = plans.for_host([profile], facts=answer.facts,
                                      config_files=config_files)
@@ -270,30 +278,18 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     fleet for a batch's guests (drain), the plan holding the guests that
     stay (in-place). The batches are judged each on the cloud as it is
     now; the rollout's own preflight reads it again before each batch.
-    The hosts' facts (and nova.conf, when read here) go with their names
-    in Nova."""
-    import shutil
+    The hosts' facts and nova.conf go with their names in Nova
+    (write_facts)."""
     import tempfile
 
     from kvmtune.capacity import placement
-    from kvmtune import jsonout
     from kvmtune.openstack.connection import Cloud
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
     connection = Cloud.connect(cloud)
     with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
-        for found in checks:
-            host = by_name[found.host]
-            if found.facts is None:
-                continue
-            with open(os.path.join(facts, f'{host.nova_host}.json'), 'w',
-                      encoding='utf-8') as f:
-                f.write(jsonout.dumps(found.facts, source=found.host))
-            conf = host.in_root(host.nova_conf)
-            if host.local and os.path.isfile(conf):
-                shutil.copyfile(conf, os.path.join(
-                    facts, f'{host.nova_host}.conf'))
+        write_facts(hosts, checks, facts)
         everyone = [h.nova_host for h in hosts]
         snapshot = preflight.read(connection, everyone, facts)
     if snapshot.topologies:
@@ -314,6 +310,26 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
             snapshot, batch, judge_mode,
             {h: plans[h] for h in batch if h in plans}).to_dict())
     return reports
+
+
+def write_facts(hosts: Sequence[inventory.Host],
+                checks: Sequence[HostCheck], directory: str) -> None:
+    """Each host's facts (HOST.json) and nova.conf (HOST.conf) into
+    ``directory``, HOST its name in Nova: the preflight's ``--facts-dir``
+    (kvmtune.capacity.nodefacts: the NUMA fit, the dedicated CPUs)."""
+    from kvmtune import fileio
+    from kvmtune import jsonout
+
+    by_name = {h.name: h for h in hosts}
+    for found in checks:
+        name = by_name[found.host].nova_host
+        if found.facts is not None:
+            fileio.write_atomic(
+                os.path.join(directory, f'{name}.json'),
+                jsonout.dumps(found.facts, source=found.host), mode=0o600)
+        if found.nova_conf_text is not None:
+            fileio.write_atomic(os.path.join(directory, f'{name}.conf'),
+                                found.nova_conf_text, mode=0o600)
 
 
 def _plan_here(hosts: Sequence[inventory.Host], profile: Any,

@@ -200,15 +200,19 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     if not names:
         stream.write(f'rollout {run_id}: nothing to do on any host\n')
         return 0
-    for n, members in enumerate(check.batches(names, batch), 1):
-        stream.write(f"batch {n}: {' '.join(members)}\n")
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
+    # every host's facts and nova.conf as the check read them: a batch's
+    # preflight fits its guests on the hosts of later batches too (the
+    # roles write a batch's own again, before its change and after)
+    check.write_facts(hosts, found.hosts, facts_dir)
     try:
         # the hosts by name: Ansible's serial batches are these, in order
-        return _play(path, names, stream, run_id, extra_vars(
-            profile=profile, batch=batch, mode=mode, cloud=cloud,
-            run_id=run_id, config_files=config_files, facts_dir=facts_dir,
-            state_file=state_file and os.path.abspath(state_file)))
+        return _play(path, check.batches(names, batch), stream, run_id,
+                     extra_vars(
+                profile=profile, batch=batch, mode=mode, cloud=cloud,
+                run_id=run_id, config_files=config_files,
+                facts_dir=facts_dir,
+                state_file=state_file and os.path.abspath(state_file)))
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
 
@@ -301,8 +305,12 @@ def fatal(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield host, {}
 
 
-def _play(path: str, names: Sequence[str], stream: TextIO, run_id: str,
-          variables: dict[str, Any]) -> int:
+def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
+          run_id: str, variables: dict[str, Any]) -> int:
+    """ansible-playbook over the hosts of ``batches`` (Ansible's serial
+    batches are these: the hosts in order, ``kvmtune_batch`` at a time),
+    one line per host and step."""
+    names = [name for members in batches for name in members]
     profile = variables['kvmtune_profile']
     batch = variables['kvmtune_batch']
     mode = variables['kvmtune_mode']
@@ -312,6 +320,8 @@ def _play(path: str, names: Sequence[str], stream: TextIO, run_id: str,
     stream.write(f'rollout {run_id}: {profile} on {len(names)} hosts, '
                  f'batches of {batch}, mode {mode}; Ansible\'s log: '
                  f'{log.name}\n')
+    for n, members in enumerate(batches, 1):
+        stream.write(f"batch {n}: {' '.join(members)}\n")
     failed: tuple[str, str, str] | None = None
     results: dict[str, dict[str, Any]] = {}
     with log, subprocess.Popen(command(path, ','.join(names), variables),
