@@ -303,13 +303,42 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     plans = {by_name[c.host].nova_host: c.plan for c in checks
              if c.plan is not None}
     reports = []
+    earlier: list[str] = []
     for names in grouped:
         batch = [by_name[n].nova_host for n in names]
         judge_mode = 'in-place' if mode == 'in-place' else 'drain'
+        judged = back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
-            snapshot, batch, judge_mode,
+            judged, batch, judge_mode,
             {h: plans[h] for h in batch if h in plans}).to_dict())
+        earlier += batch
     return reports
+
+
+def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:
+    """The preflight's snapshot (kvmtune.rollout.preflight.Snapshot) as a
+    later batch will find the cloud: a host of an earlier batch that a
+    kvmtune rollout disabled (a rollout stopped, run again) is enabled
+    again by the time the later batch starts, as that batch's own
+    preflight step will read it: its service enabled, its node without
+    Placement's COMPUTE_STATUS_DISABLED trait."""
+    from kvmtune.capacity import request
+    from kvmtune.rollout import nova
+
+    services = dict(snapshot.services)
+    back = set()
+    for host in earlier:
+        service = services.get(host)
+        if service is not None and service.status == 'disabled' and \
+                (service.disabled_reason or '').startswith(
+                    nova.REASON_PREFIX + ' '):
+            services[host] = dataclasses.replace(
+                service, status='enabled', disabled_reason=None)
+            back.add(host)
+    nodes = [dataclasses.replace(node, traits=node.traits - {
+        request.DISABLED_TRAIT}) if node.service_host in back else node
+        for node in snapshot.nodes]
+    return dataclasses.replace(snapshot, services=services, nodes=nodes)
 
 
 def write_facts(hosts: Sequence[inventory.Host],
