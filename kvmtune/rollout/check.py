@@ -39,6 +39,7 @@ from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
 from kvmtune.rollout import remote
+from kvmtune.rollout import resume
 
 ACTIONS = ('reboot', 'restart', 'none')
 # Hosts read on this machine are planned in WORKERS processes from
@@ -75,13 +76,11 @@ class HostCheck:
     changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     kernel_args: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
-    # the host's facts and plan (the cloud's preflight judges on them);
-    # not part of the document
+    # the host's facts, plan and nova.conf text (the cloud's preflight
+    # judges on them; not in the document)
     facts: Any = dataclasses.field(default=None, repr=False)
     plan: Any = dataclasses.field(default=None, repr=False)
-    # the text of the nova.conf nova-compute reads there (None: not there)
-    nova_conf_text: str | None = dataclasses.field(default=None,
-                                                   repr=False)
+    nova_conf_text: str | None = dataclasses.field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name)
@@ -203,9 +202,8 @@ def _local(host: inventory.Host, profile: Any,
     found.changes += conf
     _decide(found)
     found.facts, found.plan = facts, staged.plan
-    conf_path = host.in_root(host.nova_conf)
-    if os.path.isfile(conf_path):
-        with open(conf_path, encoding='utf-8') as f:
+    if os.path.isfile(host.in_root(host.nova_conf)):
+        with open(host.in_root(host.nova_conf), encoding='utf-8') as f:
             found.nova_conf_text = f.read()
     return found
 
@@ -278,8 +276,7 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     fleet for a batch's guests (drain), the plan holding the guests that
     stay (in-place). The batches are judged each on the cloud as it is
     now; the rollout's own preflight reads it again before each batch.
-    The hosts' facts and nova.conf go with their names in Nova
-    (write_facts)."""
+    The hosts' facts and nova.conf go by their names in Nova."""
     import tempfile
 
     from kvmtune.capacity import placement
@@ -307,7 +304,7 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     for names in grouped:
         batch = [by_name[n].nova_host for n in names]
         judge_mode = 'in-place' if mode == 'in-place' else 'drain'
-        judged = back_by_then(snapshot, earlier)
+        judged = resume.back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
             judged, batch, judge_mode,
             {h: plans[h] for h in batch if h in plans}).to_dict())
@@ -315,37 +312,10 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     return reports
 
 
-def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:
-    """The preflight's snapshot (kvmtune.rollout.preflight.Snapshot) as a
-    later batch will find the cloud: a host of an earlier batch that a
-    kvmtune rollout disabled (a rollout stopped, run again) is enabled
-    again by the time the later batch starts, as that batch's own
-    preflight step will read it: its service enabled, its node without
-    Placement's COMPUTE_STATUS_DISABLED trait."""
-    from kvmtune.capacity import request
-    from kvmtune.rollout import nova
-
-    services = dict(snapshot.services)
-    back = set()
-    for host in earlier:
-        service = services.get(host)
-        if service is not None and service.status == 'disabled' and \
-                (service.disabled_reason or '').startswith(
-                    nova.REASON_PREFIX + ' '):
-            services[host] = dataclasses.replace(
-                service, status='enabled', disabled_reason=None)
-            back.add(host)
-    nodes = [dataclasses.replace(node, traits=node.traits - {
-        request.DISABLED_TRAIT}) if node.service_host in back else node
-        for node in snapshot.nodes]
-    return dataclasses.replace(snapshot, services=services, nodes=nodes)
-
-
 def write_facts(hosts: Sequence[inventory.Host],
                 checks: Sequence[HostCheck], directory: str) -> None:
-    """Each host's facts (HOST.json) and nova.conf (HOST.conf) into
-    ``directory``, HOST its name in Nova: the preflight's ``--facts-dir``
-    (kvmtune.capacity.nodefacts: the NUMA fit, the dedicated CPUs)."""
+    """Each host's facts (HOST.json) and nova.conf (HOST.conf, HOST its
+    name in Nova) into the preflight's ``--facts-dir`` ``directory``."""
     from kvmtune import fileio
     from kvmtune import jsonout
 

@@ -26,6 +26,7 @@ from typing import TextIO
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
+from kvmtune.rollout import resume
 
 # Where the collection is, in the checkout and in the installed package
 # (package data): ANSIBLE_COLLECTIONS_PATH takes the directory above
@@ -150,18 +151,6 @@ def _run_id(profile: str, run_id: str | None, state_file: str | None
     return found.run_id
 
 
-def to_roll(actions: dict[str, str], started: dict[str, bool]
-            ) -> list[str]:
-    """The hosts the playbook runs on, in the order of ``actions`` (host:
-    the check's action, inventory order): those with something to do,
-    and those this run took out and has not put back (``started``: the
-    state file shows them disabled and not enabled again), whatever they
-    need now. A host with nothing to do is left alone: not disabled, not
-    drained, not rebooted."""
-    return [host for host, action in actions.items()
-            if action != 'none' or started.get(host, False)]
-
-
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
@@ -191,8 +180,8 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
-    names = to_roll({h.host: h.action for h in found.hosts},
-                    _started(state_file, found.hosts))
+    names = resume.to_roll({h.host: h.action for h in found.hosts},
+                           resume.started(state_file, found.hosts))
     for host in found.hosts:
         if host.host not in names:
             stream.write(f'{host.host} unchanged: nothing to do, left '
@@ -215,26 +204,6 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 state_file=state_file and os.path.abspath(state_file)))
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
-
-
-def _started(state_file: str | None, checks: Sequence[Any]
-             ) -> dict[str, bool]:
-    """{host: taken out by the state file's run and not put back}; a host
-    done with that run and changed again since starts over (its steps are
-    forgotten: it is disabled and drained again, not rebooted under its
-    guests)."""
-    if state_file is None or not os.path.exists(state_file):
-        return {}
-    from kvmtune.rollout import state as states
-
-    found = states.load(state_file)
-    started = {}
-    for check in checks:
-        if found.done(check.host, 'enable') and check.action != 'none':
-            found.forget(check.host)
-        started[check.host] = (found.done(check.host, 'disable')
-                               and not found.done(check.host, 'enable'))
-    return started
 
 
 def failure(result: dict[str, Any]) -> tuple[str, str | None]:

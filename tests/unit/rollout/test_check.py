@@ -162,36 +162,3 @@ def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
         check.plan(hosts + [_host('small', small)] + hosts[:1],
                    'pinned-hugepages', path='inv')
     assert err.value.line().startswith('inventory host small: ')
-
-
-def test_later_batches_find_the_hosts_a_rollout_took_out_back():
-    from kvmtune.capacity import placement
-    from kvmtune.rollout import nova
-    from kvmtune.rollout import preflight
-
-    def service(host, status, why=None):
-        return nova.Service(id=host, host=host, status=status, state='up',
-                            disabled_reason=why)
-
-    off = frozenset({'COMPUTE_STATUS_DISABLED', 'HW_CPU_X86_AVX2'})
-    snapshot = preflight.Snapshot(
-        nodes=[placement.Host(f'{h}.node', h, f'u-{h}', traits=off)
-               for h in ('c1', 'c2', 'c3')]
-        + [placement.Host('c4.node', 'c4', 'u-c4')],
-        services={
-            'c1': service('c1', 'disabled', 'kvmtune rollout R1: pinning'),
-            'c2': service('c2', 'disabled', 'hardware repair'),
-            'c3': service('c3', 'disabled', 'kvmtune rollout R1: pinning'),
-            'c4': service('c4', 'enabled')},
-        servers={})
-    later = check.back_by_then(snapshot, ['c1', 'c2'])
-    assert {h: s.status for h, s in later.services.items()} == {
-        'c1': 'enabled', 'c2': 'disabled', 'c3': 'disabled',
-        'c4': 'enabled'}
-    assert [n.traits for n in later.nodes] == [
-        {'HW_CPU_X86_AVX2'}, off, off, frozenset()]
-    assert [n.name for n in preflight.targets(later, ['c4'])] == \
-        ['c1.node']
-    # a copy: the snapshot itself is as read
-    assert snapshot.services['c1'].status == 'disabled'
-    assert snapshot.nodes[0].traits == off

@@ -57,39 +57,6 @@ def test_steps_give_one_line_per_host_and_step():
         ('c2', 'drain', 'failed')]
 
 
-def test_hosts_with_nothing_to_do_are_left_alone_unless_started():
-    actions = {'c1': 'none', 'c2': 'reboot', 'c3': 'none', 'c4': 'restart'}
-    assert playbook.to_roll(actions, {}) == ['c2', 'c4']
-    # c3 was taken out by the run (disabled, not enabled again): it goes
-    # on whatever it needs now (after its reboot, nothing)
-    assert playbook.to_roll(actions, {'c3': True, 'c1': False}) == \
-        ['c2', 'c3', 'c4']
-    assert playbook.to_roll({'c1': 'none'}, {}) == []
-
-
-def test_started_hosts_from_the_state_file(tmp_path):
-    from kvmtune.rollout import check
-    from kvmtune.rollout import state
-
-    path = str(tmp_path / 'rollout.json')
-    run, _ = state.open_run(path, profile='p', run_id='R')
-    for step in ('preflight', 'disable', 'drain'):
-        run.mark('mid', step)
-    for step in state.STEPS:
-        run.mark('done', step)
-        run.mark('again', step)
-    checks = [check.HostCheck(host, '/', None, action=action) for host,
-              action in (('mid', 'none'), ('done', 'none'),
-                         ('again', 'reboot'), ('new', 'reboot'))]
-    assert playbook._started(path, checks) == {
-        'mid': True, 'done': False, 'again': False, 'new': False}
-    # done with the run and changed since: it starts over (disabled and
-    # drained again, never rebooted under the guests it took back)
-    assert state.load(path).next_step('again') == 'preflight'
-    assert state.load(path).done('done', 'enable')
-    assert playbook._started(None, checks) == {}
-
-
 def _verify_output(*checks):
     return json.dumps({'checks': [
         {'layer': 'host', 'name': name, 'expected': expected, 'live': live,
