@@ -21,11 +21,24 @@ modprobe.d options become the loaded module's parameters, the boot id
 changes, and the host's nova-compute of the test cloud is restarted
 (with the facts of its tree, when it was started from them).
 
+The simulated reboot is also a command, for Ansible's
+ansible.builtin.reboot (``reboot_command``, the apply role's
+kvmtune_reboot_command) run on the host over SSH: ``Fleet.reboot_command``
+gives it (``python -m tests.fleet reboot ...``, ``main`` below). Each
+such reboot appends a line to ``reboots.jsonl`` in the fleet's
+directory: the host, the servers Nova placed on its compute at that
+moment, the command line it booted. ``plant_short_pool`` makes the
+host's next reboot reserve half the huge pages its command line asks
+for (as a boot whose memory is too fragmented would), until
+``unplant``.
+
 Every file the fleet makes is under its own directory; its sshd's are
 its child processes, stopped by ``stop()``.
 """
 
+import argparse
 import dataclasses
+import json
 import os
 import pathlib
 import shutil
@@ -192,9 +205,13 @@ class Fleet:
                                command], capture_output=True, text=True,
                               timeout=timeout)
 
-    def inventory(self):
+    def inventory(self, host_vars=None):
         """An Ansible inventory (INI) of the fleet: group ``computes``,
-        each host with its address, port, key and ``kvmtune_root``."""
+        each host with its address, port, key and ``kvmtune_root``; with
+        ``host_vars`` ({name: {var: value}}) a YAML one, those variables
+        added to each host's."""
+        if host_vars is not None:
+            return self._yaml_inventory(host_vars)
         path = self.base / 'inventory.ini'
         lines = ['[computes]']
         for host in self.hosts:
@@ -206,6 +223,23 @@ class Fleet:
                   f"ansible_ssh_common_args='-F {self.ssh_config}'",
                   'ansible_python_interpreter=/usr/bin/python3']
         path.write_text('\n'.join(lines) + '\n')
+        return path
+
+    def _yaml_inventory(self, host_vars):
+        path = self.base / 'inventory.yml'
+        hosts = {host.name: {'ansible_host': host.address,
+                             'ansible_port': PORT,
+                             'kvmtune_root': str(host.root),
+                             **host_vars.get(host.name, {})}
+                 for host in self.hosts}
+        group = {'hosts': hosts, 'vars': {
+            'ansible_user': 'root',
+            'ansible_ssh_private_key_file': str(self.key),
+            'ansible_ssh_common_args': f'-F {self.ssh_config}',
+            'ansible_python_interpreter': '/usr/bin/python3'}}
+        # JSON is YAML: Ansible's yaml inventory plugin reads it
+        path.write_text(json.dumps({'all': {'children': {
+            'computes': group}}}, indent=1) + '\n')
         return path
 
     def ansible_env(self):
@@ -235,6 +269,39 @@ class Fleet:
         host.facts_file.write_text(done.stdout)
         return host.facts_file
 
+    def reboot_command(self, name, env, cloud=None, restart=True):
+        """The shell command that makes the SIMULATED reboot of host
+        ``name`` and restarts its nova-compute (``main``), run on that
+        host over SSH by ansible.builtin.reboot: the first word an
+        absolute path, as that module wants. ``env``: what the test
+        cloud's commands need (KVMTUNE_CLOUD_DIR, OS_CLIENT_CONFIG_FILE);
+        ``cloud``: the clouds.yaml cloud to list the host's servers with
+        at that moment (reboots.jsonl); ``restart``: restart the host's
+        nova-compute of the test cloud."""
+        import shlex
+
+        from tests import paths
+
+        (self.base / 'reboot-env.json').write_text(json.dumps(
+            {'names': [h.name for h in self.hosts], 'env': env,
+             'cloud': cloud, 'restart': restart}))
+        return ' '.join(shlex.quote(word) for word in [
+            '/usr/bin/env', f'PYTHONPATH={paths.REPO}', sys.executable,
+            '-m', 'tests.fleet', 'reboot', '--base', str(self.base), name])
+
+    def reboots(self):
+        """The SIMULATED reboots made by ``reboot_command``, in order."""
+        log = self.base / 'reboots.jsonl'
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    def plant_short_pool(self, name):
+        (self.host(name).home / 'short-pool').write_text('2\n')
+
+    def unplant(self, name):
+        (self.host(name).home / 'short-pool').unlink(missing_ok=True)
+
     def reboot(self, name, restart_compute=None):
         """SIMULATED reboot of host ``name`` (module docstring): returns
         the command line it "booted"."""
@@ -263,6 +330,8 @@ class Fleet:
         nodes_dir = host.root / 'sys/devices/system/node'
         nodes = sorted(int(p.name[4:]) for p in nodes_dir.glob('node[0-9]*')
                        if (p / 'meminfo').exists())
+        plant = host.home / 'short-pool'
+        short = int(plant.read_text()) if plant.exists() else 1
         for entry in args['hugepages']:
             size_kb = entry.get('size_kb')
             if not size_kb or not nodes:
@@ -273,6 +342,9 @@ class Fleet:
                 share, extra = divmod(entry['count'], len(nodes))
                 per_node = {node: share + (i < extra)
                             for i, node in enumerate(nodes)}
+            # planted: a pool short of what the command line asks
+            per_node = {node: count // short
+                        for node, count in per_node.items()}
             pool = f'hugepages/hugepages-{size_kb}kB'
             for node in nodes:
                 directory = nodes_dir / f'node{node}' / pool
@@ -301,3 +373,50 @@ class Fleet:
                 if old in ('Y', 'N'):
                     value = 'Y' if value.lower() in ('1', 'y') else 'N'
                 param.write_text(value + '\n')
+
+
+def _servers_on(cloud, host):
+    import openstack
+
+    conn = openstack.connect(cloud=cloud)
+    try:
+        return sorted(s.id for s in conn.compute.servers(
+            all_projects=True, compute_host=host))
+    finally:
+        conn.close()
+
+
+def main(argv=None):
+    """``python -m tests.fleet reboot --base DIR NAME``: the SIMULATED
+    reboot of host NAME of the fleet under DIR (Fleet.reboot_command)."""
+    parser = argparse.ArgumentParser(prog='python -m tests.fleet')
+    parser.add_argument('command', choices=['reboot'])
+    parser.add_argument('--base', required=True)
+    parser.add_argument('name')
+    args = parser.parse_args(argv)
+    saved = json.loads((pathlib.Path(args.base) /
+                        'reboot-env.json').read_text())
+    os.environ.update(saved['env'])
+    fleet = Fleet(args.base, saved['names'])
+    servers = (_servers_on(saved['cloud'], args.name)
+               if saved['cloud'] else None)
+
+    def restart(name):
+        done = subprocess.run([sys.executable, '-m', 'kvmtune.cli',
+                               'cloud', 'restart-compute', '--host', name],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            sys.exit(f'restart-compute {name}: {done.stdout}{done.stderr}')
+
+    line = fleet.reboot(args.name, restart_compute=restart
+                        if saved['restart'] else None)
+    with (fleet.base / 'reboots.jsonl').open('a') as log:
+        log.write(json.dumps({'host': args.name, 'servers': servers,
+                              'short_pool': (fleet.host(args.name).home /
+                                             'short-pool').exists(),
+                              'cmdline': line, 'at': time.time()}) + '\n')
+    print(f'SIMULATED reboot of {args.name}: {line}')
+
+
+if __name__ == '__main__':
+    main()

@@ -15,7 +15,9 @@ the verify gate (host, novacompute and cloud layers PASS), enable, the
 textfile. A failed host stops the rollout before the next batch. --mode
 in-place reboots with the guests on the host (Nova restarts them), --mode
 stage stops after apply. One progress line per host and step; --state
-FILE makes a stopped rollout go on where it stopped.
+FILE makes a stopped rollout go on where it stopped. A host the plan
+finds nothing to do on is left alone (not disabled, drained or
+rebooted): a finished rollout run again makes nothing.
 
 --check runs nothing on any host and changes nothing: it plans every
 host (the files and nova.conf options it would change, reboot or

@@ -39,6 +39,7 @@ from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
 from kvmtune.rollout import remote
+from kvmtune.rollout import resume
 
 ACTIONS = ('reboot', 'restart', 'none')
 # Hosts read on this machine are planned in WORKERS processes from
@@ -75,15 +76,16 @@ class HostCheck:
     changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     kernel_args: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
-    # the host's facts and plan (the cloud's preflight judges on them);
-    # not part of the document
+    # the host's facts, plan and nova.conf text (the cloud's preflight
+    # judges on them; not in the document)
     facts: Any = dataclasses.field(default=None, repr=False)
     plan: Any = dataclasses.field(default=None, repr=False)
+    nova_conf_text: str | None = dataclasses.field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name)
                 for field in dataclasses.fields(self)
-                if field.name not in ('facts', 'plan')}
+                if field.name not in ('facts', 'plan', 'nova_conf_text')}
 
 
 @dataclasses.dataclass
@@ -200,6 +202,9 @@ def _local(host: inventory.Host, profile: Any,
     found.changes += conf
     _decide(found)
     found.facts, found.plan = facts, staged.plan
+    if os.path.isfile(host.in_root(host.nova_conf)):
+        with open(host.in_root(host.nova_conf), encoding='utf-8') as f:
+            found.nova_conf_text = f.read()
     return found
 
 
@@ -246,6 +251,7 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
                       connection=host.connection)
     _fill(found, answer.staged, {})
     found.facts = answer.facts
+    found.nova_conf_text = answer.conf_text
     try:
         found.plan, = plans.for_host([profile], facts=answer.facts,
                                      config_files=config_files)
@@ -270,30 +276,17 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     fleet for a batch's guests (drain), the plan holding the guests that
     stay (in-place). The batches are judged each on the cloud as it is
     now; the rollout's own preflight reads it again before each batch.
-    The hosts' facts (and nova.conf, when read here) go with their names
-    in Nova."""
-    import shutil
+    The hosts' facts and nova.conf go by their names in Nova."""
     import tempfile
 
     from kvmtune.capacity import placement
-    from kvmtune import jsonout
     from kvmtune.openstack.connection import Cloud
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
     connection = Cloud.connect(cloud)
     with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
-        for found in checks:
-            host = by_name[found.host]
-            if found.facts is None:
-                continue
-            with open(os.path.join(facts, f'{host.nova_host}.json'), 'w',
-                      encoding='utf-8') as f:
-                f.write(jsonout.dumps(found.facts, source=found.host))
-            conf = host.in_root(host.nova_conf)
-            if host.local and os.path.isfile(conf):
-                shutil.copyfile(conf, os.path.join(
-                    facts, f'{host.nova_host}.conf'))
+        write_facts(hosts, checks, facts)
         everyone = [h.nova_host for h in hosts]
         snapshot = preflight.read(connection, everyone, facts)
     if snapshot.topologies:
@@ -307,13 +300,35 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     plans = {by_name[c.host].nova_host: c.plan for c in checks
              if c.plan is not None}
     reports = []
+    earlier: list[str] = []
     for names in grouped:
         batch = [by_name[n].nova_host for n in names]
         judge_mode = 'in-place' if mode == 'in-place' else 'drain'
+        judged = resume.back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
-            snapshot, batch, judge_mode,
+            judged, batch, judge_mode,
             {h: plans[h] for h in batch if h in plans}).to_dict())
+        earlier += batch
     return reports
+
+
+def write_facts(hosts: Sequence[inventory.Host],
+                checks: Sequence[HostCheck], directory: str) -> None:
+    """Each host's facts (HOST.json) and nova.conf (HOST.conf, HOST its
+    name in Nova) into the preflight's ``--facts-dir`` ``directory``."""
+    from kvmtune import fileio
+    from kvmtune import jsonout
+
+    by_name = {h.name: h for h in hosts}
+    for found in checks:
+        name = by_name[found.host].nova_host
+        if found.facts is not None:
+            fileio.write_atomic(
+                os.path.join(directory, f'{name}.json'),
+                jsonout.dumps(found.facts, source=found.host), mode=0o600)
+        if found.nova_conf_text is not None:
+            fileio.write_atomic(os.path.join(directory, f'{name}.conf'),
+                                found.nova_conf_text, mode=0o600)
 
 
 def _plan_here(hosts: Sequence[inventory.Host], profile: Any,

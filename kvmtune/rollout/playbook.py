@@ -26,6 +26,7 @@ from typing import TextIO
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
+from kvmtune.rollout import resume
 
 # Where the collection is, in the checkout and in the installed package
 # (package data): ANSIBLE_COLLECTIONS_PATH takes the directory above
@@ -179,29 +180,120 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
+    names = resume.to_roll({h.host: h.action for h in found.hosts},
+                           resume.started(state_file, found.hosts))
+    for host in found.hosts:
+        if host.host not in names:
+            stream.write(f'{host.host} unchanged: nothing to do, left '
+                         'alone\n')
+    if not names:
+        stream.write(f'rollout {run_id}: nothing to do on any host\n')
+        return 0
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
+    # every host's facts and nova.conf as the check read them: a batch's
+    # preflight fits its guests on the hosts of later batches too (the
+    # roles write a batch's own again, before its change and after)
+    check.write_facts(hosts, found.hosts, facts_dir)
     try:
-        return _play(path, hosts, limit, stream, run_id, extra_vars(
-            profile=profile, batch=batch, mode=mode, cloud=cloud,
-            run_id=run_id, config_files=config_files, facts_dir=facts_dir,
-            state_file=state_file and os.path.abspath(state_file)))
+        # the hosts by name: Ansible's serial batches are these, in order
+        return _play(path, check.batches(names, batch), stream, run_id,
+                     extra_vars(
+                profile=profile, batch=batch, mode=mode, cloud=cloud,
+                run_id=run_id, config_files=config_files,
+                facts_dir=facts_dir,
+                state_file=state_file and os.path.abspath(state_file)))
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
 
 
-def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
-          stream: TextIO, run_id: str, variables: dict[str, Any]) -> int:
+def failure(result: dict[str, Any]) -> tuple[str, str | None]:
+    """(what went wrong, its fix) of a failed task's result as Ansible
+    reports it: the first check that did not pass of ``kvmtune verify -f
+    json``, else the last line kvmtune printed (its one line, with its
+    fix), else Ansible's message."""
+    try:
+        doc = json.loads(result.get('stdout') or '')
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get('checks'), list):
+        bad = [c for c in doc['checks'] if isinstance(c, dict)
+               and c.get('status') != 'PASS']
+        if bad:
+            first = bad[0]
+            if first.get('status') == 'DRIFT':
+                what = (f"{first.get('layer')} {first.get('name')}: "
+                        f"expected {first.get('expected')}, live "
+                        f"{first.get('live')}")
+                fix = first.get('fix') or 'apply the plan again'
+            else:
+                what = (f"{first.get('layer')} {first.get('name')}: "
+                        f"unknown ({first.get('reason')})")
+                fix = 'make the check possible (see the reason)'
+            more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
+            return what + more, fix
+    for key in ('stderr', 'stdout'):
+        lines = [line.strip() for line in
+                 str(result.get(key) or '').splitlines() if line.strip()]
+        if lines:
+            last = lines[-1]
+            text, _, fix = last.partition(' (fix: ')
+            return (text, fix[:-1]) if fix.endswith(')') else (last, None)
+    return str(result.get('msg') or 'failed'), None
+
+
+def fatal(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(host, result) of each ``fatal: [HOST]: FAILED! => {...}`` in
+    Ansible's output, the result on that line or indented over the lines
+    after it (result {} when it does not parse)."""
+    host = None
+    text: list[str] = []
+    for line in lines:
+        if host is not None:
+            text.append(line)
+            try:
+                result = json.loads(''.join(text))
+            except ValueError:
+                if len(text) < 5000 and line[:1] in (' ', '\t', '}'):
+                    continue
+                result = {}
+            yield host, result if isinstance(result, dict) else {}
+            host, text = None, []
+            continue
+        found = _RESULT.match(line)
+        if found and found.group('status') in ('fatal', 'failed'):
+            _, arrow, rest = line.partition(' => ')
+            if arrow:
+                host, text = found.group('host'), [rest]
+                try:
+                    result = json.loads(rest)
+                except ValueError:
+                    continue
+                yield host, result if isinstance(result, dict) else {}
+                host, text = None, []
+    if host is not None:
+        yield host, {}
+
+
+def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
+          run_id: str, variables: dict[str, Any]) -> int:
+    """ansible-playbook over the hosts of ``batches`` (Ansible's serial
+    batches are these: the hosts in order, ``kvmtune_batch`` at a time),
+    one line per host and step."""
+    names = [name for members in batches for name in members]
     profile = variables['kvmtune_profile']
     batch = variables['kvmtune_batch']
     mode = variables['kvmtune_mode']
     log = tempfile.NamedTemporaryFile(
         'w', prefix=f'kvmtune-rollout-{run_id}-', suffix='.log',
         delete=False)
-    stream.write(f'rollout {run_id}: {profile} on {len(hosts)} hosts, '
+    stream.write(f'rollout {run_id}: {profile} on {len(names)} hosts, '
                  f'batches of {batch}, mode {mode}; Ansible\'s log: '
                  f'{log.name}\n')
+    for n, members in enumerate(batches, 1):
+        stream.write(f"batch {n}: {' '.join(members)}\n")
     failed: tuple[str, str, str] | None = None
-    with log, subprocess.Popen(command(path, limit, variables),
+    results: dict[str, dict[str, Any]] = {}
+    with log, subprocess.Popen(command(path, ','.join(names), variables),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
                                env=environment()) as proc:
@@ -210,7 +302,10 @@ def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
         def lines() -> Iterator[str]:
             for line in proc.stdout:  # type: ignore[union-attr]
                 log.write(line)
+                seen.append(line)
                 yield line
+
+        seen: list[str] = []
 
         for host, step, status in steps(progress(lines())):
             shown = 'skipped' if status == 'skipping' else status
@@ -219,12 +314,25 @@ def _play(path: str, hosts: Sequence[inventory.Host], limit: str,
             if status in ('failed', 'unreachable') and not failed:
                 failed = (host, step, status)
         rc = proc.wait()
+    for host, result in fatal(seen):
+        results.setdefault(host, result)
     if rc != 0:
-        where = (f'{failed[0]} failed at step {failed[1]} ({failed[2]})'
-                 if failed else f'ansible-playbook exited {rc}')
-        raise KvmtuneError(f'the rollout stopped: {where}', source=log.name,
-                           fix='see the log; kvmtune rollout --check shows '
-                               'the plan; the hosts of later batches were '
-                               'not touched')
+        if failed is None:
+            raise KvmtuneError(f'the rollout stopped: ansible-playbook '
+                               f'exited {rc}', source=log.name,
+                               fix='see the log; kvmtune rollout --check '
+                                   'shows the plan')
+        host, step, status = failed
+        what, fix = failure(results.get(host, {}))
+        after = ('; it stays disabled, the hosts of later batches were '
+                 'not touched' if mode != 'stage' else '')
+        again = ('run kvmtune rollout again with the same --state: it '
+                 'goes on from there' if variables['kvmtune_state_file']
+                 else 'run kvmtune rollout again')
+        raise KvmtuneError(f'the rollout stopped: {host} failed at step '
+                           f'{step} ({status}): {what}{after}',
+                           source=log.name,
+                           fix=f'{fix}, then {again}' if fix else
+                           f'see the log, then {again}')
     stream.write(f'rollout {run_id}: done\n')
     return 0

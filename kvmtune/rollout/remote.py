@@ -9,7 +9,8 @@ runs the host's own kvmtune, read-only:
 - ``kvmtune host inspect --root R -f json``: the facts (the cloud's
   preflight plans on them);
 - ``kvmtune nova-conf apply --profile P --root R --config C --service
-  compute --dry-run``, when the host has that nova.conf: its diff.
+  compute --dry-run``, when the host has that nova.conf: its diff; and
+  that file itself (the preflight reads its ``cpu_dedicated_set``).
 
 R is the host's ``kvmtune_root`` (default ``/``) and C its
 ``kvmtune_nova_conf`` under it, both from the inventory (Ansible's
@@ -47,7 +48,9 @@ facts = run("host", "inspect", "--root", root, "-f", "json")
 nova = run("nova-conf", "apply", "--profile", profile, "--root", root,
            "--config", conf, "--service", "compute", "--dry-run") \\
     if os.path.isfile(conf) else None
-print(json.dumps({"boot": boot, "facts": facts, "nova": nova}))
+text = open(conf, encoding="utf-8").read() if os.path.isfile(conf) else None
+print(json.dumps({"boot": boot, "facts": facts, "nova": nova,
+                  "conf": text}))
 '''
 # The script's arguments, templated by Ansible on each host's variables.
 ROOT = '{{ kvmtune_root | default("/") | quote }}'
@@ -65,6 +68,8 @@ class Answer:
     # the lines nova-conf apply --dry-run would add (its diff's "+"
     # lines), or None: no nova.conf there
     nova_conf: list[str] | None
+    # that nova.conf's text (None: not there, or an older kvmtune's answer)
+    conf_text: str | None = None
 
 
 def command(path: str, hosts: Sequence[inventory.Host], profile: str
@@ -139,4 +144,6 @@ def parse(name: str, line: str | None, stderr: str = '') -> Answer:
     nova = None if 'nova' not in outs else [
         text[1:] for text in outs['nova'].splitlines()
         if text.startswith('+') and not text.startswith('+++')]
-    return Answer(staged, facts, nova)
+    text = answer.get('conf')
+    return Answer(staged, facts, nova,
+                  text if isinstance(text, str) else None)

@@ -84,6 +84,18 @@ class State:
             self.hosts.setdefault(host, {}).setdefault(step, _now())
             _write(self)
 
+    def forget(self, host: str) -> None:
+        """Forget every step ``host`` did (written at once): its rollout
+        starts over."""
+        from kvmtune import fileio
+
+        with fileio.lock(self.path):
+            current = _read(self.path)
+            if current is not None:
+                self.hosts = current.hosts
+            if self.hosts.pop(host, None) is not None:
+                _write(self)
+
 
 def _check(data: Any, path: str) -> State:
     def bad(key: str, what: str) -> InputError:

@@ -302,8 +302,14 @@ def restart(lay: config.Layout, say: procs.Say, host_name: str | None
         pid = services.start_compute(lay, state)
     else:
         pid = services.start_extra_compute(lay, entry)
-    state['services'][service] = pid
-    procs.save_state(lay, state)
+    # two computes restarted at once (hosts of one rollout batch) each
+    # record their own pid: read the state again under its lock, so the
+    # other's new pid is not overwritten (cloud down stops what it lists)
+    from kvmtune import fileio
+    with fileio.lock(lay.state):
+        state = procs.load_state(lay)
+        state['services'][service] = pid
+        procs.save_state(lay, state)
 
     def reported() -> bool:
         if not procs.alive(pid):

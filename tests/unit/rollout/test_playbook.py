@@ -57,6 +57,60 @@ def test_steps_give_one_line_per_host_and_step():
         ('c2', 'drain', 'failed')]
 
 
+def _verify_output(*checks):
+    return json.dumps({'checks': [
+        {'layer': 'host', 'name': name, 'expected': expected, 'live': live,
+         'status': status, 'fix': fix, 'reason': None}
+        for name, expected, live, status, fix in checks]})
+
+
+def test_a_failure_is_the_first_check_that_did_not_pass_and_its_fix():
+    stdout = _verify_output(
+        ('cmdline isolcpus', '2-19', '2-19', 'PASS', None),
+        ('pages node0 2M', '>= 3470', '1735', 'DRIFT',
+         'kvmtune pages apply 0:2M:3470'),
+        ('pages node1 2M', '>= 3470', '1735', 'DRIFT', 'x'))
+    assert playbook.failure({'rc': 1, 'stdout': stdout}) == (
+        'host pages node0 2M: expected >= 3470, live 1735 (and 1 more)',
+        'kvmtune pages apply 0:2M:3470')
+    unknown = _verify_output(('pages node0 2M', '>= 1', None, 'UNKNOWN',
+                              None))
+    assert playbook.failure({'stdout': unknown})[0] == \
+        'host pages node0 2M: unknown (None)'
+
+
+def test_a_failure_is_kvmtunes_last_line_else_ansibles_message():
+    gate = ('layer  check\n...\ngate c2: cloud provider c2: expected 4, '
+            'live 2; the host stays disabled (fix: restart nova-compute)')
+    assert playbook.failure({'stdout': gate, 'stderr': ''}) == (
+        'gate c2: cloud provider c2: expected 4, live 2; the host stays '
+        'disabled', 'restart nova-compute')
+    assert playbook.failure({'stdout': '{"moves": []}',
+                             'stderr': 'kvmtune: error: no room\n'}) == (
+        'kvmtune: error: no room', None)
+    assert playbook.failure({'msg': 'Reboot command failed'}) == (
+        'Reboot command failed', None)
+    assert playbook.failure({}) == ('failed', None)
+
+
+def test_fatal_reads_the_result_on_its_line_or_indented_after_it():
+    lines = [
+        'TASK [kvmtune.fleet.verify : step verify: x] ***\n',
+        'ok: [c1]\n',
+        'fatal: [c2]: FAILED! => {"rc": 1, "stdout": "s"}\n',
+        'fatal: [c3 -> localhost]: FAILED! => {\n',
+        '    "rc": 2,\n',
+        '    "stderr": "e"\n',
+        '}\n',
+        'fatal: [c4]: UNREACHABLE! => {"msg": "no route"}\n',
+        'fatal: [c5]: FAILED! => {"cut\n',
+        'PLAY RECAP ***\n',
+    ]
+    assert list(playbook.fatal(lines)) == [
+        ('c2', {'rc': 1, 'stdout': 's'}), ('c3', {'rc': 2, 'stderr': 'e'}),
+        ('c4', {'msg': 'no route'}), ('c5', {})]
+
+
 def test_extra_vars_name_the_settings():
     variables = playbook.extra_vars(profile='p', batch=2, mode='in-place',
                                     cloud=None, run_id='r')

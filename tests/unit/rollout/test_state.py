@@ -45,6 +45,20 @@ def test_steps_are_recorded_and_survive_a_new_process(tmp_path):
     assert json.loads(open(path).read())['hosts']['c2']['disable'] == first
 
 
+def test_a_host_forgotten_starts_over(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    run, _ = state.open_run(path, profile='p', run_id='R1')
+    for step in state.STEPS:
+        run.mark('c2', step)
+    run.mark('c3', 'preflight')
+    state.load(path).forget('c2')
+    assert state.load(path).next_step('c2') == 'preflight'
+    assert state.load(path).done('c3', 'preflight')
+    state.load(path).forget('c9')     # not there: nothing written
+    assert state.load(path).to_dict()['hosts'] == {
+        'c3': {'preflight': state.load(path).hosts['c3']['preflight']}}
+
+
 def _mark(path, host):
     run = state.load(path)
     for step in state.STEPS:
