@@ -1,4 +1,4 @@
-"""The test fleet: compute hosts reached over real SSH (issue 35).
+"""The test fleet: compute hosts reached over real SSH.
 
 Each host is Debian's sshd (openssh-server) of its own, run by the test
 with its own host key, on its own loopback address (127.35.0.<n>, port

@@ -89,7 +89,7 @@ class HostCheck:
 
 
 @dataclasses.dataclass
-class Check:
+class DryRun:
     """The whole --check answer (``-f json`` prints ``to_dict()``)."""
 
     profile: str
@@ -366,7 +366,7 @@ def batches(names: Sequence[str], size: int) -> list[list[str]]:
 
 def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
          batch: int = 1, mode: str = 'drain', cloud: str | None = None,
-         config_files: Sequence[str] = ()) -> Check:
+         config_files: Sequence[str] = ()) -> DryRun:
     """The rollout's plan for ``hosts`` (inventory order) of the
     inventory ``path``; InputError naming the first host that does not
     plan."""
@@ -395,6 +395,6 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     else:
         reports = _cloud_checks(cloud, hosts, checks, grouped, mode,
                                 config_files)
-    return Check(profile=profile, inventory=path, mode=mode,
-                 batch_size=batch, cloud=cloud, hosts=checks,
-                 skipped=skipped, reports=reports)
+    return DryRun(profile=profile, inventory=path, mode=mode,
+                  batch_size=batch, cloud=cloud, hosts=checks,
+                  skipped=skipped, reports=reports)
