@@ -145,9 +145,9 @@ def _no_nova_conf(path: str) -> str:
             'here (set kvmtune_nova_conf to the file nova-compute reads)')
 
 
-def _nova_conf(host: inventory.Host, plan: Any) -> tuple[
-        list[dict[str, Any]], list[str]]:
-    """(changes, notes) of the host's nova.conf for ``plan``."""
+def _nova_conf(host: inventory.Host, plan: Any, text: str | None
+               ) -> tuple[list[dict[str, Any]], list[str]]:
+    """(changes, notes) of the host's nova.conf ``text`` for ``plan``."""
     from kvmtune.tuning.novaconf import services
     from kvmtune.tuning.novaconf import update
 
@@ -155,9 +155,8 @@ def _nova_conf(host: inventory.Host, plan: Any) -> tuple[
     wanted, _ = services.split(plan.nova_conf, services.COMPUTE)
     if not wanted:
         return [], []
-    if not os.path.isfile(path):
+    if text is None:
         return [], [_no_nova_conf(path)]
-    text = update.read_config(path)
     ini = update.parse_config(path, text)
     changes = []
     for section, options in update.planned_changes(path, wanted).items():
@@ -178,6 +177,7 @@ def _local(host: inventory.Host, profile: Any,
     from kvmtune.boot import apply
     from kvmtune.boot import record
     from kvmtune import facts as host_facts
+    from kvmtune.tuning.novaconf import update
 
     found = HostCheck(host=host.name, root=host.root,
                       connection=host.connection)
@@ -194,7 +194,9 @@ def _local(host: inventory.Host, profile: Any,
         facts = host_facts.resolve(root=host.root)
         staged = apply.apply(profile, root=host.root, facts=facts,
                              config_files=config_files, dry_run=True)
-        conf, found.notes = _nova_conf(host, staged.plan)
+        path = host.in_root(host.nova_conf)     # read once, by apply's reader
+        conf_text = update.read_config(path) if os.path.isfile(path) else None
+        conf, found.notes = _nova_conf(host, staged.plan, conf_text)
         earlier = record.pending(host.root)
     except KvmtuneError as exc:
         raise _host_error(host, exc) from None
@@ -202,9 +204,7 @@ def _local(host: inventory.Host, profile: Any,
     found.changes += conf
     _decide(found)
     found.facts, found.plan = facts, staged.plan
-    if os.path.isfile(host.in_root(host.nova_conf)):
-        with open(host.in_root(host.nova_conf), encoding='utf-8') as f:
-            found.nova_conf_text = f.read()
+    found.nova_conf_text = conf_text
     return found
 
 
