@@ -292,7 +292,6 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
     for n, members in enumerate(batches, 1):
         stream.write(f"batch {n}: {' '.join(members)}\n")
     failed: tuple[str, str, str] | None = None
-    results: dict[str, dict[str, Any]] = {}
     with log, subprocess.Popen(command(path, ','.join(names), variables),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
@@ -302,10 +301,7 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
         def lines() -> Iterator[str]:
             for line in proc.stdout:  # type: ignore[union-attr]
                 log.write(line)
-                seen.append(line)
                 yield line
-
-        seen: list[str] = []
 
         for host, step, status in steps(progress(lines())):
             shown = 'skipped' if status == 'skipping' else status
@@ -314,8 +310,6 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
             if status in ('failed', 'unreachable') and not failed:
                 failed = (host, step, status)
         rc = proc.wait()
-    for host, result in fatal(seen):
-        results.setdefault(host, result)
     if rc != 0:
         if failed is None:
             raise KvmtuneError(f'the rollout stopped: ansible-playbook '
@@ -323,7 +317,10 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
                                fix='see the log; kvmtune rollout --check '
                                    'shows the plan')
         host, step, status = failed
-        what, fix = failure(results.get(host, {}))
+        # the failed task's result, from Ansible's output in its log
+        with open(log.name, encoding='utf-8', errors='replace') as out:
+            result = next((r for h, r in fatal(out) if h == host), {})
+        what, fix = failure(result)
         after = ('; it stays disabled, the hosts of later batches were '
                  'not touched' if mode != 'stage' else '')
         again = ('run kvmtune rollout again with the same --state: it '
