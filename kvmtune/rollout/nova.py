@@ -58,9 +58,16 @@ class Service:
                    disabled_reason=body.get('disabled_reason'))
 
     def ours(self, run_id: str) -> bool:
+        """Disabled by the rollout ``run_id``."""
+        return self._disabled_by(reason_prefix(run_id))
+
+    def by_a_rollout(self) -> bool:
+        """Disabled by a kvmtune rollout, whichever run."""
+        return self._disabled_by(REASON_PREFIX + ' ')
+
+    def _disabled_by(self, prefix: str) -> bool:
         return (self.status == 'disabled' and
-                (self.disabled_reason or '').startswith(
-                    reason_prefix(run_id)))
+                (self.disabled_reason or '').startswith(prefix))
 
 
 @dataclasses.dataclass

@@ -53,15 +53,12 @@ def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:
     preflight step will read it: its service enabled, its node without
     Placement's COMPUTE_STATUS_DISABLED trait."""
     from kvmtune.capacity import request
-    from kvmtune.rollout import nova
 
     services = dict(snapshot.services)
     back = set()
     for host in earlier:
         service = services.get(host)
-        if service is not None and service.status == 'disabled' and \
-                (service.disabled_reason or '').startswith(
-                    nova.REASON_PREFIX + ' '):
+        if service is not None and service.by_a_rollout():
             services[host] = dataclasses.replace(
                 service, status='enabled', disabled_reason=None)
             back.add(host)
