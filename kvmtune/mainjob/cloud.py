@@ -47,7 +47,7 @@ def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
         figures = api.install(libvirt=True, say=_say, output=steps.OUT.log)
         if up:
             figures['cloud'] = testcloud_up(installed=True)
-        return dict(figures)
+        return figures
 
     pool = ThreadPoolExecutor(max_workers=1,
                               thread_name_prefix='cloud-install')
