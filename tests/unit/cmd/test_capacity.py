@@ -11,7 +11,8 @@ import pytest
 from kvmtune import cli
 from kvmtune.openstack import connection
 from tests import paths
-from tests.unit.capacity.replay import Replay, load
+from tests.unit.capacity.replay import load
+from tests.unit.capacity.replay import Replay
 from tests.unit import fulldisk
 
 PINNED = 'kvmtune-ft-002e681a-pinned'
