@@ -295,7 +295,8 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
                  f'{log.name}\n')
     for n, members in enumerate(batches, 1):
         stream.write(f"batch {n}: {' '.join(members)}\n")
-    failed: tuple[str, str, str] | None = None
+    failed: list[tuple[str, str, str]] = []
+    enabled: set[str] = set()
     with log, subprocess.Popen(command(path, ','.join(names), variables),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
@@ -311,29 +312,50 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
             shown = 'skipped' if status == 'skipping' else status
             stream.write(f'{host} {step} {shown}\n')
             stream.flush()
-            if status in ('failed', 'unreachable') and not failed:
-                failed = (host, step, status)
+            if status in ('failed', 'unreachable') and \
+                    all(host != h for h, _, _ in failed):
+                failed.append((host, step, status))
+            if step == 'enable' and status in ('ok', 'changed'):
+                enabled.add(host)
         rc = proc.wait()
     if rc != 0:
-        if failed is None:
+        if not failed:
             raise KvmtuneError(f'the rollout stopped: ansible-playbook '
                                f'exited {rc}', source=log.name,
                                fix='see the log; kvmtune rollout --check '
                                    'shows the plan')
-        host, step, status = failed
-        # the failed task's result, from Ansible's output in its log
-        with open(log.name, encoding='utf-8', errors='replace') as out:
-            result = next((r for h, r in fatal(out) if h == host), {})
-        what, fix = failure(result)
-        after = ('; it stays disabled, the hosts of later batches were '
-                 'not touched' if mode != 'stage' else '')
-        again = ('run kvmtune rollout again with the same --state: it '
-                 'goes on from there' if variables['kvmtune_state_file']
-                 else 'run kvmtune rollout again')
-        raise KvmtuneError(f'the rollout stopped: {host} failed at step '
-                           f'{step} ({status}): {what}{after}',
-                           source=log.name,
-                           fix=f'{fix}, then {again}' if fix else
-                           f'see the log, then {again}')
+        raise _stopped(log.name, failed, enabled, batches, variables)
     stream.write(f'rollout {run_id}: done\n')
     return 0
+
+
+def _stopped(log: str, failed: Sequence[tuple[str, str, str]],
+             enabled: set[str], batches: Sequence[Sequence[str]],
+             variables: dict[str, Any]) -> KvmtuneError:
+    """The one line of a rollout that stopped: the first host that failed
+    (``failed``: (host, step, status), first per host, in order), its
+    step and what went wrong, with its fix; the others of its batch that
+    failed too, and those that passed and were enabled again."""
+    host, step, status = failed[0]
+    # the failed task's result, from Ansible's output in its log
+    with open(log, encoding='utf-8', errors='replace') as out:
+        result = next((r for h, r in fatal(out) if h == host), {})
+    what, fix = failure(result)
+    mates = next((b for b in batches if host in b), [])
+    also = [h for h, _, _ in failed[1:] if h in mates]
+    if also:
+        what += f' ({", ".join(also)} of its batch failed too)'
+    after = ''
+    if variables['kvmtune_mode'] != 'stage':
+        passed = [h for h in mates if h in enabled]
+        after = '; it stays disabled, ' + (
+            f'{", ".join(passed)} of its batch passed and '
+            f'{"was" if len(passed) == 1 else "were"} enabled again, '
+            if passed else '') + 'the hosts of later batches were not touched'
+    again = ('run kvmtune rollout again with the same --state: it '
+             'goes on from there' if variables['kvmtune_state_file']
+             else 'run kvmtune rollout again')
+    return KvmtuneError(f'the rollout stopped: {host} failed at step '
+                        f'{step} ({status}): {what}{after}', source=log,
+                        fix=f'{fix}, then {again}' if fix else
+                        f'see the log, then {again}')
