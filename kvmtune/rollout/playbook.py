@@ -171,10 +171,7 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     found = check.plan(hosts, profile, path=path, batch=batch, mode=mode,
                        cloud=cloud, config_files=config_files)
     if found.refused:
-        raise KvmtuneError(f'the preflight refuses it: {found.refused[0]}',
-                           source=path,
-                           fix='see kvmtune rollout --check; nothing was '
-                               'disabled or changed')
+        raise _refused(path, found.refused)
     counts = found.to_dict()['summary']
     stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
                  f"reboot, {counts['restart']} restart, {counts['none']} "
@@ -208,6 +205,19 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 state_file=state_file and os.path.abspath(state_file)))
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
+
+
+def _refused(path: str, refusals: Sequence[str]) -> KvmtuneError:
+    """The one line of a rollout the preflight refuses (``refusals``: each
+    one's own line, with its fix): the first refusal, its fix."""
+    text, _, fix = refusals[0].rpartition(' (fix: ')
+    if not text or not fix.endswith(')'):
+        text, fix = refusals[0], 'nothing was disabled or changed)'
+    more = (f' (and {len(refusals) - 1} more refusal(s))'
+            if len(refusals) > 1 else '')
+    return KvmtuneError(f'the preflight refuses it: {text}{more}',
+                        source=path, fix=f'{fix[:-1]}; kvmtune rollout '
+                                         '--check shows every batch')
 
 
 def failure(result: dict[str, Any]) -> tuple[str, str | None]:

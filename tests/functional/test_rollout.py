@@ -331,6 +331,63 @@ def test_a_too_full_fleet_is_refused_with_nothing_disabled(
         admin.compute.delete_flavor(flavor.id, ignore_missing=True)
 
 
+def _moved_pins(fleet, admin, profile):
+    """[(host, server, its pinned CPUs the plan leaves out of the new
+    cpu_dedicated_set)] over the fleet in inventory order: each host
+    planned from its facts, each server's pinning read from Nova."""
+    from kvmtune.facts.cpulist import parse_cpu_spec
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import plan
+
+    moved = []
+    for host in fleet.hosts:
+        planned, = plan.for_host([profile], facts=host_facts.load(
+            str(host.facts_file)))
+        dedicated = parse_cpu_spec(
+            planned.nova_conf['compute']['cpu_dedicated_set'])
+        for server in admin.compute.servers(all_projects=True,
+                                            compute_host=host.name):
+            topology = admin.compute.get(f'/servers/{server.id}/topology',
+                                         microversion='2.78').json()
+            pins = {int(cpu) for cell in topology.get('nodes') or ()
+                    for cpu in (cell.get('cpu_pinning') or {}).values()}
+            if pins - dedicated:
+                moved.append((host.name, server.id, server.status,
+                              sorted(pins - dedicated)))
+    return moved
+
+
+def test_in_place_over_a_pinned_guest_whose_cpus_move_is_refused(
+        fleet, admin, guests, tmp_path):
+    """kvmtune rollout --mode in-place of cpu-pinning over the fleet and
+    its guests: a pinned guest whose host's plan leaves the CPUs it is
+    pinned to out of the new cpu_dedicated_set (a SHUTOFF guest holds its
+    pinning in Nova too; Nova would only warn, and another guest could get
+    those CPUs) is refused before any host is touched: exit 2, one line
+    naming the host, the guest and the CPUs that move; no host disabled,
+    none rebooted, every guest as it was."""
+    moved = _moved_pins(fleet, admin, PROFILE)
+    print(f'pinned guests whose CPUs {PROFILE} moves: {moved}')
+    assert moved
+    host, server, _, cpus = moved[0]
+    before, booted = _statuses(admin), _boot_ids(fleet)
+    state_file = tmp_path / 'in-place.json'
+    rc, out, err = _rollout(fleet, *_rollout_argv(
+        _inventory(fleet), PROFILE, 1, state_file), '--mode', 'in-place')
+    assert (rc, out) == (2, '')
+    line, = err.splitlines()
+    assert f': the preflight refuses it: host {host}: in-place: server ' \
+        f'{server} (' in line
+    assert f'): pinned to CPUs {cpus} outside the new cpu_dedicated_set ' \
+        in line
+    assert '(fix: drain this host instead of changing it in place; ' \
+        'nothing was touched; ' in line
+    assert _disabled(admin) == {}
+    assert _boot_ids(fleet) == booted and fleet.reboots() == []
+    assert _statuses(admin) == before
+    assert not state_file.exists()
+
+
 class ServicesWatch:
     """os-services polled in the background: the most hosts it ever
     showed disabled at once."""

@@ -346,3 +346,21 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
     assert (textfiles['c1'] / 'kvmtune_verify.prom').exists()
     assert list(textfiles['c2'].iterdir()) == []
     assert hosttrees.snapshot(roots['c3']) == before
+
+
+def test_a_refusal_is_one_line_with_its_own_fix():
+    refusal = ('host c4: in-place: server s1 (g, flavor pinned): pinned to '
+               'CPUs [1] outside the new cpu_dedicated_set 4-39 (Nova only '
+               'warns: another guest may get them) (fix: drain this host '
+               'instead of changing it in place; nothing was touched)')
+    line = playbook._refused('inv.yml', [refusal, 'host c5: ...']).line()
+    assert line == (
+        'inv.yml: the preflight refuses it: host c4: in-place: server s1 '
+        '(g, flavor pinned): pinned to CPUs [1] outside the new '
+        'cpu_dedicated_set 4-39 (Nova only warns: another guest may get '
+        'them) (and 1 more refusal(s)) (fix: drain this host instead of '
+        'changing it in place; nothing was touched; kvmtune rollout --check '
+        'shows every batch)')
+    assert playbook._refused('inv.yml', ['no fix here']).line() == (
+        'inv.yml: the preflight refuses it: no fix here (fix: nothing was '
+        'disabled or changed; kvmtune rollout --check shows every batch)')
