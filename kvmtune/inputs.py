@@ -5,7 +5,8 @@ line with the problem, the source, the key and a fix), never a traceback,
 a MemoryError or a RecursionError:
 
 - read_bytes / read_text: regular files only (a FIFO is never opened, a
-  device never read), a size bound, strict UTF-8 reported as one line.
+  device never read), a size bound, strict UTF-8 reported as one line;
+  read_stdin: standard input (``-`` given for a file), the same bound.
 - YAML: kvmtune.yamlinput (load_yaml / parse_yaml), on read_text().
 - load_json / parse_json: nesting bounded, numbers finite (NaN, Infinity and
   1e400 are refused), duplicate keys refused, integers of sane length.
@@ -120,6 +121,27 @@ def read_bytes(path: str, *, max_bytes: int = MAX_BYTES,
     finally:
         os.close(fd)
     return b''.join(chunks)
+
+
+def read_stdin(*, max_bytes: int = MAX_BYTES,
+               source: object = '<stdin>') -> bytes:
+    """The bytes of standard input, read to its end (a caller that passes
+    its input along, as ``--plan -``), within the size bound."""
+    import sys
+
+    stream = getattr(sys.stdin, 'buffer', None)
+    if stream is None or sys.stdin.isatty():
+        raise InputError('nothing comes on standard input', source=source,
+                         fix='pipe the input in, or give a file')
+    try:
+        data = stream.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f'cannot read it: {exc.strerror}', source=source,
+                         fix='pipe the input in, or give a file') from None
+    if len(data) > max_bytes:
+        raise InputError(f'more than the {max_bytes} bytes kvmtune reads',
+                         source=source, fix='give the right input')
+    return bytes(data)
 
 
 def names_in(directory: str, suffix: str, *, key: str | None,

@@ -65,8 +65,8 @@ class Result:
     # 'written' | 'removed' | 'unchanged' | 'none' | 'would write' | ...
     record: str = 'none'
     dry_run: bool = False
-    # the plan it staged (kvmtune.tuning.plan.Plan), for a caller that
-    # shows more of it (kvmtune.rollout.check); not part of to_dict()
+    # the plan it staged (kvmtune.tuning.plan.Plan): to_dict()'s 'plan',
+    # what the rollout's gate verifies the host against after the reboot
     plan: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -83,7 +83,8 @@ class Result:
                 'reboot_required': self.reboot_required,
                 'reasons': {reason: self.reasons.get(reason, [])
                             for reason in record.REASONS},
-                'record': self.record, 'dry_run': self.dry_run}
+                'record': self.record, 'dry_run': self.dry_run,
+                'plan': None if self.plan is None else self.plan.to_dict()}
 
 
 def is_this_machine(root: str) -> bool:

@@ -12,7 +12,10 @@ RHEL-likes without BLS; the same block and grubby on BLS systems), and the
 plan's /etc/modprobe.d/kvm.conf. It records that a reboot is needed and
 why (cmdline, hugepages, module) in /var/lib/kvmtune/reboot-required.json,
 and removes that record once the booted host runs the whole plan. Nothing
-is written when the booted command line already matches.
+is written when the booted command line already matches. -f json also
+gives the plan it staged (``plan``, as ``kvmtune plan -f json`` prints
+one): ``kvmtune verify --plan`` checks the host against it after the
+reboot.
 
 With --root (a tree made by kvmtune host capture, or a host's root
 mounted elsewhere) the files are written under that tree, and the boot

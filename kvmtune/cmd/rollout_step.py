@@ -6,7 +6,7 @@
         --profile pinned-hugepages
     kvmtune rollout-step drain --os-cloud admin --host c2 --run-id RUN
     kvmtune rollout-step gate --os-cloud admin --host c2 --run-id RUN \\
-        --profile pinned-hugepages --root /
+        --profile pinned-hugepages --root / --plan applied-plan.json
     kvmtune rollout-step enable --os-cloud admin --host c2 --run-id RUN
 
 The rollout's Ansible roles call these, host by host, batch by batch:
@@ -21,7 +21,9 @@ The rollout's Ansible roles call these, host by host, batch by batch:
   drain      ACTIVE guests live-migrated, SHUTOFF ones cold-migrated and
              confirmed, then the host asserted empty
   gate       kvmtune verify's host, novacompute and cloud layers for the
-             host: every check PASS, else exit 1 and the host stays disabled
+             host: every check PASS, else exit 1 and the host stays
+             disabled; against --plan (the plan the apply step applied),
+             else the profile planned on the host's facts
   enable     nova-compute enabled again (only when this run disabled it)
 
 With --state FILE (the rollout's state file) a step already done for the
@@ -64,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='drain: how long to wait for the host to be '
                              'empty (default 900)')
     cmd.add_facts_source(parser, verb='gate')
+    parser.add_argument('--plan', metavar='FILE', dest='plan_file',
+                        help='gate: the plan the apply step applied ("boot '
+                             'apply -f json"\'s plan, as "kvmtune plan -f '
+                             'json" prints one; -: standard input), '
+                             'checked instead of a plan made again from '
+                             'the host\'s facts')
     parser.add_argument('--nova-config-file', action='append',
                         metavar='PATH', dest='nova_config_files',
                         help='gate: a file nova-compute reads (as verify)')
@@ -93,6 +101,7 @@ def run(args: argparse.Namespace) -> int | None:
                         state_file=args.state, mode=args.mode,
                         facts_dir=args.facts_dir, timeout=args.timeout,
                         root=args.root, facts_file=args.facts,
+                        plan_file=args.plan_file,
                         nova_config_files=args.nova_config_files,
                         layers=args.layer,
                         config_files=args.config_file or ())

@@ -17,6 +17,7 @@ deploy. Each layer compares the plan with what is live:
   kvmtune verify --profile pinned-hugepages --profile nested-host \\
       --os-cloud admin -f json
   kvmtune verify --plan plan.json --layer host --root captured/compute-1
+  kvmtune plan --profile cpu-pinning -f json | kvmtune verify --plan -
   kvmtune verify --profile cpu-pinning \\
       --nova-config-file /etc/kolla/nova-compute/nova.conf   # containers
   kvmtune verify --profile cpu-pinning --prometheus \\
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help='a profile that was applied (repeatable, as '
                             'DevStack\'s KVMTUNE_PROFILES)')
     which.add_argument('--plan', metavar='FILE',
-                       help='a plan written by "kvmtune plan -f json"')
+                       help='a plan written by "kvmtune plan -f json" '
+                            '(-: read it from standard input)')
     cmd.add_facts_source(parser, verb='verify')
     parser.add_argument('--layer', action='append', choices=verify.LAYERS,
                         help='check only this layer (repeatable; default: '
@@ -177,6 +179,9 @@ def run_fleet(args: argparse.Namespace) -> int:
         raise InputError('the fleet view has the cloud layer only',
                          key='--layer', fix='run the other layers on each '
                          'host, or drop --layer')
+    if args.plan == '-':
+        raise InputError('the fleet view reads its plan from a file',
+                         key='--plan -', fix='give the plan\'s file')
     if args.profile and not args.facts_dir:
         raise InputError('each host is planned from its own facts',
                          key='--all-hosts', fix='add --facts-dir DIR '

@@ -171,15 +171,16 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     found = check.plan(hosts, profile, path=path, batch=batch, mode=mode,
                        cloud=cloud, config_files=config_files)
     if found.refused:
-        raise KvmtuneError(f'the preflight refuses it: {found.refused[0]}',
-                           source=path,
-                           fix='see kvmtune rollout --check; nothing was '
-                               'disabled or changed')
+        raise _refused(path, found.refused)
     counts = found.to_dict()['summary']
     stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
+    # the run starts: a host done with it and changed since starts over
+    for host in resume.start_over(state_file, found.hosts):
+        stream.write(f'{host} starts over: done with run {run_id} and '
+                     'changed since\n')
     names = resume.to_roll({h.host: h.action for h in found.hosts},
                            resume.started(state_file, found.hosts))
     for host in found.hosts:
@@ -204,6 +205,19 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 state_file=state_file and os.path.abspath(state_file)))
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
+
+
+def _refused(path: str, refusals: Sequence[str]) -> KvmtuneError:
+    """The one line of a rollout the preflight refuses (``refusals``: each
+    one's own line, with its fix): the first refusal, its fix."""
+    text, _, fix = refusals[0].rpartition(' (fix: ')
+    if not text or not fix.endswith(')'):
+        text, fix = refusals[0], 'nothing was disabled or changed)'
+    more = (f' (and {len(refusals) - 1} more refusal(s))'
+            if len(refusals) > 1 else '')
+    return KvmtuneError(f'the preflight refuses it: {text}{more}',
+                        source=path, fix=f'{fix[:-1]}; kvmtune rollout '
+                                         '--check shows every batch')
 
 
 def failure(result: dict[str, Any]) -> tuple[str, str | None]:
@@ -291,7 +305,8 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
                  f'{log.name}\n')
     for n, members in enumerate(batches, 1):
         stream.write(f"batch {n}: {' '.join(members)}\n")
-    failed: tuple[str, str, str] | None = None
+    failed: list[tuple[str, str, str]] = []
+    enabled: set[str] = set()
     with log, subprocess.Popen(command(path, ','.join(names), variables),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
@@ -307,29 +322,50 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
             shown = 'skipped' if status == 'skipping' else status
             stream.write(f'{host} {step} {shown}\n')
             stream.flush()
-            if status in ('failed', 'unreachable') and not failed:
-                failed = (host, step, status)
+            if status in ('failed', 'unreachable') and \
+                    all(host != h for h, _, _ in failed):
+                failed.append((host, step, status))
+            if step == 'enable' and status in ('ok', 'changed'):
+                enabled.add(host)
         rc = proc.wait()
     if rc != 0:
-        if failed is None:
+        if not failed:
             raise KvmtuneError(f'the rollout stopped: ansible-playbook '
                                f'exited {rc}', source=log.name,
                                fix='see the log; kvmtune rollout --check '
                                    'shows the plan')
-        host, step, status = failed
-        # the failed task's result, from Ansible's output in its log
-        with open(log.name, encoding='utf-8', errors='replace') as out:
-            result = next((r for h, r in fatal(out) if h == host), {})
-        what, fix = failure(result)
-        after = ('; it stays disabled, the hosts of later batches were '
-                 'not touched' if mode != 'stage' else '')
-        again = ('run kvmtune rollout again with the same --state: it '
-                 'goes on from there' if variables['kvmtune_state_file']
-                 else 'run kvmtune rollout again')
-        raise KvmtuneError(f'the rollout stopped: {host} failed at step '
-                           f'{step} ({status}): {what}{after}',
-                           source=log.name,
-                           fix=f'{fix}, then {again}' if fix else
-                           f'see the log, then {again}')
+        raise _stopped(log.name, failed, enabled, batches, variables)
     stream.write(f'rollout {run_id}: done\n')
     return 0
+
+
+def _stopped(log: str, failed: Sequence[tuple[str, str, str]],
+             enabled: set[str], batches: Sequence[Sequence[str]],
+             variables: dict[str, Any]) -> KvmtuneError:
+    """The one line of a rollout that stopped: the first host that failed
+    (``failed``: (host, step, status), first per host, in order), its
+    step and what went wrong, with its fix; the others of its batch that
+    failed too, and those that passed and were enabled again."""
+    host, step, status = failed[0]
+    # the failed task's result, from Ansible's output in its log
+    with open(log, encoding='utf-8', errors='replace') as out:
+        result = next((r for h, r in fatal(out) if h == host), {})
+    what, fix = failure(result)
+    mates = next((b for b in batches if host in b), [])
+    also = [h for h, _, _ in failed[1:] if h in mates]
+    if also:
+        what += f' ({", ".join(also)} of its batch failed too)'
+    after = ''
+    if variables['kvmtune_mode'] != 'stage':
+        passed = [h for h in mates if h in enabled]
+        after = '; it stays disabled, ' + (
+            f'{", ".join(passed)} of its batch passed and '
+            f'{"was" if len(passed) == 1 else "were"} enabled again, '
+            if passed else '') + 'the hosts of later batches were not touched'
+    again = ('run kvmtune rollout again with the same --state: it '
+             'goes on from there' if variables['kvmtune_state_file']
+             else 'run kvmtune rollout again')
+    return KvmtuneError(f'the rollout stopped: {host} failed at step '
+                        f'{step} ({status}): {what}{after}', source=log,
+                        fix=f'{fix}, then {again}' if fix else
+                        f'see the log, then {again}')

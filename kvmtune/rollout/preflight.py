@@ -252,6 +252,8 @@ def in_place(host: str, servers: Sequence[nova.Server],
              topologies: Mapping[str, Any], plan: 'Plan') -> list[Refused]:
     """Why the plan's CPU sets and pools would not hold the guests that
     stay on ``host`` (empty: they hold)."""
+    from kvmtune.facts.cpulist import format_cpulist
+
     dedicated = planned_set(plan, 'cpu_dedicated_set')
     shared = planned_set(plan, 'cpu_shared_set')
     pools = {(p['node'], p['size_kb']): p['count'] for p in plan.hugepages}
@@ -282,8 +284,8 @@ def in_place(host: str, servers: Sequence[nova.Server],
         elif dedicated is not None and not pinned <= dedicated:
             outside = sorted(pinned - dedicated)
             refuse(server, f'pinned to CPUs {outside} outside the new '
-                   'cpu_dedicated_set (Nova only warns: another guest may '
-                   'get them)')
+                   f'cpu_dedicated_set {format_cpulist(dedicated)} (Nova '
+                   'only warns: another guest may get them)')
         elif not pinned and dedicated and not shared:
             refuse(server, 'unpinned, and the plan sets a '
                    'cpu_dedicated_set but no cpu_shared_set (nova-compute '

@@ -3,7 +3,8 @@ batches will find.
 
 ``to_roll`` keeps the hosts with something to do and those the run took
 out and has not put back (``started``, read from the state file,
-kvmtune.rollout.state); ``back_by_then`` is the preflight's snapshot as a
+kvmtune.rollout.state, after ``start_over`` has forgotten the steps of
+the hosts done with the run and changed since); ``back_by_then`` is the preflight's snapshot as a
 later batch finds the cloud, the hosts of earlier batches enabled again.
 """
 
@@ -27,22 +28,37 @@ def to_roll(actions: dict[str, str], started: dict[str, bool]
 
 def started(state_file: str | None, checks: Sequence[Any]
             ) -> dict[str, bool]:
-    """{host: taken out by the state file's run and not put back}; a host
-    done with that run and changed again since starts over (its steps are
-    forgotten: it is disabled and drained again, not rebooted under its
-    guests)."""
+    """{host: taken out by the state file's run and not put back}: its
+    service disabled by the run and not enabled again. A query: it reads
+    the state file, never writes it (``start_over`` does, first)."""
     if state_file is None or not os.path.exists(state_file):
         return {}
     from kvmtune.rollout import state as states
 
     found = states.load(state_file)
-    out = {}
-    for check in checks:
-        if found.done(check.host, 'enable') and check.action != 'none':
-            found.forget(check.host)
-        out[check.host] = (found.done(check.host, 'disable')
-                           and not found.done(check.host, 'enable'))
-    return out
+    return {check.host: (found.done(check.host, 'disable')
+                         and not found.done(check.host, 'enable'))
+            for check in checks}
+
+
+def start_over(state_file: str | None, checks: Sequence[Any]
+               ) -> list[str]:
+    """Forget, in the state file, the steps of each host that is done
+    with its run (enabled again) and has something to do again (its
+    check's action is not ``none``: changed since), so the run takes it
+    up from its first step: disabled and drained again, never rebooted
+    under the guests it took back. Called once, where a run starts,
+    before ``started`` is asked. Returns those hosts."""
+    if state_file is None or not os.path.exists(state_file):
+        return []
+    from kvmtune.rollout import state as states
+
+    found = states.load(state_file)
+    again = [check.host for check in checks
+             if found.done(check.host, 'enable') and check.action != 'none']
+    for host in again:
+        found.forget(host)
+    return again
 
 
 def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:

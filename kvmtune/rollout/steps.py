@@ -49,7 +49,7 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
          profiles: Sequence[str] = (), state_file: str | None = None,
          mode: str = 'drain', facts_dir: str | None = None,
          timeout: float | None = None, root: str | None = None,
-         facts_file: str | None = None,
+         facts_file: str | None = None, plan_file: str | None = None,
          nova_config_files: Sequence[str] | None = None,
          layers: Sequence[str] | None = None,
          config_files: Sequence[str] = ()) -> Result:
@@ -68,6 +68,7 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
     result = _STEPS[step](cloud, hosts, run_id, profiles=profiles,
                           mode=mode, facts_dir=facts_dir, timeout=timeout,
                           root=root, facts_file=facts_file,
+                          plan_file=plan_file,
                           nova_config_files=nova_config_files,
                           layers=layers, config_files=config_files)
     if state is not None and result.exit_code == EXIT_OK and \
@@ -171,8 +172,11 @@ def _gate(cloud: Any, hosts: list[str], run_id: str, **kw: Any) -> Result:
                          f'{hosts[0]}\'s facts ("kvmtune host inspect -f '
                          'json" there), or run the gate on that host')
     facts = host_facts.resolve(root=kw['root'], facts_file=kw['facts_file'])
-    plans = plan.for_host(profiles, facts=facts,
-                          config_files=kw['config_files'])
+    # the plan the apply step applied: a plan made again from the facts
+    # after the reboot would take a pool that came up short as planned
+    plans = ([plan.load(kw['plan_file'])] if kw['plan_file'] is not None
+             else plan.for_host(profiles, facts=facts,
+                                config_files=kw['config_files']))
     ctx = verify.Context(root=kw['root'] or '/',
                          config_files=kw['nova_config_files'],
                          cloud=cloud, host=hosts[0], facts=facts)

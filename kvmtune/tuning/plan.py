@@ -370,6 +370,11 @@ def from_dict(data: Any, source: str = '<plan>') -> Plan:
 
 
 def load(path: str) -> Plan:
-    """A Plan from a file ``kvmtune plan -f json`` wrote."""
+    """A Plan from a file ``kvmtune plan -f json`` wrote; ``-``: from
+    standard input (the rollout's gate passes the plan its apply step
+    applied along that way)."""
     from kvmtune import inputs
+    if path == '-':
+        return from_dict(inputs.parse_json(inputs.read_stdin(
+            source='--plan -'), '--plan -'), source='--plan -')
     return from_dict(inputs.load_json(path), source=path)

@@ -10,7 +10,9 @@ of /proc and /sys):
   per node when planned so). The arguments in /etc/default/grub do not
   count until a reboot: that is the drift this finds.
 - ``pages node<N> <size>``: the huge page pool of each planned node and
-  size has at least the planned pages (free and used shown).
+  size has at least the planned pages (free and used shown); short of a
+  pool the booted command line asks for, the kernel could not reserve it
+  at boot, and the fix says so.
 - ``module <name> <param>``: the planned module options (the plan's
   modprobe lines) are what /sys/module/<name>/parameters says; ``Y``/``1``
   and ``N``/``0`` are equal.
@@ -163,10 +165,46 @@ def cmdline_checks(plan: 'Plan', cmdline: str | None) -> list[verify.Check]:
 
 # -- huge page pools -------------------------------------------------------
 
+def _asked_at_boot(cmdline: str | None, plan: 'Plan'
+                   ) -> dict[tuple[int, int], str]:
+    """{(node, size_kb): the booted command line's arguments} for each of
+    ``plan``'s pools that the booted command line asks the kernel to
+    reserve at boot, whole: its pages on that node (``hugepages=N:C``),
+    or its pages of that size in all (spread over the nodes)."""
+    if not cmdline:
+        return {}
+    wanted: dict[int, int] = {}
+    for pool in plan.hugepages:
+        wanted[pool['size_kb']] = wanted.get(pool['size_kb'], 0) + \
+            pool['count']
+    found = {}
+    for entry in kernel_args.parse_args(cmdline)['hugepages']:
+        size_kb = entry.get('size_kb')
+        arg = (f'hugepagesz={entry["size"]} hugepages='
+               + (','.join(f'{n}:{c}' for n, c in entry['per_node'].items())
+                  if 'per_node' in entry else str(entry['count'])))
+        for pool in plan.hugepages:
+            if pool['size_kb'] != size_kb:
+                continue
+            per_node = entry.get('per_node')
+            if (per_node.get(pool['node'], 0) >= pool['count']
+                    if per_node is not None
+                    else entry['count'] >= wanted[size_kb]):
+                found[pool['node'], size_kb] = arg
+    return found
+
+
 def pool_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
-    """[Check] of ``plan``'s huge page pools against the live ones."""
+    """[Check] of ``plan``'s huge page pools against the live ones. A
+    pool the booted command line asks for that is short was most likely
+    not reserved by the kernel at boot (the rollout's gate checks right
+    after the reboot): its fix says that first (``pages apply`` at run
+    time would not make the next boot's pool whole), then the fix of a
+    pool shrunk since."""
     nodes = {node['id']: node for node in
              (facts.get('numa') or {}).get('nodes') or []}
+    at_boot = _asked_at_boot((facts.get('kernel') or {}).get('cmdline'),
+                             plan)
     checks = []
     for pool in plan.hugepages:
         size = pagesize.text(pool['size_kb'], compact=True)
@@ -176,6 +214,14 @@ def pool_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
                + (' (1G pages usually need hugepagesz=1G hugepages=N on '
                   'the kernel command line and a reboot)'
                   if pool['size_kb'] >= 1024 * 1024 else ''))
+        asked = at_boot.get((pool['node'], pool['size_kb']))
+        if asked is not None:
+            fix = (f'the kernel could not reserve the pool at boot (the '
+                   f'booted command line asks for {asked}): free the '
+                   'memory it needs at boot (fewer boot-time reservations, '
+                   'such as crashkernel=) or plan a smaller pool, then '
+                   'reboot (shrunk since the boot: kvmtune pages apply '
+                   f'{pool["node"]}:{size}:{pool["count"]})')
         node: Any = nodes.get(pool['node']) or {}
         live = next((p for p in node.get('hugepages', [])
                      if p.get('size_kb') == pool['size_kb']), None)

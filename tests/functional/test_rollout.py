@@ -13,10 +13,13 @@ test's SIMULATED reboot (``python -m tests.fleet reboot``: the hosts share
 this machine's kernel; the staged command line becomes the booted one,
 the pools it asks for are set, the boot id changes and the host's
 nova-compute is restarted), the verify gate, enable, the textfile.
-Shown: the cpu-pinning profile in batches of one, the controller
-SIGKILLed during a drain and run again; pinned-hugepages in batches of
-two with a host that "boots" with a short huge page pool, stopped at the
-gate, fixed and run again; the batches in their printed order; every
+Shown: --mode in-place over a pinned guest whose CPUs the plan moves,
+refused with nothing touched; the cpu-pinning profile in batches of one,
+the controller SIGKILLed during a drain and run again; pinned-hugepages
+in batches of two with a host that "boots" with a short huge page pool,
+stopped at the gate (against the plan applied) while its batch-mate that
+passed is enabled, fixed and run again; the batches in their printed
+order; every
 host empty at its reboot; every guest there afterwards, in its status
 before; os-services, polled in the background, never with more disabled
 hosts than the batch; a finished rollout run again makes nothing. Also:
@@ -328,6 +331,63 @@ def test_a_too_full_fleet_is_refused_with_nothing_disabled(
         admin.compute.delete_flavor(flavor.id, ignore_missing=True)
 
 
+def _moved_pins(fleet, admin, profile):
+    """[(host, server, its pinned CPUs the plan leaves out of the new
+    cpu_dedicated_set)] over the fleet in inventory order: each host
+    planned from its facts, each server's pinning read from Nova."""
+    from kvmtune.facts.cpulist import parse_cpu_spec
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import plan
+
+    moved = []
+    for host in fleet.hosts:
+        planned, = plan.for_host([profile], facts=host_facts.load(
+            str(host.facts_file)))
+        dedicated = parse_cpu_spec(
+            planned.nova_conf['compute']['cpu_dedicated_set'])
+        for server in admin.compute.servers(all_projects=True,
+                                            compute_host=host.name):
+            topology = admin.compute.get(f'/servers/{server.id}/topology',
+                                         microversion='2.78').json()
+            pins = {int(cpu) for cell in topology.get('nodes') or ()
+                    for cpu in (cell.get('cpu_pinning') or {}).values()}
+            if pins - dedicated:
+                moved.append((host.name, server.id, server.status,
+                              sorted(pins - dedicated)))
+    return moved
+
+
+def test_in_place_over_a_pinned_guest_whose_cpus_move_is_refused(
+        fleet, admin, guests, tmp_path):
+    """kvmtune rollout --mode in-place of cpu-pinning over the fleet and
+    its guests: a pinned guest whose host's plan leaves the CPUs it is
+    pinned to out of the new cpu_dedicated_set (a SHUTOFF guest holds its
+    pinning in Nova too; Nova would only warn, and another guest could get
+    those CPUs) is refused before any host is touched: exit 2, one line
+    naming the host, the guest and the CPUs that move; no host disabled,
+    none rebooted, every guest as it was."""
+    moved = _moved_pins(fleet, admin, PROFILE)
+    print(f'pinned guests whose CPUs {PROFILE} moves: {moved}')
+    assert moved
+    host, server, _, cpus = moved[0]
+    before, booted = _statuses(admin), _boot_ids(fleet)
+    state_file = tmp_path / 'in-place.json'
+    rc, out, err = _rollout(fleet, *_rollout_argv(
+        _inventory(fleet), PROFILE, 1, state_file), '--mode', 'in-place')
+    assert (rc, out) == (2, '')
+    line, = err.splitlines()
+    assert f': the preflight refuses it: host {host}: in-place: server ' \
+        f'{server} (' in line
+    assert f'): pinned to CPUs {cpus} outside the new cpu_dedicated_set ' \
+        in line
+    assert '(fix: drain this host instead of changing it in place; ' \
+        'nothing was touched; ' in line
+    assert _disabled(admin) == {}
+    assert _boot_ids(fleet) == booted and fleet.reboots() == []
+    assert _statuses(admin) == before
+    assert not state_file.exists()
+
+
 class ServicesWatch:
     """os-services polled in the background: the most hosts it ever
     showed disabled at once."""
@@ -626,17 +686,30 @@ def test_the_playbook_rolls_cpu_pinning_out_one_host_at_a_time(
     assert _statuses(admin) == after
 
 
+def _pool(host, node):
+    return int((host.root / f'sys/devices/system/node/node{node}/hugepages/'
+                'hugepages-2048kB/nr_hugepages').read_text())
+
+
 def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
         fleet, admin, guests, tuned_flavors, tmp_path):
     """pinned-hugepages in batches of two. The second host "boots" (the
     SIMULATED reboot) with half the huge pages its command line asks
-    for: the gate stops the rollout, one line naming the host and the
-    fix; the host stays disabled with its reason, the next batch is not
-    touched. Rebooted again without the plant (the fix), the rollout run
-    again goes on from there."""
+    for: its gate, checking the plan the apply step applied, finds the
+    pool short and says the kernel could not reserve it at boot. Its
+    batch-mate, which passed, is enabled and gets its textfile; then the
+    rollout stops, one line naming the host and the fix; the host stays
+    disabled with its reason, the next batch is not touched. Rebooted
+    again without the plant (the fix), the rollout run again goes on from
+    there."""
     before = _statuses(admin)
     _show_guests('before', before)
-    short = NAMES[1]
+    mate, short = NAMES[0], NAMES[1]
+    # the 2M pool the host has on each of its two nodes: the plan keeps it
+    # (the hugepages tuner), its command line asks for it in all, and the
+    # planted boot reserves half of it
+    pool = _pool(fleet.host(short), 0)
+    assert pool > 0 and _pool(fleet.host(short), 1) == pool
     fleet.plant_short_pool(short)
     inventory = _inventory(fleet)
     state_file = tmp_path / 'rollout-2.json'
@@ -647,22 +720,43 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
     started = time.monotonic()
     with ServicesWatch() as watch:
         rc, out, err = _rollout(fleet, *argv)
-        assert rc != 0
+        assert rc == 2
         line, = err.strip().splitlines()
-        # kvmtune's plan keeps a pool a host already has (the hugepages
-        # tuner), so the short pool is planned as it is and the booted
-        # line's hugepages= is what differs from it
-        assert f'{short} failed at step verify (failed): host ' in line
-        assert 'hugepages' in line and '(fix: ' in line, line
-        assert 'then run kvmtune rollout again with the same --state' in line
+        print(f'the gate failure line: {line}')
+        # the plan applied asks for the pool, and the command line the
+        # host booted has it: the pool came up short
+        assert line.startswith('kvmtune: error: ')
+        assert line.partition('.log: ')[2] == (
+            f'the rollout stopped: {short} failed at step verify (failed): '
+            f'host pages node0 2M: expected >= {pool}, live {pool // 2} '
+            f'({pool // 2} free, 0 in use) (and 1 more); it stays disabled, '
+            f'{mate} of its batch passed and was enabled again, the hosts '
+            'of later batches were not touched (fix: the kernel could not '
+            'reserve the pool at boot (the booted command line asks for '
+            f'hugepagesz=2M hugepages={2 * pool}): free the memory it needs '
+            'at boot (fewer boot-time reservations, such as crashkernel=) '
+            'or plan a smaller pool, then reboot (shrunk since the boot: '
+            f'kvmtune pages apply 0:2M:{pool}), then run kvmtune rollout '
+            'again with the same --state: it goes on from there)')
         run_id = states.load(str(state_file)).run_id
         disabled = _disabled(admin)
         print('disabled:', disabled)
-        assert disabled[short] == f'kvmtune rollout {run_id}: {PROFILE_2}'
-        assert set(disabled) <= set(NAMES[:2])
+        assert disabled == {short: f'kvmtune rollout {run_id}: {PROFILE_2}'}
         batches, steps = _printed(out)
         assert batches == [NAMES[:2], NAMES[2:]]
         assert {h for h, _, _ in steps} <= set(NAMES[:2])
+        # the batch-mate that passed went on: enabled, verified, textfile
+        for done in (('verify', 'ok'), ('gate', 'ok'), ('enable', 'changed'),
+                     ('textfile', 'changed')):
+            assert (mate, *done) in steps, done
+        assert (short, 'verify', 'failed') in steps
+        assert not any(h == short and s in ('enable', 'textfile')
+                       for h, s, _ in steps)
+        rc, gated, gate_err = _gate(fleet, mate, PROFILE_2)
+        assert rc == 0, gated + gate_err
+        assert f'profile="{PROFILE_2}"' in (
+            fleet.host(mate).root / 'var/lib/node_exporter/'
+            'textfile_collector/kvmtune_verify.prom').read_text()
         assert {h.name: (h.root / 'proc/cmdline').read_text()
                 for h in fleet.hosts[2:]} == untouched
         assert not any(r['host'] in NAMES[2:]
@@ -676,7 +770,9 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
           f'{time.monotonic() - started:.0f} s')
     assert rc == 0, err
     batches, steps = _printed(out)
-    assert batches == [NAMES[:2], NAMES[2:]]
+    # the batch-mate is done: left alone; the stopped host goes on first
+    assert f'{mate} unchanged: nothing to do, left alone' in out
+    assert batches == [[short, NAMES[2]], [NAMES[3]]]
     _in_batch_order(steps, batches)
     # the stopped host is not disabled, drained or rebooted again
     for step_name in ('disable', 'drain', 'reboot'):

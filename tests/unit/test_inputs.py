@@ -190,3 +190,24 @@ def test_no_validating_pattern_lets_a_trailing_newline_through():
                         not pattern.endswith('\\$') and not multiline:
                     found.append(f'{path}:{node.lineno}: {pattern}')
     assert found == []
+
+
+def test_standard_input_is_read_within_the_bound(monkeypatch):
+    import io
+
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(b'{}')))
+    assert inputs.read_stdin(max_bytes=2) == b'{}'
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(b'{} ')))
+    with pytest.raises(InputError) as err:
+        inputs.read_stdin(max_bytes=2, source='--plan -')
+    assert err.value.line() == ('--plan -: more than the 2 bytes kvmtune '
+                                'reads (fix: give the right input)')
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr('sys.stdin', Terminal(io.BytesIO(b'')))
+    with pytest.raises(InputError) as err:
+        inputs.read_stdin()
+    assert 'nothing comes on standard input' in err.value.line()

@@ -52,6 +52,27 @@ def test_a_plan_file_is_verified_as_the_profile(tmp_path, capsys):
     assert set(capsys.readouterr().out.split()) == {'PASS'}
 
 
+def test_a_plan_comes_on_standard_input(capsys, monkeypatch):
+    """--plan -: the plan piped in (the rollout's gate passes the plan its
+    apply step applied this way); nothing on it is one line, exit 2."""
+    import io
+
+    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept', '--root',
+                     TUNED, '--format', 'json']) == 0
+    piped = capsys.readouterr().out
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
+        piped.encode())))
+    assert verify('--plan', '-', '--root', TUNED, '--layer', 'host', '-f',
+                  'value', '-c', 'status') == 0
+    assert set(capsys.readouterr().out.split()) == {'PASS'}
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(b'{')))
+    assert verify('--plan', '-', '--root', TUNED) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and '--plan -: not JSON' in err
+    assert verify('--plan', '-', '--all-hosts', '--os-cloud', 'c') == 2
+    assert 'reads its plan from a file' in capsys.readouterr().err
+
+
 def test_the_prometheus_file_is_written(tmp_path, capsys):
     prom = tmp_path / 'kvmtune_verify.prom'
     assert verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,

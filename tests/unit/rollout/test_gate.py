@@ -57,3 +57,69 @@ def test_a_host_not_booted_with_the_plan_does_not_pass():
     assert verdict.checks and not verdict.passed
     assert 'the host stays disabled' in verdict.line()
     assert {c.layer for c in verdict.checks} == {'host'}
+
+
+def _short_pool_host(tmp_path):
+    """A test fleet host's tree (tests/fleet.py, the capture of two NUMA
+    nodes) with a 2M pool of 256 pages, pinned-hugepages staged on it by
+    boot apply, then the SIMULATED reboot with the pool planted short:
+    the kernel reserved half the pages its command line asks for. The
+    plan boot apply staged (applied), and the host's facts now."""
+    from kvmtune.boot import apply
+    from kvmtune.facts import kernel
+    from tests import fleet
+    from tests import hosttrees
+
+    hosts = fleet.Fleet(tmp_path, ['c3'], captures=(fleet.CAPTURES[1],))
+    host = hosts.hosts[0]
+    hosttrees.make(host.root, host.distro, host.capture)
+    hosts._write_boot_id(host)
+    hosts._set_pools(host, kernel.parse_args('hugepagesz=2M hugepages=256'))
+    applied = apply.apply('pinned-hugepages', root=str(host.root)).plan
+    assert applied.hugepages == [
+        {'node': 0, 'size_kb': 2048, 'count': 128},
+        {'node': 1, 'size_kb': 2048, 'count': 128}]
+    hosts.plant_short_pool('c3')
+    assert 'hugepages=256' in hosts.reboot('c3').split()
+    return str(host.root), applied, host_facts.gather(str(host.root))
+
+
+def test_the_gate_judges_the_plan_applied_not_one_made_after_the_reboot(
+        tmp_path):
+    root, applied, facts = _short_pool_host(tmp_path)
+    verdict = gate.gate([applied], verify.Context(root=root, facts=facts),
+                        ['host'])
+    assert verdict.line() == (
+        'host pages node0 2M: expected >= 128, live 64 (64 free, 0 in use) '
+        '(and 1 more); the host stays disabled (fix: the kernel could not '
+        'reserve the pool at boot (the booted command line asks for '
+        'hugepagesz=2M hugepages=256): free the memory it needs at boot '
+        '(fewer boot-time reservations, such as crashkernel=) or plan a '
+        'smaller pool, then reboot (shrunk since the boot: kvmtune pages '
+        'apply 0:2M:128))')
+    # planned again from the facts after the reboot, the short pool is
+    # kept as it came up (the hugepages tuner keeps a pool a host has):
+    # the command line, which is right, would look wrong
+    again = gate.gate(plan.for_host(['pinned-hugepages'], facts=facts),
+                      verify.Context(root=root, facts=facts), ['host'])
+    assert again.line().startswith('host cmdline hugepages (2M): expected '
+                                   'hugepages=128, live hugepages=256;')
+
+
+def test_rollout_step_gate_takes_the_plan_applied(tmp_path, monkeypatch):
+    import io
+    import json
+
+    from kvmtune.errors import EXIT_DIFFERS
+    from kvmtune.rollout import steps
+
+    root, applied, _ = _short_pool_host(tmp_path)
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
+        json.dumps(applied.to_dict()).encode())))
+    result = steps.make('gate', None, ['c3'], 'R1',
+                        profiles=['pinned-hugepages'], root=root,
+                        plan_file='-', layers=['host'])
+    assert result.exit_code == EXIT_DIFFERS
+    assert result.line.startswith('host pages node0 2M: expected >= 128, '
+                                  'live 64 ')
+    assert 'could not reserve the pool at boot' in result.line

@@ -261,3 +261,106 @@ def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
     assert 'broken preflight failed' in lines
     assert not any(line.startswith('good ') for line in lines)
     assert hosttrees.snapshot(good) == before
+
+
+CONTROLLER = '''import json
+import sys
+
+argv = sys.argv[1:]
+plan = json.loads(sys.stdin.read()) if '--plan' in argv else None
+with open(sys.argv[0] + '.log', 'a') as log:
+    log.write(json.dumps({'argv': argv, 'plan': plan and plan['profile']})
+              + '\\n')
+if argv[1] in ('disable', 'drain', 'enable'):
+    print(json.dumps({'changed': True}))
+'''
+
+
+@needs_ansible
+def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
+        tmp_path, ansible_on_path):  # noqa: F811
+    """Batches of two: c1 passes its gate, c2 does not (its verify layers
+    include novacompute, and no nova-compute runs in its tree: UNKNOWN).
+    c1 goes on to enable and its textfile; c2 is not enabled, it fails
+    last and the rollout stops: c3, the next batch, is not touched. The
+    gate checks the plan the apply step applied (on standard input). The
+    cloud's steps are a recording stand-in for kvmtune rollout-step."""
+    roots = {name: hosttrees.make(tmp_path / name, distro) for name, distro
+             in (('c1', 'debian-12'), ('c2', 'rhel-7'), ('c3', 'debian-12'))}
+    before = hosttrees.snapshot(roots['c3'])
+    bindir = _kvmtune_bin(tmp_path)
+    controller = tmp_path / 'controller'
+    controller.write_text(CONTROLLER)
+    textfiles = {name: tmp_path / f'{name}-textfiles' for name in roots}
+    layers = {'c1': '["host"]', 'c2': '["host", "novacompute"]',
+              'c3': '["host"]'}
+    inv = tmp_path / 'hosts.ini'
+    inv.write_text(''.join(
+        f'{name} kvmtune_root={root} ansible_connection=local '
+        f'ansible_python_interpreter={sys.executable} '
+        f"kvmtune_verify_layers='{layers[name]}' "
+        f'kvmtune_textfile_dir={textfiles[name]}\n'
+        for name, root in roots.items()))
+    for directory in textfiles.values():
+        directory.mkdir()
+    variables = playbook.extra_vars(profile='io-tuned', batch=2,
+                                    mode='drain', cloud='stand-in',
+                                    run_id='r4')
+    variables['kvmtune_command'] = [str(bindir / 'kvmtune')]
+    variables['kvmtune_controller_command'] = [sys.executable,
+                                               str(controller)]
+    out = io.StringIO()
+    with pytest.raises(KvmtuneError) as err:
+        playbook._play(str(inv), [['c1', 'c2'], ['c3']], out, 'r4',
+                       variables)
+    line = err.value.line()
+    print(out.getvalue(), line)
+    assert ': the rollout stopped: c2 failed at step verify (failed): ' \
+        'novacompute ' in line
+    assert line.endswith('it stays disabled, c1 of its batch passed and '
+                         'was enabled again, the hosts of later batches '
+                         'were not touched (fix: make the check possible '
+                         '(see the reason), then run kvmtune rollout '
+                         'again)')
+    lines = out.getvalue().splitlines()
+    assert lines[1:3] == ['batch 1: c1 c2', 'batch 2: c3']
+    for done in (('verify', 'ok'), ('gate', 'ok'), ('enable', 'changed'),
+                 ('textfile', 'changed')):
+        assert 'c1 {} {}'.format(*done) in lines, done
+    assert 'c2 verify failed' in lines
+    assert not any(line.startswith(('c2 enable', 'c2 textfile', 'c3 '))
+                   for line in lines)
+    calls = [json.loads(line) for line in
+             (tmp_path / 'controller.log').read_text().splitlines()]
+    steps = [(c['argv'][1], host) for c in calls
+             for n, word in enumerate(c['argv'])
+             for host in ([c['argv'][n + 1]] if word == '--host' else
+                          [word[7:]] if word.startswith('--host=') else [])]
+    assert ('preflight', 'c2') in steps and ('drain', 'c2') in steps
+    assert ('enable', 'c1') in steps and ('enable', 'c2') not in steps
+    assert ('gate', 'c1') in steps and ('gate', 'c2') not in steps
+    assert not any(host == 'c3' for _, host in steps)
+    # the gate got the plan the apply step applied
+    gate, = [c for c in calls if c['argv'][1] == 'gate']
+    assert '--plan' in gate['argv'] and gate['plan'] == 'io-tuned'
+    assert (textfiles['c1'] / 'kvmtune_verify.prom').exists()
+    assert list(textfiles['c2'].iterdir()) == []
+    assert hosttrees.snapshot(roots['c3']) == before
+
+
+def test_a_refusal_is_one_line_with_its_own_fix():
+    refusal = ('host c4: in-place: server s1 (g, flavor pinned): pinned to '
+               'CPUs [1] outside the new cpu_dedicated_set 4-39 (Nova only '
+               'warns: another guest may get them) (fix: drain this host '
+               'instead of changing it in place; nothing was touched)')
+    line = playbook._refused('inv.yml', [refusal, 'host c5: ...']).line()
+    assert line == (
+        'inv.yml: the preflight refuses it: host c4: in-place: server s1 '
+        '(g, flavor pinned): pinned to CPUs [1] outside the new '
+        'cpu_dedicated_set 4-39 (Nova only warns: another guest may get '
+        'them) (and 1 more refusal(s)) (fix: drain this host instead of '
+        'changing it in place; nothing was touched; kvmtune rollout --check '
+        'shows every batch)')
+    assert playbook._refused('inv.yml', ['no fix here']).line() == (
+        'inv.yml: the preflight refuses it: no fix here (fix: nothing was '
+        'disabled or changed; kvmtune rollout --check shows every batch)')

@@ -121,7 +121,7 @@ TOPOLOGY = {'p': {'pagesize_kb': 2048, 'nodes': [
 @pytest.mark.parametrize('plan, says', [
     (_plan('1', '0', [(0, 2048, 64)]), None),
     (_plan('2-3', '0'), 'pinned to CPUs [1] outside the new '
-                        'cpu_dedicated_set'),
+                        'cpu_dedicated_set 2-3 (Nova only warns'),
     (_plan(None, '0-1'), 'pinned, and the plan sets no cpu_dedicated_set'),
     (_plan('1', '0', [(0, 2048, 10)]),
      'its guests hold 64 pages of 2048 KiB on NUMA node 0; the plan '

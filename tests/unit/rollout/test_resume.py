@@ -27,13 +27,26 @@ def test_started_hosts_from_the_state_file(tmp_path):
     checks = [check.HostCheck(host, '/', None, action=action) for host,
               action in (('mid', 'none'), ('done', 'none'),
                          ('again', 'reboot'), ('new', 'reboot'))]
+    with open(path) as f:
+        before = f.read()
     assert resume.started(path, checks) == {
         'mid': True, 'done': False, 'again': False, 'new': False}
-    # done with the run and changed since: it starts over (disabled and
-    # drained again, never rebooted under the guests it took back)
+    # a query: the file is as it was
+    with open(path) as f:
+        assert f.read() == before
+    assert state.load(path).done('again', 'enable')
+    # where the run starts: done with the run and changed since, it
+    # starts over (disabled and drained again, never rebooted under the
+    # guests it took back); done and unchanged, it stays done
+    assert resume.start_over(path, checks) == ['again']
     assert state.load(path).next_step('again') == 'preflight'
     assert state.load(path).done('done', 'enable')
+    assert resume.started(path, checks) == {
+        'mid': True, 'done': False, 'again': False, 'new': False}
+    assert resume.start_over(path, checks) == []
     assert resume.started(None, checks) == {}
+    assert resume.start_over(None, checks) == []
+    assert resume.start_over(str(tmp_path / 'none.json'), checks) == []
 
 
 def test_later_batches_find_the_hosts_a_rollout_took_out_back():

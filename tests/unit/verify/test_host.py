@@ -76,6 +76,18 @@ def test_a_pool_shrunk_below_the_plan_is_drift(tree):
     check = by_name(checks(tree))['pages node1 1G']
     assert (check.status, check.expected, check.live) == (
         'DRIFT', '>= 16', '4 (2 free, 2 in use)')
+    # the booted command line asks for the pool: first the boot's fix,
+    # then the fix of a pool shrunk since
+    assert check.fix.startswith('the kernel could not reserve the pool at '
+                                'boot (the booted command line asks for '
+                                'hugepagesz=1G hugepages=32): ')
+    assert check.fix.endswith('then reboot (shrunk since the boot: kvmtune '
+                              'pages apply 1:1G:16)')
+    # a pool the command line does not ask for: grown at run time
+    cmdline = tree / 'proc/cmdline'
+    cmdline.write_text(cmdline.read_text().replace('hugepages=32',
+                                                   'hugepages=8'))
+    check = by_name(checks(tree))['pages node1 1G']
     assert check.fix.startswith('kvmtune pages apply 1:1G:16')
 
 
