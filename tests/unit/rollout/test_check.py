@@ -1,6 +1,7 @@
 """kvmtune.rollout.check: --check's plan per host, on real capture trees
 with a distribution's boot files (tests/hosttrees.py), read-only."""
 
+import json
 import os
 import sys
 
@@ -10,8 +11,11 @@ from kvmtune.errors import InputError
 from kvmtune.rollout import check
 from kvmtune.rollout import inventory
 from tests import hosttrees
+from tests import paths
+from tests.unit.rollout import fakenova
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
+from tests.unit.rollout import test_steps
 
 # real/20em64t-hybrid-1p6c2t+2ca4co1t under Debian 12's boot files: it
 # booted without isolcpus; cpu-pinning plans isolcpus=2-19 there
@@ -162,3 +166,62 @@ def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
         check.plan(hosts + [_host('small', small)] + hosts[:1],
                    'pinned-hugepages', path='inv')
     assert err.value.line().startswith('inventory host small: ')
+
+
+# --check with a cloud: the preflight of each batch judged on the hosts'
+# facts and nova.conf as --check read them (the recorded Placement of
+# tests/unit/rollout/test_steps.py, over three hosts named as its nodes)
+CLOUD_HOSTS = (('compute-0000', 'debian-12'), ('compute-0001', 'rhel-9-bls'),
+               ('compute-0002', 'rhel-7'))
+CLOUD_CHECK = os.path.join(paths.FIXTURES, 'rollout', 'check-cloud.json')
+
+
+class _Cloud(test_steps.Cloud):
+    """test_steps' model of Nova, and a pinned guest's NUMA topology
+    (GET /servers/{id}/topology, compute API 2.78)."""
+
+    def compute(self, method, path, body=None):
+        if method == 'GET' and path.endswith('/topology'):
+            return {'nodes': [{'host_node': 0, 'cpu_pinning': {'0': 1},
+                               'vcpu_set': [0], 'memory_mb': 128,
+                               'siblings': [[1]]}],
+                    'pagesize_kb': None}
+        return super().compute(method, path, body)
+
+
+def _cloud_check(tmp_path, monkeypatch, batch):
+    from kvmtune.openstack import connection
+
+    cloud = _Cloud([test_steps._pinned('p1'),
+                    fakenova.server('a', 'compute-0000'),
+                    test_steps._pinned('p2').copy() | {
+                        'OS-EXT-SRV-ATTR:host': 'compute-0001',
+                        'OS-EXT-SRV-ATTR:hypervisor_hostname':
+                            'compute-0001'}])
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: cloud))
+    hosts = []
+    for name, distro in CLOUD_HOSTS:
+        root = hosttrees.make(tmp_path / name, distro)
+        conf = root / 'etc' / 'nova' / 'nova.conf'
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text('[compute]\ncpu_dedicated_set = 1\n'
+                        'cpu_shared_set = 0\n')
+        hosts.append(_host(name, root))
+    found = check.plan(hosts, 'cpu-pinning', path='inv', batch=batch,
+                       cloud='fake')
+    assert cloud.writes == []       # GET requests only
+    return json.loads(json.dumps(found.to_dict()).replace(
+        str(tmp_path), '<tmp>'))
+
+
+def test_with_a_cloud_each_batch_is_judged_on_the_hosts_read(
+        tmp_path, monkeypatch):
+    """The same document as before the facts stopped going through a
+    temporary --facts-dir (tests/fixtures/rollout/check-cloud.json was
+    written by that code): batches of one and of two."""
+    with open(CLOUD_CHECK) as f:
+        expected = json.load(f)
+    for batch in (1, 2):
+        doc = _cloud_check(tmp_path / str(batch), monkeypatch, batch)
+        assert doc == expected[str(batch)], batch
