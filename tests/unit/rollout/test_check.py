@@ -219,9 +219,36 @@ def test_with_a_cloud_each_batch_is_judged_on_the_hosts_read(
         tmp_path, monkeypatch):
     """The same document as before the facts stopped going through a
     temporary --facts-dir (tests/fixtures/rollout/check-cloud.json was
-    written by that code): batches of one and of two."""
+    written by that code): batches of one and of two. Nothing is
+    written: the facts and nova.conf go to the preflight in memory."""
     with open(CLOUD_CHECK) as f:
         expected = json.load(f)
+
+    def written(*args):
+        raise AssertionError('--check wrote the facts out')
+
+    monkeypatch.setattr(check, 'write_facts', written)
     for batch in (1, 2):
         doc = _cloud_check(tmp_path / str(batch), monkeypatch, batch)
         assert doc == expected[str(batch)], batch
+
+
+def test_with_a_cloud_a_bad_dedicated_set_names_the_host_and_file(
+        tmp_path, monkeypatch):
+    """A nova.conf whose cpu_dedicated_set Nova would refuse, on a host
+    whose profile leaves nova.conf alone: one line naming the inventory
+    host and its file (not a temporary copy of it)."""
+    root = hosttrees.make(tmp_path / 'compute-0000', 'debian-12')
+    conf = root / 'etc' / 'nova' / 'nova.conf'
+    conf.parent.mkdir(parents=True)
+    conf.write_text('[compute]\ncpu_dedicated_set = 3-x\n')
+    cloud = _Cloud()
+    from kvmtune.openstack import connection
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: cloud))
+    with pytest.raises(InputError) as err:
+        check.plan([_host('compute-0000', root)], 'hugepages', path='inv',
+                   cloud='fake')
+    assert err.value.line().startswith(
+        f'inventory host compute-0000: {conf}: [compute] '
+        'cpu_dedicated_set: ')
