@@ -142,9 +142,11 @@ def parse(name: str, line: str | None, stderr: str = '') -> Answer:
         for what, (rc, out, err) in runs:
             if rc != 0:
                 last = (err.strip().splitlines() or ['failed'])[-1]
+                # kvmtune's one line there carries its own fix
                 raise InputError(last.removeprefix('kvmtune: error: '),
                                  source=source,
-                                 fix='see kvmtune on that host')
+                                 fix=None if '(fix: ' in last
+                                 else 'see kvmtune on that host')
             outs[what] = out
         staged = json.loads(outs['boot'])
         data = answer.get('conf')
