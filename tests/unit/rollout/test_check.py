@@ -14,6 +14,7 @@ from tests import hosttrees
 from tests import paths
 from tests.unit.rollout import fakenova
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import kvmtune_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
 from tests.unit.rollout import test_steps
 
@@ -119,19 +120,11 @@ def test_a_missing_root_is_unreachable(tmp_path):
 
 @needs_ansible
 def test_a_host_on_another_connection_is_asked_over_ansible(
-        tmp_path, monkeypatch, ansible_on_path):  # noqa: F811
+        tmp_path, ansible_on_path, kvmtune_on_path):  # noqa: F811
     """ansible.builtin.local is another connection to kvmtune (it asks
     over Ansible, as over ssh) that reaches this machine: the answer
     must be what the tree gives when read here."""
     root = hosttrees.make(tmp_path / 'c1', 'debian-12')
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nexec {sys.executable} -m kvmtune.cli "$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
-    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
-    monkeypatch.setenv('PYTHONPATH', os.path.dirname(os.path.dirname(
-        os.path.dirname(check.__file__))))
     inv = tmp_path / 'hosts.ini'
     inv.write_text(f'[computes]\nc1 kvmtune_root={root} '
                    'ansible_connection=ansible.builtin.local '

@@ -17,6 +17,7 @@ from kvmtune.rollout import remote
 from tests import hosttrees
 from tests import paths
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import kvmtune_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
 
 # what kvmtune host inspect -f json prints for a real machine's capture
@@ -102,7 +103,7 @@ def test_an_unreachable_host_over_ssh(tmp_path, ansible_on_path):  # noqa
 
 
 def test_the_script_on_a_host_whose_nova_conf_is_not_utf8(
-        tmp_path, monkeypatch):
+        tmp_path, kvmtune_on_path):  # noqa: F811
     """What runs on each host (remote.SCRIPT), run here with this
     checkout's kvmtune on PATH: a nova.conf that is not UTF-8 is the one
     line of nova-conf apply's reader, naming the host, never the
@@ -111,13 +112,6 @@ def test_the_script_on_a_host_whose_nova_conf_is_not_utf8(
     conf = root / 'etc' / 'nova' / 'nova.conf'
     conf.parent.mkdir(parents=True)
     conf.write_bytes(b'[DEFAULT]\n# caf\xe9\n')
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nexec {sys.executable} -m kvmtune.cli "$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
-    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
-    monkeypatch.setenv('PYTHONPATH', paths.REPO)
     done = subprocess.run(
         [sys.executable, '-c', remote.SCRIPT, 'cpu-pinning', str(root),
          str(conf)], capture_output=True, text=True, timeout=120)
