@@ -7,10 +7,11 @@ tests/unit/capacity/replay.py) 500 times, and times
 ``kvmtune.capacity.compute`` (kvmtune's own time: the replay answers at
 once, a real Placement adds its latency per call). Prints the API calls
 too, for 250 and 500 nodes: they grow with nodes, not nodes x flavors
-(issue 21).
+(tests/unit/capacity/test_placement.py pins it).
 
-Each node is large enough that every flavor fits (issue 36): the shape of
-the test cloud's second compute (kvmtune/testcloud/files/hosts/
+Each node is large enough that every flavor fits (a shared NUMA flavor's
+count once never returned: tests/unit/capacity/test_numa.py pins it): the
+shape of the test cloud's second compute (kvmtune/testcloud/files/hosts/
 intel-2s-smt-ept-1g.json: 2 nodes x 20 cores x 2 threads, 1 GiB pages)
 with 4096 x 2 MiB pages per node added (stated: the capture has none), the
 first core of each node as cpu_shared_set and every other CPU dedicated,

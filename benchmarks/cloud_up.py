@@ -11,11 +11,11 @@ once per process (with Neutron, RSS is ~2.06 GB where PSS is ~1.5 GB).
 MariaDB and RabbitMQ are shared system services and are reported apart,
 not counted.
 
-With ``--computes N`` (issue 21), each extra nova-compute (the NUMA fake
-driver under its own host name) is measured apart: the VmRSS of its
-process and of its children, summed, against the target of at most 150 MB
-more per extra compute (MB here as elsewhere in this file: MiB, 1024 KiB;
-the decimal figure is printed beside it).
+With ``--computes N`` (doc/testcloud.md, "More computes"), each extra
+nova-compute (the NUMA fake driver under its own host name) is measured
+apart: the VmRSS of its process and of its children, summed, against the
+target of at most 150 MB more per extra compute (MB here as elsewhere in
+this file: MiB, 1024 KiB; the decimal figure is printed beside it).
 
   python benchmarks/cloud_up.py [--run [--compute fake|libvirt]
                                 [--computes N]] [--json]

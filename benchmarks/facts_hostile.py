@@ -5,7 +5,8 @@ Builds a host tree of 4,096 CPUs in 256 NUMA nodes (2 threads a core,
 16 CPUs a node; cpuinfo, topology, node cpulists and meminfo, huge page
 pools), times ``kvmtune.facts.gather`` on it (target under 1 s), then
 replaces /proc/meminfo by a FIFO and by a sparse 3 GB file and times how
-long gather takes to refuse each (target under 1 s each; issue 26).
+long gather takes to refuse each (target under 1 s each; the refusals
+themselves: tests/unit/facts/test_hostfs.py).
 
   python benchmarks/facts_hostile.py [-n 5]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Long values never stall: secret masking and nova-conf apply (issue 40).
+"""Long values never stall: secret masking and nova-conf apply.
 
 Every error line and every line of the nova.conf diff passes through
 ``kvmtune.errors.mask_secrets``. Its shapes were regular expressions whose

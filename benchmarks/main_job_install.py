@@ -1,9 +1,10 @@
 """tools/main-job up to the sweep, old vs new, side by side in one run:
 the parts that can run beside a shared machine's test cloud.
 
-  old   a clone at the commit before issue 38: its tools/bootstrap (every
-        package and venv the tests need, by pip), then the image build,
-        then the test cloud's install (pip), one after the other
+  old   a clone of the commit before kvmtune/venvs.py (--old): its
+        tools/bootstrap (every package and venv the tests need, by pip),
+        then the image build, then the test cloud's install (pip), one
+        after the other
   new   a clone of this tree: tools/bootstrap (what the main job runs,
         by uv), then the main job's own code: the cloud's install
         started (kvmtune.mainjob.cloud.start_cloud, without its

@@ -1,5 +1,6 @@
 """The six Nova release venvs (tests/novamatrix): the old install (venv
-and pip, what the matrix ran before issue 38 and still runs without uv)
+and pip, what the matrix ran before kvmtune.venvs used uv, and what it
+runs without uv: tests/unit/test_venvs.py)
 and the new one (uv, one wheel cache), side by side in one run on this
 machine, each into a directory of its own under --dir.
 

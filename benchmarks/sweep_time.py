@@ -8,8 +8,8 @@ step ends. This prints, per flavor and step, the iteration's wall time
 scenario's atomic actions (kvmtune.results.rally.BUDGET): boot (API
 calls to ACTIVE), ready (ACTIVE to every guest ready), workload (start
 signal to every verdict; with start_mode "at" the whole wait for
-start_at), collect, delete. With the signal start (issue 15) it also
-prints the slowest guest's API-to-ready time and checks the step against
+start_at), collect, delete. With the signal start (doc/design.md 6) it
+also prints the slowest guest's API-to-ready time and checks the step against
 the target: wall <= slowest ready + runtime + 20 s.
 
   python benchmarks/sweep_time.py TASK_RESULTS.json... [--against OLD.json...]
@@ -29,8 +29,8 @@ from kvmtune.errors import KvmtuneError
 from kvmtune.results import rally as rally_results
 
 PHASES = tuple(name for name, _ in rally_results.BUDGET)
-# The target of issue 15: a step ends this long after its slowest guest
-# was ready and the workload ran.
+# The target (doc/design.md 6, step time budget): a step ends this long
+# after its slowest guest was ready and the workload ran.
 SLACK = 20.0
 
 

@@ -7,7 +7,8 @@ pinned CPU on a 448-CPU, 2-node host planned with cpu_dedicated_set 8-447
 (half the guests on node 1, their memory there), writes them as
 ``virsh dumpxml`` files and times ``kvmtune verify --layer guests
 --domain-xml-dir DIR -f json`` in this process (kvmtune's own time: no
-libvirt, which an operator's host adds; issue 20).
+libvirt, which an operator's host adds; the checks themselves:
+tests/unit/verify/test_guests.py).
 
   python benchmarks/verify_guests.py [-n 5] [--domains 200]
 """

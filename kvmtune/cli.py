@@ -63,7 +63,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
-             main-job            all of it on the embedded cloud [bench]
+             main-job            all of it on the test cloud [bench]
 """
 
 # (command words, module under kvmtune.cmd, one-line help[, extra[,
@@ -117,7 +117,7 @@ COMMANDS: list[tuple[Any, ...]] = [
     (('bench', 'nested'), 'bench_nested',
      'One workload on the host, in a guest (L1) and in its guest (L2).'),
     (('cloud',), 'cloud',
-     'The embedded single-host test cloud: install, up, down, status, env.'),
+     'The single-host test cloud: install, up, down, status, env.'),
     (('rally', 'task-path'), 'rally_task_path',
      'Print where an installed Rally task file is (disk-scaling, ...).'),
     (('rally', 'env'), 'rally_env',

@@ -3,8 +3,8 @@ says that one is missing.
 
 kvmtune without extras is what a compute host needs: facts, plan, apply,
 export, flavors, traits. The ``bench`` extra adds Rally and the plots (the
-sweeps, ``kvmtune report``, the main job), ``cloud`` the embedded
-single-host cloud. A command that needs an extra checks for it before it
+sweeps, ``kvmtune report``, the main job), ``cloud`` the
+single-host test cloud. A command that needs an extra checks for it before it
 starts, and a missing one is one line naming the ``pip install`` to run:
 install_hint, the one place for that text. kvmtune is on no package
 registry, so it is README's "Install": from a clone, or a wheel built in

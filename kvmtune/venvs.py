@@ -12,7 +12,7 @@ Without uv (the cloud extra brings it; ``KVMTUNE_UV=none`` asks for
 that), the standard library's venv and pip do the same, slower, and
 ``say`` is told so.
 
-Callers: the embedded cloud's venv (kvmtune.testcloud.api.install) and
+Callers: the test cloud's venv (kvmtune.testcloud.api.install) and
 the tests' Nova release venvs (tests/novamatrix); tools/bootstrap runs the
 same uv from the shell for .venv and the consumers' venvs.
 """

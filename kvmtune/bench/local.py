@@ -102,8 +102,9 @@ class Measured:
         return {'vm': self.vm, **self.row.flat(), 'signal_s': self.signal_s}
 
 
-def _verdict(guest: qemu.Guest, workload: Workload, accel: str) -> Measured:
-    """The guest's Row (``verdicts.verdict``, or late / error when it
+def _measured(guest: qemu.Guest, workload: Workload, accel: str
+              ) -> Measured:
+    """The guest's Row (``verdicts.console_row``, or late / error when it
     was never ready or never signalled) with its times (``_times``)."""
     text = guest.console_text()
     role = guest.role
@@ -122,10 +123,10 @@ def _verdict(guest: qemu.Guest, workload: Workload, accel: str) -> Measured:
                           f'no start signal: {guest.signal_error}',
                           workload.name, label)
     else:
-        row = verdicts.verdict(text, guest.instance_id, role, workload.name,
-                               accel == 'tcg',
-                               no_status=_no_status(guest, text),
-                               accel=label)
+        row = verdicts.console_row(text, guest.instance_id, role,
+                                   workload.name, accel == 'tcg',
+                                   no_status=_no_status(guest, text),
+                                   accel=label)
     times = _times(guest, text)
     row = dataclasses.replace(
         row.with_times(times['ready_s'], times['start_s'],
@@ -378,7 +379,7 @@ def run(workload: Workload, settings: Settings,
                                     + 10 * vms, clock=time.time)
             for guest in guests:
                 guest.poll()
-            return [_verdict(g, workload, accel) for g in guests]
+            return [_measured(g, workload, accel) for g in guests]
     finally:
         for guest in guests:
             guest.stop()

@@ -58,13 +58,6 @@ ARTICLE = {
 }
 
 
-def verdict(console_text: str | None, instance_id: str, workload: str,
-            emulated: bool) -> Row:
-    """A guest's Row (kvmtune.results.verdict) from its console."""
-    return verdicts.verdict(console_text, instance_id, 'client', workload,
-                            emulated)
-
-
 def nested_said(console_text: str | None, instance_id: str
                 ) -> dict[str, str]:
     """What an L1 guest said of its nesting (``KVMTUNE-NESTED`` lines,
@@ -131,8 +124,8 @@ def _run_guest(level: int, workload: Workload, accel: str, cpu: str,
     finally:
         guest.stop()
     text = guest.console_text()
-    row = verdict(text, guest.instance_id, workload.name,
-                  emulated=accel == 'tcg')
+    row = verdicts.console_row(text, guest.instance_id, 'client',
+                               workload.name, emulated=accel == 'tcg')
     if timed_out and row.status == rows.NO_RESULT:
         row = dataclasses.replace(
             row, reason=f'killed at its hard timeout ({limit} s); '

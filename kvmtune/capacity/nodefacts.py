@@ -19,14 +19,16 @@ def read_dir(directory: str) -> tuple[dict[str, Facts], dict[str, set[int]]]:
             {host: dedicated_set(path) for host, path in confs.items()})
 
 
-def dedicated_set(path: str) -> set[int]:
+def dedicated_set(path: str, text: str | None = None) -> set[int]:
     """The CPUs of ``[compute] cpu_dedicated_set`` in a nova.conf (an empty
-    set when it sets none)."""
+    set when it sets none); ``text`` its text when the caller has read it
+    (kvmtune rollout --check), else ``path`` is read."""
     from kvmtune.errors import InputError
     from kvmtune.facts.cpulist import parse_cpu_spec
     from kvmtune.tuning.novaconf import update
 
-    ini = update.parse_config(path, update.read_config(path))
+    ini = update.parse_config(
+        path, update.read_config(path) if text is None else text)
     value = ini.get('compute', 'cpu_dedicated_set')
     try:
         return set(parse_cpu_spec(value or ''))

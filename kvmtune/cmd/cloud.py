@@ -1,4 +1,4 @@
-"""The embedded single-host test cloud: a real OpenStack on 127.0.0.1.
+"""The single-host test cloud: a real OpenStack on 127.0.0.1.
 
 Keystone, Placement, Glance, Nova and Neutron (ML2/OVS, userspace datapath)
 from PyPI in their own virtualenv, MariaDB, RabbitMQ and Open vSwitch from

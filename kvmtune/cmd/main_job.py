@@ -4,7 +4,7 @@
                      [--max-vms 3] [--runtime SECONDS] [--baseline FILE]
                      [--strict] [--verbose] [--setup-only]
 
-Builds the benchmark guest image, brings up the embedded single-host
+Builds the benchmark guest image, brings up the single-host test
 cloud (libvirt compute; QEMU TCG where KVM cannot run guests) unless
 --os-cloud names another, makes the default and the tuned flavor, tunes
 the local compute (huge pages, nova.conf, traits), runs the Rally disk
@@ -30,7 +30,7 @@ DEFAULT_STATE_DIR = mainjob.STATE_DIR
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cmd.add_os_cloud(parser, required=False,
                      help='Use this cloud (clouds.yaml, admin) instead of '
-                          'bringing up the embedded test cloud; nothing '
+                          'bringing up the test cloud; nothing '
                           'on this host is changed.')
     parser.add_argument('--compute-facts', metavar='FILE',
                         help='With --os-cloud: facts of the cloud\'s '
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--emulated', action='store_true',
                         help='The cloud runs guests under QEMU without KVM '
                              '(TCG): label the results emulated (known by '
-                             'itself for the embedded cloud).')
+                             'itself for the test cloud).')
     parser.add_argument('--tuned-profile', metavar='NAME',
                         help='The tuned profile (default: '
                              'pinned-hugepages-ept when the compute has '
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int | None:
 
     if args.compute_facts and not args.os_cloud:
         raise InputError('--compute-facts goes with --os-cloud (the '
-                         'embedded cloud\'s compute is this host)',
+                         'test cloud\'s compute is this host)',
                          key='--compute-facts',
                          fix='add --os-cloud CLOUD, or drop --compute-facts')
     if args.max_vms < 1:

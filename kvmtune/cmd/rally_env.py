@@ -1,6 +1,6 @@
 """Give plain `rally` a database and an environment for a cloud.
 
-    kvmtune rally env                     # the embedded cloud (kvmtune-admin)
+    kvmtune rally env                     # the test cloud (kvmtune-admin)
     kvmtune rally env --os-cloud CLOUD    # a cloud of clouds.yaml
     rally task start "$(kvmtune rally task-path disk-scaling)" ...
 
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kvmtune.cmd import output
 
     cmd.add_os_cloud(parser, required=False,
-                     help='a cloud of clouds.yaml (default: the embedded '
+                     help='a cloud of clouds.yaml (default: the test '
                           'cloud, kvmtune-admin of its own clouds.yaml)')
     parser.add_argument('--name', metavar='NAME',
                         help='the environment\'s name (default: the '

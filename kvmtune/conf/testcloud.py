@@ -1,4 +1,4 @@
-"""kvmtune's [testcloud] options: the embedded single-host cloud.
+"""kvmtune's [testcloud] options: the single-host test cloud.
 
 Read by ``kvmtune cloud install|up|down|status|env|restart-compute`` and by
 the library behind it (kvmtune/testcloud/api.py), which the main job and the
@@ -10,7 +10,7 @@ from typing import Any
 from oslo_config import cfg
 
 testcloud_group = cfg.OptGroup(
-    'testcloud', title='The embedded single-host test cloud',
+    'testcloud', title='The single-host test cloud',
     help='Used by "kvmtune cloud", the main job and the functional tests.')
 
 _PORT_HELP = """

@@ -1,7 +1,7 @@
 """The main job: from a fresh host to a scaling report (`kvmtune
 main-job`; tools/main-job from a checkout).
 
-Without --os-cloud it brings up the embedded single-host cloud
+Without --os-cloud it brings up the single-host test cloud
 (kvmtune.testcloud, libvirt compute, QEMU TCG where KVM cannot run
 guests) and works against it; with --os-cloud C it uses
 that cloud and starts nothing locally. Either way it builds and uploads

@@ -88,7 +88,7 @@ def testcloud_up(installed: bool = False) -> tuple[str, str]:
     if running and running['mode'] == 'libvirt':
         state = 'already up with libvirt compute: using it'
     elif running:
-        raise CloudError('an embedded cloud without libvirt compute is up',
+        raise CloudError('a test cloud without libvirt compute is up',
                          source=running['root'],
                          fix='guests need libvirt: when nobody uses it, '
                              f'{stop.STOP_HINT}, then run again')
@@ -153,7 +153,7 @@ def stop_hint() -> str | None:
             return None
     except Exception:   # a broken state dir: say how to stop anyway
         pass
-    return (f'the embedded cloud keeps running for the next run; stop it '
+    return (f'the test cloud keeps running for the next run; stop it '
             f'with: {stop.STOP_HINT}')
 
 

@@ -30,7 +30,7 @@ def cloud_config(os_cloud: str | None = None,
 
         path = api.layout(config_files).clouds_yaml
         if not os.path.isfile(path):
-            raise InputError('no embedded cloud has been up here',
+            raise InputError('no test cloud has been up here',
                              source=path,
                              fix='kvmtune cloud up, or name a cloud of '
                                  'your clouds.yaml with --os-cloud')

@@ -14,7 +14,7 @@ its current environment. A plain ``rally task start`` then finds both.
 ``ensure(os_cloud=None, ...)``:
 
 1. the cloud: ``os_cloud`` from clouds.yaml (openstacksdk's search,
-   ``OS_CLIENT_CONFIG_FILE`` first), or, when none is named, the embedded
+   ``OS_CLIENT_CONFIG_FILE`` first), or, when none is named, the test
    cloud's admin (``kvmtune-admin`` of its own clouds.yaml);
 2. its credentials are checked (a Keystone token) before Rally is
    touched (1 and 2, and the spec: kvmtune.mainjob.rallycloud);
@@ -347,7 +347,7 @@ def ensure(os_cloud: str | None = None, name: str | None = None,
         rallycloud.check_credentials(cloud, region)
     except CloudError as exc:
         if os_cloud is None and getattr(exc, 'http_status', None) is None:
-            exc.fix = ('is the embedded cloud up? kvmtune cloud status; '
+            exc.fix = ('is the test cloud up? kvmtune cloud status; '
                        'start it: kvmtune cloud up')
         raise
     spec = rallycloud.rally_spec(region)

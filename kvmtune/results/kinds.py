@@ -3,7 +3,7 @@
 A result carries its kind in three places, each a stable interface (files
 on disk, ``kvmtune report -f json``), so the spellings stay as they are;
 this module is where each is written down, and what every reader, writer
-and check imports (the hacking check K001 refuses these literals
+and check imports (the hacking check K101 refuses these literals
 elsewhere, doc/source/reference/glossary.rst "kind").
 
 The file kind, ``"kind"`` at the top of a file kvmtune writes: what the

@@ -15,9 +15,10 @@ turns that into a Verdict:
              reason when it knows more: a timeout, QEMU's exit)
   server     a network server guest that served (it measures nothing)
 
-A status other than ok is excluded from every average. ``verdict()``
+A status other than ok is excluded from every average. ``console_row()``
 is the same reading as a Row (kvmtune.results.row), the one shape every
-caller keeps.
+caller keeps: the Rally scenarios (kvmtune.rally.scenarios.kvmtune.guests),
+bench local and bench nested each call it.
 """
 
 import dataclasses
@@ -90,9 +91,9 @@ def read(console_text: str | None, instance_id: str, role: str,
     return Verdict(rows.OK, '', result, mine[-1].get('sha256'))
 
 
-def verdict(console_text: str | None, instance_id: str, role: str,
-            workload: str, emulated: bool, no_status: str | None = None,
-            accel: str | None = None) -> rows.Row:
+def console_row(console_text: str | None, instance_id: str, role: str,
+                workload: str, emulated: bool, no_status: str | None = None,
+                accel: str | None = None) -> rows.Row:
     """The Row of one guest from its console (``read``): its figures when
     ok, else its status and reason. ``console_text`` None (the caller
     could not read the console) is `no-result` with ``no_status``."""

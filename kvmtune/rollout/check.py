@@ -133,13 +133,6 @@ class DryRun:
                 'summary': {'hosts': len(self.hosts), **counts}}
 
 
-def _host_error(host: inventory.Host, exc: KvmtuneError) -> InputError:
-    where = ': '.join(str(p) for p in (exc.source, exc.key) if p)
-    problem = f'{where}: {exc.problem}' if where else exc.problem
-    return InputError(problem, source=f'inventory host {host.name}',
-                      fix=exc.fix)
-
-
 def _no_nova_conf(path: str) -> str:
     return (f'no nova.conf at {path}: the apply step leaves nova.conf alone '
             'here (set kvmtune_nova_conf to the file nova-compute reads)')
@@ -199,7 +192,7 @@ def _local(host: inventory.Host, profile: Any,
         conf, found.notes = _nova_conf(host, staged.plan, conf_text)
         earlier = record.pending(host.root)
     except KvmtuneError as exc:
-        raise _host_error(host, exc) from None
+        raise remote.host_error(host.name, exc) from None
     _fill(found, staged.to_dict(), earlier)
     found.changes += conf
     _decide(found)
@@ -233,12 +226,8 @@ def _fill(found: HostCheck, staged: dict[str, Any],
 
 
 def _decide(found: HostCheck) -> None:
-    if any(found.reasons.values()):
-        found.action = 'reboot'
-    elif found.changes:
-        found.action = 'restart'
-    else:
-        found.action = 'none'
+    found.action = ('reboot' if any(found.reasons.values())
+                    else 'restart' if found.changes else 'none')
 
 
 def _from_answer(host: inventory.Host, answer: 'remote.Answer',
@@ -256,7 +245,7 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
         found.plan, = plans.for_host([profile], facts=answer.facts,
                                      config_files=config_files)
     except KvmtuneError as exc:
-        raise _host_error(host, exc) from None
+        raise remote.host_error(host.name, exc) from None
     if answer.nova_conf is None:
         found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
@@ -276,29 +265,36 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     fleet for a batch's guests (drain), the plan holding the guests that
     stay (in-place). The batches are judged each on the cloud as it is
     now; the rollout's own preflight reads it again before each batch.
-    The hosts' facts and nova.conf go by their names in Nova."""
-    import tempfile
-
+    The hosts' facts and nova.conf as --check read them, by their names
+    in Nova, in memory (what kvmtune.capacity.nodefacts reads)."""
+    from kvmtune.capacity import nodefacts
     from kvmtune.capacity import placement
     from kvmtune.openstack.connection import Cloud
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
     connection = Cloud.connect(cloud)
-    with tempfile.TemporaryDirectory(prefix='kvmtune-rollout-') as facts:
-        write_facts(hosts, checks, facts)
-        everyone = [h.nova_host for h in hosts]
-        snapshot = preflight.read(connection, everyone, facts)
+    snapshot = preflight.read(connection, [h.nova_host for h in hosts])
+    plans = {}
+    for found in checks:
+        host = by_name[found.host]
+        if found.plan is not None:
+            plans[host.nova_host] = found.plan
+        if found.facts is not None:
+            snapshot.facts[host.nova_host] = found.facts
+        try:
+            if found.nova_conf_text is not None:
+                snapshot.dedicated[host.nova_host] = nodefacts.dedicated_set(
+                    host.in_root(host.nova_conf), found.nova_conf_text)
+        except KvmtuneError as exc:
+            raise remote.host_error(host.name, exc) from None
     if snapshot.topologies:
-        # read() lists the servers of the nodes outside its batch, for
-        # their NUMA use; here every node may be outside one batch
+        # the servers of every node with facts, for their NUMA use: here
+        # every node may be outside one batch
         reader = placement.Reader(connection)
         for node in snapshot.nodes:
-            if node.name not in snapshot.residents and \
-                    snapshot.of(snapshot.facts, node) is not None:
+            if snapshot.of(snapshot.facts, node) is not None:
                 snapshot.residents[node.name] = reader.servers(node)
-    plans = {by_name[c.host].nova_host: c.plan for c in checks
-             if c.plan is not None}
     reports = []
     earlier: list[str] = []
     for names in grouped:
@@ -348,13 +344,6 @@ def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
                              chunksize=max(1, len(hosts) // (WORKERS * 8))))
 
 
-def _load_profile(name: str, config_files: Sequence[str]) -> Any:
-    """The profile ``name`` (or file), loaded once for every host."""
-    from kvmtune.tuning import profiles
-
-    return profiles.load(name, profiles.configured_dirs(list(config_files)))
-
-
 def batches(names: Sequence[str], size: int) -> list[list[str]]:
     """``names`` in batches of ``size``, in inventory order (Ansible's
     ``serial: size``)."""
@@ -374,11 +363,15 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     grouped = batches([h.name for h in hosts], batch)
     number = {name: n for n, names in enumerate(grouped, 1)
               for name in names}
+    from kvmtune.tuning import profiles
+
     asked = remote.ask([h for h in hosts if not h.local], path, profile)
     local = [h for h in hosts if h.local]
-    here = dict(zip([h.name for h in local], _plan_here(
-        local, _load_profile(profile, config_files) if local else None,
-        config_files)))
+    # the profile (a name or a file) loaded once for every local host
+    loaded = profiles.load(profile, profiles.configured_dirs(
+        list(config_files))) if local else None
+    here = dict(zip([h.name for h in local],
+                    _plan_here(local, loaded, config_files)))
     checks = []
     for host in hosts:
         found = (_from_answer(host, asked[host.name], profile, config_files)

@@ -9,8 +9,11 @@ runs the host's own kvmtune, read-only:
 - ``kvmtune host inspect --root R -f json``: the facts (the cloud's
   preflight plans on them);
 - ``kvmtune nova-conf apply --profile P --root R --config C --service
-  compute --dry-run``, when the host has that nova.conf: its diff; and
-  that file itself (the preflight reads its ``cpu_dedicated_set``).
+  compute --dry-run``, when the host has that nova.conf: its diff; and,
+  once that has read the file, its bytes (the preflight reads its
+  ``cpu_dedicated_set``), decoded here by the same reader
+  (kvmtune.tuning.novaconf.update.decode_config): a file Nova would not
+  read is one line naming the host and the file, never a traceback.
 
 R is the host's ``kvmtune_root`` (default ``/``) and C its
 ``kvmtune_nova_conf`` under it, both from the inventory (Ansible's
@@ -18,6 +21,7 @@ templating, on each host's own variables). A host Ansible cannot reach,
 or whose kvmtune refuses, is one InputError naming the host.
 """
 
+import base64
 from collections.abc import Sequence
 import dataclasses
 import json
@@ -27,6 +31,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
+from kvmtune.errors import KvmtuneError
 from kvmtune import facts as host_facts
 from kvmtune.rollout import inventory
 
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 TIMEOUT = 900
 # What runs on each host (python3 -c): its three answers as one JSON line.
 SCRIPT = '''\
-import json, os, subprocess, sys
+import base64, json, os, subprocess, sys
 profile, root, conf = sys.argv[1:4]
 def run(*argv):
     done = subprocess.run(["kvmtune", *argv], capture_output=True, text=True)
@@ -48,9 +53,12 @@ facts = run("host", "inspect", "--root", root, "-f", "json")
 nova = run("nova-conf", "apply", "--profile", profile, "--root", root,
            "--config", conf, "--service", "compute", "--dry-run") \\
     if os.path.isfile(conf) else None
-text = open(conf, encoding="utf-8").read() if os.path.isfile(conf) else None
+data = None
+if nova is not None and nova[0] == 0:   # kvmtune's reader took the file
+    with open(conf, "rb") as f:
+        data = base64.b64encode(f.read()).decode("ascii")
 print(json.dumps({"boot": boot, "facts": facts, "nova": nova,
-                  "conf": text}))
+                  "conf": data, "path": conf}))
 '''
 # The script's arguments, templated by Ansible on each host's variables.
 ROOT = '{{ kvmtune_root | default("/") | quote }}'
@@ -68,8 +76,15 @@ class Answer:
     # the lines nova-conf apply --dry-run would add (its diff's "+"
     # lines), or None: no nova.conf there
     nova_conf: list[str] | None
-    # that nova.conf's text (None: not there, or an older kvmtune's answer)
+    # that nova.conf's text (None: not there)
     conf_text: str | None = None
+
+
+def host_error(name: str, exc: KvmtuneError) -> InputError:
+    """``exc`` as one line naming the inventory host ``name`` first."""
+    where = ': '.join(str(p) for p in (exc.source, exc.key) if p)
+    problem = f'{where}: {exc.problem}' if where else exc.problem
+    return InputError(problem, source=f'inventory host {name}', fix=exc.fix)
 
 
 def command(path: str, hosts: Sequence[inventory.Host], profile: str
@@ -127,11 +142,15 @@ def parse(name: str, line: str | None, stderr: str = '') -> Answer:
         for what, (rc, out, err) in runs:
             if rc != 0:
                 last = (err.strip().splitlines() or ['failed'])[-1]
+                # kvmtune's one line there carries its own fix
                 raise InputError(last.removeprefix('kvmtune: error: '),
                                  source=source,
-                                 fix='see kvmtune on that host')
+                                 fix=None if '(fix: ' in last
+                                 else 'see kvmtune on that host')
             outs[what] = out
         staged = json.loads(outs['boot'])
+        data = answer.get('conf')
+        data = None if data is None else base64.b64decode(data, validate=True)
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f'its answer was not understood ({exc})',
                          source=source,
@@ -144,6 +163,16 @@ def parse(name: str, line: str | None, stderr: str = '') -> Answer:
     nova = None if 'nova' not in outs else [
         text[1:] for text in outs['nova'].splitlines()
         if text.startswith('+') and not text.startswith('+++')]
-    text = answer.get('conf')
-    return Answer(staged, facts, nova,
-                  text if isinstance(text, str) else None)
+    return Answer(staged, facts, nova, None if data is None else
+                  _decoded(name, str(answer.get('path')), data))
+
+
+def _decoded(name: str, path: str, data: bytes) -> str:
+    """nova.conf's text from the bytes a host sent, by nova-conf apply's
+    reader."""
+    from kvmtune.tuning.novaconf import update
+
+    try:
+        return update.decode_config(path, data)
+    except KvmtuneError as exc:
+        raise host_error(name, exc) from None

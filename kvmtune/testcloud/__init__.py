@@ -1,4 +1,4 @@
-"""The embedded single-host test cloud, run as ``kvmtune cloud``.
+"""The single-host test cloud, run as ``kvmtune cloud``.
 
 A real Keystone, Placement, Glance, Nova and Neutron on 127.0.0.1 in their
 own virtualenv, for trying profiles, the main job's default cloud and the

@@ -1,4 +1,4 @@
-"""The embedded test cloud: a real OpenStack on 127.0.0.1, one or more
+"""The test cloud: a real OpenStack on 127.0.0.1, one or more
 nova-computes (``computes``).
 
 Keystone, Placement, Glance, Nova (API, conductor, scheduler, compute) and

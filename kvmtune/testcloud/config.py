@@ -1,4 +1,4 @@
-"""Configuration files of the embedded test cloud (paths, ports, contents).
+"""Configuration files of the test cloud (paths, ports, contents).
 
 Everything binds to 127.0.0.1. One ``Layout`` names every path under the
 state directory, the services' virtualenv and the API ports (options of

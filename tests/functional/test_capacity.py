@@ -1,6 +1,6 @@
 """``kvmtune capacity`` predicts what the scheduler then places.
 
-On the embedded cloud, for each flavor kind (pinned on huge pages, pinned
+On the test cloud, for each flavor kind (pinned on huge pages, pinned
 on small pages, shared), capacity's count per compute node is checked by
 booting servers of that flavor one at a time until Nova answers
 NoValidHost (the server goes to ERROR): the servers that went ACTIVE, by

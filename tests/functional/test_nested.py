@@ -29,6 +29,7 @@ import uuid
 import pytest
 
 from kvmtune.bench import nested
+from kvmtune.results import verdict
 from kvmtune import workloads
 from kvmtune.workloads import guestjob as jobs
 from tests.functional.conftest import ADMIN
@@ -156,7 +157,8 @@ def _console_verdict(admin, server, timeout):
     deadline = time.monotonic() + timeout
     while True:
         text = admin.compute.get_server_console_output(server)['output']
-        row = nested.verdict(text, server.id, WORKLOAD, emulated=True)
+        row = verdict.console_row(text, server.id, 'client', WORKLOAD,
+                                  emulated=True)
         if row.status != 'no-result' or time.monotonic() > deadline:
             return text, row
         time.sleep(10)

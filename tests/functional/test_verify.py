@@ -1,4 +1,4 @@
-"""``kvmtune verify`` on the embedded libvirt cloud: a tuned host with a
+"""``kvmtune verify`` on the libvirt test cloud: a tuned host with a
 pinned huge-page guest verifies clean, and each drift an operator meets is
 found with its fix.
 

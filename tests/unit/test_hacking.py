@@ -54,13 +54,18 @@ def test_the_home_module_docstrings_and_names_pass():
 def test_a_tracker_reference_fails_in_a_comment_and_a_docstring():
     # each planted line split in two, so that this file passes K102 itself
     test = os.path.join('tests', 'unit', 'results', 'test_x.py')
+    bench = os.path.join('benchmarks', 'planted.py')
     for line in ('    # see issue' ' 12\n', '"""Fixed (issue' ' 40)."""\n',
                  '# Issues' ' 3 and 4\n'):
-        for filename in (PLANTED, test):
+        for filename in (PLANTED, test, bench):
             found = checks.check_tracker_reference(line, filename, False)
             assert found and found[1].startswith('K102 '), (line, filename)
     assert checks.check_tracker_reference(
         '# tests/unit/test_hostile.py pins it\n', PLANTED, False) is None
+    # nothing else of the repository is read (tools/, doc/ conf.py)
+    assert checks.check_tracker_reference(
+        '# see issue' ' 12\n', os.path.join('doc', 'source', 'conf.py'),
+        False) is None
 
 
 def test_tox_registers_both_checks_for_pep8():
@@ -72,4 +77,7 @@ def test_tox_registers_both_checks_for_pep8():
     assert entries == {'K101': 'checks:check_vocabulary_literal',
                        'K102': 'checks:check_tracker_reference'}
     assert local['paths'].strip() == './tools/hacking'
-    assert 'flake8 kvmtune' in ini['testenv:pep8']['commands']
+    flake8 = next(line.split() for line in
+                  ini['testenv:pep8']['commands'].splitlines()
+                  if line.strip().startswith('flake8 '))
+    assert {'kvmtune', 'tests', 'benchmarks'} <= set(flake8)

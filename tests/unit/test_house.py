@@ -38,7 +38,7 @@ LAYERS = (
 )
 LAYER = {group: n for n, line in enumerate(LAYERS) for group in line}
 
-# Not modules of kvmtune's own code: files the embedded cloud installs into
+# Not modules of kvmtune's own code: files the test cloud installs into
 # its services (run by them, tested by tests/functional/testcloud) and
 # Tempest's tests, which are tests themselves.
 NOT_MIRRORED = ('testcloud/files/', 'tempest_plugin/tests/')

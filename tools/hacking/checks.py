@@ -2,13 +2,14 @@
 (https://opendev.org/openstack/nova/src/branch/master/nova/hacking/checks.py).
 
 Registered in tox.ini ``[flake8:local-plugins]``; ``tox -e pep8`` runs
-them over kvmtune/ (tests/unit/test_hacking.py proves each can fail).
+them over kvmtune/, tests/ and benchmarks/ (tests/unit/test_hacking.py
+proves each can fail).
 
 K101  a literal of the shared vocabulary outside its home module: import
       the name instead (doc/source/reference/glossary.rst).
-K102  a tracker reference ("issue 12") in kvmtune's code or its tests:
-      cite what a reader can open instead (the test that pins it, a doc,
-      an upstream file or URL).
+K102  a tracker reference ("issue 12") in kvmtune's code, its tests or
+      its benchmarks: cite what a reader can open instead (the test that
+      pins it, a doc, an upstream file or URL).
 """
 
 import ast
@@ -59,9 +60,10 @@ def _in_package(filename):
     return 'kvmtune' in parts and 'tests' not in parts
 
 
-def _in_package_or_tests(filename):
+def _cites(filename):
+    """The code, the tests or the benchmarks: what K102 reads."""
     parts = os.path.normpath(filename).split(os.sep)
-    return 'kvmtune' in parts or 'tests' in parts
+    return bool({'kvmtune', 'tests', 'benchmarks'} & set(parts))
 
 
 def _home(filename, literal):
@@ -93,12 +95,13 @@ def check_vocabulary_literal(logical_line, tokens, filename, noqa):
 
 @flake8ext
 def check_tracker_reference(physical_line, filename, noqa):
-    """K102: no tracker reference in kvmtune's code or its tests.
+    """K102: no tracker reference in kvmtune's code, tests or
+    benchmarks.
 
     Okay: # tests/unit/test_hostile.py pins this
     K102: # see issue 12
     """
-    if noqa or not _in_package_or_tests(filename):
+    if noqa or not _cites(filename):
         return None
     match = _TRACKER.search(physical_line)
     if match:

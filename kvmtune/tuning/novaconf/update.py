@@ -99,7 +99,14 @@ class ApplyResult:
 def read_config(path: str) -> str:
     """The text of nova.conf, or InputError saying why it cannot be read."""
     fix = 'give the path of a readable nova.conf with --config'
-    data = inputs.read_bytes(path, source=path or "''", fix=fix)
+    return decode_config(path, inputs.read_bytes(path, source=path or "''",
+                                                 fix=fix))
+
+
+def decode_config(path: str, data: bytes) -> str:
+    """The text of nova.conf ``path`` from its bytes ``data`` (read here,
+    or on another host), or InputError saying why it is not text Nova
+    reads."""
     if b'\0' in data:
         raise InputError('has NUL bytes: not a text file', source=path,
                          fix='restore nova.conf from a backup')

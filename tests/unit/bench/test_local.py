@@ -150,7 +150,7 @@ def test_a_guest_never_ready_is_late_and_says_why(tmp_path):
     from kvmtune import workloads
     guest = _guest(tmp_path, text='[    4.1] Run /init as init process\r\n')
     guest.missed = 180
-    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg').row
+    row = local._measured(guest, workloads.get('fio-randread-4k'), 'tcg').row
     assert row.status == 'late' and row.iops is None
     assert row.reason.startswith('not ready within 180 s of launch: '
                                  'no start signal, not measured')
@@ -162,7 +162,7 @@ def test_a_server_never_serving_is_late(tmp_path):
     from kvmtune import workloads
     guest = _guest(tmp_path, role='server')
     guest.missed = 60
-    row = local._verdict(guest, workloads.get('sockperf-tcp-rr'), 'tcg').row
+    row = local._measured(guest, workloads.get('sockperf-tcp-rr'), 'tcg').row
     assert (row.status, row.reason) == \
         ('late', 'not serving within 60 s of launch')
     assert not row.measuring
@@ -173,7 +173,7 @@ def test_a_failed_signal_is_an_error(tmp_path):
     guest = _guest(tmp_path)
     _say(guest, _status(guest, 'ready uptime=5.0 time=1700000000'))
     guest.signal_error = 'QMP: cannot connect: Connection refused'
-    row = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg').row
+    row = local._measured(guest, workloads.get('fio-randread-4k'), 'tcg').row
     assert row.status == 'error'
     assert row.reason == ('no start signal: QMP: cannot connect: '
                           'Connection refused')
@@ -185,7 +185,7 @@ def test_ready_and_signalled_but_no_verdict_is_a_timeout(tmp_path):
     guest = _guest(tmp_path)
     _say(guest, _status(guest, 'ready uptime=5.0 time=1700000000'))
     guest.ready_seen, guest.signalled = 106.0, 106.5
-    seen = local._verdict(guest, workloads.get('fio-randread-4k'), 'tcg')
+    seen = local._measured(guest, workloads.get('fio-randread-4k'), 'tcg')
     # never a status 'ready' row
     assert seen.row.status == 'no-result'
     assert seen.row.reason.startswith('timed out after its start signal '

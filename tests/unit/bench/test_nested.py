@@ -11,6 +11,7 @@ from kvmtune.errors import KvmtuneError
 
 from kvmtune.bench import nested
 from kvmtune.bench import qemu
+from kvmtune.results import verdict
 from kvmtune import workloads
 from kvmtune.workloads import guestjob as jobs
 from tests import paths
@@ -32,7 +33,8 @@ def test_l1_console_says_svm_kvm_amd_and_l2_ran():
     assert said['nested'] == '1' and said['npt'] == 'Y'
     assert said['kvm'] == '/dev/kvm'
     assert said['l2'] == 'ok' and said['l2_accel'] == 'kvm'
-    row = nested.verdict(text, L1_OK, 'sysbench-cpu', emulated=False)
+    row = verdict.console_row(text, L1_OK, 'client', 'sysbench-cpu',
+                              emulated=False)
     assert row.ok and row.events_s == 72.53
     assert row.emulated is True     # L1 said accel=tcg
 

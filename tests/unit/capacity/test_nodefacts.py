@@ -37,3 +37,15 @@ def test_no_directory_is_one_line(tmp_path):
     with pytest.raises(InputError) as exc:
         nodefacts.read_dir(str(tmp_path / 'nope'))
     assert exc.value.key == '--facts-dir'
+
+
+def test_a_text_already_read_is_not_read_again(tmp_path):
+    # kvmtune rollout --check has each host's nova.conf in memory; the
+    # path only names it (here: no such file)
+    path = str(tmp_path / 'gone.conf')
+    assert nodefacts.dedicated_set(
+        path, '[compute]\ncpu_dedicated_set = 4-7,^5\n') == {4, 6, 7}
+    with pytest.raises(InputError) as exc:
+        nodefacts.dedicated_set(path, '[compute]\ncpu_dedicated_set = x\n')
+    assert (exc.value.source, exc.value.key) == (
+        path, '[compute] cpu_dedicated_set')

@@ -202,7 +202,7 @@ LOCAL = os.path.join(paths.FIXTURES, 'outputs',
 LIVE_ONLY = {'flavor diff': 'reads the flavor from a live Nova',
              'rollout': 'reads its hosts through ansible-inventory (its '
                         'JSON compared with jsonout in test_rollout.py)',
-             'cloud status': 'reads the embedded test cloud',
+             'cloud status': 'reads the test cloud',
              'rally env': 'reads Rally\'s database of a live cloud',
              'bench nested': 'measures guests it boots',
              'rollout-step': 'reads and moves the servers of a live Nova'}

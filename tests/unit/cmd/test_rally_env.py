@@ -1,5 +1,5 @@
 """``kvmtune rally env`` as a user runs it, without a cloud: an unknown
-cloud and an embedded cloud never brought up are one line on stderr,
+cloud and a test cloud never brought up are one line on stderr,
 exit 2, before Rally is touched (the live cases:
 tests/functional/test_rally_env.py)."""
 
@@ -35,7 +35,7 @@ def test_without_the_testcloud_says_how_to_start_it(tmp_path):
     done = _kvmtune(tmp_path=tmp_path)
     assert done.returncode == 2 and done.stdout == ''
     assert done.stderr == (
-        f'kvmtune: error: {tmp_path}/cloud/clouds.yaml: no embedded cloud '
+        f'kvmtune: error: {tmp_path}/cloud/clouds.yaml: no test cloud '
         'has been up here (fix: kvmtune cloud up, or name a cloud of your '
         'clouds.yaml with --os-cloud)\n')
     assert not (tmp_path / '.rally').exists()

@@ -1,4 +1,4 @@
-"""kvmtune.conf.testcloud: the [testcloud] options of the embedded cloud
+"""kvmtune.conf.testcloud: the [testcloud] options of the test cloud
 (venv, state_dir, one port per service), as kvmtune.testcloud.api.layout
 reads them."""
 

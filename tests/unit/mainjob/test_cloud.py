@@ -1,4 +1,4 @@
-"""kvmtune.mainjob.cloud: the cloud side of the main job. The embedded
+"""kvmtune.mainjob.cloud: the cloud side of the main job. The test
 cloud is asked through its own library about a state directory of the
 test's (no cloud there: nothing runs, nothing to stop); the image upload
 and the base flavor go to a stand-in openstacksdk connection (the real
@@ -17,7 +17,7 @@ from kvmtune.mainjob import cloud
 
 @pytest.fixture
 def no_cloud(tmp_path, monkeypatch):
-    """An embedded cloud that was never brought up here."""
+    """A test cloud that was never brought up here."""
     monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path / 'cloud'))
     monkeypatch.setenv('KVMTUNE_CLOUD_VENV', str(tmp_path / 'venv'))
     return tmp_path

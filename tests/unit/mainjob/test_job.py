@@ -1,7 +1,7 @@
 """The main job's exit status and summary: 0 when the experiment ran
 whatever the SLA said (the verdict printed), 1 with --strict when an SLA
 failed, 2 when a step could not run; quiet stdout that ends with how to
-stop the embedded cloud. The cloud, Rally and the report are stand-ins;
+stop the test cloud. The cloud, Rally and the report are stand-ins;
 what is decided (profile, counts that fit, lines shown) is the job's."""
 
 import contextlib
@@ -16,7 +16,7 @@ from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import steps
 from kvmtune.mainjob import sweep
 
-STOP = 'the embedded cloud keeps running for the next run; stop it with: ' \
+STOP = 'the test cloud keeps running for the next run; stop it with: ' \
     'kvmtune cloud down'
 
 

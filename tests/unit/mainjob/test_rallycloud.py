@@ -1,5 +1,5 @@
 """The cloud a Rally environment is for: a clouds.yaml cloud or the
-embedded one's, the existing@openstack spec (checked against Rally's own
+test cloud's, the existing@openstack spec (checked against Rally's own
 schema) and the credentials check. No cloud: an unreachable Keystone."""
 
 from openstack import config as os_config
@@ -51,13 +51,13 @@ def test_an_unknown_cloud_is_named_with_the_known_ones(
 
 def test_no_testcloud_says_how_to_start_one(tmp_path, monkeypatch):
     monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path))
-    with pytest.raises(InputError, match='no embedded cloud has been up '
+    with pytest.raises(InputError, match='no test cloud has been up '
                                          r'here \(fix: kvmtune cloud up'):
         rallycloud.cloud_config(None)
 
 
 def test_the_testcloud_is_its_own_clouds_yaml(tmp_path, monkeypatch):
-    # whatever OS_CLIENT_CONFIG_FILE says: the embedded cloud's own file
+    # whatever OS_CLIENT_CONFIG_FILE says: the test cloud's own file
     (tmp_path / 'clouds.yaml').write_text(CLOUDS.replace(
         '  c:', '  kvmtune-admin:'))
     other = tmp_path / 'other.yaml'

@@ -101,7 +101,11 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
         line.split()[1] for line in text.splitlines()
         if line.startswith('KVMTUNE-STATUS ') and len(line.split()) > 2))
     instance = ids[0] if ids else GUEST
-    rally = guests.verdict(text, instance, 'client', FIO, True)
+    # the scenarios' Row without the times a console said (bench local
+    # has its own)
+    rally = dataclasses.replace(
+        guests.row(text, instance, 'client', FIO, True), ready_s=None,
+        start_s=None)
     guest = qemu.Guest(0, instance, str(tmp_path))
     guest.role = 'client'
     guest.started, guest.ended = 100.0, 110.0
@@ -109,7 +113,7 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
     with open(guest.console, 'w', encoding='utf-8',
               errors='surrogateescape') as f:
         f.write(text)
-    bench = local._verdict(guest, workloads.get(FIO), 'tcg').row
+    bench = local._measured(guest, workloads.get(FIO), 'tcg').row
     assert rally.status == bench.status, (rally, bench)
     if rally.status == rows.OK:
         assert dataclasses.replace(bench, accel=None, ready_s=None,
@@ -122,16 +126,17 @@ def test_rally_and_bench_local_give_one_verdict(name, tmp_path):
     assert read == bench
 
 
-def test_verdict_is_the_row_of_the_reading():
+def test_console_row_is_the_row_of_the_reading():
     text = console('console-tcg-fio-randread-4k.log')
     instance = next(line.split()[1] for line in text.splitlines()
                     if line.startswith('KVMTUNE-STATUS '))
-    row = verdict.verdict(text, instance, 'client', FIO, True, accel='tcg')
+    row = verdict.console_row(text, instance, 'client', FIO, True,
+                              accel='tcg')
     seen = verdict.read(text, instance, 'client', FIO, True)
     assert row.ok and row.iops == seen.result['iops'] and row.emulated
     assert row.lat_ns.p99 == seen.result['lat_ns']['p99']
     assert row.bw_bytes_s == seen.result['bw_bytes_s'] and row.accel == 'tcg'
-    gone = verdict.verdict(None, instance, 'client', FIO, True,
-                           no_status='Nova gave no console log')
+    gone = verdict.console_row(None, instance, 'client', FIO, True,
+                               no_status='Nova gave no console log')
     assert (gone.status, gone.reason) == (rows.NO_RESULT,
                                           'Nova gave no console log')

@@ -1,6 +1,7 @@
 """kvmtune.rollout.check: --check's plan per host, on real capture trees
 with a distribution's boot files (tests/hosttrees.py), read-only."""
 
+import json
 import os
 import sys
 
@@ -10,8 +11,12 @@ from kvmtune.errors import InputError
 from kvmtune.rollout import check
 from kvmtune.rollout import inventory
 from tests import hosttrees
+from tests import paths
+from tests.unit.rollout import fakenova
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import kvmtune_on_path  # noqa: F401
 from tests.unit.rollout.fleetvenv import needs_ansible
+from tests.unit.rollout import test_steps
 
 # real/20em64t-hybrid-1p6c2t+2ca4co1t under Debian 12's boot files: it
 # booted without isolcpus; cpu-pinning plans isolcpus=2-19 there
@@ -115,19 +120,11 @@ def test_a_missing_root_is_unreachable(tmp_path):
 
 @needs_ansible
 def test_a_host_on_another_connection_is_asked_over_ansible(
-        tmp_path, monkeypatch, ansible_on_path):  # noqa: F811
+        tmp_path, ansible_on_path, kvmtune_on_path):  # noqa: F811
     """ansible.builtin.local is another connection to kvmtune (it asks
     over Ansible, as over ssh) that reaches this machine: the answer
     must be what the tree gives when read here."""
     root = hosttrees.make(tmp_path / 'c1', 'debian-12')
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nexec {sys.executable} -m kvmtune.cli "$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
-    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
-    monkeypatch.setenv('PYTHONPATH', os.path.dirname(os.path.dirname(
-        os.path.dirname(check.__file__))))
     inv = tmp_path / 'hosts.ini'
     inv.write_text(f'[computes]\nc1 kvmtune_root={root} '
                    'ansible_connection=ansible.builtin.local '
@@ -162,3 +159,89 @@ def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
         check.plan(hosts + [_host('small', small)] + hosts[:1],
                    'pinned-hugepages', path='inv')
     assert err.value.line().startswith('inventory host small: ')
+
+
+# --check with a cloud: the preflight of each batch judged on the hosts'
+# facts and nova.conf as --check read them (the recorded Placement of
+# tests/unit/rollout/test_steps.py, over three hosts named as its nodes)
+CLOUD_HOSTS = (('compute-0000', 'debian-12'), ('compute-0001', 'rhel-9-bls'),
+               ('compute-0002', 'rhel-7'))
+CLOUD_CHECK = os.path.join(paths.FIXTURES, 'rollout', 'check-cloud.json')
+
+
+class _Cloud(test_steps.Cloud):
+    """test_steps' model of Nova, and a pinned guest's NUMA topology
+    (GET /servers/{id}/topology, compute API 2.78)."""
+
+    def compute(self, method, path, body=None):
+        if method == 'GET' and path.endswith('/topology'):
+            return {'nodes': [{'host_node': 0, 'cpu_pinning': {'0': 1},
+                               'vcpu_set': [0], 'memory_mb': 128,
+                               'siblings': [[1]]}],
+                    'pagesize_kb': None}
+        return super().compute(method, path, body)
+
+
+def _cloud_check(tmp_path, monkeypatch, batch):
+    from kvmtune.openstack import connection
+
+    cloud = _Cloud([test_steps._pinned('p1'),
+                    fakenova.server('a', 'compute-0000'),
+                    test_steps._pinned('p2').copy() | {
+                        'OS-EXT-SRV-ATTR:host': 'compute-0001',
+                        'OS-EXT-SRV-ATTR:hypervisor_hostname':
+                            'compute-0001'}])
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: cloud))
+    hosts = []
+    for name, distro in CLOUD_HOSTS:
+        root = hosttrees.make(tmp_path / name, distro)
+        conf = root / 'etc' / 'nova' / 'nova.conf'
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text('[compute]\ncpu_dedicated_set = 1\n'
+                        'cpu_shared_set = 0\n')
+        hosts.append(_host(name, root))
+    found = check.plan(hosts, 'cpu-pinning', path='inv', batch=batch,
+                       cloud='fake')
+    assert cloud.writes == []       # GET requests only
+    return json.loads(json.dumps(found.to_dict()).replace(
+        str(tmp_path), '<tmp>'))
+
+
+def test_with_a_cloud_each_batch_is_judged_on_the_hosts_read(
+        tmp_path, monkeypatch):
+    """The same document as before the facts stopped going through a
+    temporary --facts-dir (tests/fixtures/rollout/check-cloud.json was
+    written by that code): batches of one and of two. Nothing is
+    written: the facts and nova.conf go to the preflight in memory."""
+    with open(CLOUD_CHECK) as f:
+        expected = json.load(f)
+
+    def written(*args):
+        raise AssertionError('--check wrote the facts out')
+
+    monkeypatch.setattr(check, 'write_facts', written)
+    for batch in (1, 2):
+        doc = _cloud_check(tmp_path / str(batch), monkeypatch, batch)
+        assert doc == expected[str(batch)], batch
+
+
+def test_with_a_cloud_a_bad_dedicated_set_names_the_host_and_file(
+        tmp_path, monkeypatch):
+    """A nova.conf whose cpu_dedicated_set Nova would refuse, on a host
+    whose profile leaves nova.conf alone: one line naming the inventory
+    host and its file (not a temporary copy of it)."""
+    root = hosttrees.make(tmp_path / 'compute-0000', 'debian-12')
+    conf = root / 'etc' / 'nova' / 'nova.conf'
+    conf.parent.mkdir(parents=True)
+    conf.write_text('[compute]\ncpu_dedicated_set = 3-x\n')
+    cloud = _Cloud()
+    from kvmtune.openstack import connection
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: cloud))
+    with pytest.raises(InputError) as err:
+        check.plan([_host('compute-0000', root)], 'hugepages', path='inv',
+                   cloud='fake')
+    assert err.value.line().startswith(
+        f'inventory host compute-0000: {conf}: [compute] '
+        'cpu_dedicated_set: ')

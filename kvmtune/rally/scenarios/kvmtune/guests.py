@@ -82,25 +82,18 @@ def status(console_text: str | None,
 def row(console_text: str | None, instance_id: str, role: str,
         workload: str, emulated: bool,
         seen_ready_s: float | None = None) -> Row:
-    """The Row of a guest (``verdict``) with the times it said on its
-    console and ``seen_ready_s``, the host's."""
-    said = timing(console_text, instance_id)
-    return verdict(console_text, instance_id, role, workload,
-                   emulated).with_times(
-        ready_s=said.get('ready'), start_s=said.get('start'),
-        seen_ready_s=seen_ready_s)
-
-
-def verdict(console_text: str | None, instance_id: str, role: str,
-            workload: str, emulated: bool) -> Row:
     """The Row of a guest from its console log
-    (kvmtune.results.verdict, the one reading of a console).
+    (kvmtune.results.verdict.console_row, the one reading of a console)
+    with the times it said there and ``seen_ready_s``, the host's.
 
     A guest whose console Nova could not give (``console_text`` None) is
-    `no-result` with that reason.
+    `no-result` with that reason (NO_CONSOLE).
     """
     from kvmtune.results import verdict as verdicts
 
-    return verdicts.verdict(
+    said = timing(console_text, instance_id)
+    return verdicts.console_row(
         console_text, instance_id, role, workload, emulated,
-        no_status=NO_CONSOLE if console_text is None else None)
+        no_status=NO_CONSOLE if console_text is None else None).with_times(
+        ready_s=said.get('ready'), start_s=said.get('start'),
+        seen_ready_s=seen_ready_s)
