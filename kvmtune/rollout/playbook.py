@@ -178,8 +178,8 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                  'unchanged\n')
     run_id = _run_id(profile, run_id, state_file)
     # the run starts: a host done with it and changed since starts over
-    for host in resume.start_over(state_file, found.hosts):
-        stream.write(f'{host} starts over: done with run {run_id} and '
+    for name in resume.start_over(state_file, found.hosts):
+        stream.write(f'{name} starts over: done with run {run_id} and '
                      'changed since\n')
     names = resume.to_roll({h.host: h.action for h in found.hosts},
                            resume.started(state_file, found.hosts))

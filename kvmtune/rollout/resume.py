@@ -4,8 +4,9 @@ batches will find.
 ``to_roll`` keeps the hosts with something to do and those the run took
 out and has not put back (``started``, read from the state file,
 kvmtune.rollout.state, after ``start_over`` has forgotten the steps of
-the hosts done with the run and changed since); ``back_by_then`` is the preflight's snapshot as a
-later batch finds the cloud, the hosts of earlier batches enabled again.
+the hosts done with the run and changed since); ``back_by_then`` is the
+preflight's snapshot as a later batch finds the cloud, the hosts of
+earlier batches enabled again.
 """
 
 from collections.abc import Sequence

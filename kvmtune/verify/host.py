@@ -187,7 +187,7 @@ def _asked_at_boot(cmdline: str | None, plan: 'Plan'
             if pool['size_kb'] != size_kb:
                 continue
             per_node = entry.get('per_node')
-            if (per_node.get(pool['node'], 0) >= pool['count']
+            if (per_node.get(str(pool['node']), 0) >= pool['count']
                     if per_node is not None
                     else entry['count'] >= wanted[size_kb]):
                 found[pool['node'], size_kb] = arg

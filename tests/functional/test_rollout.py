@@ -335,8 +335,8 @@ def _moved_pins(fleet, admin, profile):
     """[(host, server, its pinned CPUs the plan leaves out of the new
     cpu_dedicated_set)] over the fleet in inventory order: each host
     planned from its facts, each server's pinning read from Nova."""
-    from kvmtune.facts.cpulist import parse_cpu_spec
     from kvmtune import facts as host_facts
+    from kvmtune.facts.cpulist import parse_cpu_spec
     from kvmtune.tuning import plan
 
     moved = []

@@ -83,6 +83,16 @@ def test_a_pool_shrunk_below_the_plan_is_drift(tree):
                                 'hugepagesz=1G hugepages=32): ')
     assert check.fix.endswith('then reboot (shrunk since the boot: kvmtune '
                               'pages apply 1:1G:16)')
+    # asked per node: the node's own count
+    cmdline = tree / 'proc/cmdline'
+    text = cmdline.read_text()
+    cmdline.write_text(text.replace('hugepages=32', 'hugepages=0:16,1:16'))
+    check = by_name(checks(tree))['pages node1 1G']
+    assert 'asks for hugepagesz=1G hugepages=0:16,1:16)' in check.fix
+    cmdline.write_text(text.replace('hugepages=32', 'hugepages=0:30,1:2'))
+    check = by_name(checks(tree))['pages node1 1G']
+    assert check.fix.startswith('kvmtune pages apply 1:1G:16')
+    cmdline.write_text(text)
     # a pool the command line does not ask for: grown at run time
     cmdline = tree / 'proc/cmdline'
     cmdline.write_text(cmdline.read_text().replace('hugepages=32',
