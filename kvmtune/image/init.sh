@@ -147,8 +147,14 @@ if [ -e /sys/class/net/eth0 ]; then
         FROM=network_data
     else
         FROM=dhcp
-        udhcpc -i eth0 -n -q -t 10 -s /etc/udhcpc.script >/dev/null 2>&1 ||
-            fail "no DHCP lease on eth0"
+        # 40 discovers 3 s apart: 2 minutes, inside the sweep's
+        # ready_timeout (kvmtune/rally/tasks/*.yaml). The test cloud's
+        # answer comes from the OVS agent (packet-in, then packet-out: see
+        # kvmtune/testcloud/neutron.py), late when TCG guests hold both
+        # cores; 30 s was once too short (a network sweep, "no DHCP
+        # lease on eth0").
+        udhcpc -i eth0 -n -q -t 40 -T 3 -s /etc/udhcpc.script \
+            >/dev/null 2>&1 || fail "no DHCP lease on eth0 after 120 s"
         ADDRESS=$(ip -4 -o addr show dev eth0 |
             sed -n 's/.* inet \([0-9.\/]*\).*/\1/p' | head -n 1)
     fi
