@@ -367,8 +367,10 @@ def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
         for host in batch:
             found += in_place(host, snapshot.servers.get(host, []),
                               snapshot.topologies, plans[host])
+    flavors = density.flavors(snapshot)
     rows = [row for host in batch
-            for row in density.density(snapshot, host, plans.get(host))]
+            for row in density.density(snapshot, host, plans.get(host),
+                                       flavors)]
     return Report(list(batch), mode, placed, rows, found)
 
 
