@@ -163,10 +163,42 @@ def _nova_conf(host: inventory.Host, plan: Any, text: str | None
     return changes, []
 
 
-def _local(host: inventory.Host, profile: Any,
-           config_files: Sequence[str]) -> HostCheck:
-    """The HostCheck of a host whose tree is on this machine; ``profile``
-    a Profile loaded once for every host."""
+class _Planner:
+    """The plans of one --check: ``profile`` (a Profile loaded once for
+    every host) on each host's facts, through the front door
+    (kvmtune.tuning.plan.for_host), each distinct content planned once.
+
+    A fleet's hosts are mostly alike: hosts whose facts are the same but
+    for ``source`` (the path they were read from) get the same plan
+    (build_plan reads only the facts, the profile, the release and
+    ``config_files``: the same for the whole run), a copy of it with
+    their own ``facts_source``. The key is the facts' repr, so only equal
+    content (types too) matches; a plan that is refused is not kept, so
+    each host's refusal names its own source."""
+
+    def __init__(self, profile: Any, config_files: Sequence[str]) -> None:
+        self.profile = profile
+        self.config_files = config_files
+        self._plans: dict[str, Any] = {}
+
+    def plan(self, facts: Any) -> Any:
+        import copy
+
+        from kvmtune.tuning import plan as plans
+
+        key = repr({k: v for k, v in facts.items() if k != 'source'})
+        found = self._plans.get(key)
+        if found is None:
+            found, = plans.for_host([self.profile], facts=facts,
+                                    config_files=self.config_files)
+            self._plans[key] = found
+        copied = copy.deepcopy(found)
+        copied.facts_source = facts.get('source')
+        return copied
+
+
+def _local(host: inventory.Host, planner: _Planner) -> HostCheck:
+    """The HostCheck of a host whose tree is on this machine."""
     from kvmtune.boot import apply
     from kvmtune.boot import record
     from kvmtune import facts as host_facts
@@ -185,8 +217,9 @@ def _local(host: inventory.Host, profile: Any,
         # the facts once; boot apply's dry run plans on them through the
         # front door (kvmtune.tuning.plan.for_host) and compares
         facts = host_facts.resolve(root=host.root)
-        staged = apply.apply(profile, root=host.root, facts=facts,
-                             config_files=config_files, dry_run=True)
+        staged = apply.apply(planner.profile, root=host.root, facts=facts,
+                             config_files=planner.config_files,
+                             dry_run=True, plan=planner.plan(facts))
         path = host.in_root(host.nova_conf)     # read once, by apply's reader
         conf_text = update.read_config(path) if os.path.isfile(path) else None
         conf, found.notes = _nova_conf(host, staged.plan, conf_text)
@@ -327,20 +360,36 @@ def write_facts(hosts: Sequence[inventory.Host],
                                 found.nova_conf_text, mode=0o600)
 
 
+# the _Planner of a worker process of _plan_here (its pool's initializer
+# sets it): one for all the hosts the worker plans
+_planner: _Planner | None = None
+
+
+def _start_worker(planner: _Planner) -> None:
+    global _planner
+    _planner = planner
+
+
+def _local_in_worker(host: inventory.Host) -> HostCheck:
+    assert _planner is not None, 'a worker of _plan_here'
+    return _local(host, _planner)
+
+
 def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
                config_files: Sequence[str]) -> list[HostCheck]:
     """_local() of each host, in order; from PARALLEL_FROM hosts on, in
     WORKERS processes (reading a tree's facts is most of a host's time,
-    benchmarks/rollout_check.py). The first host that does not plan, in
-    inventory order, is the error."""
+    benchmarks/rollout_check.py), each with its own _Planner. The first
+    host that does not plan, in inventory order, is the error."""
+    planner = _Planner(profile, config_files)
     if len(hosts) < PARALLEL_FROM or WORKERS < 2:
-        return [_local(host, profile, config_files) for host in hosts]
+        return [_local(host, planner) for host in hosts]
     from concurrent import futures
-    import itertools
 
-    with futures.ProcessPoolExecutor(max_workers=WORKERS) as pool:
-        return list(pool.map(_local, hosts, itertools.repeat(profile),
-                             itertools.repeat(config_files),
+    with futures.ProcessPoolExecutor(max_workers=WORKERS,
+                                     initializer=_start_worker,
+                                     initargs=(planner,)) as pool:
+        return list(pool.map(_local_in_worker, hosts,
                              chunksize=max(1, len(hosts) // (WORKERS * 8))))
 
 
