@@ -393,6 +393,33 @@ def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
                              chunksize=max(1, len(hosts) // (WORKERS * 8))))
 
 
+class Early:
+    """What --check does while ansible-inventory lists the hosts (the
+    ``meanwhile`` of kvmtune.rollout.inventory.load; ``plan(...,
+    early=)``): the modules a host is planned with imported, so the
+    worker processes of _plan_here start with them, and the profile
+    loaded. A profile that does not load is loaded again by plan(), which
+    says why where it always did (after the inventory, and only with a
+    host to plan here)."""
+
+    def __init__(self, profile: str, config_files: Sequence[str]) -> None:
+        self.profile = profile
+        self.config_files = list(config_files)
+        self.loaded: Any = None
+
+    def __call__(self) -> None:
+        from kvmtune.boot import apply  # noqa: F401
+        from kvmtune import facts  # noqa: F401
+        from kvmtune.tuning.novaconf import update  # noqa: F401
+        from kvmtune.tuning import profiles
+
+        try:
+            self.loaded = profiles.load(self.profile, profiles.configured_dirs(
+                self.config_files))
+        except KvmtuneError:
+            self.loaded = None
+
+
 def batches(names: Sequence[str], size: int) -> list[list[str]]:
     """``names`` in batches of ``size``, in inventory order (Ansible's
     ``serial: size``)."""
@@ -404,10 +431,12 @@ def batches(names: Sequence[str], size: int) -> list[list[str]]:
 
 def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
          batch: int = 1, mode: str = 'drain', cloud: str | None = None,
-         config_files: Sequence[str] = ()) -> DryRun:
+         config_files: Sequence[str] = (), early: Early | None = None
+         ) -> DryRun:
     """The rollout's plan for ``hosts`` (inventory order) of the
     inventory ``path``; InputError naming the first host that does not
-    plan."""
+    plan. ``early``: the Early of this profile and config files, called
+    already."""
     hosts = list(hosts)
     grouped = batches([h.name for h in hosts], batch)
     number = {name: n for n, names in enumerate(grouped, 1)
@@ -417,8 +446,14 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     asked = remote.ask([h for h in hosts if not h.local], path, profile)
     local = [h for h in hosts if h.local]
     # the profile (a name or a file) loaded once for every local host
-    loaded = profiles.load(profile, profiles.configured_dirs(
-        list(config_files))) if local else None
+    loaded = None
+    if local and early is not None and early.loaded is not None and \
+            (early.profile, early.config_files) == (profile,
+                                                    list(config_files)):
+        loaded = early.loaded
+    elif local:
+        loaded = profiles.load(profile, profiles.configured_dirs(
+            list(config_files)))
     here = dict(zip([h.name for h in local],
                     _plan_here(local, loaded, config_files)))
     checks = []

@@ -110,6 +110,23 @@ def test_a_host_that_does_not_plan_is_named(tmp_path):
     assert 'withheld' in line and '\n' not in line
 
 
+def test_early_loads_the_profile_plan_then_takes(tmp_path):
+    """What --check prepares while ansible-inventory runs: the same plan;
+    a profile that does not load is refused by plan(), as without it."""
+    hosts = [_host('c1', hosttrees.make(tmp_path / 'c1', 'debian-12'))]
+    early = check.Early('cpu-pinning', ())
+    early()
+    assert early.loaded.name == 'cpu-pinning'
+    assert check.plan(hosts, 'cpu-pinning', path='inv',
+                      early=early).to_dict() == \
+        check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
+    unknown = check.Early('no-such-profile', ())
+    unknown()
+    assert unknown.loaded is None
+    with pytest.raises(InputError, match="unknown profile 'no-such"):
+        check.plan(hosts, 'no-such-profile', path='inv', early=unknown)
+
+
 def test_a_missing_root_is_unreachable(tmp_path):
     with pytest.raises(InputError) as err:
         check.plan([_host('gone', tmp_path / 'nothing')], 'cpu-pinning',
