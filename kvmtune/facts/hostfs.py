@@ -59,8 +59,7 @@ class HostFiles:
     def _outside(self, full: str) -> bool:
         if self._inside is None:
             return False
-        return os.path.commonpath([_real(full), self._inside]) \
-            != self._inside
+        return not inputs.within(_real(full), self._inside)
 
     def _read_bounded(self, path: str) -> bytes | None:
         """The bytes of a regular file, at most MAX_BYTES, through the one
