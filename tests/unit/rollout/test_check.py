@@ -110,6 +110,28 @@ def test_a_host_that_does_not_plan_is_named(tmp_path):
     assert 'withheld' in line and '\n' not in line
 
 
+def test_alike_hosts_planned_once_each_its_source(tmp_path, monkeypatch):
+    from kvmtune.tuning import plan as plans
+
+    made = []
+    for_host = plans.for_host
+    monkeypatch.setattr(plans, 'for_host', lambda *a, **kw: made.append(
+        kw['facts']['source']) or for_host(*a, **kw))
+    hosts = [_host(name, hosttrees.make(tmp_path / name, distro))
+             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'),
+                                  ('c3', 'debian-12'))]
+    found = check.plan(hosts, 'cpu-pinning', path='inv')
+    # c3's facts are c1's but for their source: c1's plan, c3's source
+    assert made == [hosts[0].root, hosts[1].root]
+    c1, c2, c3 = found.hosts
+    assert [h.plan.facts_source for h in found.hosts] == \
+        [h.root for h in hosts]
+    assert c3.plan is not c1.plan
+    assert dict(c3.plan.to_dict(), facts_source=None) == \
+        dict(c1.plan.to_dict(), facts_source=None)
+    assert c3.plan != c2.plan
+
+
 def test_early_loads_the_profile_plan_then_takes(tmp_path):
     """What --check prepares while ansible-inventory runs: the same plan;
     a profile that does not load is refused by plan(), as without it."""
