@@ -303,6 +303,7 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     from kvmtune.capacity import nodefacts
     from kvmtune.capacity import placement
     from kvmtune.openstack.connection import Cloud
+    from kvmtune.rollout import density
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
@@ -330,13 +331,15 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
                 snapshot.residents[node.name] = reader.servers(node)
     reports = []
     earlier: list[str] = []
+    # the servers' flavors, once: every batch's snapshot has the same
+    flavors = density.flavors(snapshot)
     for names in grouped:
         batch = [by_name[n].nova_host for n in names]
         judge_mode = 'in-place' if mode == 'in-place' else 'drain'
         judged = resume.back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
             judged, batch, judge_mode,
-            {h: plans[h] for h in batch if h in plans}).to_dict())
+            {h: plans[h] for h in batch if h in plans}, flavors).to_dict())
         earlier += batch
     return reports
 

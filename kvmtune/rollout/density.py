@@ -77,8 +77,7 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None',
     flavors the empty host holds now and under ``plan`` (None: unknown).
     ``flavors_of``: flavors(snapshot), for a caller that asks for many
     hosts of one snapshot (read once, not once a host)."""
-    node = next((n for n in snapshot.nodes
-                 if host in (n.service_host, n.name)), None)
+    node = snapshot.node(host)
     if flavors_of is None:
         flavors_of = flavors(snapshot)
     if node is None:

@@ -30,6 +30,7 @@ Pure functions over a ``Snapshot`` (what the cloud said, read once by
 """
 
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
@@ -75,6 +76,24 @@ class Snapshot:
         default_factory=dict)
     facts: dict[str, Any] = dataclasses.field(default_factory=dict)
     dedicated: dict[str, set[int]] = dataclasses.field(default_factory=dict)
+
+    # (nodes, {service host or name: first such node}) for node()
+    _index: tuple[list['Host'], dict[str, 'Host']] | None = \
+        dataclasses.field(default=None, init=False, repr=False,
+                          compare=False)
+
+    def node(self, host: str) -> 'Host | None':
+        """The first node whose service host or name is ``host``, by an
+        index of ``nodes`` made at the first call: one scan of the nodes
+        a snapshot, not one a host (hosts squared at --check with a
+        cloud)."""
+        if self._index is None or self._index[0] is not self.nodes:
+            index: dict[str, 'Host'] = {}
+            for node in self.nodes:
+                index.setdefault(node.service_host, node)
+                index.setdefault(node.name, node)
+            self._index = (self.nodes, index)
+        return self._index[1].get(host)
 
     def of(self, table: Mapping[str, Any], node: 'Host') -> Any:
         found = table.get(node.name)
@@ -201,7 +220,19 @@ def targets(snapshot: Snapshot, batch: Iterable[str]) -> list['Host']:
 def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
     """Where first fit puts each guest of the batch on the rest of the
     fleet; a guest with ``target`` None fits nowhere (``why``)."""
-    others = [_Target(n, snapshot) for n in targets(snapshot, batch)]
+    nodes = iter(targets(snapshot, batch))
+    made: list[_Target] = []
+
+    def others() -> Iterator[_Target]:
+        """The targets in order, each made when first fit first comes to
+        it: it mostly stops at the first few, and a target of every node
+        for every batch was hosts x batches (benchmarks/rollout_check.py
+        at --check with a cloud)."""
+        yield from made
+        for node in nodes:
+            made.append(_Target(node, snapshot))
+            yield made[-1]
+
     placed: list[Placed] = []
     for host in batch:
         guests = sorted(snapshot.servers.get(host, ()),
@@ -211,7 +242,7 @@ def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
             entry = Placed(host, server.id, server.name, server.flavor_name,
                            server.status)
             reasons: dict[str, list[str]] = {}
-            for target in others:
+            for target in others():
                 why = target.take(wanted)
                 if why is None:
                     entry.target = target.node.service_host
@@ -354,10 +385,13 @@ MODES = ('drain', 'in-place')
 
 
 def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
-          plans: Mapping[str, 'Plan']) -> Report:
+          plans: Mapping[str, 'Plan'],
+          flavors: Mapping[str, Any] | None = None) -> Report:
     """The preflight on a snapshot (pure: no call to the cloud).
 
     :param plans: {batch host: its plan}, where the host's facts are known
+    :param flavors: kvmtune.rollout.density.flavors(snapshot), for a
+        caller that judges many batches on the servers of one snapshot
     """
     from kvmtune.rollout import density
 
@@ -367,7 +401,8 @@ def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
         for host in batch:
             found += in_place(host, snapshot.servers.get(host, []),
                               snapshot.topologies, plans[host])
-    flavors = density.flavors(snapshot)
+    if flavors is None:
+        flavors = density.flavors(snapshot)
     rows = [row for host in batch
             for row in density.density(snapshot, host, plans.get(host),
                                        flavors)]
@@ -388,8 +423,7 @@ def run(cloud: Any, batch: Sequence[str], *, mode: str = 'drain',
     snapshot = read(cloud, batch, facts_dir)
     plans = {}
     for host in batch:
-        node = next((n for n in snapshot.nodes
-                     if host in (n.service_host, n.name)), None)
+        node = snapshot.node(host)
         facts = snapshot.of(snapshot.facts, node) if node else None
         if profiles and facts is not None:
             plans[host] = plan.for_host(list(profiles), facts=facts,

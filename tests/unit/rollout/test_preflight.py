@@ -4,6 +4,7 @@ PCPU 1, VCPU 1 at ratio 16, its facts vm.json, cpu_dedicated_set 1),
 replicated into a fleet (tests/unit/capacity/replay.py), and the batch's
 servers in the shape compute API 2.86 lists them. Pure logic."""
 
+import dataclasses
 import json
 import os
 
@@ -81,6 +82,22 @@ def test_memory_runs_out_across_hosts():
     assert [p.target is None for p in placed].count(True) == 1
     assert 'MEMORY_MB on compute-0001, compute-0002' in \
         [p.why for p in placed if p.target is None][0]
+
+
+def test_a_node_by_its_service_host_or_name_first_in_order():
+    snap = snapshot(count=3)
+    first, second, third = snap.nodes
+    assert snap.node(second.service_host) is second
+    assert snap.node(third.name) is third
+    assert snap.node('no-such-host') is None
+    # a node named as another's service host: the first in order
+    renamed = dataclasses.replace(third, name=first.service_host)
+    snap.nodes = [renamed, first, second]
+    assert snap.node(first.service_host) is renamed
+    # the snapshot of a later batch (resume.back_by_then) has its own
+    later = dataclasses.replace(snap, nodes=[first, second])
+    assert later.node(first.service_host) is first
+    assert later.node(third.service_host) is None
 
 
 def test_disabled_computes_and_the_batch_take_nothing():
