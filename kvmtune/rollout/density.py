@@ -18,6 +18,7 @@ from kvmtune import capacity
 from kvmtune.capacity import cells
 from kvmtune.capacity import numa
 from kvmtune.capacity import request as requests
+from kvmtune.rollout import inplace
 from kvmtune.rollout import preflight
 
 if TYPE_CHECKING:
@@ -92,9 +93,9 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None',
     new_dedicated = new_shared = None
     if plan is not None and facts is not None:
         online = set((facts.get('cpu') or {}).get('online') or ())
-        new_dedicated = preflight.planned_set(
+        new_dedicated = inplace.planned_set(
             plan, 'cpu_dedicated_set') or set()
-        new_shared = preflight.planned_set(plan, 'cpu_shared_set')
+        new_shared = inplace.planned_set(plan, 'cpu_shared_set')
         if new_shared is None:
             new_shared = online - new_dedicated
         for rc, cpus in (('PCPU', new_dedicated), ('VCPU', new_shared)):

@@ -8,8 +8,6 @@ import dataclasses
 import json
 import os
 
-import pytest
-
 from kvmtune.capacity import placement
 from kvmtune.rollout import nova
 from kvmtune.rollout import preflight
@@ -133,36 +131,6 @@ def _plan(dedicated=None, shared_set=None, pools=()):
 TOPOLOGY = {'p': {'pagesize_kb': 2048, 'nodes': [
     {'host_node': 0, 'memory_mb': 128, 'cpu_pinning': {'0': 1},
      'vcpu_set': [0]}]}}
-
-
-@pytest.mark.parametrize('plan, says', [
-    (_plan('1', '0', [(0, 2048, 64)]), None),
-    (_plan('2-3', '0'), 'pinned to CPUs [1] outside the new '
-                        'cpu_dedicated_set 2-3 (Nova only warns'),
-    (_plan(None, '0-1'), 'pinned, and the plan sets no cpu_dedicated_set'),
-    (_plan('1', '0', [(0, 2048, 10)]),
-     'its guests hold 64 pages of 2048 KiB on NUMA node 0; the plan '
-     'leaves 10'),
-])
-def test_in_place_refuses_what_moves_or_shrinks_under_a_guest(plan, says):
-    guests = [nova.Server.from_api(pinned('p'))]
-    found = preflight.in_place('compute-0000', guests, TOPOLOGY, plan)
-    if says is None:
-        assert found == []
-    else:
-        line, = [r.line() for r in found]
-        assert says in line and line.startswith(
-            'host compute-0000: in-place: ')
-
-
-def test_in_place_unpinned_guests_need_a_shared_set():
-    guests = [nova.Server.from_api(shared('a'))]
-    line, = [r.line() for r in preflight.in_place(
-        'compute-0000', guests, {}, _plan('0-1'))]
-    assert 'unpinned, and the plan sets a cpu_dedicated_set but no ' \
-        'cpu_shared_set' in line
-    assert preflight.in_place('compute-0000', guests, {},
-                              _plan('1', '0')) == []
 
 
 def test_judge_drain_and_in_place():
