@@ -104,10 +104,11 @@ def _changes(changes: list[dict[str, Any]]) -> str:
 def run(args: argparse.Namespace) -> int:
     from kvmtune.rollout import check
     from kvmtune.rollout import inventory
+    from kvmtune.rollout import local
     from kvmtune.rollout import playbook
 
     # --check prepares its planning while ansible-inventory runs
-    early = check.Early(args.profile, args.config_file or ()) \
+    early = local.Early(args.profile, args.config_file or ()) \
         if args.check else None
     hosts = inventory.load(args.inventory, args.limit, meanwhile=early)
     if not args.check:

@@ -171,7 +171,7 @@ def load(path: str, pattern: str = 'all',
     host pattern: a group, ``web:&db``, ...) selects. ``meanwhile``: the
     caller's own preparation, called while ansible-inventory runs (its
     start-up is most of its time, and it takes one core of two:
-    kvmtune.rollout.check.Early)."""
+    kvmtune.rollout.local.Early)."""
     if not os.path.exists(path):
         raise InputError('no such inventory', source=path,
                          key='--inventory',

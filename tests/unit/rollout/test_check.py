@@ -110,45 +110,6 @@ def test_a_host_that_does_not_plan_is_named(tmp_path):
     assert 'withheld' in line and '\n' not in line
 
 
-def test_alike_hosts_planned_once_each_its_source(tmp_path, monkeypatch):
-    from kvmtune.tuning import plan as plans
-
-    made = []
-    for_host = plans.for_host
-    monkeypatch.setattr(plans, 'for_host', lambda *a, **kw: made.append(
-        kw['facts']['source']) or for_host(*a, **kw))
-    hosts = [_host(name, hosttrees.make(tmp_path / name, distro))
-             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'),
-                                  ('c3', 'debian-12'))]
-    found = check.plan(hosts, 'cpu-pinning', path='inv')
-    # c3's facts are c1's but for their source: c1's plan, c3's source
-    assert made == [hosts[0].root, hosts[1].root]
-    c1, c2, c3 = found.hosts
-    assert [h.plan.facts_source for h in found.hosts] == \
-        [h.root for h in hosts]
-    assert c3.plan is not c1.plan
-    assert dict(c3.plan.to_dict(), facts_source=None) == \
-        dict(c1.plan.to_dict(), facts_source=None)
-    assert c3.plan != c2.plan
-
-
-def test_early_loads_the_profile_plan_then_takes(tmp_path):
-    """What --check prepares while ansible-inventory runs: the same plan;
-    a profile that does not load is refused by plan(), as without it."""
-    hosts = [_host('c1', hosttrees.make(tmp_path / 'c1', 'debian-12'))]
-    early = check.Early('cpu-pinning', ())
-    early()
-    assert early.loaded.name == 'cpu-pinning'
-    assert check.plan(hosts, 'cpu-pinning', path='inv',
-                      early=early).to_dict() == \
-        check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
-    unknown = check.Early('no-such-profile', ())
-    unknown()
-    assert unknown.loaded is None
-    with pytest.raises(InputError, match="unknown profile 'no-such"):
-        check.plan(hosts, 'no-such-profile', path='inv', early=unknown)
-
-
 def test_a_missing_root_is_unreachable(tmp_path):
     with pytest.raises(InputError) as err:
         check.plan([_host('gone', tmp_path / 'nothing')], 'cpu-pinning',
@@ -179,25 +140,6 @@ def test_a_host_on_another_connection_is_asked_over_ansible(
     assert hosttrees.snapshot(root) == before
     # its facts came along (the cloud's preflight plans on them)
     assert remote.facts['source'] == str(root)
-
-
-def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
-                                                      monkeypatch):
-    hosts = [_host(name, hosttrees.make(tmp_path / name, distro))
-             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'),
-                                  ('c3', 'rhel-9-bls'))]
-    alone = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
-    monkeypatch.setattr(check, 'PARALLEL_FROM', 2)
-    monkeypatch.setattr(check, 'WORKERS', 2)
-    pooled = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
-    assert pooled == alone
-    # the first host that does not plan, in inventory order, is the error
-    small = hosttrees.make(tmp_path / 'small', 'debian-12',
-                           os.path.join('real', '16amd64-8n2c'))
-    with pytest.raises(InputError) as err:
-        check.plan(hosts + [_host('small', small)] + hosts[:1],
-                   'pinned-hugepages', path='inv')
-    assert err.value.line().startswith('inventory host small: ')
 
 
 # --check with a cloud: the preflight of each batch judged on the hosts'
