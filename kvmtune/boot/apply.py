@@ -42,6 +42,7 @@ from kvmtune import inputs
 
 if TYPE_CHECKING:
     from kvmtune.facts.types import Facts
+    from kvmtune.tuning.plan import Plan
     from kvmtune.tuning.profiles import Profile
 
 # How long a boot loader tool may take (update-grub probes every disk).
@@ -175,7 +176,8 @@ def _run(argv: list[str]) -> None:
 
 def apply(profile: 'str | Profile', root: str = '/',
           config_files: Iterable[str] = (), dry_run: bool = False,
-          facts: 'Facts | None' = None) -> Result:
+          facts: 'Facts | None' = None, plan: 'Plan | None' = None
+          ) -> Result:
     """Stage ``profile``'s boot-time changes on the host tree ``root``
     (module docstring); InputError, with nothing written, for bad input,
     a withheld plan, unknown or doubtful facts, an unknown boot loader or
@@ -184,15 +186,18 @@ def apply(profile: 'str | Profile', root: str = '/',
     ``profile``: a name, a file or a Profile already loaded; ``facts``:
     the facts of ``root`` when the caller has read them already (the
     rollout's --check plans many hosts: kvmtune.rollout.check), else read
-    here."""
+    here; ``plan``: the plan of ``profile`` on those ``facts`` when the
+    caller has made it already through the front door (for_host, which
+    refused it if it withheld), else made here."""
     from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
 
     live = is_this_machine(root)
     if facts is None:
         facts = host_facts.resolve(root=None if live else root)
-    plan, = plans.for_host([profile], facts=facts,
-                           config_files=config_files)
+    if plan is None:
+        plan, = plans.for_host([profile], facts=facts,
+                               config_files=config_files)
     result = Result(profile=plan.profile, root=root,
                     kernel_args=list(plan.kernel_args), dry_run=dry_run,
                     plan=plan)

@@ -104,9 +104,13 @@ def _changes(changes: list[dict[str, Any]]) -> str:
 def run(args: argparse.Namespace) -> int:
     from kvmtune.rollout import check
     from kvmtune.rollout import inventory
+    from kvmtune.rollout import local
     from kvmtune.rollout import playbook
 
-    hosts = inventory.load(args.inventory, args.limit)
+    # --check prepares its planning while ansible-inventory runs
+    early = local.Early(args.profile, args.config_file or ()) \
+        if args.check else None
+    hosts = inventory.load(args.inventory, args.limit, meanwhile=early)
     if not args.check:
         return playbook.run(args.inventory, hosts, profile=args.profile,
                             limit=args.limit, batch=args.batch,
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
                             config_files=args.config_file or ())
     found = check.plan(hosts, args.profile, path=args.inventory,
                        batch=args.batch, mode=args.mode, cloud=args.os_cloud,
-                       config_files=args.config_file or ())
+                       config_files=args.config_file or (), early=early)
     # the preflight refused a batch: the rollout would stop there
     status = EXIT_DIFFERS if found.refused else 0
     if output.format_of(args) != 'table':

@@ -19,8 +19,8 @@ the way the rollout's apply step would, and changes nothing:
 
 A host's tree is read here when the inventory says it is on this machine
 (``ansible_connection=local``; ``kvmtune_root`` a capture or a mounted
-root, as ``--root`` elsewhere). Any other host is asked over its
-connection, by Ansible (kvmtune.rollout.remote).
+root, as ``--root`` elsewhere: kvmtune.rollout.local). Any other host is
+asked over its connection, by Ansible (kvmtune.rollout.remote).
 
 Without a cloud the cloud's checks are not made, and the answer names
 them (CLOUD_CHECKS). A host that does not plan (a withheld plan, an
@@ -38,15 +38,11 @@ from typing import Any
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
+from kvmtune.rollout import local
 from kvmtune.rollout import remote
 from kvmtune.rollout import resume
 
 ACTIONS = ('reboot', 'restart', 'none')
-# Hosts read on this machine are planned in WORKERS processes from
-# PARALLEL_FROM hosts on: two, not every core, as the controller has other
-# work (and ansible-playbook to run).
-WORKERS = min(2, os.cpu_count() or 1)
-PARALLEL_FROM = 32
 # (name, what it checks): the cloud's part of the preflight, made only
 # with --os-cloud (kvmtune.rollout.preflight, kvmtune rollout-step).
 CLOUD_CHECKS = (
@@ -133,71 +129,17 @@ class DryRun:
                 'summary': {'hosts': len(self.hosts), **counts}}
 
 
-def _no_nova_conf(path: str) -> str:
-    return (f'no nova.conf at {path}: the apply step leaves nova.conf alone '
-            'here (set kvmtune_nova_conf to the file nova-compute reads)')
-
-
-def _nova_conf(host: inventory.Host, plan: Any, text: str | None
-               ) -> tuple[list[dict[str, Any]], list[str]]:
-    """(changes, notes) of the host's nova.conf ``text`` for ``plan``."""
-    from kvmtune.tuning.novaconf import services
-    from kvmtune.tuning.novaconf import update
-
-    path = host.in_root(host.nova_conf)
-    wanted, _ = services.split(plan.nova_conf, services.COMPUTE)
-    if not wanted:
-        return [], []
-    if text is None:
-        return [], [_no_nova_conf(path)]
-    ini = update.parse_config(path, text)
-    changes = []
-    for section, options in update.planned_changes(path, wanted).items():
-        for option, value in options.items():
-            current: Any = ini.get_all(section, option) \
-                if isinstance(value, list) else ini.get(section, option)
-            if current != value:
-                changes.append({'kind': 'nova.conf', 'path': host.nova_conf,
-                                'section': section, 'option': option,
-                                'from': current, 'to': value})
-    return changes, []
-
-
-def _local(host: inventory.Host, profile: Any,
-           config_files: Sequence[str]) -> HostCheck:
-    """The HostCheck of a host whose tree is on this machine; ``profile``
-    a Profile loaded once for every host."""
-    from kvmtune.boot import apply
-    from kvmtune.boot import record
-    from kvmtune import facts as host_facts
-    from kvmtune.tuning.novaconf import update
-
+def _from_reading(host: inventory.Host, reading: local.Reading
+                  ) -> HostCheck:
+    """The HostCheck of a host read on this machine
+    (kvmtune.rollout.local)."""
     found = HostCheck(host=host.name, root=host.root,
-                      connection=host.connection)
-    if not os.path.isdir(host.root):
-        raise InputError(f'kvmtune_root {host.root}: no such directory, '
-                         'so the host cannot be reached here',
-                         source=f'inventory host {host.name}',
-                         fix='give the tree of the host (kvmtune host '
-                             'capture), or the connection Ansible reaches '
-                             'it by')
-    try:
-        # the facts once; boot apply's dry run plans on them through the
-        # front door (kvmtune.tuning.plan.for_host) and compares
-        facts = host_facts.resolve(root=host.root)
-        staged = apply.apply(profile, root=host.root, facts=facts,
-                             config_files=config_files, dry_run=True)
-        path = host.in_root(host.nova_conf)     # read once, by apply's reader
-        conf_text = update.read_config(path) if os.path.isfile(path) else None
-        conf, found.notes = _nova_conf(host, staged.plan, conf_text)
-        earlier = record.pending(host.root)
-    except KvmtuneError as exc:
-        raise remote.host_error(host.name, exc) from None
-    _fill(found, staged.to_dict(), earlier)
-    found.changes += conf
+                      connection=host.connection, notes=reading.notes)
+    _fill(found, reading.staged, reading.earlier)
+    found.changes += reading.conf
     _decide(found)
-    found.facts, found.plan = facts, staged.plan
-    found.nova_conf_text = conf_text
+    found.facts, found.plan = reading.facts, reading.plan
+    found.nova_conf_text = reading.conf_text
     return found
 
 
@@ -247,7 +189,7 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
     except KvmtuneError as exc:
         raise remote.host_error(host.name, exc) from None
     if answer.nova_conf is None:
-        found.notes.append(_no_nova_conf(host.in_root(host.nova_conf)))
+        found.notes.append(local.no_nova_conf(host.in_root(host.nova_conf)))
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
                        'diff': line} for line in answer.nova_conf or ()]
     _decide(found)
@@ -270,6 +212,7 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
     from kvmtune.capacity import nodefacts
     from kvmtune.capacity import placement
     from kvmtune.openstack.connection import Cloud
+    from kvmtune.rollout import density
     from kvmtune.rollout import preflight
 
     by_name = {h.name: h for h in hosts}
@@ -297,13 +240,15 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
                 snapshot.residents[node.name] = reader.servers(node)
     reports = []
     earlier: list[str] = []
+    # the servers' flavors, once: every batch's snapshot has the same
+    flavors = density.flavors(snapshot)
     for names in grouped:
         batch = [by_name[n].nova_host for n in names]
         judge_mode = 'in-place' if mode == 'in-place' else 'drain'
         judged = resume.back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
             judged, batch, judge_mode,
-            {h: plans[h] for h in batch if h in plans}).to_dict())
+            {h: plans[h] for h in batch if h in plans}, flavors).to_dict())
         earlier += batch
     return reports
 
@@ -327,23 +272,6 @@ def write_facts(hosts: Sequence[inventory.Host],
                                 found.nova_conf_text, mode=0o600)
 
 
-def _plan_here(hosts: Sequence[inventory.Host], profile: Any,
-               config_files: Sequence[str]) -> list[HostCheck]:
-    """_local() of each host, in order; from PARALLEL_FROM hosts on, in
-    WORKERS processes (reading a tree's facts is most of a host's time,
-    benchmarks/rollout_check.py). The first host that does not plan, in
-    inventory order, is the error."""
-    if len(hosts) < PARALLEL_FROM or WORKERS < 2:
-        return [_local(host, profile, config_files) for host in hosts]
-    from concurrent import futures
-    import itertools
-
-    with futures.ProcessPoolExecutor(max_workers=WORKERS) as pool:
-        return list(pool.map(_local, hosts, itertools.repeat(profile),
-                             itertools.repeat(config_files),
-                             chunksize=max(1, len(hosts) // (WORKERS * 8))))
-
-
 def batches(names: Sequence[str], size: int) -> list[list[str]]:
     """``names`` in batches of ``size``, in inventory order (Ansible's
     ``serial: size``)."""
@@ -355,10 +283,12 @@ def batches(names: Sequence[str], size: int) -> list[list[str]]:
 
 def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
          batch: int = 1, mode: str = 'drain', cloud: str | None = None,
-         config_files: Sequence[str] = ()) -> DryRun:
+         config_files: Sequence[str] = (),
+         early: local.Early | None = None) -> DryRun:
     """The rollout's plan for ``hosts`` (inventory order) of the
     inventory ``path``; InputError naming the first host that does not
-    plan."""
+    plan. ``early``: the local.Early of this profile and config files,
+    called already."""
     hosts = list(hosts)
     grouped = batches([h.name for h in hosts], batch)
     number = {name: n for n, names in enumerate(grouped, 1)
@@ -366,16 +296,23 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     from kvmtune.tuning import profiles
 
     asked = remote.ask([h for h in hosts if not h.local], path, profile)
-    local = [h for h in hosts if h.local]
+    here = [h for h in hosts if h.local]
     # the profile (a name or a file) loaded once for every local host
-    loaded = profiles.load(profile, profiles.configured_dirs(
-        list(config_files))) if local else None
-    here = dict(zip([h.name for h in local],
-                    _plan_here(local, loaded, config_files)))
+    loaded = None
+    if here and early is not None and early.loaded is not None and \
+            (early.profile, early.config_files) == (profile,
+                                                    list(config_files)):
+        loaded = early.loaded
+    elif here:
+        loaded = profiles.load(profile, profiles.configured_dirs(
+            list(config_files)))
+    read = dict(zip([h.name for h in here],
+                    local.read(here, loaded, config_files)))
     checks = []
     for host in hosts:
         found = (_from_answer(host, asked[host.name], profile, config_files)
-                 if host.name in asked else here[host.name])
+                 if host.name in asked else
+                 _from_reading(host, read[host.name]))
         found.batch = number[host.name]
         checks.append(found)
     skipped: list[dict[str, str]] = []

@@ -10,7 +10,6 @@ NUMA cells (kvmtune.capacity.numa), which needs the host's facts.
 """
 
 from collections.abc import Mapping
-import copy
 import dataclasses
 from typing import Any
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from kvmtune import capacity
 from kvmtune.capacity import cells
 from kvmtune.capacity import numa
 from kvmtune.capacity import request as requests
+from kvmtune.rollout import inplace
 from kvmtune.rollout import preflight
 
 if TYPE_CHECKING:
@@ -27,8 +27,13 @@ if TYPE_CHECKING:
 
 
 def planned_facts(facts: Mapping[str, Any], plan: 'Plan') -> dict[str, Any]:
-    """The facts with the plan's huge page pools in place of today's."""
-    changed = copy.deepcopy(dict(facts))
+    """The facts with the plan's huge page pools in place of today's: new
+    NUMA node dicts and page lists, the rest shared with ``facts`` (read
+    only here; a deep copy of the whole facts a host was most of the
+    density's time, benchmarks/rollout_check.py)."""
+    changed = dict(facts)
+    changed['numa'] = {**facts['numa'], 'nodes': [
+        dict(node) for node in facts['numa']['nodes']]}
     for pool in plan.hugepages:
         for node in changed['numa']['nodes']:
             if node['id'] != pool['node']:
@@ -59,27 +64,38 @@ def _empty_count(node: 'Host', wanted: requests.Request,
     return None if found is None else min(count, found)
 
 
-def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None'
+def flavors(snapshot: preflight.Snapshot) -> dict[str, Any]:
+    """{flavor name: a server of it}: the flavors of the snapshot's
+    servers, the last server of each name."""
+    return {s.flavor_name: s for guests in snapshot.servers.values()
+            for s in guests}
+
+
+def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None',
+            flavors_of: Mapping[str, Any] | None = None
             ) -> list[dict[str, Any]]:
     """[{host, flavor, before, after}]: guests of each of the batch's
-    flavors the empty host holds now and under ``plan`` (None: unknown)."""
-    node = next((n for n in snapshot.nodes
-                 if host in (n.service_host, n.name)), None)
-    flavors = {s.flavor_name: s for guests in snapshot.servers.values()
-               for s in guests}
+    flavors the empty host holds now and under ``plan`` (None: unknown).
+    ``flavors_of``: flavors(snapshot), for a caller that asks for many
+    hosts of one snapshot (read once, not once a host)."""
+    node = snapshot.node(host)
+    if flavors_of is None:
+        flavors_of = flavors(snapshot)
     if node is None:
         return []
     facts = snapshot.of(snapshot.facts, node)
     dedicated = capacity.cpu_sets(node, facts or {}, None,
                                   snapshot.of(snapshot.dedicated, node))
     shared = capacity.shared_cpus(node, facts or {}, dedicated or set())
-    after_node = copy.deepcopy(node)
+    # its own inventories, the one thing changed below
+    after_node = dataclasses.replace(node, inventories={
+        rc: dict(inv) for rc, inv in node.inventories.items()})
     new_dedicated = new_shared = None
     if plan is not None and facts is not None:
         online = set((facts.get('cpu') or {}).get('online') or ())
-        new_dedicated = preflight.planned_set(
+        new_dedicated = inplace.planned_set(
             plan, 'cpu_dedicated_set') or set()
-        new_shared = preflight.planned_set(plan, 'cpu_shared_set')
+        new_shared = inplace.planned_set(plan, 'cpu_shared_set')
         if new_shared is None:
             new_shared = online - new_dedicated
         for rc, cpus in (('PCPU', new_dedicated), ('VCPU', new_shared)):
@@ -89,14 +105,17 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None'
                 inv.update(total=len(cpus), reserved=0, max_unit=len(cpus))
             else:
                 after_node.inventories.pop(rc, None)
+    # the facts under the plan, once for every flavor (_empty_count only
+    # reads them)
+    after_facts = planned_facts(facts, plan) \
+        if plan is not None and facts is not None and flavors_of else None
     rows = []
-    for name, server in sorted(flavors.items()):
+    for name, server in sorted(flavors_of.items()):
         wanted = preflight.request_of(server)
         after = None
-        if plan is not None and facts is not None:
-            after = _empty_count(after_node, wanted,
-                                 planned_facts(facts, plan), new_dedicated,
-                                 new_shared)
+        if after_facts is not None:
+            after = _empty_count(after_node, wanted, after_facts,
+                                 new_dedicated, new_shared)
         rows.append({'host': host, 'flavor': name,
                      'before': _empty_count(node, wanted, facts, dedicated,
                                             shared), 'after': after})

@@ -22,6 +22,7 @@ No ansible-core, an inventory Ansible cannot read or a pattern that
 selects no host is one line, exit 2.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 import dataclasses
@@ -30,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any
 
 from kvmtune.errors import InputError
@@ -101,22 +103,35 @@ def environment() -> dict[str, str]:
             'ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED': 'True'}
 
 
-def _run(argv: list[str], path: str) -> str:
+def _run(argv: list[str], path: str,
+         meanwhile: Callable[[], None] | None = None) -> str:
+    """What ``argv`` prints; ``meanwhile`` called while it runs."""
+    started = time.monotonic()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=TIMEOUT, check=False,
-                              env=environment())
+        with subprocess.Popen(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=environment()) as proc:
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+                stdout, stderr = proc.communicate(timeout=max(
+                    0.0, TIMEOUT - (time.monotonic() - started)))
+            except BaseException:
+                # as subprocess.run: no child left behind (a timeout, or
+                # meanwhile failed)
+                proc.kill()
+                raise
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InputError(f'{os.path.basename(argv[0])} did not run: {exc}',
                          source=path, fix=FIX) from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines()
+    if proc.returncode != 0:
+        lines = [line for line in stderr.splitlines()
                  if line.strip()] or ['no output']
         error = next((line for line in lines if 'ERROR' in line), lines[-1])
         raise InputError(f'Ansible cannot read it: {error.strip()}',
                          source=path,
                          fix='give an inventory ansible-inventory -i reads')
-    return done.stdout
+    return stdout
 
 
 def _walk(groups: Mapping[str, Any], name: str, seen: set[str]
@@ -150,16 +165,20 @@ def parse(text: str, path: str) -> list[Host]:
     return [Host(name, dict(hostvars.get(name) or {})) for name in names]
 
 
-def load(path: str, pattern: str = 'all') -> list[Host]:
+def load(path: str, pattern: str = 'all',
+         meanwhile: Callable[[], None] | None = None) -> list[Host]:
     """The hosts of the inventory ``path`` that ``pattern`` (an Ansible
-    host pattern: a group, ``web:&db``, ...) selects."""
+    host pattern: a group, ``web:&db``, ...) selects. ``meanwhile``: the
+    caller's own preparation, called while ansible-inventory runs (its
+    start-up is most of its time, and it takes one core of two:
+    kvmtune.rollout.local.Early)."""
     if not os.path.exists(path):
         raise InputError('no such inventory', source=path,
                          key='--inventory',
                          fix='give an inventory file or directory')
     tool = ansible_tool('ansible-inventory')
     hosts = parse(_run([tool, '-i', path, '--list', '--limit', pattern],
-                       path), path)
+                       path, meanwhile), path)
     if not hosts:
         raise InputError(f'no host matches {pattern!r}', source=path,
                          key='--limit',

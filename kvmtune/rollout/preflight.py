@@ -16,23 +16,17 @@ Pure functions over a ``Snapshot`` (what the cloud said, read once by
   flavor and what ran out on each candidate. First fit is not Nova's
   scheduler (its weighers spread guests): it says whether room exists,
   not where Nova will put each guest.
-- ``in_place``: for a rollout that keeps the guests on their host
-  (reboot in place), the plan's new CPU sets and page pools still hold
-  them, by Nova's rules at nova-compute start
-  (nova/compute/manager.py ``_validate_pinning_configuration``): pinned
-  guests need a ``cpu_dedicated_set`` holding their pinned CPUs (Nova only
-  warns when it does not: the guest then shares CPUs another guest may
-  get), unpinned ones a ``cpu_shared_set`` when the dedicated set is set;
-  a guest's huge pages need the pool of their size on their node to keep
-  at least their number.
-- ``density``: per batch host and flavor, how many guests fit the empty
-  host now and under the plan (its CPU sets and pools).
+- in-place mode (kvmtune.rollout.inplace): the plan's new CPU sets and
+  page pools still hold the guests that stay on their host;
+- the density cost (kvmtune.rollout.density): per batch host and flavor,
+  how many guests fit the empty host now and under the plan (its CPU
+  sets and pools).
 """
 
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
-import copy
 import dataclasses
 from typing import Any
 from typing import TYPE_CHECKING
@@ -76,6 +70,24 @@ class Snapshot:
         default_factory=dict)
     facts: dict[str, Any] = dataclasses.field(default_factory=dict)
     dedicated: dict[str, set[int]] = dataclasses.field(default_factory=dict)
+
+    # (nodes, {service host or name: first such node}) for node()
+    _index: tuple[list['Host'], dict[str, 'Host']] | None = \
+        dataclasses.field(default=None, init=False, repr=False,
+                          compare=False)
+
+    def node(self, host: str) -> 'Host | None':
+        """The first node whose service host or name is ``host``, by an
+        index of ``nodes`` made at the first call: one scan of the nodes
+        a snapshot, not one a host (hosts squared at --check with a
+        cloud)."""
+        if self._index is None or self._index[0] is not self.nodes:
+            index: dict[str, 'Host'] = {}
+            for node in self.nodes:
+                index.setdefault(node.service_host, node)
+                index.setdefault(node.name, node)
+            self._index = (self.nodes, index)
+        return self._index[1].get(host)
 
     def of(self, table: Mapping[str, Any], node: 'Host') -> Any:
         found = table.get(node.name)
@@ -127,7 +139,11 @@ class _Target:
     """A node outside the batch, with the use the guests placed add."""
 
     def __init__(self, node: 'Host', snapshot: Snapshot) -> None:
-        self.node = copy.deepcopy(node)
+        # its own usages, the one thing take() changes; the rest is read
+        # only, shared with the snapshot (a deep copy of every node for
+        # every batch was most of the preflight's time at 500 hosts,
+        # benchmarks/rollout_check.py)
+        self.node = dataclasses.replace(node, usages=dict(node.usages))
         self.snapshot = snapshot
         self._cells: list[cells.Node] | None = None
         self._why: str | None = None
@@ -198,7 +214,19 @@ def targets(snapshot: Snapshot, batch: Iterable[str]) -> list['Host']:
 def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
     """Where first fit puts each guest of the batch on the rest of the
     fleet; a guest with ``target`` None fits nowhere (``why``)."""
-    others = [_Target(n, snapshot) for n in targets(snapshot, batch)]
+    nodes = iter(targets(snapshot, batch))
+    made: list[_Target] = []
+
+    def others() -> Iterator[_Target]:
+        """The targets in order, each made when first fit first comes to
+        it: it mostly stops at the first few, and a target of every node
+        for every batch was hosts x batches (benchmarks/rollout_check.py
+        at --check with a cloud)."""
+        yield from made
+        for node in nodes:
+            made.append(_Target(node, snapshot))
+            yield made[-1]
+
     placed: list[Placed] = []
     for host in batch:
         guests = sorted(snapshot.servers.get(host, ()),
@@ -208,7 +236,7 @@ def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
             entry = Placed(host, server.id, server.name, server.flavor_name,
                            server.status)
             reasons: dict[str, list[str]] = {}
-            for target in others:
+            for target in others():
                 why = target.take(wanted)
                 if why is None:
                     entry.target = target.node.service_host
@@ -239,66 +267,6 @@ def refusals(placed: Iterable[Placed]) -> list[Refused]:
                     fix='free room elsewhere or make the batch smaller; '
                         'nothing was touched')
             for p in placed if p.target is None]
-
-
-def planned_set(plan: 'Plan', option: str) -> set[int] | None:
-    from kvmtune.facts.cpulist import parse_cpu_spec
-
-    value = plan.nova_conf.get('compute', {}).get(option)
-    return None if value is None else set(parse_cpu_spec(str(value)))
-
-
-def in_place(host: str, servers: Sequence[nova.Server],
-             topologies: Mapping[str, Any], plan: 'Plan') -> list[Refused]:
-    """Why the plan's CPU sets and pools would not hold the guests that
-    stay on ``host`` (empty: they hold)."""
-    from kvmtune.facts.cpulist import format_cpulist
-
-    dedicated = planned_set(plan, 'cpu_dedicated_set')
-    shared = planned_set(plan, 'cpu_shared_set')
-    pools = {(p['node'], p['size_kb']): p['count'] for p in plan.hugepages}
-    found: list[Refused] = []
-    held: dict[tuple[int, int], int] = {}
-
-    def refuse(server: nova.Server, what: str) -> None:
-        found.append(Refused(
-            f'server {server.id} ({server.name}, flavor '
-            f'{server.flavor_name}): {what}', source=f'host {host}',
-            key='in-place', fix='drain this host instead of changing it in '
-                                'place; nothing was touched'))
-
-    for server in servers:
-        topology = topologies.get(server.id) or {}
-        pinned: set[int] = set()
-        for cell in topology.get('nodes') or ():
-            pinned |= {int(c) for c in (cell.get('cpu_pinning') or
-                                        {}).values()}
-            size = topology.get('pagesize_kb')
-            if size:
-                key = (int(cell.get('host_node', 0)), int(size))
-                held[key] = held.get(key, 0) + \
-                    int(cell.get('memory_mb', 0)) * 1024 // int(size)
-        if pinned and not dedicated:
-            refuse(server, 'pinned, and the plan sets no '
-                   'cpu_dedicated_set (nova-compute refuses to start)')
-        elif dedicated is not None and not pinned <= dedicated:
-            outside = sorted(pinned - dedicated)
-            refuse(server, f'pinned to CPUs {outside} outside the new '
-                   f'cpu_dedicated_set {format_cpulist(dedicated)} (Nova '
-                   'only warns: another guest may get them)')
-        elif not pinned and dedicated and not shared:
-            refuse(server, 'unpinned, and the plan sets a '
-                   'cpu_dedicated_set but no cpu_shared_set (nova-compute '
-                   'refuses to start)')
-    for (node, size), pages in sorted(held.items()):
-        if (node, size) in pools and pools[node, size] < pages:
-            found.append(Refused(
-                f'its guests hold {pages} pages of {size} KiB on NUMA node '
-                f'{node}; the plan leaves {pools[node, size]}',
-                source=f'host {host}', key='in-place',
-                fix='drain this host instead of changing it in place; '
-                    'nothing was touched'))
-    return found
 
 
 def read(cloud: Any, batch: Sequence[str],
@@ -351,21 +319,28 @@ MODES = ('drain', 'in-place')
 
 
 def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
-          plans: Mapping[str, 'Plan']) -> Report:
+          plans: Mapping[str, 'Plan'],
+          flavors: Mapping[str, Any] | None = None) -> Report:
     """The preflight on a snapshot (pure: no call to the cloud).
 
     :param plans: {batch host: its plan}, where the host's facts are known
+    :param flavors: kvmtune.rollout.density.flavors(snapshot), for a
+        caller that judges many batches on the servers of one snapshot
     """
     from kvmtune.rollout import density
+    from kvmtune.rollout import inplace
 
     placed = fleet_fit(snapshot, batch) if mode == 'drain' else []
     found = refusals(placed)
     if mode == 'in-place':
         for host in batch:
-            found += in_place(host, snapshot.servers.get(host, []),
-                              snapshot.topologies, plans[host])
+            found += inplace.in_place(host, snapshot.servers.get(host, []),
+                                      snapshot.topologies, plans[host])
+    if flavors is None:
+        flavors = density.flavors(snapshot)
     rows = [row for host in batch
-            for row in density.density(snapshot, host, plans.get(host))]
+            for row in density.density(snapshot, host, plans.get(host),
+                                       flavors)]
     return Report(list(batch), mode, placed, rows, found)
 
 
@@ -383,8 +358,7 @@ def run(cloud: Any, batch: Sequence[str], *, mode: str = 'drain',
     snapshot = read(cloud, batch, facts_dir)
     plans = {}
     for host in batch:
-        node = next((n for n in snapshot.nodes
-                     if host in (n.service_host, n.name)), None)
+        node = snapshot.node(host)
         facts = snapshot.of(snapshot.facts, node) if node else None
         if profiles and facts is not None:
             plans[host] = plan.for_host(list(profiles), facts=facts,

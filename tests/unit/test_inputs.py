@@ -47,6 +47,27 @@ def test_directory_and_empty_path(tmp_path):
         inputs.load_json('')
 
 
+DIRECTORIES = ('/t/h1', '/', '//t/h1', '/t/h1/', '/t/./h1', '/t//h1',
+               '/t/h1/.', '/t/..', 't/h1')
+
+
+@pytest.mark.parametrize('directory', DIRECTORIES)
+def test_within_says_what_commonpath_says(directory):
+    """A path under a captured tree: the prefix where it is plain,
+    commonpath's own answer everywhere (relative against absolute: its
+    ValueError)."""
+    for path in DIRECTORIES + ('/t/h1/proc/cmdline', '/t/h10', '/t/h1//x',
+                               '/t/h1/./x', '/t/h1/../h2', '/t', '/etc',
+                               't/h1/x'):
+        try:
+            expected = os.path.commonpath([path, directory]) == directory
+        except ValueError:
+            with pytest.raises(ValueError):
+                inputs.within(path, directory)
+            continue
+        assert inputs.within(path, directory) is expected, path
+
+
 def test_size_bound(tmp_path):
     big = tmp_path / 'big.json'
     big.write_bytes(b' ' * 2048)

@@ -142,25 +142,6 @@ def test_a_host_on_another_connection_is_asked_over_ansible(
     assert remote.facts['source'] == str(root)
 
 
-def test_many_hosts_plan_in_worker_processes_the_same(tmp_path,
-                                                      monkeypatch):
-    hosts = [_host(name, hosttrees.make(tmp_path / name, distro))
-             for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'),
-                                  ('c3', 'rhel-9-bls'))]
-    alone = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
-    monkeypatch.setattr(check, 'PARALLEL_FROM', 2)
-    monkeypatch.setattr(check, 'WORKERS', 2)
-    pooled = check.plan(hosts, 'cpu-pinning', path='inv').to_dict()
-    assert pooled == alone
-    # the first host that does not plan, in inventory order, is the error
-    small = hosttrees.make(tmp_path / 'small', 'debian-12',
-                           os.path.join('real', '16amd64-8n2c'))
-    with pytest.raises(InputError) as err:
-        check.plan(hosts + [_host('small', small)] + hosts[:1],
-                   'pinned-hugepages', path='inv')
-    assert err.value.line().startswith('inventory host small: ')
-
-
 # --check with a cloud: the preflight of each batch judged on the hosts'
 # facts and nova.conf as --check read them (the recorded Placement of
 # tests/unit/rollout/test_steps.py, over three hosts named as its nodes)

@@ -1,6 +1,9 @@
 """kvmtune.rollout.inventory: hosts and their variables as Ansible's own
 parser (ansible-inventory) reads them."""
 
+import glob
+import os
+
 import pytest
 
 from kvmtune.errors import InputError
@@ -54,6 +57,38 @@ def test_bad_inventory_is_one_line(tmp_path, ansible_on_path, text,  # noqa
         inventory.load(path, pattern)
     assert expected in err.value.line()
     assert '\n' not in err.value.line()
+
+
+@needs_ansible
+def test_meanwhile_runs_while_ansible_lists(tmp_path, ansible_on_path):  # noqa
+    path = _write(tmp_path, '[computes]\nc1\nc2\n')
+    called = []
+    assert inventory.load(path, meanwhile=lambda: called.append(1)) == \
+        inventory.load(path)
+    assert called == [1]
+
+    def fails():
+        raise ValueError('its own error')
+
+    # the caller's error, not the inventory's; ansible-inventory is not
+    # left behind (no child of this process remains)
+    with pytest.raises(ValueError, match='its own error'):
+        inventory.load(path, meanwhile=fails)
+    assert _children() == []
+
+
+def _children():
+    """The processes whose parent is this one (zombies too)."""
+    found = []
+    for stat in glob.glob('/proc/[0-9]*/stat'):
+        try:
+            with open(stat) as f:
+                fields = f.read().rpartition(')')[2].split()
+        except OSError:
+            continue        # it ended meanwhile
+        if int(fields[1]) == os.getpid():
+            found.append(stat)
+    return found
 
 
 def test_missing_inventory(tmp_path):

@@ -4,10 +4,9 @@ PCPU 1, VCPU 1 at ratio 16, its facts vm.json, cpu_dedicated_set 1),
 replicated into a fleet (tests/unit/capacity/replay.py), and the batch's
 servers in the shape compute API 2.86 lists them. Pure logic."""
 
+import dataclasses
 import json
 import os
-
-import pytest
 
 from kvmtune.capacity import placement
 from kvmtune.rollout import nova
@@ -83,6 +82,22 @@ def test_memory_runs_out_across_hosts():
         [p.why for p in placed if p.target is None][0]
 
 
+def test_a_node_by_its_service_host_or_name_first_in_order():
+    snap = snapshot(count=3)
+    first, second, third = snap.nodes
+    assert snap.node(second.service_host) is second
+    assert snap.node(third.name) is third
+    assert snap.node('no-such-host') is None
+    # a node named as another's service host: the first in order
+    renamed = dataclasses.replace(third, name=first.service_host)
+    snap.nodes = [renamed, first, second]
+    assert snap.node(first.service_host) is renamed
+    # the snapshot of a later batch (resume.back_by_then) has its own
+    later = dataclasses.replace(snap, nodes=[first, second])
+    assert later.node(first.service_host) is first
+    assert later.node(third.service_host) is None
+
+
 def test_disabled_computes_and_the_batch_take_nothing():
     snap = snapshot(batch=('compute-0000', 'compute-0001'),
                     guests=[shared('a'), shared('b', host='compute-0001')],
@@ -116,36 +131,6 @@ def _plan(dedicated=None, shared_set=None, pools=()):
 TOPOLOGY = {'p': {'pagesize_kb': 2048, 'nodes': [
     {'host_node': 0, 'memory_mb': 128, 'cpu_pinning': {'0': 1},
      'vcpu_set': [0]}]}}
-
-
-@pytest.mark.parametrize('plan, says', [
-    (_plan('1', '0', [(0, 2048, 64)]), None),
-    (_plan('2-3', '0'), 'pinned to CPUs [1] outside the new '
-                        'cpu_dedicated_set 2-3 (Nova only warns'),
-    (_plan(None, '0-1'), 'pinned, and the plan sets no cpu_dedicated_set'),
-    (_plan('1', '0', [(0, 2048, 10)]),
-     'its guests hold 64 pages of 2048 KiB on NUMA node 0; the plan '
-     'leaves 10'),
-])
-def test_in_place_refuses_what_moves_or_shrinks_under_a_guest(plan, says):
-    guests = [nova.Server.from_api(pinned('p'))]
-    found = preflight.in_place('compute-0000', guests, TOPOLOGY, plan)
-    if says is None:
-        assert found == []
-    else:
-        line, = [r.line() for r in found]
-        assert says in line and line.startswith(
-            'host compute-0000: in-place: ')
-
-
-def test_in_place_unpinned_guests_need_a_shared_set():
-    guests = [nova.Server.from_api(shared('a'))]
-    line, = [r.line() for r in preflight.in_place(
-        'compute-0000', guests, {}, _plan('0-1'))]
-    assert 'unpinned, and the plan sets a cpu_dedicated_set but no ' \
-        'cpu_shared_set' in line
-    assert preflight.in_place('compute-0000', guests, {},
-                              _plan('1', '0')) == []
 
 
 def test_judge_drain_and_in_place():
