@@ -207,17 +207,19 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         shutil.rmtree(facts_dir, ignore_errors=True)
 
 
-def _refused(path: str, refusals: Sequence[str]) -> KvmtuneError:
-    """The one line of a rollout the preflight refuses (``refusals``: each
-    one's own line, with its fix): the first refusal, its fix."""
-    text, _, fix = refusals[0].rpartition(' (fix: ')
-    if not text or not fix.endswith(')'):
-        text, fix = refusals[0], 'nothing was disabled or changed)'
+def _refused(path: str, refusals: Sequence[KvmtuneError]) -> KvmtuneError:
+    """The one line of a rollout the preflight refuses (``refusals``: as
+    the preflight raised them, each with its fix): the first refusal, its
+    fix."""
+    first = refusals[0]
+    text = KvmtuneError(first.problem, source=first.source,
+                        key=first.key).line()
+    fix = first.fix or 'nothing was disabled or changed'
     more = (f' (and {len(refusals) - 1} more refusal(s))'
             if len(refusals) > 1 else '')
     return KvmtuneError(f'the preflight refuses it: {text}{more}',
-                        source=path, fix=f'{fix[:-1]}; kvmtune rollout '
-                                         '--check shows every batch')
+                        source=path, fix=f'{fix}; kvmtune rollout --check '
+                                         'shows every batch')
 
 
 def failure(result: dict[str, Any]) -> tuple[str, str | None]:

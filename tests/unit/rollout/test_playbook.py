@@ -349,11 +349,18 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
 
 
 def test_a_refusal_is_one_line_with_its_own_fix():
-    refusal = ('host c4: in-place: server s1 (g, flavor pinned): pinned to '
-               'CPUs [1] outside the new cpu_dedicated_set 4-39 (Nova only '
-               'warns: another guest may get them) (fix: drain this host '
-               'instead of changing it in place; nothing was touched)')
-    line = playbook._refused('inv.yml', [refusal, 'host c5: ...']).line()
+    """The preflight's refusal as it raised it: its text and its own fix,
+    carried, never parsed back out of its line (a problem that has
+    " (fix: " in it stays whole)."""
+    from kvmtune.rollout.preflight import Refused
+
+    refusal = Refused('server s1 (g, flavor pinned): pinned to CPUs [1] '
+                      'outside the new cpu_dedicated_set 4-39 (Nova only '
+                      'warns: another guest may get them)',
+                      source='host c4', key='in-place',
+                      fix='drain this host instead of changing it in '
+                          'place; nothing was touched')
+    line = playbook._refused('inv.yml', [refusal, Refused('...')]).line()
     assert line == (
         'inv.yml: the preflight refuses it: host c4: in-place: server s1 '
         '(g, flavor pinned): pinned to CPUs [1] outside the new '
@@ -361,6 +368,11 @@ def test_a_refusal_is_one_line_with_its_own_fix():
         'them) (and 1 more refusal(s)) (fix: drain this host instead of '
         'changing it in place; nothing was touched; kvmtune rollout --check '
         'shows every batch)')
-    assert playbook._refused('inv.yml', ['no fix here']).line() == (
+    assert playbook._refused('inv.yml', [Refused('no fix here')]).line() == (
         'inv.yml: the preflight refuses it: no fix here (fix: nothing was '
         'disabled or changed; kvmtune rollout --check shows every batch)')
+    odd = Refused('a name with (fix: in it)', source='host c5')
+    assert playbook._refused('inv.yml', [odd]).line() == (
+        'inv.yml: the preflight refuses it: host c5: a name with (fix: in '
+        'it) (fix: nothing was disabled or changed; kvmtune rollout --check '
+        'shows every batch)')
