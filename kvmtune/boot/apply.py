@@ -5,8 +5,11 @@ the fleet rollout's apply step) calls:
 
 1. plans the profile on the host tree ``root`` through the front door
    (kvmtune.tuning.plan.for_host: a plan that withheld isolcpus or a huge
-   page pool is refused), and compares it with what the host booted
-   (kvmtune.boot.changes: refused when that is unknown or doubtful);
+   page pool is refused), or takes the plan given (``plan``: one made
+   before, such as the plan a rollout applied to the host before its
+   reboot, kvmtune.rollout.state), and compares it with what the host
+   booted (kvmtune.boot.changes: refused when that is unknown or
+   doubtful);
 2. when the booted command line lacks some of the plan's kernel
    arguments, writes them where the host's boot loader takes them
    (kvmtune.boot.loader; an unknown boot loader is refused before
@@ -42,6 +45,7 @@ from kvmtune import inputs
 
 if TYPE_CHECKING:
     from kvmtune.facts.types import Facts
+    from kvmtune.tuning.plan import Plan
     from kvmtune.tuning.profiles import Profile
 
 # How long a boot loader tool may take (update-grub probes every disk).
@@ -173,26 +177,33 @@ def _run(argv: list[str]) -> None:
                                'are written, the reboot record is not')
 
 
-def apply(profile: 'str | Profile', root: str = '/',
+def apply(profile: 'str | Profile | None', root: str = '/',
           config_files: Iterable[str] = (), dry_run: bool = False,
-          facts: 'Facts | None' = None) -> Result:
+          facts: 'Facts | None' = None, plan: 'Plan | None' = None
+          ) -> Result:
     """Stage ``profile``'s boot-time changes on the host tree ``root``
     (module docstring); InputError, with nothing written, for bad input,
     a withheld plan, unknown or doubtful facts, an unknown boot loader or
     a missing tool.
 
-    ``profile``: a name, a file or a Profile already loaded; ``facts``:
-    the facts of ``root`` when the caller has read them already (the
-    rollout's --check plans many hosts: kvmtune.rollout.check), else read
-    here."""
+    ``profile``: a name, a file or a Profile already loaded; ``plan``:
+    a plan made before, staged as it is instead (``profile`` None: the
+    plan names its own); ``facts``: the facts of ``root`` when the caller
+    has read them already (the rollout's --check plans many hosts:
+    kvmtune.rollout.check), else read here."""
     from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
 
     live = is_this_machine(root)
     if facts is None:
         facts = host_facts.resolve(root=None if live else root)
-    plan, = plans.for_host([profile], facts=facts,
-                           config_files=config_files)
+    if plan is None:
+        if profile is None:
+            raise InputError('no profile and no plan given',
+                             key='--profile', fix='give --profile NAME or '
+                                                  '--plan FILE')
+        plan, = plans.for_host([profile], facts=facts,
+                               config_files=config_files)
     result = Result(profile=plan.profile, root=root,
                     kernel_args=list(plan.kernel_args), dry_run=dry_run,
                     plan=plan)
