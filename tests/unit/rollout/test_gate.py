@@ -94,9 +94,10 @@ def test_the_gate_judges_the_plan_applied_not_one_made_after_the_reboot(
         '(and 1 more); the host stays disabled (fix: the kernel could not '
         'reserve the pool at boot (the booted command line asks for '
         'hugepagesz=2M hugepages=256): free the memory it needs at boot '
-        '(fewer boot-time reservations, such as crashkernel=) or plan a '
-        'smaller pool, then reboot (shrunk since the boot: kvmtune pages '
-        'apply 0:2M:128))')
+        '(fewer boot-time reservations, such as crashkernel=) and reboot, '
+        'or plan the host again with a smaller pool (a plan made now keeps '
+        'the pool the host has) and boot that (shrunk since the boot: '
+        'kvmtune pages apply 0:2M:128))')
     # planned again from the facts after the reboot, the short pool is
     # kept as it came up (the hugepages tuner keeps a pool a host has):
     # the command line, which is right, would look wrong
