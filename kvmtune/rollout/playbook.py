@@ -136,21 +136,6 @@ def environment() -> dict[str, str]:
             'ANSIBLE_RETRY_FILES_ENABLED': '0'}
 
 
-def _run_id(profile: str, run_id: str | None, state_file: str | None
-            ) -> str:
-    """The run's id: the state file's run when it holds one (a rollout
-    run again goes on), else ``run_id``, else a new one
-    (kvmtune.rollout.state)."""
-    if state_file is None and run_id:
-        return run_id
-    from kvmtune.rollout import state
-
-    if state_file is None:
-        return state.new_run_id()
-    found, _ = state.open_run(state_file, profile=profile, run_id=run_id)
-    return found.run_id
-
-
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
@@ -162,6 +147,7 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     import shutil
 
     from kvmtune.rollout import check
+    from kvmtune.rollout import state as states
 
     stream = stream or sys.stdout
     # Every host first, as --check does: a host that does not plan, that
@@ -176,13 +162,18 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
-    run_id = _run_id(profile, run_id, state_file)
+    # the run's state, read once here: the state file's run when it holds
+    # one (a rollout run again goes on), else a new one
+    run = None if state_file is None else states.open_run(
+        state_file, profile=profile, run_id=run_id)[0]
+    run_id = run.run_id if run else (run_id or states.new_run_id())
+    nova = {h.name: h.nova_host for h in hosts}
     # the run starts: a host done with it and changed since starts over
-    for name in resume.start_over(state_file, found.hosts):
+    for name in resume.start_over(run, found.hosts, nova):
         stream.write(f'{name} starts over: done with run {run_id} and '
                      'changed since\n')
     names = resume.to_roll({h.host: h.action for h in found.hosts},
-                           resume.started(state_file, found.hosts))
+                           resume.started(run, found.hosts, nova))
     for host in found.hosts:
         if host.host not in names:
             stream.write(f'{host.host} unchanged: nothing to do, left '

@@ -1,18 +1,29 @@
 """A rollout run again: which hosts it takes up, and the cloud its later
 batches will find.
 
-``to_roll`` keeps the hosts with something to do and those the run took
-out and has not put back (``started``, read from the state file,
-kvmtune.rollout.state, after ``start_over`` has forgotten the steps of
-the hosts done with the run and changed since); ``back_by_then`` is the
-preflight's snapshot as a later batch finds the cloud, the hosts of
-earlier batches enabled again.
+Where a run starts (kvmtune.rollout.playbook.run) the state file
+(kvmtune.rollout.state) is read once, by ``state.open_run``, and that
+State is asked here: ``start_over`` forgets, in the file, the steps of
+the hosts done with the run and changed since (the one writer here,
+first); ``started`` (a query) names the hosts the run took out and has
+not put back; ``to_roll`` keeps those and the hosts with something to
+do. ``back_by_then`` is the preflight's snapshot as a later batch finds
+the cloud, the hosts of earlier batches enabled again.
+
+The state file keys a host by its name in Nova (the steps are made as
+``kvmtune rollout-step --host NOVA-NAME``); the checks name it as the
+inventory does: ``nova`` maps one to the other (``kvmtune_nova_host``),
+a host it leaves out keeps its inventory name.
 """
 
+from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
-import os
 from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvmtune.rollout.state import State
 
 
 def to_roll(actions: dict[str, str], started: dict[str, bool]
@@ -27,38 +38,34 @@ def to_roll(actions: dict[str, str], started: dict[str, bool]
             if action != 'none' or started.get(host, False)]
 
 
-def started(state_file: str | None, checks: Sequence[Any]
-            ) -> dict[str, bool]:
-    """{host: taken out by the state file's run and not put back}: its
-    service disabled by the run and not enabled again. A query: it reads
-    the state file, never writes it (``start_over`` does, first)."""
-    if state_file is None or not os.path.exists(state_file):
+def started(state: 'State | None', checks: Sequence[Any],
+            nova: Mapping[str, str] | None = None) -> dict[str, bool]:
+    """{host: taken out by the state's run and not put back}: its
+    service disabled by the run and not enabled again. A query of the
+    State read where the run started; the file is not read again."""
+    if state is None:
         return {}
-    from kvmtune.rollout import state as states
-
-    found = states.load(state_file)
-    return {check.host: (found.done(check.host, 'disable')
-                         and not found.done(check.host, 'enable'))
+    nova = nova or {}
+    return {check.host: state.taken_out(nova.get(check.host, check.host))
             for check in checks}
 
 
-def start_over(state_file: str | None, checks: Sequence[Any]
-               ) -> list[str]:
+def start_over(state: 'State | None', checks: Sequence[Any],
+               nova: Mapping[str, str] | None = None) -> list[str]:
     """Forget, in the state file, the steps of each host that is done
     with its run (enabled again) and has something to do again (its
     check's action is not ``none``: changed since), so the run takes it
     up from its first step: disabled and drained again, never rebooted
     under the guests it took back. Called once, where a run starts,
-    before ``started`` is asked. Returns those hosts."""
-    if state_file is None or not os.path.exists(state_file):
+    before ``started`` is asked: ``state`` is written (one locked write
+    for them all) and holds the file as written. Returns those hosts."""
+    if state is None:
         return []
-    from kvmtune.rollout import state as states
-
-    found = states.load(state_file)
+    nova = nova or {}
     again = [check.host for check in checks
-             if found.done(check.host, 'enable') and check.action != 'none']
-    for host in again:
-        found.forget(host)
+             if state.done(nova.get(check.host, check.host), 'enable')
+             and check.action != 'none']
+    state.forget(*[nova.get(host, host) for host in again])
     return again
 
 

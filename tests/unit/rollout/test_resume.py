@@ -1,5 +1,7 @@
 """kvmtune.rollout.resume: a rollout run again."""
 
+import os
+
 from kvmtune.rollout import resume
 
 
@@ -29,24 +31,44 @@ def test_started_hosts_from_the_state_file(tmp_path):
                          ('again', 'reboot'), ('new', 'reboot'))]
     with open(path) as f:
         before = f.read()
-    assert resume.started(path, checks) == {
+    # the run start reads the file once (open_run); started asks that
+    # State: a query, the file as it was
+    read, _ = state.open_run(path, profile='p')
+    assert resume.started(read, checks) == {
         'mid': True, 'done': False, 'again': False, 'new': False}
-    # a query: the file is as it was
     with open(path) as f:
         assert f.read() == before
     assert state.load(path).done('again', 'enable')
     # where the run starts: done with the run and changed since, it
     # starts over (disabled and drained again, never rebooted under the
     # guests it took back); done and unchanged, it stays done
-    assert resume.start_over(path, checks) == ['again']
+    assert resume.start_over(read, checks) == ['again']
     assert state.load(path).next_step('again') == 'preflight'
     assert state.load(path).done('done', 'enable')
-    assert resume.started(path, checks) == {
+    # the State start_over wrote is the file: started reads nothing more
+    os.rename(path, path + '.moved')
+    assert resume.started(read, checks) == {
         'mid': True, 'done': False, 'again': False, 'new': False}
-    assert resume.start_over(path, checks) == []
+    os.rename(path + '.moved', path)
+    assert resume.start_over(read, checks) == []
     assert resume.started(None, checks) == {}
     assert resume.start_over(None, checks) == []
-    assert resume.start_over(str(tmp_path / 'none.json'), checks) == []
+
+
+def test_hosts_named_otherwise_in_nova_are_keyed_by_their_nova_name(
+        tmp_path):
+    """The steps are recorded under a host's name in Nova
+    (kvmtune_nova_host); the checks name it as the inventory does."""
+    from kvmtune.rollout import check
+    from kvmtune.rollout import state
+
+    run, _ = state.open_run(str(tmp_path / 'rollout.json'), 'p', 'R')
+    for step in ('preflight', 'disable', 'drain', 'apply'):
+        run.mark('nova-3', step)
+    checks = [check.HostCheck('inv-3', '/', None, action='none')]
+    assert resume.started(run, checks) == {'inv-3': False}
+    assert resume.started(run, checks, {'inv-3': 'nova-3'}) == \
+        {'inv-3': True}
 
 
 def test_later_batches_find_the_hosts_a_rollout_took_out_back():
