@@ -121,9 +121,14 @@ def steps(results: Iterable[tuple[str, str, str]]
         yield host, step, status
 
 
-def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
+def command(path: str, limit: str, variables: dict[str, Any],
+            var_files: Sequence[str] = ()) -> list[str]:
+    """ansible-playbook: ``variables`` and the JSON files ``var_files``
+    as extra variables."""
     return [inventory.ansible_tool('ansible-playbook'), '-i', path,
-            '--limit', limit, '-e', json.dumps(variables), PLAYBOOK]
+            '--limit', limit, '-e', json.dumps(variables),
+            *[word for name in var_files for word in ('-e', f'@{name}')],
+            PLAYBOOK]
 
 
 def environment() -> dict[str, str]:
@@ -139,17 +144,26 @@ def environment() -> dict[str, str]:
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
-        state_file: str | None = None, stream: TextIO | None = None) -> int:
+        state_file: str | None = None, replan: Sequence[str] = (),
+        stream: TextIO | None = None) -> int:
     """Run the rollout over ``hosts`` (already read from the inventory
     ``path`` with ``limit``), after planning every one of them
     (kvmtune.rollout.check); 0 when every batch went through, else
-    KvmtuneError naming the first host and step that failed."""
+    KvmtuneError naming the first host and step that failed.
+
+    With ``state_file`` a host the run has applied a plan to and not
+    enabled again gets that plan again (kvmtune.rollout.resume.applied),
+    unless ``replan`` names it (kvmtune.rollout.resume.replan)."""
     import shutil
 
+    from kvmtune import fileio
+    from kvmtune import jsonout
     from kvmtune.rollout import check
     from kvmtune.rollout import state as states
 
     stream = stream or sys.stdout
+    if replan and state_file is None:
+        resume.replan(None, replan, {})     # refused: no state file
     # Every host first, as --check does: a host that does not plan, that
     # cannot be reached or that Nova does not know, no credentials, or a
     # batch the preflight refuses stops the rollout here, before any
@@ -168,6 +182,9 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         state_file, profile=profile, run_id=run_id)[0]
     run_id = run.run_id if run else (run_id or states.new_run_id())
     nova = {h.name: h.nova_host for h in hosts}
+    for name in resume.replan(run, replan, nova):
+        stream.write(f'{name} planned again: the plan run {run_id} '
+                     'applied to it is forgotten\n')
     # the run starts: a host done with it and changed since starts over
     for name in resume.start_over(run, found.hosts, nova):
         stream.write(f'{name} starts over: done with run {run_id} and '
@@ -181,11 +198,22 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     if not names:
         stream.write(f'rollout {run_id}: nothing to do on any host\n')
         return 0
+    plans = resume.applied(run, names, nova)
+    for name in names:
+        if nova.get(name, name) in plans:
+            stream.write(f'{name} goes on with the plan run {run_id} '
+                         f'applied to it (another: --replan {name})\n')
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
     # every host's facts and nova.conf as the check read them: a batch's
     # preflight fits its guests on the hosts of later batches too (the
     # roles write a batch's own again, before its change and after)
     check.write_facts(hosts, found.hosts, facts_dir)
+    # a file (plans are kilobytes), not among the facts the preflight reads
+    scratch = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-vars-')
+    var_files = [os.path.join(scratch, 'applied-plans.json')] if plans else []
+    for name in var_files:
+        fileio.write_atomic(name, jsonout.dumps(
+            {'kvmtune_applied_plans': plans}, source=state_file), mode=0o600)
     try:
         # the hosts by name: Ansible's serial batches are these, in order
         return _play(path, check.batches(names, batch), stream, run_id,
@@ -193,9 +221,11 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 profile=profile, batch=batch, mode=mode, cloud=cloud,
                 run_id=run_id, config_files=config_files,
                 facts_dir=facts_dir,
-                state_file=state_file and os.path.abspath(state_file)))
+                state_file=state_file and os.path.abspath(state_file)),
+                     var_files)
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _refused(path: str, refusals: Sequence[KvmtuneError]) -> KvmtuneError:
@@ -282,7 +312,8 @@ def fatal(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
-          run_id: str, variables: dict[str, Any]) -> int:
+          run_id: str, variables: dict[str, Any],
+          var_files: Sequence[str] = ()) -> int:
     """ansible-playbook over the hosts of ``batches`` (Ansible's serial
     batches are these: the hosts in order, ``kvmtune_batch`` at a time),
     one line per host and step."""
@@ -300,7 +331,8 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
         stream.write(f"batch {n}: {' '.join(members)}\n")
     failed: list[tuple[str, str, str]] = []
     enabled: set[str] = set()
-    with log, subprocess.Popen(command(path, ','.join(names), variables),
+    with log, subprocess.Popen(command(path, ','.join(names), variables,
+                                       var_files),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
                                env=environment()) as proc:
@@ -358,6 +390,10 @@ def _stopped(log: str, failed: Sequence[tuple[str, str, str]],
     again = ('run kvmtune rollout again with the same --state: it '
              'goes on from there' if variables['kvmtune_state_file']
              else 'run kvmtune rollout again')
+    if variables['kvmtune_state_file'] and step in ('verify', 'gate'):
+        # the plan its apply step applied, again (kvmtune.rollout.state)
+        again += (' and judges the plan it applied again (plans the '
+                  f'host again with --replan {host})')
     return KvmtuneError(f'the rollout stopped: {host} failed at step '
                         f'{step} ({status}): {what}{after}', source=log,
                         fix=f'{fix}, then {again}' if fix else

@@ -1,5 +1,5 @@
-"""A rollout run again: which hosts it takes up, and the cloud its later
-batches will find.
+"""A rollout run again: which hosts it takes up, the plans it applies
+again, and the cloud its later batches will find.
 
 Where a run starts (kvmtune.rollout.playbook.run) the state file
 (kvmtune.rollout.state) is read once, by ``state.open_run``, and that
@@ -67,6 +67,73 @@ def start_over(state: 'State | None', checks: Sequence[Any],
              and check.action != 'none']
     state.forget(*[nova.get(host, host) for host in again])
     return again
+
+
+def _key(asked: str, nova: Mapping[str, str]) -> tuple[str, str] | None:
+    """(inventory name, Nova name) of the host ``asked`` names either way,
+    among the run's hosts (``nova``), or None."""
+    if asked in nova:
+        return asked, nova[asked]
+    return next(((name, key) for name, key in nova.items() if key == asked),
+                None)
+
+
+def replan(state: 'State | None', asked: Sequence[str],
+           nova: Mapping[str, str]) -> list[str]:
+    """Forget, in the state file, the plan the run applied to each host
+    of ``asked`` (``kvmtune rollout --replan HOST``: its inventory name or
+    its name in Nova) and its steps made with it (kvmtune.rollout.state
+    .State.replan): the apply step plans it again, from the profile on
+    its facts then, applies that plan and its gate judges it. ``nova``:
+    {inventory name: Nova name} of the run's hosts. Called where a run
+    starts, before anything else is written. Returns the hosts'
+    inventory names.
+
+    :raises InputError: no state file; a host not among the run's; a host
+        the run has applied no plan to, or has enabled again
+    """
+    from kvmtune.errors import InputError
+
+    if not asked:
+        return []
+    if state is None:
+        raise InputError('the plan a run applied is in its state file',
+                         key='--replan', fix='give the rollout\'s --state '
+                                             'FILE')
+    found = []
+    for name in asked:
+        key = _key(name, nova)
+        if key is None:
+            raise InputError(f'{name} is not a host of this rollout',
+                             key='--replan', fix='give a host of the '
+                             'inventory and --limit, as the rollout names '
+                             'it')
+        if state.applied(key[1]) is None:
+            raise InputError(f'{name} has no plan applied by run '
+                             f'{state.run_id} that it has not finished',
+                             source=state.path, key='--replan',
+                             fix='give a host the stopped rollout left '
+                                 'disabled after its apply step, or drop '
+                                 '--replan')
+        found.append(key)
+    for _, in_nova in found:
+        state.replan(in_nova)
+    return [name for name, _ in found]
+
+
+def applied(state: 'State | None', hosts: Sequence[str],
+            nova: Mapping[str, str] | None = None
+            ) -> dict[str, dict[str, Any]]:
+    """{Nova name: the plan the run applied} of ``hosts`` (inventory
+    names) whose run is not finished (kvmtune.rollout.state.State
+    .applied): their apply step applies that plan again and their gate
+    judges it (the apply role's ``kvmtune_applied_plans``)."""
+    if state is None:
+        return {}
+    nova = nova or {}
+    keys = [nova.get(host, host) for host in hosts]
+    return {key: plan for key in keys
+            if (plan := state.applied(key)) is not None}
 
 
 def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:
