@@ -5,8 +5,11 @@ the fleet rollout's apply step) calls:
 
 1. plans the profile on the host tree ``root`` through the front door
    (kvmtune.tuning.plan.for_host: a plan that withheld isolcpus or a huge
-   page pool is refused), and compares it with what the host booted
-   (kvmtune.boot.changes: refused when that is unknown or doubtful);
+   page pool is refused), or takes the plan given (``plan``: one made
+   before, such as the plan a rollout applied to the host before its
+   reboot, kvmtune.rollout.state), and compares it with what the host
+   booted (kvmtune.boot.changes: refused when that is unknown or
+   doubtful);
 2. when the booted command line lacks some of the plan's kernel
    arguments, writes them where the host's boot loader takes them
    (kvmtune.boot.loader; an unknown boot loader is refused before
@@ -174,7 +177,7 @@ def _run(argv: list[str]) -> None:
                                'are written, the reboot record is not')
 
 
-def apply(profile: 'str | Profile', root: str = '/',
+def apply(profile: 'str | Profile | None', root: str = '/',
           config_files: Iterable[str] = (), dry_run: bool = False,
           facts: 'Facts | None' = None, plan: 'Plan | None' = None
           ) -> Result:
@@ -183,12 +186,13 @@ def apply(profile: 'str | Profile', root: str = '/',
     a withheld plan, unknown or doubtful facts, an unknown boot loader or
     a missing tool.
 
-    ``profile``: a name, a file or a Profile already loaded; ``facts``:
-    the facts of ``root`` when the caller has read them already (the
-    rollout's --check plans many hosts: kvmtune.rollout.check), else read
-    here; ``plan``: the plan of ``profile`` on those ``facts`` when the
-    caller has made it already through the front door (for_host, which
-    refused it if it withheld), else made here."""
+    ``profile``: a name, a file or a Profile already loaded; ``plan``:
+    a plan made before, staged as it is instead (``profile`` None: the
+    plan names its own; the rollout's --check passes the plan it made
+    through the front door, for_host, which refused it if it withheld);
+    ``facts``: the facts of ``root`` when the caller has read them
+    already (the rollout's --check plans many hosts:
+    kvmtune.rollout.check), else read here."""
     from kvmtune import facts as host_facts
     from kvmtune.tuning import plan as plans
 
@@ -196,6 +200,10 @@ def apply(profile: 'str | Profile', root: str = '/',
     if facts is None:
         facts = host_facts.resolve(root=None if live else root)
     if plan is None:
+        if profile is None:
+            raise InputError('no profile and no plan given',
+                             key='--profile', fix='give --profile NAME or '
+                                                  '--plan FILE')
         plan, = plans.for_host([profile], facts=facts,
                                config_files=config_files)
     result = Result(profile=plan.profile, root=root,

@@ -14,6 +14,23 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
                              'a profile YAML file')
 
 
+def add_profile_or_plan(parser: argparse.ArgumentParser, verb: str) -> None:
+    """--profile NAME|FILE, or --plan FILE: a plan made before (``kvmtune
+    plan -f json``; -: standard input), ``verb`` as it is, not made again
+    from the host's facts."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument('--profile', metavar='NAME|FILE',
+                       help='profile name (see "kvmtune profile list") or '
+                            'a profile YAML file')
+    which.add_argument('--plan', metavar='FILE',
+                       help=f'{verb} this plan ("kvmtune plan -f json", or '
+                            'the plan "boot apply -f json" printed; -: '
+                            'standard input) as it is, instead of planning '
+                            'the profile on the host\'s facts now (the '
+                            'rollout applies the plan it applied before a '
+                            'reboot this way)')
+
+
 def add_facts_source(parser: argparse.ArgumentParser,
                      verb: str = 'plan for'
                      ) -> argparse._MutuallyExclusiveGroup:

@@ -2,6 +2,7 @@
 
   kvmtune boot apply --profile pinned-hugepages
   kvmtune boot apply --profile cpu-pinning --root captured/compute-1 -f json
+  kvmtune boot apply --plan applied-plan.json -f json
 
 Compares the profile's plan for this host with what it booted
 (/proc/cmdline, the loaded modules' parameters). When the booted command
@@ -15,7 +16,11 @@ and removes that record once the booted host runs the whole plan. Nothing
 is written when the booted command line already matches. -f json also
 gives the plan it staged (``plan``, as ``kvmtune plan -f json`` prints
 one): ``kvmtune verify --plan`` checks the host against it after the
-reboot.
+reboot. --plan FILE stages that plan as it is instead of planning the
+profile on the host's facts now: the fleet rollout, run again for a host
+it left disabled, applies the plan it applied before the reboot (a plan
+made again from the facts after a boot whose huge page pool came up short
+would take the short pool as planned).
 
 With --root (a tree made by kvmtune host capture, or a host's root
 mounted elsewhere) the files are written under that tree, and the boot
@@ -32,7 +37,7 @@ from kvmtune.cmd import output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    cmd.add_profile(parser)
+    cmd.add_profile_or_plan(parser, 'stage')
     parser.add_argument('--root', metavar='DIR', default='/',
                         help='the host tree to plan for and write into '
                              '(default: this host, /)')
@@ -43,10 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.boot import apply
+    from kvmtune.tuning import plan
 
     result = apply.apply(args.profile, root=args.root,
                          config_files=args.config_file or (),
-                         dry_run=args.dry_run)
+                         dry_run=args.dry_run,
+                         plan=plan.load(args.plan) if args.plan else None)
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=result.to_dict())
         return 0

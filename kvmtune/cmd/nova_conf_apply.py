@@ -8,6 +8,13 @@ connections are shown as ***) and writes it:
   kvmtune nova-conf apply --profile pinned-hugepages-ept
   kvmtune nova-conf apply --profile cpu-pinning --config /etc/nova/nova.conf \\
       --root captured/compute-1 --dry-run
+  kvmtune plan --profile cpu-pinning -f json > plan.json
+  kvmtune nova-conf apply --plan plan.json
+
+--plan FILE (-: standard input) writes that plan's options as they are,
+instead of planning the profile on the host's facts now (the fleet
+rollout, run again for a host it left disabled, applies the plan it
+applied before).
 
 Only the options the profile sets change; comments, order, spacing and all
 other options stay byte for byte. The previous content is kept in
@@ -48,7 +55,7 @@ from kvmtune import cmd
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    cmd.add_profile(parser)
+    cmd.add_profile_or_plan(parser, 'write')
     parser.add_argument('--config', metavar='PATH',
                         help='the nova.conf to edit (default: [nova] '
                              'config_file, /etc/nova/nova.conf)')
@@ -110,9 +117,12 @@ def run(args: argparse.Namespace) -> int | None:
     loaded = conf.load(args.config_file)
     # The front door: profile, facts, plan, and the refusal of a withheld
     # plan, before anything is written.
-    [plan] = plans.for_host([args.profile], root=args.root,
-                            facts_file=args.facts,
-                            config_files=args.config_file)
+    if args.plan is not None:
+        plan = plans.load(args.plan)
+    else:
+        [plan] = plans.for_host([args.profile], root=args.root,
+                                facts_file=args.facts,
+                                config_files=args.config_file)
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service

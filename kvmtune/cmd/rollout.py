@@ -15,7 +15,10 @@ the verify gate (host, novacompute and cloud layers PASS), enable, the
 textfile. A failed host stops the rollout before the next batch. --mode
 in-place reboots with the guests on the host (Nova restarts them), --mode
 stage stops after apply. One progress line per host and step; --state
-FILE makes a stopped rollout go on where it stopped. A host the plan
+FILE makes a stopped rollout go on where it stopped: a host it left
+disabled after its apply step gets the plan it applied there again, and
+its gate judges that plan (a pool that came up short at boot fails again
+until it is fixed), unless --replan HOST plans it again. A host the plan
 finds nothing to do on is left alone (not disabled, drained or
 rebooted): a finished rollout run again makes nothing.
 
@@ -74,7 +77,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--state', metavar='FILE',
                         help='the rollout\'s state file: run again with '
                              'it, the rollout goes on where it stopped '
-                             '(its run id, the steps each host has done)')
+                             '(its run id, the steps each host has done, '
+                             'the plan each host\'s apply step applied)')
+    parser.add_argument('--replan', action='append', default=[],
+                        metavar='HOST',
+                        help='with --state: forget the plan the run applied '
+                             'to HOST, a host it left disabled (repeatable): '
+                             'its apply step plans it again from the '
+                             'profile on its facts now (a huge page pool '
+                             'as the host booted it, unless the profile '
+                             'sizes it), applies that, and its gate judges '
+                             'it')
     parser.add_argument('--check', action='store_true',
                         help='show the plan (preflight, batches, changes '
                              'per host, reboot or restart); change nothing')
@@ -107,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
     from kvmtune.rollout import local
     from kvmtune.rollout import playbook
 
+    if args.check and args.replan:
+        from kvmtune.errors import InputError
+        raise InputError('--check forgets no plan', key='--replan',
+                         fix='run the rollout with --state and --replan, '
+                             'or --check alone')
     # --check prepares its planning while ansible-inventory runs
     early = local.Early(args.profile, args.config_file or ()) \
         if args.check else None
@@ -116,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                             limit=args.limit, batch=args.batch,
                             mode=args.mode, cloud=args.os_cloud,
                             run_id=args.run_id, state_file=args.state,
+                            replan=args.replan,
                             config_files=args.config_file or ())
     found = check.plan(hosts, args.profile, path=args.inventory,
                        batch=args.batch, mode=args.mode, cloud=args.os_cloud,

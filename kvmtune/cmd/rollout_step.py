@@ -8,6 +8,8 @@
     kvmtune rollout-step gate --os-cloud admin --host c2 --run-id RUN \\
         --profile pinned-hugepages --root / --plan applied-plan.json
     kvmtune rollout-step enable --os-cloud admin --host c2 --run-id RUN
+    kvmtune rollout-step apply --host c2 --run-id RUN --state rollout.json \\
+        --plan applied-plan.json
 
 The rollout's Ansible roles call these, host by host, batch by batch:
 
@@ -25,11 +27,15 @@ The rollout's Ansible roles call these, host by host, batch by batch:
              disabled; against --plan (the plan the apply step applied),
              else the profile planned on the host's facts
   enable     nova-compute enabled again (only when this run disabled it)
+  apply      records in the state file the plan the apply step applied on
+             the host (--plan), once: a run again applies and gates that
+             plan until the host is enabled (no cloud; needs --state)
 
 With --state FILE (the rollout's state file) a step already done for the
 host in that run is not made again, and a step made is recorded. Only
 preflight and gate change nothing in the cloud. Exit 0 done, 1 the gate
-did not pass, 2 refused or could not run.
+did not pass, 2 refused or could not run. Every step but apply needs
+--os-cloud.
 """
 
 import argparse
@@ -38,12 +44,14 @@ import sys
 from kvmtune import cmd
 from kvmtune.cmd import output
 
-STEPS = ('preflight', 'disable', 'drain', 'enable', 'gate')
+STEPS = ('preflight', 'disable', 'drain', 'enable', 'gate', 'apply')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('step', choices=STEPS, help='the step to make')
-    cmd.add_os_cloud(parser)
+    cmd.add_os_cloud(parser, required=False,
+                     help='cloud name in clouds.yaml (an admin one); every '
+                          'step but apply')
     parser.add_argument('--host', action='append', required=True,
                         metavar='NAME',
                         help='the compute host as Nova names it (preflight: '
@@ -67,11 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'empty (default 900)')
     cmd.add_facts_source(parser, verb='gate')
     parser.add_argument('--plan', metavar='FILE', dest='plan_file',
-                        help='gate: the plan the apply step applied ("boot '
-                             'apply -f json"\'s plan, as "kvmtune plan -f '
-                             'json" prints one; -: standard input), '
-                             'checked instead of a plan made again from '
-                             'the host\'s facts')
+                        help='gate, apply: the plan the apply step '
+                             'applied ("boot apply -f json"\'s plan, as '
+                             '"kvmtune plan -f json" prints one; -: '
+                             'standard input): the gate checks it instead '
+                             'of a plan made again from the host\'s facts, '
+                             'apply records it')
     parser.add_argument('--nova-config-file', action='append',
                         metavar='PATH', dest='nova_config_files',
                         help='gate: a file nova-compute reads (as verify)')
@@ -96,7 +105,15 @@ def run(args: argparse.Namespace) -> int | None:
     from kvmtune.rollout import steps
 
     host = args.host[0] if args.step == 'preflight' else _one_host(args)
-    result = steps.make(args.step, Cloud.connect(args.os_cloud), args.host,
+    cloud = None
+    if args.step != 'apply':
+        if not args.os_cloud:
+            from kvmtune.errors import InputError
+            raise InputError(f'{args.step} reads or changes the cloud',
+                             key='--os-cloud',
+                             fix='give --os-cloud CLOUD (clouds.yaml)')
+        cloud = Cloud.connect(args.os_cloud)
+    result = steps.make(args.step, cloud, args.host,
                         args.run_id, profiles=args.profile or (),
                         state_file=args.state, mode=args.mode,
                         facts_dir=args.facts_dir, timeout=args.timeout,

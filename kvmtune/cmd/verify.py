@@ -172,6 +172,11 @@ def run_fleet(args: argparse.Namespace) -> int:
     if not args.all_hosts:
         raise InputError('--facts-dir is for the fleet view',
                          key='--facts-dir', fix='add --all-hosts')
+    if args.plan == '-':
+        # first: with or without a cloud, standard input is not read
+        raise InputError('the fleet view reads its plan from a file',
+                         key='--plan -', fix='give the plan\'s file '
+                         '(--plan FILE), or verify one host with --plan -')
     if not args.os_cloud:
         raise InputError('the fleet view reads the cloud', key='--all-hosts',
                          fix='add --os-cloud CLOUD (clouds.yaml)')
@@ -179,9 +184,6 @@ def run_fleet(args: argparse.Namespace) -> int:
         raise InputError('the fleet view has the cloud layer only',
                          key='--layer', fix='run the other layers on each '
                          'host, or drop --layer')
-    if args.plan == '-':
-        raise InputError('the fleet view reads its plan from a file',
-                         key='--plan -', fix='give the plan\'s file')
     if args.profile and not args.facts_dir:
         raise InputError('each host is planned from its own facts',
                          key='--all-hosts', fix='add --facts-dir DIR '

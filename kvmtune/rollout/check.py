@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import dataclasses
 import os
 from typing import Any
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
@@ -41,6 +42,9 @@ from kvmtune.rollout import inventory
 from kvmtune.rollout import local
 from kvmtune.rollout import remote
 from kvmtune.rollout import resume
+
+if TYPE_CHECKING:
+    from kvmtune.rollout.preflight import Report
 
 ACTIONS = ('reboot', 'restart', 'none')
 # (name, what it checks): the cloud's part of the preflight, made only
@@ -98,12 +102,10 @@ class DryRun:
     # the cloud's preflight per batch (kvmtune.rollout.preflight.Report
     # .to_dict()), with a cloud
     reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-
-    @property
-    def refused(self) -> list[str]:
-        """The preflight's refusals, every batch's."""
-        return [line for report in self.reports
-                for line in report.get('refusals', [])]
+    # the preflight's refusals, every batch's, as raised (problem, where,
+    # fix): the reports hold their lines (not in the document twice)
+    refused: list[KvmtuneError] = dataclasses.field(default_factory=list,
+                                                    repr=False)
 
     @property
     def batches(self) -> list[list[str]]:
@@ -199,7 +201,7 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
 def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
                   checks: Sequence[HostCheck],
                   grouped: Sequence[Sequence[str]], mode: str,
-                  config_files: Sequence[str]) -> list[dict[str, Any]]:
+                  config_files: Sequence[str]) -> list['Report']:
     """The cloud's preflight of every batch (kvmtune.rollout.preflight),
     judged on one read of the cloud (GET requests only): the API calls
     grow with the hosts, not with hosts times batches. Every host a
@@ -248,7 +250,7 @@ def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
         judged = resume.back_by_then(snapshot, earlier)
         reports.append(preflight.judge(
             judged, batch, judge_mode,
-            {h: plans[h] for h in batch if h in plans}, flavors).to_dict())
+            {h: plans[h] for h in batch if h in plans}, flavors))
         earlier += batch
     return reports
 
@@ -316,7 +318,7 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
         found.batch = number[host.name]
         checks.append(found)
     skipped: list[dict[str, str]] = []
-    reports: list[dict[str, Any]] = []
+    reports: list['Report'] = []
     if cloud is None or mode == 'stage':
         why = ('no --os-cloud given' if cloud is None
                else 'mode stage disables, drains and reboots nothing')
@@ -327,4 +329,6 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
                                 config_files)
     return DryRun(profile=profile, inventory=path, mode=mode,
                   batch_size=batch, cloud=cloud, hosts=checks,
-                  skipped=skipped, reports=reports)
+                  skipped=skipped,
+                  reports=[report.to_dict() for report in reports],
+                  refused=[r for report in reports for r in report.refusals])

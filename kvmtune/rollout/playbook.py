@@ -121,9 +121,14 @@ def steps(results: Iterable[tuple[str, str, str]]
         yield host, step, status
 
 
-def command(path: str, limit: str, variables: dict[str, Any]) -> list[str]:
+def command(path: str, limit: str, variables: dict[str, Any],
+            var_files: Sequence[str] = ()) -> list[str]:
+    """ansible-playbook: ``variables`` and the JSON files ``var_files``
+    as extra variables."""
     return [inventory.ansible_tool('ansible-playbook'), '-i', path,
-            '--limit', limit, '-e', json.dumps(variables), PLAYBOOK]
+            '--limit', limit, '-e', json.dumps(variables),
+            *[word for name in var_files for word in ('-e', f'@{name}')],
+            PLAYBOOK]
 
 
 def environment() -> dict[str, str]:
@@ -136,34 +141,29 @@ def environment() -> dict[str, str]:
             'ANSIBLE_RETRY_FILES_ENABLED': '0'}
 
 
-def _run_id(profile: str, run_id: str | None, state_file: str | None
-            ) -> str:
-    """The run's id: the state file's run when it holds one (a rollout
-    run again goes on), else ``run_id``, else a new one
-    (kvmtune.rollout.state)."""
-    if state_file is None and run_id:
-        return run_id
-    from kvmtune.rollout import state
-
-    if state_file is None:
-        return state.new_run_id()
-    found, _ = state.open_run(state_file, profile=profile, run_id=run_id)
-    return found.run_id
-
-
 def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
         limit: str, batch: int, mode: str, cloud: str | None,
         run_id: str | None, config_files: Sequence[str] = (),
-        state_file: str | None = None, stream: TextIO | None = None) -> int:
+        state_file: str | None = None, replan: Sequence[str] = (),
+        stream: TextIO | None = None) -> int:
     """Run the rollout over ``hosts`` (already read from the inventory
     ``path`` with ``limit``), after planning every one of them
     (kvmtune.rollout.check); 0 when every batch went through, else
-    KvmtuneError naming the first host and step that failed."""
+    KvmtuneError naming the first host and step that failed.
+
+    With ``state_file`` a host the run has applied a plan to and not
+    enabled again gets that plan again (kvmtune.rollout.resume.applied),
+    unless ``replan`` names it (kvmtune.rollout.resume.replan)."""
     import shutil
 
+    from kvmtune import fileio
+    from kvmtune import jsonout
     from kvmtune.rollout import check
+    from kvmtune.rollout import state as states
 
     stream = stream or sys.stdout
+    if replan and state_file is None:
+        resume.replan(None, replan, {})     # refused: no state file
     # Every host first, as --check does: a host that does not plan, that
     # cannot be reached or that Nova does not know, no credentials, or a
     # batch the preflight refuses stops the rollout here, before any
@@ -176,13 +176,21 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
                  f"reboot, {counts['restart']} restart, {counts['none']} "
                  'unchanged\n')
-    run_id = _run_id(profile, run_id, state_file)
+    # the run's state, read once here: the state file's run when it holds
+    # one (a rollout run again goes on), else a new one
+    run = None if state_file is None else states.open_run(
+        state_file, profile=profile, run_id=run_id)[0]
+    run_id = run.run_id if run else (run_id or states.new_run_id())
+    nova = {h.name: h.nova_host for h in hosts}
+    for name in resume.replan(run, replan, nova):
+        stream.write(f'{name} planned again: the plan run {run_id} '
+                     'applied to it is forgotten\n')
     # the run starts: a host done with it and changed since starts over
-    for name in resume.start_over(state_file, found.hosts):
+    for name in resume.start_over(run, found.hosts, nova):
         stream.write(f'{name} starts over: done with run {run_id} and '
                      'changed since\n')
     names = resume.to_roll({h.host: h.action for h in found.hosts},
-                           resume.started(state_file, found.hosts))
+                           resume.started(run, found.hosts, nova))
     for host in found.hosts:
         if host.host not in names:
             stream.write(f'{host.host} unchanged: nothing to do, left '
@@ -190,11 +198,22 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     if not names:
         stream.write(f'rollout {run_id}: nothing to do on any host\n')
         return 0
+    plans = resume.applied(run, names, nova)
+    for name in names:
+        if nova.get(name, name) in plans:
+            stream.write(f'{name} goes on with the plan run {run_id} '
+                         f'applied to it (another: --replan {name})\n')
     facts_dir = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-facts-')
     # every host's facts and nova.conf as the check read them: a batch's
     # preflight fits its guests on the hosts of later batches too (the
     # roles write a batch's own again, before its change and after)
     check.write_facts(hosts, found.hosts, facts_dir)
+    # a file (plans are kilobytes), not among the facts the preflight reads
+    scratch = tempfile.mkdtemp(prefix=f'kvmtune-rollout-{run_id}-vars-')
+    var_files = [os.path.join(scratch, 'applied-plans.json')] if plans else []
+    for name in var_files:
+        fileio.write_atomic(name, jsonout.dumps(
+            {'kvmtune_applied_plans': plans}, source=state_file), mode=0o600)
     try:
         # the hosts by name: Ansible's serial batches are these, in order
         return _play(path, check.batches(names, batch), stream, run_id,
@@ -202,22 +221,26 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
                 profile=profile, batch=batch, mode=mode, cloud=cloud,
                 run_id=run_id, config_files=config_files,
                 facts_dir=facts_dir,
-                state_file=state_file and os.path.abspath(state_file)))
+                state_file=state_file and os.path.abspath(state_file)),
+                     var_files)
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _refused(path: str, refusals: Sequence[str]) -> KvmtuneError:
-    """The one line of a rollout the preflight refuses (``refusals``: each
-    one's own line, with its fix): the first refusal, its fix."""
-    text, _, fix = refusals[0].rpartition(' (fix: ')
-    if not text or not fix.endswith(')'):
-        text, fix = refusals[0], 'nothing was disabled or changed)'
+def _refused(path: str, refusals: Sequence[KvmtuneError]) -> KvmtuneError:
+    """The one line of a rollout the preflight refuses (``refusals``: as
+    the preflight raised them, each with its fix): the first refusal, its
+    fix."""
+    first = refusals[0]
+    text = KvmtuneError(first.problem, source=first.source,
+                        key=first.key).line()
+    fix = first.fix or 'nothing was disabled or changed'
     more = (f' (and {len(refusals) - 1} more refusal(s))'
             if len(refusals) > 1 else '')
     return KvmtuneError(f'the preflight refuses it: {text}{more}',
-                        source=path, fix=f'{fix[:-1]}; kvmtune rollout '
-                                         '--check shows every batch')
+                        source=path, fix=f'{fix}; kvmtune rollout --check '
+                                         'shows every batch')
 
 
 def failure(result: dict[str, Any]) -> tuple[str, str | None]:
@@ -289,7 +312,8 @@ def fatal(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
-          run_id: str, variables: dict[str, Any]) -> int:
+          run_id: str, variables: dict[str, Any],
+          var_files: Sequence[str] = ()) -> int:
     """ansible-playbook over the hosts of ``batches`` (Ansible's serial
     batches are these: the hosts in order, ``kvmtune_batch`` at a time),
     one line per host and step."""
@@ -307,7 +331,8 @@ def _play(path: str, batches: Sequence[Sequence[str]], stream: TextIO,
         stream.write(f"batch {n}: {' '.join(members)}\n")
     failed: list[tuple[str, str, str]] = []
     enabled: set[str] = set()
-    with log, subprocess.Popen(command(path, ','.join(names), variables),
+    with log, subprocess.Popen(command(path, ','.join(names), variables,
+                                       var_files),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
                                env=environment()) as proc:
@@ -365,6 +390,10 @@ def _stopped(log: str, failed: Sequence[tuple[str, str, str]],
     again = ('run kvmtune rollout again with the same --state: it '
              'goes on from there' if variables['kvmtune_state_file']
              else 'run kvmtune rollout again')
+    if variables['kvmtune_state_file'] and step in ('verify', 'gate'):
+        # the plan its apply step applied, again (kvmtune.rollout.state)
+        again += (' and judges the plan it applied again (plans the '
+                  f'host again with --replan {host})')
     return KvmtuneError(f'the rollout stopped: {host} failed at step '
                         f'{step} ({status}): {what}{after}', source=log,
                         fix=f'{fix}, then {again}' if fix else

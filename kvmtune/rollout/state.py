@@ -6,16 +6,28 @@ at the same time, each add their step without losing another's::
 
     {"run_id": "20261127T153012Z-3f2a9c", "profile": "pinned-hugepages",
      "hosts": {"compute-2": {"disable": "2026-11-27T15:31:02Z",
-                             "drain": "2026-11-27T15:32:40Z"}}}
+                             "drain": "2026-11-27T15:32:40Z",
+                             "apply": "2026-11-27T15:33:05Z"}},
+     "plans": {"compute-2": {"profile": "pinned-hugepages", ...}}}
 
 A rollout that was killed or stopped is run again with the same file: it
 keeps the run id (the disabled_reason of the hosts it took out names it)
 and continues with each host's first step not done. A host whose every
 step is done is finished: run again, the rollout disables, migrates and
 reboots nothing there.
+
+``plans`` holds, per host, the plan its apply step applied (as ``kvmtune
+plan -f json`` prints one), recorded once with that step
+(``record_plan``). Until the host is enabled again, a run again applies
+and gates that plan (``applied``), not one made again from the host's
+facts after its reboot: those would take a huge page pool that came up
+short as planned. ``replan`` forgets it, for an operator who wants
+another plan.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Mapping
 from collections.abc import Sequence
 import datetime
 import os
@@ -27,6 +39,9 @@ from kvmtune.errors import InputError
 # The steps of one host, in order (the rollout playbook's roles).
 STEPS = ('preflight', 'disable', 'drain', 'apply', 'reboot', 'gate',
          'enable', 'textfile')
+# The steps a host made with the plan applied, before it is enabled:
+# ``replan`` forgets them with the plan.
+WITH_THE_PLAN = STEPS[STEPS.index('apply'):STEPS.index('enable')]
 
 
 def new_run_id(now: datetime.datetime | None = None) -> str:
@@ -45,16 +60,20 @@ class State:
     """One rollout's state, read from (and written to) ``path``."""
 
     def __init__(self, path: str, run_id: str, profile: str | None,
-                 hosts: dict[str, dict[str, str]] | None = None) -> None:
+                 hosts: dict[str, dict[str, str]] | None = None,
+                 plans: dict[str, dict[str, Any]] | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.profile = profile
         self.hosts: dict[str, dict[str, str]] = hosts or {}
+        # {host: the plan its apply step applied}
+        self.plans: dict[str, dict[str, Any]] = plans or {}
 
     def to_dict(self) -> dict[str, Any]:
         return {'run_id': self.run_id, 'profile': self.profile,
                 'hosts': {h: dict(steps) for h, steps
-                          in sorted(self.hosts.items())}}
+                          in sorted(self.hosts.items())},
+                'plans': dict(sorted(self.plans.items()))}
 
     def done(self, host: str, step: str) -> bool:
         return step in self.hosts.get(host, {})
@@ -62,6 +81,17 @@ class State:
     def finished(self, host: str) -> bool:
         """Every step of the host is done."""
         return all(self.done(host, step) for step in STEPS)
+
+    def taken_out(self, host: str) -> bool:
+        """The run disabled the host and has not enabled it again."""
+        return self.done(host, 'disable') and not self.done(host, 'enable')
+
+    def applied(self, host: str) -> dict[str, Any] | None:
+        """The plan the run applied to ``host`` while it is not enabled
+        again (its apply step done, its enable step not), else None."""
+        if self.done(host, 'apply') and not self.done(host, 'enable'):
+            return self.plans.get(host)
+        return None
 
     def next_step(self, host: str) -> str | None:
         """The host's first step not done, or None (finished)."""
@@ -71,6 +101,13 @@ class State:
         """The hosts among ``hosts`` that are not finished, in order."""
         return [h for h in hosts if not self.finished(h)]
 
+    def _reread(self) -> None:
+        """The file as it is now (under its lock): another host's step
+        may have been written since this State was read."""
+        current = _read(self.path)
+        if current is not None:
+            self.hosts, self.plans = current.hosts, current.plans
+
     def mark(self, host: str, step: str) -> None:
         """Record that ``host`` did ``step`` (written at once)."""
         from kvmtune import fileio
@@ -78,22 +115,61 @@ class State:
         if step not in STEPS:
             raise ValueError(f'unknown step {step!r}')
         with fileio.lock(self.path):
-            current = _read(self.path)
-            if current is not None:
-                self.hosts = current.hosts
+            self._reread()
             self.hosts.setdefault(host, {}).setdefault(step, _now())
             _write(self)
 
-    def forget(self, host: str) -> None:
-        """Forget every step ``host`` did (written at once): its rollout
-        starts over."""
+    def record_plan(self, host: str, plan: Mapping[str, Any]
+                    ) -> tuple[dict[str, Any], bool]:
+        """Record that ``host``'s apply step applied ``plan`` (a plan as
+        ``kvmtune plan -f json`` prints it): the plan and the step, in one
+        write. Once: a plan recorded before, and not forgotten since
+        (``replan``, ``forget``), is kept.
+
+        :returns: (the plan recorded, whether it was recorded now)
+        """
         from kvmtune import fileio
 
         with fileio.lock(self.path):
-            current = _read(self.path)
-            if current is not None:
-                self.hosts = current.hosts
-            if self.hosts.pop(host, None) is not None:
+            self._reread()
+            if self.done(host, 'apply') and host in self.plans:
+                return self.plans[host], False
+            self.plans[host] = dict(plan)
+            self.hosts.setdefault(host, {}).setdefault('apply', _now())
+            _write(self)
+        return self.plans[host], True
+
+    def replan(self, host: str) -> bool:
+        """Forget the plan ``host``'s apply step applied and the steps
+        made with it (apply, reboot, gate; written at once): run again,
+        the apply step plans the host again, from the profile on its
+        facts then. Its steps before (preflight, disable, drain) stay
+        done. Whether there was a plan to forget."""
+        from kvmtune import fileio
+
+        with fileio.lock(self.path):
+            self._reread()
+            had = self.plans.pop(host, None) is not None
+            steps = self.hosts.get(host, {})
+            for step in WITH_THE_PLAN:
+                steps.pop(step, None)
+            _write(self)
+        return had
+
+    def forget(self, *hosts: str) -> None:
+        """Forget every step ``hosts`` did and the plans applied to them
+        (written at once, when there was something): their rollout starts
+        over."""
+        from kvmtune import fileio
+
+        if not hosts:
+            return
+        with fileio.lock(self.path):
+            self._reread()
+            gone = [self.hosts.pop(host, None) is not None for host in hosts]
+            gone += [self.plans.pop(host, None) is not None
+                     for host in hosts]
+            if any(gone):
                 _write(self)
 
 
@@ -121,8 +197,28 @@ def _check(data: Any, path: str) -> State:
         if unknown:
             raise bad(f'hosts.{host}.{unknown[0]}',
                       f'not a step (steps: {", ".join(STEPS)})')
-    return State(path, run_id, profile, {h: dict(s) for h, s
-                                         in hosts.items()})
+    plans = data.get('plans', {})
+    if not isinstance(plans, dict):
+        raise bad('plans', 'not an object')
+    for host, plan in plans.items():
+        if 'apply' not in hosts.get(host, {}):
+            raise bad(f'plans.{host}', 'a plan without its host\'s apply '
+                                       'step')
+        _check_plan(plan, path, f'plans.{host}', bad)
+    return State(path, run_id, profile,
+                 {h: dict(s) for h, s in hosts.items()}, dict(plans))
+
+
+def _check_plan(data: Any, path: str, key: str,
+                bad: Callable[[str, str], InputError]) -> None:
+    """A recorded plan is a plan (kvmtune.tuning.plan.from_dict)."""
+    from kvmtune.tuning import plan
+
+    try:
+        plan.from_dict(data, source=f'{path}: {key}')
+    except InputError as exc:
+        raise bad(key, f'not a plan: {exc.key + ": " if exc.key else ""}'
+                       f'{exc.problem}') from None
 
 
 def _read(path: str) -> State | None:

@@ -2,7 +2,9 @@
 library call behind the command (kvmtune.cmd.rollout_step).
 
 ``make(step, cloud, hosts, run_id, ...)`` runs preflight, disable, drain,
-gate or enable (kvmtune.rollout.preflight, .nova, .drain, .gate) and
+gate or enable (kvmtune.rollout.preflight, .nova, .drain, .gate), or
+records the plan the apply step applied on the host (apply: in the state
+file, kvmtune.rollout.state.State.record_plan, no cloud), and
 returns a ``Result``: rows to print, one line saying what happened, the
 exit status, and the error to raise once the rows are printed (a refused
 preflight prints where every guest would have gone, then refuses).
@@ -57,6 +59,8 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
     from kvmtune.rollout import state as states
 
     hosts = list(hosts)
+    if step == 'apply':
+        return _apply(hosts, run_id, state_file, plan_file, profiles)
     state = None
     if state_file is not None:
         state, _ = states.open_run(state_file, run_id=run_id,
@@ -76,6 +80,33 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
         for host in hosts:
             state.mark(host, step)
     return result
+
+
+def _apply(hosts: list[str], run_id: str, state_file: str | None,
+           plan_file: str | None, profiles: Sequence[str]) -> Result:
+    """Record, once, the plan the apply step applied on the host (``boot
+    apply -f json``'s plan, from ``plan_file``) with its apply step: a
+    run again applies and gates that plan until the host is enabled."""
+    from kvmtune.rollout import state as states
+    from kvmtune.tuning import plan
+
+    if state_file is None:
+        raise InputError('apply records the plan applied in the rollout\'s '
+                         'state file', key='--state',
+                         fix='give --state FILE')
+    if plan_file is None:
+        raise InputError('apply records the plan the apply step applied',
+                         key='--plan', fix='give --plan FILE ("boot apply '
+                         '-f json"\'s plan; -: standard input)')
+    applied = plan.load(plan_file)
+    state, _ = states.open_run(state_file, run_id=run_id,
+                               profile=profiles[0] if profiles else None)
+    recorded, now = state.record_plan(hosts[0], applied.to_dict())
+    line = (f'the plan of {applied.profile} applied, recorded in run '
+            f'{run_id}' if now else
+            f'the plan applied in run {run_id} kept (recorded before)')
+    return Result('apply', hosts, run_id, line,
+                  document={'plan': recorded}, skipped=not now)
 
 
 def _profile(profiles: Sequence[str], step: str) -> str:

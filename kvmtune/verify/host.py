@@ -12,7 +12,8 @@ of /proc and /sys):
 - ``pages node<N> <size>``: the huge page pool of each planned node and
   size has at least the planned pages (free and used shown); short of a
   pool the booted command line asks for, the kernel could not reserve it
-  at boot, and the fix says so.
+  at boot, and the fix says so: free memory at boot, or plan the host
+  again with a smaller pool.
 - ``module <name> <param>``: the planned module options (the plan's
   modprobe lines) are what /sys/module/<name>/parameters says; ``Y``/``1``
   and ``N``/``0`` are equal.
@@ -216,12 +217,15 @@ def pool_checks(plan: 'Plan', facts: Facts) -> list[verify.Check]:
                   if pool['size_kb'] >= 1024 * 1024 else ''))
         asked = at_boot.get((pool['node'], pool['size_kb']))
         if asked is not None:
+            # the boot fixed, or another plan (a rollout: --replan HOST)
             fix = (f'the kernel could not reserve the pool at boot (the '
                    f'booted command line asks for {asked}): free the '
                    'memory it needs at boot (fewer boot-time reservations, '
-                   'such as crashkernel=) or plan a smaller pool, then '
-                   'reboot (shrunk since the boot: kvmtune pages apply '
-                   f'{pool["node"]}:{size}:{pool["count"]})')
+                   'such as crashkernel=) and reboot, or plan the host '
+                   'again with a smaller pool (a plan made now keeps the '
+                   'pool the host has) and boot that (shrunk since the '
+                   f'boot: kvmtune pages apply {pool["node"]}:{size}:'
+                   f'{pool["count"]})')
         node: Any = nodes.get(pool['node']) or {}
         live = next((p for p in node.get('hugepages', [])
                      if p.get('size_kb') == pool['size_kb']), None)

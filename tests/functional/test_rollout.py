@@ -18,11 +18,12 @@ refused with nothing touched; the cpu-pinning profile in batches of one,
 the controller SIGKILLed during a drain and run again; pinned-hugepages
 in batches of two with a host that "boots" with a short huge page pool,
 stopped at the gate (against the plan applied) while its batch-mate that
-passed is enabled, fixed and run again; the batches in their printed
-order; every
-host empty at its reboot; every guest there afterwards, in its status
-before; os-services, polled in the background, never with more disabled
-hosts than the batch; a finished rollout run again makes nothing. Also:
+passed is enabled, run again unfixed and stopped again there (the plan
+the run applied, kept in its state file), fixed and run again; the
+batches in their printed order; every host empty at its reboot; every
+guest there afterwards, in its status before; os-services, polled in the
+background, never with more disabled hosts than the batch; a finished
+rollout run again makes nothing. Also:
 a too full fleet refused by preflight with nothing disabled; an unknown
 host and missing credentials one line, exit 2.
 
@@ -699,9 +700,13 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
     pool short and says the kernel could not reserve it at boot. Its
     batch-mate, which passed, is enabled and gets its textfile; then the
     rollout stops, one line naming the host and the fix; the host stays
-    disabled with its reason, the next batch is not touched. Rebooted
-    again without the plant (the fix), the rollout run again goes on from
-    there."""
+    disabled with its reason, the next batch is not touched. Run again
+    with nothing fixed, it stops there again with the same reason and fix
+    (the plan the run applied, recorded in its state file, is applied and
+    gated again, not one made again from the short boot's facts); the
+    host is not disabled, drained or rebooted again, the later batch is
+    not touched. Rebooted again without the plant (the fix), the rollout
+    run again goes on from there."""
     before = _statuses(admin)
     _show_guests('before', before)
     mate, short = NAMES[0], NAMES[1]
@@ -718,6 +723,25 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
                  for h in fleet.hosts[2:]}
     reboots = len(fleet.reboots())
     started = time.monotonic()
+
+    def stopped(passed):
+        """The stop line, ``passed`` the batch-mate enabled again."""
+        return (
+            f'the rollout stopped: {short} failed at step verify (failed): '
+            f'host pages node0 2M: expected >= {pool}, live {pool // 2} '
+            f'({pool // 2} free, 0 in use) (and 1 more); it stays disabled, '
+            f'{passed} of its batch passed and was enabled again, the hosts '
+            'of later batches were not touched (fix: the kernel could not '
+            'reserve the pool at boot (the booted command line asks for '
+            f'hugepagesz=2M hugepages={2 * pool}): free the memory it needs '
+            'at boot (fewer boot-time reservations, such as crashkernel=) '
+            'and reboot, or plan the host again with a smaller pool (a plan '
+            'made now keeps the pool the host has) and boot that (shrunk '
+            f'since the boot: kvmtune pages apply 0:2M:{pool}), then run '
+            'kvmtune rollout again with the same --state: it goes on from '
+            'there and judges the plan it applied again (plans the host '
+            f'again with --replan {short}))')
+
     with ServicesWatch() as watch:
         rc, out, err = _rollout(fleet, *argv)
         assert rc == 2
@@ -726,18 +750,10 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
         # the plan applied asks for the pool, and the command line the
         # host booted has it: the pool came up short
         assert line.startswith('kvmtune: error: ')
-        assert line.partition('.log: ')[2] == (
-            f'the rollout stopped: {short} failed at step verify (failed): '
-            f'host pages node0 2M: expected >= {pool}, live {pool // 2} '
-            f'({pool // 2} free, 0 in use) (and 1 more); it stays disabled, '
-            f'{mate} of its batch passed and was enabled again, the hosts '
-            'of later batches were not touched (fix: the kernel could not '
-            'reserve the pool at boot (the booted command line asks for '
-            f'hugepagesz=2M hugepages={2 * pool}): free the memory it needs '
-            'at boot (fewer boot-time reservations, such as crashkernel=) '
-            'or plan a smaller pool, then reboot (shrunk since the boot: '
-            f'kvmtune pages apply 0:2M:{pool}), then run kvmtune rollout '
-            'again with the same --state: it goes on from there)')
+        assert line.partition('.log: ')[2] == stopped(mate)
+        assert states.load(str(state_file)).applied(short)['hugepages'] == [
+            {'node': 0, 'size_kb': 2048, 'count': pool},
+            {'node': 1, 'size_kb': 2048, 'count': pool}]
         run_id = states.load(str(state_file)).run_id
         disabled = _disabled(admin)
         print('disabled:', disabled)
@@ -761,6 +777,40 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
                 for h in fleet.hosts[2:]} == untouched
         assert not any(r['host'] in NAMES[2:]
                        for r in fleet.reboots()[reboots:])
+
+        # run again, nothing fixed: the same stop, the same reason and
+        # fix. The host goes on with the plan the run applied (a plan made
+        # again from the short boot's facts would take the short pool as
+        # planned, and pass): not disabled, drained or rebooted again
+        # (its command line has that plan). The next host in inventory
+        # order is its batch-mate now, goes through and is enabled; the
+        # later batch is not touched.
+        later = NAMES[3]
+        booted = (fleet.host(later).root / 'proc/cmdline').read_text()
+        ran, rerun = len(fleet.reboots()), time.monotonic()
+        rc, out, err = _rollout(fleet, *argv)
+        print(f'rollout run again, nothing fixed: '
+              f'{time.monotonic() - rerun:.0f} s')
+        assert rc == 2
+        again, = err.strip().splitlines()
+        print(f'the gate failure line, run again: {again}')
+        assert again.partition('.log: ')[2] == stopped(NAMES[2])
+        assert f'{short} goes on with the plan run {run_id} applied to it ' \
+            f'(another: --replan {short})' in out
+        batches, steps = _printed(out)
+        assert batches == [[short, NAMES[2]], [later]]
+        _in_batch_order(steps, batches)
+        assert (short, 'verify', 'failed') in steps
+        for step_name in ('disable', 'drain', 'reboot', 'enable'):
+            assert (short, step_name, 'changed') not in steps, step_name
+        assert (NAMES[2], 'enable', 'changed') in steps
+        assert not any(h == later for h, _, _ in steps)
+        assert (fleet.host(later).root / 'proc/cmdline').read_text() == \
+            booted
+        assert [r['host'] for r in fleet.reboots()[ran:]] == [NAMES[2]]
+        assert _disabled(admin) == {
+            short: f'kvmtune rollout {run_id}: {PROFILE_2}'}
+
         # the fix: the host rebooted again, its pool whole this time
         fleet.unplant(short)
         print(f'SIMULATED reboot of {short} by hand: '
@@ -770,9 +820,10 @@ def test_a_short_pool_stops_the_rollout_at_the_gate_two_at_a_time(
           f'{time.monotonic() - started:.0f} s')
     assert rc == 0, err
     batches, steps = _printed(out)
-    # the batch-mate is done: left alone; the stopped host goes on first
-    assert f'{mate} unchanged: nothing to do, left alone' in out
-    assert batches == [[short, NAMES[2]], [NAMES[3]]]
+    # the hosts done are left alone; the stopped host goes on first
+    for name in (mate, NAMES[2]):
+        assert f'{name} unchanged: nothing to do, left alone' in out
+    assert batches == [[short, NAMES[3]]]
     _in_batch_order(steps, batches)
     # the stopped host is not disabled, drained or rebooted again
     for step_name in ('disable', 'drain', 'reboot'):

@@ -56,3 +56,30 @@ def test_a_tree_that_is_no_host_is_one_line_exit_2(tmp_path, capsys):
     assert cli.main(['boot', 'apply', '--profile', 'cpu-pinning', '--root',
                      str(tmp_path)]) == 2
     assert 'not a host tree' in capsys.readouterr().err
+
+
+def test_a_plan_made_before_is_staged_as_it_is(tmp_path, capsys):
+    """--plan FILE stages that plan, not one made again from the tree's
+    facts: the same files and reasons as --profile on the facts it was
+    made from, and its own plan in the document; a file that is not a
+    plan is one line, nothing written."""
+    root = hosttrees.make(tmp_path / 'h', 'rhel-7')
+    assert cli.main(['plan', '--profile', 'cpu-pinning', '--root',
+                     str(root), '-f', 'json']) == 0
+    made = tmp_path / 'plan.json'
+    made.write_text(capsys.readouterr().out)
+    assert cli.main(['boot', 'apply', '--profile', 'cpu-pinning', '--root',
+                     str(root), '--dry-run', '-f', 'json']) == 0
+    by_profile = json.loads(capsys.readouterr().out)
+    assert cli.main(['boot', 'apply', '--plan', str(made), '--root',
+                     str(root), '--dry-run', '-f', 'json']) == 0
+    by_plan = json.loads(capsys.readouterr().out)
+    assert by_plan == by_profile
+    assert by_plan['plan'] == json.loads(made.read_text())
+    made.write_text('{"profile": "cpu-pinning"}')
+    before = hosttrees.snapshot(root)
+    assert cli.main(['boot', 'apply', '--plan', str(made), '--root',
+                     str(root)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and 'missing key' in err
+    assert hosttrees.snapshot(root) == before

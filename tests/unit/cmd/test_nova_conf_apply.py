@@ -92,6 +92,32 @@ def test_apply_then_apply_again(nova_conf):
     assert snapshot(nova_conf) == before
 
 
+def test_a_plan_made_before_is_written_as_it_is(nova_conf, tmp_path):
+    """--plan FILE: the plan's options as they are, no plan made again
+    (the rollout, run again for a host it left disabled, applies the plan
+    it applied before this way); the same file as --profile writes."""
+    plan = kvmtune('plan', '--profile', PROFILE, '--root', HOST,
+                   '--format', 'json')
+    made = tmp_path / 'plan.json'
+    made.write_text(plan.stdout)
+    by_profile = tmp_path / 'by-profile.conf'
+    shutil.copyfile(nova_conf, by_profile)
+    assert kvmtune(*apply_args(by_profile)).returncode == 0
+    done = kvmtune('nova-conf', 'apply', '--plan', str(made), '--config',
+                   str(nova_conf), '--service', 'all')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(f'wrote {nova_conf} (previous content: '
+                                f'{nova_conf}.kvmtune.bak)\n')
+    assert nova_conf.read_bytes() == by_profile.read_bytes()
+    # a plan that is not one: one line, nothing written
+    made.write_text('{"profile": "p"}')
+    before = snapshot(nova_conf)
+    assert_one_line_error(kvmtune('nova-conf', 'apply', '--plan', str(made),
+                                  '--config', str(nova_conf), '--service',
+                                  'all'), 'missing key')
+    assert snapshot(nova_conf) == before
+
+
 def test_service_compute_leaves_scheduler_options_out(tmp_path):
     path = tmp_path / 'nova.conf'
     path.write_text('[DEFAULT]\ndebug = true\n')

@@ -196,3 +196,31 @@ def test_a_bad_host_stops_the_rollout_before_any_host_changes(
         '--limit', 'computes', '--mode', 'stage', '--run-id', 'r2'])
     assert 'inventory host small: ' in err and 'withheld' in err
     assert {n: hosttrees.snapshot(r) for n, r in roots.items()} == before
+
+
+def test_replan_is_refused_without_a_plan_to_forget(fleet, tmp_path,
+                                                    capsys):
+    """--replan HOST forgets the plan the run applied to HOST: without
+    the state file, with --check, or for a host the run applied no plan
+    to, one line, exit 2, nothing disabled or changed."""
+    inv, roots = fleet
+    before = {n: hosttrees.snapshot(r) for n, r in roots.items()}
+    argv = ['rollout', '--inventory', inv, '--profile', 'cpu-pinning',
+            '--limit', 'computes', '--mode', 'stage', '--replan', 'c2']
+    assert _one_line_exit_2(capsys, argv).endswith(
+        "--replan: the plan a run applied is in its state file (fix: give "
+        "the rollout's --state FILE)\n")
+    assert _one_line_exit_2(capsys, argv + ['--check']).endswith(
+        '--replan: --check forgets no plan (fix: run the rollout with '
+        '--state and --replan, or --check alone)\n')
+    state_file = tmp_path / 'rollout.json'
+    assert cli.main([str(a) for a in argv + ['--state', state_file,
+                                             '--run-id', 'R9']]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        'checked 3 hosts: 3 reboot, 0 restart, 0 unchanged']
+    assert err == (f'kvmtune: error: {state_file}: --replan: c2 has no plan '
+                   'applied by run R9 that it has not finished (fix: give a '
+                   'host the stopped rollout left disabled after its apply '
+                   'step, or drop --replan)\n')
+    assert {n: hosttrees.snapshot(r) for n, r in roots.items()} == before

@@ -103,3 +103,32 @@ def test_the_gate_passes_a_host_booted_as_planned(cloud, capsys,
     doc = json.loads(capsys.readouterr().out)
     assert doc['passed'] and doc['checks']
     assert {c['status'] for c in doc['checks']} == {'PASS'}
+
+
+def test_apply_records_the_plan_from_standard_input_without_a_cloud(
+        tmp_path, capsys, monkeypatch):
+    """rollout-step apply, as the apply role runs it on the controller:
+    the plan boot apply printed, on standard input, recorded in the
+    state file; no --os-cloud. A cloud step without it: one line."""
+    import io
+
+    from kvmtune.rollout import state
+
+    assert cli.main(['plan', '--profile', 'cpu-pinning', '--root', CAPTURE,
+                     '-f', 'json']) == 0
+    made = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
+        json.dumps(made).encode())))
+    path = tmp_path / 'rollout.json'
+    assert cli.main(['rollout-step', 'apply', '--host', 'compute-0000',
+                     '--run-id', 'R1', '--profile', 'cpu-pinning',
+                     '--state', str(path), '--plan', '-']) == 0
+    assert capsys.readouterr().out == (
+        'apply compute-0000: the plan of cpu-pinning applied, recorded in '
+        'run R1\n')
+    assert state.load(str(path)).applied('compute-0000') == made
+    assert cli.main(['rollout-step', 'drain', '--host', 'compute-0000',
+                     '--run-id', 'R1']) == 2
+    assert capsys.readouterr().err == (
+        'kvmtune: error: --os-cloud: drain reads or changes the cloud (fix: '
+        'give --os-cloud CLOUD (clouds.yaml))\n')

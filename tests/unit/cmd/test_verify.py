@@ -4,6 +4,7 @@ table, -f json and the Prometheus file."""
 import json
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -69,8 +70,17 @@ def test_a_plan_comes_on_standard_input(capsys, monkeypatch):
     assert verify('--plan', '-', '--root', TUNED) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and '--plan -: not JSON' in err
-    assert verify('--plan', '-', '--all-hosts', '--os-cloud', 'c') == 2
-    assert 'reads its plan from a file' in capsys.readouterr().err
+    # the fleet view: one line, exit 2, with or without a cloud, and
+    # standard input left unread
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
+        piped.encode())))
+    for cloud in (['--os-cloud', 'c'], []):
+        assert verify('--plan', '-', '--all-hosts', *cloud) == 2
+        assert capsys.readouterr() == ('', (
+            'kvmtune: error: --plan -: the fleet view reads its plan from a '
+            "file (fix: give the plan's file (--plan FILE), or verify one "
+            'host with --plan -)\n'))
+    assert sys.stdin.read() == piped
 
 
 def test_the_prometheus_file_is_written(tmp_path, capsys):

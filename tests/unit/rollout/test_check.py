@@ -185,6 +185,9 @@ def _cloud_check(tmp_path, monkeypatch, batch):
     found = check.plan(hosts, 'cpu-pinning', path='inv', batch=batch,
                        cloud='fake')
     assert cloud.writes == []       # GET requests only
+    # the refusals as the preflight raised them, the reports' lines theirs
+    assert [r.line() for r in found.refused] == [
+        line for report in found.reports for line in report['refusals']]
     return json.loads(json.dumps(found.to_dict()).replace(
         str(tmp_path), '<tmp>'))
 

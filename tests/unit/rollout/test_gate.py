@@ -94,9 +94,10 @@ def test_the_gate_judges_the_plan_applied_not_one_made_after_the_reboot(
         '(and 1 more); the host stays disabled (fix: the kernel could not '
         'reserve the pool at boot (the booted command line asks for '
         'hugepagesz=2M hugepages=256): free the memory it needs at boot '
-        '(fewer boot-time reservations, such as crashkernel=) or plan a '
-        'smaller pool, then reboot (shrunk since the boot: kvmtune pages '
-        'apply 0:2M:128))')
+        '(fewer boot-time reservations, such as crashkernel=) and reboot, '
+        'or plan the host again with a smaller pool (a plan made now keeps '
+        'the pool the host has) and boot that (shrunk since the boot: '
+        'kvmtune pages apply 0:2M:128))')
     # planned again from the facts after the reboot, the short pool is
     # kept as it came up (the hugepages tuner keeps a pool a host has):
     # the command line, which is right, would look wrong
@@ -123,3 +124,65 @@ def test_rollout_step_gate_takes_the_plan_applied(tmp_path, monkeypatch):
     assert result.line.startswith('host pages node0 2M: expected >= 128, '
                                   'live 64 ')
     assert 'could not reserve the pool at boot' in result.line
+
+
+def _boot_apply(root, *what, stdin=None, monkeypatch=None):
+    """kvmtune boot apply -f json on the tree ``root``: its document."""
+    import contextlib
+    import io
+    import json
+
+    from kvmtune import cli
+
+    if stdin is not None:
+        monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
+            json.dumps(stdin).encode())))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(['boot', 'apply', *what, '--root', root, '-f',
+                         'json']) == 0
+    return json.loads(out.getvalue())
+
+
+def test_a_run_again_applies_and_judges_the_plan_it_recorded(
+        tmp_path, monkeypatch):
+    """The rollout run again for the host whose pool came up short, with
+    nothing fixed: the apply role stages the plan the run recorded (boot
+    apply --plan -), which the host booted (no reboot), and the gate
+    judges that plan: the same line. The profile planned again on the
+    facts after the reboot (what the apply step did before, and what
+    --replan HOST does) takes the short pool as planned and stages its
+    command line: a reboot, and a gate that would pass."""
+    from kvmtune.rollout import state
+
+    root, applied, facts = _short_pool_host(tmp_path)
+    path = str(tmp_path / 'rollout.json')
+    run, _ = state.open_run(path, profile='pinned-hugepages', run_id='R1')
+    for step in ('preflight', 'disable', 'drain'):
+        run.mark('c3', step)
+    run.record_plan('c3', applied.to_dict())
+    first = gate.gate([applied], verify.Context(root=root, facts=facts),
+                      ['host']).line()
+
+    recorded = state.load(path).applied('c3')
+    staged = _boot_apply(root, '--plan', '-', stdin=recorded,
+                         monkeypatch=monkeypatch)
+    assert staged['plan'] == recorded
+    assert staged['reboot_required'] is False
+    assert [f for f in staged['files'] if f['status'] != 'unchanged'] == []
+    again = gate.gate([plan.from_dict(staged['plan'])],
+                      verify.Context(root=root, facts=facts), ['host'])
+    assert not again.passed and again.line() == first
+
+    replanned = _boot_apply(root, '--profile', 'pinned-hugepages',
+                            '--dry-run')
+    assert replanned['plan']['hugepages'] == [
+        {'node': 0, 'size_kb': 2048, 'count': 64},
+        {'node': 1, 'size_kb': 2048, 'count': 64}]
+    # the smaller pool on the command line: a reboot
+    assert replanned['reasons']['hugepages'] == [
+        'default_hugepagesz=2M', 'hugepagesz=2M', 'hugepages=128',
+        '-hugepages=256']
+    assert gate.gate([plan.from_dict(replanned['plan'])],
+                     verify.Context(root=root, facts=facts),
+                     ['host']).line().startswith('host cmdline hugepages')

@@ -15,6 +15,7 @@ import pytest
 from kvmtune.errors import KvmtuneError
 from kvmtune.rollout import inventory
 from kvmtune.rollout import playbook
+from kvmtune.tuning import plan
 from tests import hosttrees
 from tests.unit.rollout import fleetvenv
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
@@ -269,7 +270,8 @@ import sys
 argv = sys.argv[1:]
 plan = json.loads(sys.stdin.read()) if '--plan' in argv else None
 with open(sys.argv[0] + '.log', 'a') as log:
-    log.write(json.dumps({'argv': argv, 'plan': plan and plan['profile']})
+    log.write(json.dumps({'argv': argv, 'plan': plan and plan['profile'],
+                          'source': plan and plan['facts_source']})
               + '\\n')
 if argv[1] in ('disable', 'drain', 'enable'):
     print(json.dumps({'changed': True}))
@@ -284,7 +286,11 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
     c1 goes on to enable and its textfile; c2 is not enabled, it fails
     last and the rollout stops: c3, the next batch, is not touched. The
     gate checks the plan the apply step applied (on standard input). The
-    cloud's steps are a recording stand-in for kvmtune rollout-step."""
+    cloud's steps are a recording stand-in for kvmtune rollout-step.
+    A run again: c1 has a plan the run applied before (its state file,
+    kvmtune_applied_plans in a file of variables): that plan is applied
+    again as it is and gated, not recorded again; c2's plan, made now, is
+    recorded (rollout-step apply) before its reboot would come."""
     roots = {name: hosttrees.make(tmp_path / name, distro) for name, distro
              in (('c1', 'debian-12'), ('c2', 'rhel-7'), ('c3', 'debian-12'))}
     before = hosttrees.snapshot(roots['c3'])
@@ -309,10 +315,16 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
     variables['kvmtune_command'] = [str(bindir / 'kvmtune')]
     variables['kvmtune_controller_command'] = [sys.executable,
                                                str(controller)]
+    variables['kvmtune_state_file'] = str(tmp_path / 'rollout.json')
+    recorded = plan.for_host(['io-tuned'], root=str(roots['c1']))[0]
+    recorded.facts_source = 'recorded by the run'
+    plans = tmp_path / 'applied-plans.json'
+    plans.write_text(json.dumps({'kvmtune_applied_plans': {
+        'c1': recorded.to_dict()}}))
     out = io.StringIO()
     with pytest.raises(KvmtuneError) as err:
         playbook._play(str(inv), [['c1', 'c2'], ['c3']], out, 'r4',
-                       variables)
+                       variables, [str(plans)])
     line = err.value.line()
     print(out.getvalue(), line)
     assert ': the rollout stopped: c2 failed at step verify (failed): ' \
@@ -321,7 +333,9 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
                          'was enabled again, the hosts of later batches '
                          'were not touched (fix: make the check possible '
                          '(see the reason), then run kvmtune rollout '
-                         'again)')
+                         'again with the same --state: it goes on from '
+                         'there and judges the plan it applied again '
+                         '(plans the host again with --replan c2))')
     lines = out.getvalue().splitlines()
     assert lines[1:3] == ['batch 1: c1 c2', 'batch 2: c3']
     for done in (('verify', 'ok'), ('gate', 'ok'), ('enable', 'changed'),
@@ -340,20 +354,35 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
     assert ('enable', 'c1') in steps and ('enable', 'c2') not in steps
     assert ('gate', 'c1') in steps and ('gate', 'c2') not in steps
     assert not any(host == 'c3' for _, host in steps)
-    # the gate got the plan the apply step applied
+    # the gate got the plan the apply step applied: c1's, the plan the
+    # run applied before, as it is; c2's, made now, recorded once
     gate, = [c for c in calls if c['argv'][1] == 'gate']
     assert '--plan' in gate['argv'] and gate['plan'] == 'io-tuned'
+    assert gate['source'] == 'recorded by the run'
+    record, = [c for c in calls if c['argv'][1] == 'apply']
+    assert ('apply', 'c2') in steps and ('apply', 'c1') not in steps
+    assert record['plan'] == 'io-tuned' and record['source'] == str(
+        roots['c2'])
+    assert record['argv'][record['argv'].index('--state') + 1] == \
+        variables['kvmtune_state_file']
     assert (textfiles['c1'] / 'kvmtune_verify.prom').exists()
     assert list(textfiles['c2'].iterdir()) == []
     assert hosttrees.snapshot(roots['c3']) == before
 
 
 def test_a_refusal_is_one_line_with_its_own_fix():
-    refusal = ('host c4: in-place: server s1 (g, flavor pinned): pinned to '
-               'CPUs [1] outside the new cpu_dedicated_set 4-39 (Nova only '
-               'warns: another guest may get them) (fix: drain this host '
-               'instead of changing it in place; nothing was touched)')
-    line = playbook._refused('inv.yml', [refusal, 'host c5: ...']).line()
+    """The preflight's refusal as it raised it: its text and its own fix,
+    carried, never parsed back out of its line (a problem that has
+    " (fix: " in it stays whole)."""
+    from kvmtune.rollout.preflight import Refused
+
+    refusal = Refused('server s1 (g, flavor pinned): pinned to CPUs [1] '
+                      'outside the new cpu_dedicated_set 4-39 (Nova only '
+                      'warns: another guest may get them)',
+                      source='host c4', key='in-place',
+                      fix='drain this host instead of changing it in '
+                          'place; nothing was touched')
+    line = playbook._refused('inv.yml', [refusal, Refused('...')]).line()
     assert line == (
         'inv.yml: the preflight refuses it: host c4: in-place: server s1 '
         '(g, flavor pinned): pinned to CPUs [1] outside the new '
@@ -361,6 +390,11 @@ def test_a_refusal_is_one_line_with_its_own_fix():
         'them) (and 1 more refusal(s)) (fix: drain this host instead of '
         'changing it in place; nothing was touched; kvmtune rollout --check '
         'shows every batch)')
-    assert playbook._refused('inv.yml', ['no fix here']).line() == (
+    assert playbook._refused('inv.yml', [Refused('no fix here')]).line() == (
         'inv.yml: the preflight refuses it: no fix here (fix: nothing was '
         'disabled or changed; kvmtune rollout --check shows every batch)')
+    odd = Refused('a name with (fix: in it)', source='host c5')
+    assert playbook._refused('inv.yml', [odd]).line() == (
+        'inv.yml: the preflight refuses it: host c5: a name with (fix: in '
+        'it) (fix: nothing was disabled or changed; kvmtune rollout --check '
+        'shows every batch)')

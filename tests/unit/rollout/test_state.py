@@ -86,11 +86,67 @@ def test_another_run_or_profile_is_refused(tmp_path):
         state.open_run(path, profile='q')
 
 
+PLAN = {'profile': 'p', 'facts_source': None, 'nova_conf': {},
+        'nova_conf_services': {}, 'kernel_args': ['isolcpus=2-3'],
+        'modprobe': {}, 'extra_specs': {}, 'owned_extra_specs': [],
+        'hugepages': [], 'checks': [], 'notes': [], 'withheld': []}
+
+
+def _plan():
+    """A plan as ``kvmtune plan -f json`` prints one, as the state file
+    takes it."""
+    from kvmtune.tuning import plan
+    return plan.from_dict(dict(PLAN)).to_dict()
+
+
+def test_the_plan_applied_is_recorded_once_with_its_step(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    run, _ = state.open_run(path, profile='p', run_id='R1')
+    for step in ('preflight', 'disable', 'drain'):
+        run.mark('c2', step)
+    first = _plan()
+    assert run.record_plan('c2', first) == (first, True)
+    loaded = state.load(path)
+    assert loaded.done('c2', 'apply') and loaded.applied('c2') == first
+    # once: a plan made again (after the reboot) does not replace it
+    other = dict(first, kernel_args=['isolcpus=4-5'])
+    assert state.load(path).record_plan('c2', other) == (first, False)
+    assert state.load(path).plans['c2'] == first
+    # the other steps of a batch are written beside it, none lost
+    run.mark('c3', 'disable')
+    assert state.load(path).plans == {'c2': first}
+    # replan: the plan and the steps made with it forgotten, the host
+    # still taken out
+    run.mark('c2', 'gate')
+    assert state.load(path).replan('c2')
+    again = state.load(path)
+    assert again.plans == {} and again.next_step('c2') == 'apply'
+    assert again.taken_out('c2')
+    assert again.record_plan('c2', other) == (other, True)
+    # enabled: its run is done, the plan is not applied again
+    again.mark('c2', 'enable')
+    assert state.load(path).applied('c2') is None
+
+
+def test_a_state_file_before_plans_were_recorded_reads(tmp_path):
+    path = tmp_path / 'rollout.json'
+    path.write_text('{"run_id": "R", "profile": "p", "hosts": {"c2": '
+                    '{"disable": "t"}}}')
+    found = state.load(str(path))
+    assert found.plans == {} and found.taken_out('c2')
+
+
 @pytest.mark.parametrize('text, key', [
     ('[]', '(top)'), ('{}', 'run_id'), ('{"run_id": "R", "hosts": 3}',
                                         'hosts'),
     ('{"run_id": "R", "hosts": {"c2": {"reboot!": "t"}}}',
-     'hosts.c2.reboot!')])
+     'hosts.c2.reboot!'),
+    ('{"run_id": "R", "plans": []}', 'plans'),
+    # a plan without its apply step, and one that is not a plan
+    ('{"run_id": "R", "hosts": {"c2": {"disable": "t"}}, "plans": {"c2": '
+     '{}}}', 'plans.c2'),
+    ('{"run_id": "R", "hosts": {"c2": {"apply": "t"}}, "plans": {"c2": '
+     '{"profile": "p"}}}', 'plans.c2')])
 def test_a_bad_state_file_is_one_line(tmp_path, text, key):
     path = tmp_path / 'rollout.json'
     path.write_text(text)

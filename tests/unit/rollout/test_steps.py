@@ -3,6 +3,7 @@ prints, the state file it keeps (a step done is not made again), a
 refused preflight that touches nothing (a model of Nova's API with the
 recorded Placement answers of tests/unit/rollout/test_preflight.py)."""
 
+import json
 import os
 import shutil
 
@@ -12,6 +13,7 @@ from kvmtune.errors import EXIT_OK
 from kvmtune.errors import InputError
 from kvmtune.rollout import state
 from kvmtune.rollout import steps
+from tests import paths
 from tests.unit.capacity.replay import load
 from tests.unit.capacity.replay import RECORDINGS
 from tests.unit.capacity.replay import Replay
@@ -131,3 +133,48 @@ def test_the_gate_of_another_host_needs_its_facts():
                    profiles=['cpu-pinning'], layers=['cloud'])
     assert exc.value.key == '--facts'
     assert 'plans host compute-0000 from its facts' in exc.value.line()
+
+
+def test_apply_records_the_plan_applied_once_and_needs_no_cloud(tmp_path):
+    """rollout-step apply: the plan the apply step applied on the host,
+    recorded with the step in the state file; a plan made again later
+    (after the reboot) does not replace it."""
+    from kvmtune.tuning import plan
+
+    path = str(tmp_path / 'state.json')
+    made = plan.for_host(['cpu-pinning'], root=os.path.join(
+        paths.HOSTS, 'real', '32intel64-2p8co2t+8ve'))[0]
+    applied = tmp_path / 'applied.json'
+    applied.write_text(json.dumps(made.to_dict()))
+    result = steps.make('apply', None, ['compute-0000'], 'R1',
+                        profiles=['cpu-pinning'], state_file=path,
+                        plan_file=str(applied))
+    assert result.line == ('the plan of cpu-pinning applied, recorded in '
+                           'run R1')
+    assert not result.skipped and result.to_dict()['ok']
+    assert state.load(path).applied('compute-0000') == made.to_dict()
+    other = made.to_dict() | {'kernel_args': ['isolcpus=1']}
+    applied.write_text(json.dumps(other))
+    again = steps.make('apply', None, ['compute-0000'], 'R1',
+                       profiles=['cpu-pinning'], state_file=path,
+                       plan_file=str(applied))
+    assert again.skipped and again.line == ('the plan applied in run R1 '
+                                            'kept (recorded before)')
+    assert again.document['plan'] == made.to_dict()
+    assert state.load(path).plans['compute-0000'] == made.to_dict()
+    # another run's state file is refused, as for every step
+    with pytest.raises(InputError):
+        steps.make('apply', None, ['compute-0000'], 'R2',
+                   state_file=path, plan_file=str(applied))
+
+
+@pytest.mark.parametrize('state_file, plan_file, key', [
+    (None, 'plan.json', '--state'), ('state.json', None, '--plan')])
+def test_apply_needs_the_state_file_and_the_plan(tmp_path, state_file,
+                                                 plan_file, key):
+    with pytest.raises(InputError) as exc:
+        steps.make('apply', None, ['compute-0000'], 'R1',
+                   state_file=state_file and str(tmp_path / state_file),
+                   plan_file=plan_file)
+    assert exc.value.key == key
+    assert list(tmp_path.iterdir()) == []
