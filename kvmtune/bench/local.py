@@ -368,15 +368,15 @@ def run(workload: Workload, settings: Settings,
                     f'(NMI) once all are ready (at most {ready_wait} s), '
                     f'runtime {runtime} s')
                 syncstart.start_on_signal(guests, vms, runtime,
-                                          cast(int, ready_wait), log)
+                                          cast(int, ready_wait), log, accel)
             else:
                 log(f'{vms} guest(s) booting ({label}), start: at a '
                     f'common time in '
                     f'{cast(float, start_at) - int(time.time())} s, '
                     f'runtime {runtime} s')
                 syncstart.wait_done(clients, cast(float, start_at) + runtime
-                                    + syncstart.FINISH_MARGIN
-                                    + 10 * vms, clock=time.time)
+                                    + syncstart.finish_wait(accel, vms),
+                                    clock=time.time)
             for guest in guests:
                 guest.poll()
             return [_measured(g, workload, accel) for g in guests]

@@ -207,7 +207,7 @@ def test_start_on_signal_through_qmp(tmp_path, monkeypatch):
         # ready timeout 1 s, then the verdicts came at once: had it waited
         # the runtime (600 s), the guard would fail the test
         hang.call(lambda: syncstart.start_on_signal(guests, 3, 600, 1,
-                                                    lines.append))
+                                                    lines.append, 'tcg'))
         # lower bound: it waited the whole ready timeout from the launch
         # its deadline counts from (a slow host only adds to this)
         assert time.monotonic() - launched >= 1.0
