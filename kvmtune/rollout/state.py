@@ -18,10 +18,10 @@ reboots nothing there.
 
 ``plans`` holds, per host, the plan its apply step applied (as ``kvmtune
 plan -f json`` prints one), recorded once with that step
-(``record_plan``). Until the host is enabled again, a run again applies
-and gates that plan (``applied``), not one made again from the host's
-facts after its reboot: those would take a huge page pool that came up
-short as planned. ``replan`` forgets it, for an operator who wants
+(``record_plan``) and dropped with its enable step. Until then, a run
+again applies and gates that plan (``applied``), not one made again from
+the host's facts after its reboot: those would take a huge page pool
+that came up short as planned. ``replan`` forgets it, for an operator who wants
 another plan.
 """
 
@@ -109,7 +109,10 @@ class State:
             self.hosts, self.plans = current.hosts, current.plans
 
     def mark(self, host: str, step: str) -> None:
-        """Record that ``host`` did ``step`` (written at once)."""
+        """Record that ``host`` did ``step`` (written at once). Enabled
+        again, the host's plan is dropped: nothing applies it any more
+        (``applied``), and every write re-reads, checks and writes the
+        plans the file holds."""
         from kvmtune import fileio
 
         if step not in STEPS:
@@ -117,6 +120,8 @@ class State:
         with fileio.lock(self.path):
             self._reread()
             self.hosts.setdefault(host, {}).setdefault(step, _now())
+            if step == 'enable':
+                self.plans.pop(host, None)
             _write(self)
 
     def record_plan(self, host: str, plan: Mapping[str, Any]

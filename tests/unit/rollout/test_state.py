@@ -126,6 +126,9 @@ def test_the_plan_applied_is_recorded_once_with_its_step(tmp_path):
     # enabled: its run is done, the plan is not applied again
     again.mark('c2', 'enable')
     assert state.load(path).applied('c2') is None
+    # and its plan is dropped from the file, the other host's steps kept
+    done = state.load(path)
+    assert done.plans == {} and done.done('c3', 'disable')
 
 
 def test_a_state_file_before_plans_were_recorded_reads(tmp_path):
