@@ -85,6 +85,25 @@ def env(registry_only: bool = False,
     return out
 
 
+def program_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a Python program run from a venv kvmtune made
+    or installed itself into (the test cloud's services and their manage
+    commands, Rally): ``base`` (os.environ) without PYTHONDONTWRITEBYTECODE.
+
+    pip compiles a venv's bytecode as it installs; uv does not (its
+    default, https://docs.astral.sh/uv/reference/settings/#compile-bytecode),
+    so where the caller's environment forbids writing bytecode each of
+    those processes compiled every module it imports from source, every
+    time it started: measured on a 2-CPU machine, a test cloud's `up`
+    98 s without bytecode against 52 s writing it as the services import
+    (5,154 files, 81 MB), and `rally --version` 3.9 s against 1.7 s.
+    Bytecode written as a program imports costs only the modules it uses
+    (compiling the whole cloud venv at install: 39 s of CPU)."""
+    out = dict(os.environ if base is None else base)
+    out.pop('PYTHONDONTWRITEBYTECODE', None)
+    return out
+
+
 def _run(argv: Sequence[str], output: IO[Any] | None,
          environ: Mapping[str, str] | None, timeout: float | None) -> None:
     if output is not None and hasattr(output, 'write'):

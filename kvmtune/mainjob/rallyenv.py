@@ -48,6 +48,7 @@ from kvmtune.errors import MASK
 from kvmtune.errors import mask_secrets
 from kvmtune import extras
 from kvmtune.mainjob import rallycloud
+from kvmtune import venvs
 
 CONFIG_NAME = 'rally.conf'
 RALLY_DIR = '.rally'
@@ -72,8 +73,12 @@ class RallyCommand:
         self.log = log or (lambda line: None)
 
     @property
-    def env(self) -> dict[str, str] | None:
-        return dict(os.environ, HOME=self.home) if self.home else None
+    def env(self) -> dict[str, str]:
+        """Its environment: kvmtune.venvs.program_env, with HOME."""
+        env = venvs.program_env()
+        if self.home:
+            env['HOME'] = self.home
+        return env
 
     def argv(self, *args: str) -> list[str]:
         conf = ['--config-file', self.config_file] if self.config_file \

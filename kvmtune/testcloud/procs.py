@@ -23,6 +23,8 @@ import time
 from typing import Any
 from typing import TYPE_CHECKING
 
+from kvmtune import venvs
+
 if TYPE_CHECKING:
     from kvmtune.testcloud.config import Layout
 
@@ -44,8 +46,10 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str,
 
 def start(layout: 'Layout', name: str, argv: Sequence[str],
           env: Mapping[str, str] | None = None) -> int:
-    """Start ``argv`` detached, output to log/<name>.log; return its pid."""
-    full_env = dict(os.environ, **(env or {}))
+    """Start ``argv`` detached, output to log/<name>.log; return its pid.
+    Its environment: kvmtune.venvs.program_env and ``env``."""
+    full_env = venvs.program_env()
+    full_env.update(env or {})
     full_env[OWNER_ENV] = layout.root
     with open(layout.log_file(name), 'ab') as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
@@ -66,8 +70,10 @@ def ledger_pids(layout: 'Layout') -> set[int]:
 
 def run(layout: 'Layout', name: str, argv: Sequence[str],
         env: Mapping[str, str] | None = None) -> None:
-    """Run ``argv`` to completion, output appended to log/<name>.log."""
-    full_env = dict(os.environ, **(env or {}))
+    """Run ``argv`` to completion, output appended to log/<name>.log;
+    its environment as start()'s."""
+    full_env = venvs.program_env()
+    full_env.update(env or {})
     full_env[OWNER_ENV] = layout.root
     with open(layout.log_file(name), 'ab') as log:
         log.write(('$ %s\n' % ' '.join(argv)).encode())

@@ -96,6 +96,32 @@ def test_uv_makes_and_fills_a_venv(real_uv, tmp_path):
                           capture_output=True).returncode == 0
 
 
+def test_a_program_from_a_uv_venv_writes_its_bytecode(real_uv, tmp_path):
+    """uv installs no bytecode; under PYTHONDONTWRITEBYTECODE=1 a program
+    would compile its imports on every start. program_env lets it write
+    them once, as it imports (the test cloud's services, Rally)."""
+    venv = str(tmp_path / 'venv')
+    venvs.create(venv)
+    venvs.install(venv, ['--no-index', _wheel(str(tmp_path))])
+    site = subprocess.run(
+        [venvs.python(venv), '-c', 'import sysconfig; '
+         'print(sysconfig.get_paths()["purelib"])'],
+        capture_output=True, text=True, check=True).stdout.strip()
+    cache = os.path.join(site, '__pycache__')
+    assert not os.path.exists(cache), 'uv compiled at install'
+    forbidding = dict(os.environ, PYTHONDONTWRITEBYTECODE='1')
+    run = [venvs.python(venv), '-c', 'import kvmtune_probe']
+    subprocess.run(run, env=forbidding, check=True, cwd='/')
+    assert not os.path.exists(cache)
+    env = venvs.program_env(forbidding)
+    assert 'PYTHONDONTWRITEBYTECODE' not in env
+    assert forbidding['PYTHONDONTWRITEBYTECODE'] == '1'   # caller's kept
+    assert env['PATH'] == os.environ['PATH']
+    subprocess.run(run, env=env, check=True, cwd='/')
+    assert any(f.startswith('kvmtune_probe.') and f.endswith('.pyc')
+               for f in os.listdir(cache))
+
+
 def test_without_uv_venv_and_pip_do_it_and_say_so(monkeypatch, tmp_path):
     monkeypatch.setenv('KVMTUNE_UV', 'none')
     said = []
