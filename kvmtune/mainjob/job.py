@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import dataclasses
 import json
 import os
+from typing import Any
 from typing import cast
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,8 @@ from kvmtune.mainjob import sweep
 from kvmtune.results import units
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from openstack.connection import Connection
 
     from kvmtune.facts.types import Facts
@@ -316,6 +319,11 @@ def _run(settings: Settings) -> int:
     # reads retried with a line each, writes once, a failure one line
     # naming the request, its id and the endpoint
     conn = api.conn
+    # Rally's database and environment need only the cloud's
+    # credentials: made beside the steps up to the sweep
+    runner = None if settings.setup_only else sweep.Rally(state_dir)
+    rally_env = None if runner is None else runner.use_cloud_beside(
+        cloud_name, rallycloud.rally_spec(conn.config))
     with steps.step('image and base flavor') as s, api.named():
         s.done(f'{cloud.upload_image(conn)}; {cloud.base_flavor(conn)}')
     flavors = _flavors_step(cloud_name,
@@ -361,11 +369,13 @@ def _run(settings: Settings) -> int:
             steps.say(hint)
         return errors.EXIT_OK
 
-    runner = sweep.Rally(state_dir)
+    runner, rally_env = cast(sweep.Rally, runner), cast(
+        'Future[dict[str, Any]]', rally_env)     # made above: a sweep runs
     with steps.step('rally environment') as s:
-        done = runner.use_cloud(cloud_name, rallycloud.rally_spec(conn.config))
+        done = rally_env.result()
         s.done(f'{cloud_name}, {done["environment"]} from the cloud\'s '
-               'credentials (not shown)')
+               f'credentials (not shown), {done["seconds"]:.0f} s beside '
+               'the steps before')
     out_json = os.path.join(state_dir, 'disk-scaling.json')
     out_html = os.path.join(state_dir, 'disk-scaling.html')
     counts_by_flavor = sweep.vm_counts(max_vms, flavors, counts)

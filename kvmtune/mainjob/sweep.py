@@ -7,10 +7,12 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 import importlib.resources
 import json
+import logging
 import os
 import re
 import subprocess
 import threading
+import time
 from typing import Any
 from typing import cast
 from typing import IO
@@ -21,8 +23,10 @@ from kvmtune.errors import InputError
 from kvmtune import fileio
 from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import steps
+from kvmtune import venvs
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from importlib.abc import Traversable
 
     from kvmtune.results.records import Record
@@ -98,8 +102,10 @@ class Rally:
         fileio.write_atomic(self.conf, '[DEFAULT]\nraw_result_chunk_size = 1'
                             '\n[database]\nconnection = sqlite:///'
                             + os.path.join(self.dir, 'rally.sqlite') + '\n')
-        # Rally keeps the "current" env and task under ~/.rally
-        self.env = dict(os.environ, HOME=self.dir)
+        # Rally keeps the "current" env and task under ~/.rally; its
+        # bytecode is written as it imports (kvmtune.venvs.program_env)
+        self.env = venvs.program_env()
+        self.env['HOME'] = self.dir
 
     def __call__(self, *args: str, capture: bool = False) -> str | None:
         return steps.run([steps.bin_path('rally'), '--config-file',
@@ -116,6 +122,26 @@ class Rally:
         steps.detail(f'rally env {name}: {done["environment"]} from cloud '
                      'credentials (not shown)')
         return done
+
+    def use_cloud_beside(self, name: str, spec: dict[str, Any]
+                         ) -> 'Future[dict[str, Any]]':
+        """use_cloud() in a thread of its own (five rally programs, about
+        20 s, mostly starting Python), so that the job's next steps (the
+        image upload, flavors, compute tuning) run meanwhile; the
+        future's result is use_cloud()'s, with the seconds it took under
+        'seconds'; result() re-raises what it raised."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def timed() -> dict[str, Any]:
+            started = time.monotonic()
+            done = self.use_cloud(name, spec)
+            return dict(done, seconds=time.monotonic() - started)
+
+        pool = ThreadPoolExecutor(max_workers=1,
+                                  thread_name_prefix='rally-env')
+        future = pool.submit(timed)
+        pool.shutdown(wait=False)
+        return future
 
     def start_task(self, task: str, args: Mapping[str, Any],
                    progress: 'Progress | None' = None) -> str:
@@ -159,24 +185,59 @@ class Rally:
     def sweep(self, task: str, args: Mapping[str, Any], out_json: str,
               out_html: str, progress: 'Progress | None' = None
               ) -> tuple[str, bool]:
-        """(uuid, SLA met); the failed SLA lines are in sla_failures."""
+        """(uuid, SLA met); the failed SLA lines are in sla_failures.
+        After the task, Rally's Python API in this process (as ``follow``)
+        reads it once and writes both reports with its own exporters
+        (what `rally task report --json` and `--html-static` run): three
+        more rally programs cost 1.7-4 s each to start (the main job's
+        log, 2026-11-28)."""
         uuid = self.start_task(task, args, progress)
-        state = cast(str, self('task', 'status', uuid,
-                               capture=True)).split()[-1]
+        return uuid, self.reports(uuid, task, out_json, out_html)
+
+    def reports(self, uuid: str, task: str, out_json: str, out_html: str
+                ) -> bool:
+        """Task ``uuid``'s JSON and static HTML reports; whether its SLA
+        was met (sweep())."""
+        api = rally_api(self.conf)
+        done = api.task.get(task_id=uuid, detailed=True)
+        state = done.get('status')
+        steps.detail(f'rally API: task {uuid} {state}')
         if state not in ('finished', 'aborted'):
             raise CloudError(f'rally task {uuid} ended {state}: no sweep '
                              'ran', source=task,
                              fix=f'rally task detailed {uuid} shows why')
-        self('task', 'report', uuid, '--json', '--out', out_json)
-        self('task', 'report', uuid, '--html-static', '--out', out_html)
-        proc = subprocess.run([steps.bin_path('rally'), '--config-file',
-                               self.conf, 'task', 'sla-check', uuid,
-                               '--json'], env=self.env, text=True,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)
-        steps.OUT.detail(proc.stdout)
+        for output_type, path in (('json', out_json),
+                                  ('html-static', out_html)):
+            report = api.task.export(tasks=[done], output_type=output_type,
+                                     output_dest=path)
+            for dest, text in report.get('files', {}).items():
+                fileio.write_atomic(os.path.expanduser(dest),
+                                    text.encode('utf-8'))
+            steps.detail(f'rally API: {output_type} report {path}')
+        # the SLA's verdict is its failed criteria: none, met (what
+        # `rally task sla-check` says by its exit status)
         self.sla_failures = sla_failures(out_json)
-        return uuid, proc.returncode == 0
+        return not self.sla_failures
+
+
+# Rally's own exporter plugins of the two reports, imported alone (its CLI
+# loads every plugin of every package first: rally.plugins.load)
+EXPORTERS = ('rally.plugins.task.exporters.json_exporter',
+             'rally.plugins.task.exporters.html')
+
+
+def rally_api(conf: str) -> Any:
+    """Rally's Python API (kvmtune[bench]'s Rally) on the job's
+    database, with its JSON and HTML exporters; imported by name: mypy
+    runs without the extras."""
+    for name in EXPORTERS:
+        importlib.import_module(name)
+    api = importlib.import_module('rally.api').API(config_file=conf)
+    # the API logs through the stderr handler it sets up (oslo.log,
+    # use_stderr): its INFO lines ("Building 'json' report ...") would
+    # reach the job's screen; the job logs its own line for each report
+    logging.getLogger('rally.api').setLevel(logging.WARNING)
+    return api
 
 
 DETAIL_WIDTH = 150
@@ -214,10 +275,7 @@ def follow(conf: str, uuid: str, progress: 'Progress',
     seconds until ``stop`` is set, and once more then. A read that fails
     (the database busy while Rally writes) is tried again next time."""
     try:
-        # kvmtune[bench]'s Rally; imported by name: mypy runs without
-        # the extras installed
-        rally_api = importlib.import_module('rally.api')
-        api = rally_api.API(config_file=conf)
+        api = rally_api(conf)
     except Exception as exc:    # no progress is no reason to stop the job
         steps.detail(f'rally API: no progress line ({exc})')
         return

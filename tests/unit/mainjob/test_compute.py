@@ -314,6 +314,9 @@ class FakeRally:
         return {'environment': 'created', 'replaced': None,
                 'database': 'sqlite:///x'}
 
+    # the job's own thread around use_cloud above
+    use_cloud_beside = sweep.Rally.use_cloud_beside
+
     def sweep(self, task, args, out_json, out_html, progress=None):
         FakeRally.task, FakeRally.args = task, args
         return 'task-1', True

@@ -42,6 +42,9 @@ class FakeRally:
         return {'environment': 'created', 'replaced': None,
                 'database': 'sqlite:///x'}
 
+    # the job's own thread around use_cloud above
+    use_cloud_beside = sweep.Rally.use_cloud_beside
+
     def sweep(self, task, args, out_json, out_html, progress=None):
         FakeRally.args = args
         return 'task-1', FakeRally.sla_ok

@@ -201,3 +201,72 @@ def test_a_terminal_sees_the_running_step_rewritten(rally_db, monkeypatch):
 
 def test_task_args_take_the_runtime():
     assert sweep.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
+
+
+def _ended_task(rally_db, status, sla):
+    """A task of the disk sweep in Rally's database that ended with
+    ``status`` and one workload whose SLA results are ``sla``, written
+    through Rally's own objects as its engine writes them."""
+    import time
+
+    from rally.common import objects
+    from tests.unit.results.test_rally import iteration
+
+    api = rally_db[0]
+    task = objects.Task.get(api.task.create(deployment='kvmtune-test')[
+        'uuid'])
+    subtask = task.add_subtask(title='disk scaling on m1.x')
+    workload = subtask.add_workload(
+        'KvmTune.disk_scaling', '', 0, {'times': 1}, 'constant', {}, [],
+        {}, {'flavor': {'name': 'm1.x'}, 'vm_counts': [1]})
+    workload.add_workload_data(0, {'raw': [iteration([1000.0])]})
+    workload.set_results(load_duration=1.0, full_duration=2.0,
+                         start_time=time.time(), sla_results=sla,
+                         contexts_results=[])
+    task.update_status(status)
+    return task['uuid']
+
+
+def test_reports_are_rallys_own_and_the_sla_their_failed_criteria(
+        rally_db, tmp_path):
+    from kvmtune import inputs
+
+    conf = rally_db[3]
+    runner = sweep.Rally(os.path.dirname(os.path.dirname(conf)))
+    assert runner.conf == conf
+    failed = _ended_task(rally_db, 'finished', [
+        {'criterion': 'kvmtune_scaling', 'success': False,
+         'detail': 'per-VM IOPS at 1 VMs is 7% of bare metal (< 50%) - '
+                   'Failed'}])
+    out_json, out_html = str(tmp_path / 'r.json'), str(tmp_path / 'r.html')
+    assert runner.reports(failed, 'disk-scaling', out_json, out_html) \
+        is False
+    assert runner.sla_failures == [
+        'disk scaling on m1.x: kvmtune_scaling: per-VM IOPS at 1 VMs is 7% '
+        'of bare metal (< 50%)']
+    doc = inputs.load_json(out_json)
+    assert [t['uuid'] for t in doc['tasks']] == [failed]
+    with open(out_html) as f:
+        page = f.read()
+    assert page.lstrip().lower().startswith('<!doctype html>')
+    assert 'disk scaling on m1.x' in page
+
+    met = _ended_task(rally_db, 'finished', [
+        {'criterion': 'kvmtune_scaling', 'success': True, 'detail': 'ok'}])
+    assert runner.reports(met, 'disk-scaling', out_json, out_html) is True
+    assert runner.sla_failures == []
+    assert [t['uuid'] for t in inputs.load_json(out_json)['tasks']] == [met]
+
+
+def test_a_task_that_did_not_end_is_one_error_and_no_report(
+        rally_db, tmp_path):
+    conf = rally_db[3]
+    runner = sweep.Rally(os.path.dirname(os.path.dirname(conf)))
+    crashed = _ended_task(rally_db, 'crashed', [])
+    out_json = str(tmp_path / 'r.json')
+    with pytest.raises(KvmtuneError) as caught:
+        runner.reports(crashed, 'disk-scaling', out_json,
+                       str(tmp_path / 'r.html'))
+    assert caught.value.line().startswith(
+        f'disk-scaling: rally task {crashed} ended crashed: no sweep ran')
+    assert not os.path.exists(out_json)
