@@ -15,9 +15,9 @@ its own tests: an unmarked test does not depend on the compute driver (it
 talks to the APIs, or boots a server only for the scheduler's answer) and
 runs once, in the fake round, where a server costs no emulated guest.
 A test marked ``extended`` repeats what another test shows with another
-workload or shape; a CI round leaves it out (the tier's wall time on two
-cores, doc/source/contributor/testing.md) and
-``KVMTUNE_FUNCTIONAL_EXTENDED=1 tools/run-functional`` runs it.
+workload or shape; it runs with ``KVMTUNE_FUNCTIONAL_EXTENDED=1``, which
+tools/run-tests (and so CI) sets; a run by hand may leave it out
+(doc/source/contributor/testing.md).
 
 kvmtune runs in-process (``kvmtune.cli.main``) so that ``http_requests``
 can count the HTTP requests it really sends, by method, at the transport
@@ -66,8 +66,8 @@ def pytest_configure(config):
                    'compute modes (fake, libvirt)')
     config.addinivalue_line(
         'markers', 'extended(why): a second case of what another test '
-                   'already shows in CI; runs with '
-                   'KVMTUNE_FUNCTIONAL_EXTENDED=1')
+                   'shows; runs with KVMTUNE_FUNCTIONAL_EXTENDED=1 '
+                   '(tools/run-tests sets it)')
 
 
 def _in_ci():
