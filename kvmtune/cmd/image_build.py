@@ -80,9 +80,8 @@ def run(args: argparse.Namespace) -> int | None:
 def _sizes(sizes: dict[str, int]) -> str:
     """The image's files by size, as a build prints them."""
     return (f'kernel {_mb(sizes[image.KERNEL])}, initrd '
-            f'{_mb(sizes[image.INITRD])}, raw {_mb(sizes[image.RAW])}'
-            f' (xz {_mb(sizes["raw_xz"])}), qcow2 '
-            f'{_mb(sizes[image.QCOW2])}')
+            f'{_mb(sizes[image.INITRD])}, raw {_mb(sizes[image.RAW])}, '
+            f'qcow2 {_mb(sizes[image.QCOW2])}')
 
 
 def _nested(args: argparse.Namespace) -> int:
