@@ -5,6 +5,7 @@ host, the job tunes it (LocalSetup: huge pages, nova.conf, restart, tag);
 on an operator's cloud it changes nothing here and says what to run on
 the computes (RemoteSetup, operator_steps)."""
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import json
 from typing import cast
@@ -14,6 +15,7 @@ from kvmtune.errors import CloudError
 from kvmtune.errors import KvmtuneError
 from kvmtune import mainjob
 from kvmtune.mainjob import hugepages
+from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
@@ -319,3 +321,26 @@ def operator_steps(setup: RemoteSetup, cloud_name: str, max_vms: int,
     lines.append(f'  kvmtune host tag --os-cloud {cloud_name}   '
                  '(CUSTOM_KVMTUNE_* traits from that host\'s facts)')
     return lines
+
+
+def sweep_limits(setup: 'LocalSetup | RemoteSetup',
+                 flavors: Sequence[str], max_vms: int, fits: int | None
+                 ) -> dict[str, int]:
+    """{flavor: largest VM count} for the flavors of which fewer guests
+    than max_vms fit the host; says so."""
+    if fits is None or fits >= max_vms:
+        return {}
+    # guests fit a count only on the local compute (tune_local_compute)
+    setup = cast(LocalSetup, setup)
+    tuned_flavor = flavors[-1]
+    if fits < 1:
+        raise KvmtuneError(
+            f'no {tuned_flavor} guest fits this host: {setup.pcpu} PCPU '
+            f'in Placement, {mainjob.BASE_FLAVOR["vcpus"]} per guest',
+            source=setup.nova_conf, key='compute.cpu_dedicated_set',
+            fix='a host with more CPUs, or a smaller base flavor')
+    steps.say(f'{tuned_flavor}: {fits} of {max_vms} VMs fit this host '
+              f'({setup.pcpu} PCPU in Placement, '
+              f'{mainjob.BASE_FLAVOR["vcpus"]} per pinned guest): its '
+              f'sweep runs 1..{fits} VMs, no NoValidHost iterations')
+    return {tuned_flavor: fits}

@@ -24,6 +24,7 @@ from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 from kvmtune.mainjob import compute
 from kvmtune.mainjob import rallycloud
+from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import steps
 from kvmtune.mainjob import sweep
 from kvmtune.results import units
@@ -145,29 +146,6 @@ def _flavors_step(cloud_name: str, profiles: Iterable[str],
                 config_files=config_files))
         s.done(', '.join(names))
     return names
-
-
-def _sweep_counts(setup: 'compute.LocalSetup | compute.RemoteSetup',
-                  flavors: Sequence[str], max_vms: int, fits: int | None
-                  ) -> dict[str, int]:
-    """{flavor: largest VM count} for the flavors of which fewer guests
-    than max_vms fit the host; says so."""
-    if fits is None or fits >= max_vms:
-        return {}
-    # guests fit a count only on the local compute (tune_local_compute)
-    setup = cast(compute.LocalSetup, setup)
-    tuned_flavor = flavors[-1]
-    if fits < 1:
-        raise KvmtuneError(
-            f'no {tuned_flavor} guest fits this host: {setup.pcpu} PCPU '
-            f'in Placement, {mainjob.BASE_FLAVOR["vcpus"]} per guest',
-            source=setup.nova_conf, key='compute.cpu_dedicated_set',
-            fix='a host with more CPUs, or a smaller base flavor')
-    steps.say(f'{tuned_flavor}: {fits} of {max_vms} VMs fit this host '
-              f'({setup.pcpu} PCPU in Placement, '
-              f'{mainjob.BASE_FLAVOR["vcpus"]} per pinned guest): its '
-              f'sweep runs 1..{fits} VMs, no NoValidHost iterations')
-    return {tuned_flavor: fits}
 
 
 def _report_step(out_json: str, baseline: str | None, state_dir: str
@@ -346,7 +324,7 @@ def _run(settings: Settings) -> int:
         with steps.step('compute tuning') as s, api.named():
             fits = compute.tune_local_compute(conn, setup, cloud_name)
             s.done(f'{setup.summary}')
-    counts = _sweep_counts(setup, flavors, max_vms, fits)
+    counts = compute.sweep_limits(setup, flavors, max_vms, fits)
 
     records = _sweep_records(
         dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
@@ -379,7 +357,7 @@ def _run(settings: Settings) -> int:
     out_json = os.path.join(state_dir, 'disk-scaling.json')
     out_html = os.path.join(state_dir, 'disk-scaling.html')
     counts_by_flavor = sweep.vm_counts(max_vms, flavors, counts)
-    progress = sweep.Progress(flavors, counts_by_flavor)
+    progress = rallyprogress.Progress(flavors, counts_by_flavor)
     with steps.step('rally sweep') as s:
         uuid, sla_ok = runner.sweep(sweep.task_path('disk-scaling'), args,
                                     out_json, out_html, progress)

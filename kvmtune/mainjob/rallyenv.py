@@ -34,7 +34,9 @@ raised here holds a password.
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
+import importlib
 import json
+import logging
 import os
 import re
 import sys
@@ -373,3 +375,23 @@ def ensure(os_cloud: str | None = None, name: str | None = None,
             'replaced': done['replaced'], 'current': True,
             'database': done['database'], 'rally_config': config,
             'wrote': wrote}
+
+
+# Rally's own exporter plugins of the two reports, imported alone (its CLI
+# loads every plugin of every package first: rally.plugins.load)
+EXPORTERS = ('rally.plugins.task.exporters.json_exporter',
+             'rally.plugins.task.exporters.html')
+
+
+def rally_api(conf: str) -> Any:
+    """Rally's Python API (kvmtune[bench]'s Rally) on the job's
+    database, with its JSON and HTML exporters; imported by name: mypy
+    runs without the extras."""
+    for name in EXPORTERS:
+        importlib.import_module(name)
+    api = importlib.import_module('rally.api').API(config_file=conf)
+    # the API logs through the stderr handler it sets up (oslo.log,
+    # use_stderr): its INFO lines ("Building 'json' report ...") would
+    # reach the job's screen; the job logs its own line for each report
+    logging.getLogger('rally.api').setLevel(logging.WARNING)
+    return api

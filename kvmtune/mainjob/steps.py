@@ -7,18 +7,12 @@ the job names at its start; with --verbose it is shown as well. Every
 line of stdout is in the log too, so the log alone tells the whole run.
 """
 from collections.abc import Iterator
-from collections.abc import Mapping
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import time
-from typing import cast
-from typing import IO
 from typing import TextIO
-
-from kvmtune.errors import CloudError
 
 PREFIX = 'main-job: '
 
@@ -150,43 +144,3 @@ def bin_path(name: str) -> str:
     """A console script of this venv (kvmtune, rally)."""
     here = os.path.join(os.path.dirname(sys.executable), name)
     return here if os.path.exists(here) else shutil.which(name) or name
-
-
-def run(argv: list[str], env: Mapping[str, str] | None = None,
-        capture: bool = False) -> str | None:
-    """Run a command; its output goes to the log (and --verbose), or is
-    returned when captured (stderr still to the log)."""
-    detail('$ ' + ' '.join(argv))
-    proc = subprocess.Popen(argv, env=env, text=True,
-                            stdout=subprocess.PIPE,
-                            stderr=(OUT.log or None) if capture
-                            else subprocess.STDOUT)
-    if capture:
-        out, _ = proc.communicate()
-    else:
-        out = None
-        for line in cast(IO[str], proc.stdout):
-            OUT.detail(line)
-        proc.wait()
-    if proc.returncode != 0:
-        raise CloudError(f'exited {proc.returncode}'
-                         + (f', see {OUT.log_path}' if OUT.log_path else ''),
-                         source=' '.join(argv[:3]))
-    return out
-
-
-def lines(argv: list[str], env: Mapping[str, str] | None = None
-          ) -> Iterator[str]:
-    """Run a command and yield its output lines as they come (each also
-    to the log); raises like run() when it fails."""
-    detail('$ ' + ' '.join(argv))
-    with subprocess.Popen(argv, env=env, text=True,
-                          stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT) as proc:
-        for line in cast(IO[str], proc.stdout):
-            OUT.detail(line)
-            yield line
-    if proc.returncode != 0:
-        raise CloudError(f'exited {proc.returncode}'
-                         + (f', see {OUT.log_path}' if OUT.log_path else ''),
-                         source=' '.join(argv[:3]))

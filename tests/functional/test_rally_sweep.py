@@ -19,6 +19,7 @@ from kvmtune import mainjob
 from kvmtune.mainjob import cloud
 # as: the rally fixture below takes the name
 from kvmtune.mainjob import rallycloud
+from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import sweep
 from kvmtune.report import render
 from kvmtune.results import analysis
@@ -163,8 +164,8 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     # about half of 1 VM's (48 % seen with other work on the host), right
     # at the task's default min_share 0.5; 0.25 still fails a collapse.
     shown = []
-    progress = sweep.Progress([FLAVOR], {FLAVOR: [1, 2]},
-                              show=shown.append, tty=False)
+    progress = rallyprogress.Progress([FLAVOR], {FLAVOR: [1, 2]},
+                                      show=shown.append, tty=False)
     doc, sla_ok, page = run_sweep(rally, tmp_path, progress, max_vms=2,
                                   min_share=0.25)
     # the job followed the sweep in Rally's database: a line per step

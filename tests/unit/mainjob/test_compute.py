@@ -22,7 +22,6 @@ from kvmtune.mainjob import compute
 from kvmtune.mainjob import hugepages
 from kvmtune.mainjob import job
 from kvmtune.mainjob import rallycloud
-from kvmtune.mainjob import steps
 from kvmtune.mainjob import sweep
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import traits
@@ -52,14 +51,17 @@ def pool(root, kb):
 
 class Commands:
     """Records the library calls the job makes to nova.conf and the
-    cloud (no subprocess: steps.run is forbidden), and answers PCPU."""
+    cloud (no subprocess is started: subprocess.Popen is forbidden), and
+    answers PCPU."""
 
     def __init__(self, monkeypatch, pcpu=2):
+        import subprocess
+
         self.ran = []
 
         def no_subprocess(argv, *args, **kwargs):
             raise AssertionError(f'runs {argv}: the job calls the library')
-        monkeypatch.setattr(steps, 'run', no_subprocess)
+        monkeypatch.setattr(subprocess, 'Popen', no_subprocess)
         monkeypatch.setattr(compute, 'pcpu_total', lambda conn: pcpu)
         monkeypatch.setattr(
             compute, 'apply_nova_conf',

@@ -59,88 +59,11 @@ def test_flavor_max_vms_limits_only_that_flavors_sweep():
         == [2, 2]
 
 
-@pytest.fixture(scope='module')
-def rally_db(tmp_path_factory):
-    """Rally's own database in the job's Rally directory, made by Rally's
-    Python API from the rally.conf the job writes; (api, add) where
-    ``add(flavor, iterations)`` records a subtask of the disk task as
-    Rally's engine does (one workload; each iteration written when it
-    ends, raw_result_chunk_size 1)."""
-    from rally import api as rally_api
-    from rally.common import db
-    from rally.common import objects
-
-    runner = sweep.Rally(str(tmp_path_factory.mktemp('job')))
-    api = rally_api.API(config_file=runner.conf, skip_db_check=True)
-    db.schema.schema_create()
-    api.deployment.create(config={}, name='kvmtune-test')
-    task = objects.Task.get(api.task.create(deployment='kvmtune-test')[
-        'uuid'])
-
-    def add(flavor, counts):
-        subtask = task.add_subtask(title=f'disk scaling on {flavor}')
-        workload = subtask.add_workload(
-            'KvmTune.disk_scaling', '', 0, {'times': len(counts)},
-            'constant', {}, [], {},
-            {'flavor': {'name': flavor}, 'vm_counts': counts})
-        return subtask, workload
-
-    return api, task['uuid'], add, runner.conf
-
-
 def test_the_job_rally_writes_each_iteration_when_it_ends(rally_db):
     from rally.common import cfg
 
     # the job's rally.conf, as Rally's own configuration reads it
     assert cfg.CONF.raw_result_chunk_size == 1
-
-
-def test_progress_one_line_per_step_from_rallys_record(rally_db):
-    from tests.unit.results.test_rally import iteration
-
-    api, uuid, add, _ = rally_db
-    shown = []
-    progress = sweep.Progress(['m1.a', 'm1.b'], {'m1.a': [1, 2, 3]},
-                              show=shown.append, tty=False)
-    subtask, workload = add('m1.a', [1, 2, 3])
-    _, other = add('m1.other', [1])        # not the sweep's: silent
-    other.add_workload_data(0, {'raw': [iteration([5.0])]})
-    progress.update(api.task.get(uuid, detailed=True))
-    assert (shown, progress.flavor, progress.vms) == ([], 'm1.a', 1)
-    workload.add_workload_data(0, {'raw': [iteration([1000.0])]})
-    workload.add_workload_data(1, {'raw': [iteration(
-        [800.0], bad=[('late', 'ready after start_at')])]})
-    progress.update(api.task.get(uuid, detailed=True))
-    assert progress.vms == 3
-    failed = {'duration': 2.0, 'idle_duration': 0.0, 'timestamp': 0,
-              'atomic_actions': [], 'output': {'complete': []},
-              'error': ['TimeoutException', 'Rally tired\nof waiting']}
-    workload.add_workload_data(2, {'raw': [failed]})
-    subtask.update_status('finished')
-    progress.update(api.task.get(uuid, detailed=True))
-    assert shown == [
-        'sweep: m1.a, 1 VM(s): guests valid 1/1, per-VM 1,000 IOPS (1 s)',
-        'sweep: m1.a, 2 VM(s): guests valid 1/2, per-VM 800 IOPS (1 s)',
-        'sweep: m1.a, 3 VM(s): iteration failed: TimeoutException: Rally '
-        'tired of waiting (2 s)']
-    assert progress.flavor is None      # nothing of the sweep runs
-
-
-def test_follow_reads_the_task_until_the_run_ends(rally_db):
-    import threading
-
-    api, uuid, _, conf = rally_db
-    subtasks = len(api.task.get(uuid, detailed=True)['subtasks'])
-    seen = []
-
-    class Probe:
-        def update(self, task):
-            seen.append((task['uuid'], len(task['subtasks'])))
-            stop.set()      # Rally exited: one more read, then no more
-
-    stop = threading.Event()
-    sweep.follow(conf, uuid, Probe(), stop, poll=0.01)
-    assert seen == [(uuid, subtasks)] * 2
 
 
 def report_json(tmp_path, slas):
@@ -182,21 +105,6 @@ def test_sla_failures_name_each_flavors_subtask(tmp_path):
     assert lines[0].endswith('...') and len(lines[0]) < 220
     assert sweep.sla_failures(report_json(tmp_path, [('f', [PASSED])])) \
         == []
-
-
-def test_a_terminal_sees_the_running_step_rewritten(rally_db, monkeypatch):
-    from kvmtune.mainjob import steps
-
-    api, uuid, add, _ = rally_db
-    written = []
-    monkeypatch.setattr(steps.OUT, 'show', written.append)
-    progress = sweep.Progress(['m1.tty'], {'m1.tty': [1, 2]},
-                              show=written.append, tty=True)
-    add('m1.tty', [1, 2])
-    progress.update(api.task.get(uuid, detailed=True))
-    progress.finish()
-    assert written[0].startswith('\r\033[Kmain-job: sweep: m1.tty, 1 VM(s) (')
-    assert written[-1] == '\n'
 
 
 def test_task_args_take_the_runtime():
