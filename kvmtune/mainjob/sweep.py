@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -21,6 +22,7 @@ from kvmtune.errors import InputError
 from kvmtune import fileio
 from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import rallyprogress
+from kvmtune.mainjob import rallyreports
 from kvmtune.mainjob import steps
 from kvmtune import venvs
 
@@ -182,36 +184,32 @@ class Rally:
     def sweep(self, task: str, args: Mapping[str, Any], out_json: str,
               out_html: str, progress: 'rallyprogress.Progress | None' = None
               ) -> tuple[str, bool]:
-        """(uuid, SLA met); the failed SLA lines are in sla_failures.
-        After the task, Rally's Python API in this process (as
-        rallyprogress.follow)
-        reads it once and writes both reports with its own exporters
-        (what `rally task report --json` and `--html-static` run): three
-        more rally programs cost 1.7-4 s each to start (the main job's
-        log, 2026-11-28)."""
+        """(uuid, SLA met); the failed SLA lines are in sla_failures."""
         uuid = self.start_task(task, args, progress)
         return uuid, self.reports(uuid, task, out_json, out_html)
 
     def reports(self, uuid: str, task: str, out_json: str, out_html: str
                 ) -> bool:
-        """Task ``uuid``'s JSON and static HTML reports; whether its SLA
-        was met (sweep())."""
-        api = rallyenv.rally_api(self.conf)
-        done = api.task.get(task_id=uuid, detailed=True)
-        state = done.get('status')
-        steps.detail(f'rally API: task {uuid} {state}')
-        if state not in ('finished', 'aborted'):
+        """Task ``uuid``'s JSON and static HTML reports, by one process
+        (kvmtune.mainjob.rallyreports); whether its SLA was met."""
+        argv = [sys.executable, '-m', 'kvmtune.mainjob.rallyreports',
+                self.conf, uuid, out_json, out_html]
+        steps.detail('$ ' + ' '.join(argv))
+        done = subprocess.run(argv, env=self.env, text=True,
+                              capture_output=True, cwd=self.dir)
+        steps.OUT.detail(done.stderr)
+        lines = done.stdout.split()
+        if done.returncode or not lines:
+            why = (done.stderr.strip().splitlines() or ['?'])[-1]
+            raise CloudError(f'rally task {uuid}: no reports ({why})',
+                             source=task, fix=f'see {steps.OUT.log_path}')
+        state = lines[-1]
+        steps.detail(f'rally task {uuid} {state}: reports {out_json}, '
+                     f'{out_html}')
+        if state not in rallyreports.ENDED:
             raise CloudError(f'rally task {uuid} ended {state}: no sweep '
                              'ran', source=task,
                              fix=f'rally task detailed {uuid} shows why')
-        for output_type, path in (('json', out_json),
-                                  ('html-static', out_html)):
-            report = api.task.export(tasks=[done], output_type=output_type,
-                                     output_dest=path)
-            for dest, text in report.get('files', {}).items():
-                fileio.write_atomic(os.path.expanduser(dest),
-                                    text.encode('utf-8'))
-            steps.detail(f'rally API: {output_type} report {path}')
         # the SLA's verdict is its failed criteria: none, met (what
         # `rally task sla-check` says by its exit status)
         self.sla_failures = sla_failures(out_json)

@@ -34,3 +34,27 @@ def rally_db(tmp_path_factory):
         return subtask, workload
 
     return api, task['uuid'], add, runner.conf
+
+
+def ended_task(rally_db, status, sla):
+    """A task of the disk sweep in Rally's database that ended with
+    ``status`` and one workload whose SLA results are ``sla``, written
+    through Rally's own objects as its engine writes them."""
+    import time
+
+    from rally.common import objects
+    from tests.unit.results.test_rally import iteration
+
+    api = rally_db[0]
+    task = objects.Task.get(api.task.create(deployment='kvmtune-test')[
+        'uuid'])
+    subtask = task.add_subtask(title='disk scaling on m1.x')
+    workload = subtask.add_workload(
+        'KvmTune.disk_scaling', '', 0, {'times': 1}, 'constant', {}, [],
+        {}, {'flavor': {'name': 'm1.x'}, 'vm_counts': [1]})
+    workload.add_workload_data(0, {'raw': [iteration([1000.0])]})
+    workload.set_results(load_duration=1.0, full_duration=2.0,
+                         start_time=time.time(), sla_results=sla,
+                         contexts_results=[])
+    task.update_status(status)
+    return task['uuid']

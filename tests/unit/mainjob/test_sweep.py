@@ -8,6 +8,7 @@ import yaml
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import sweep
+from tests.unit.mainjob.conftest import ended_task
 
 
 def test_task_args_name_both_flavors_and_an_absolute_baseline():
@@ -111,30 +112,6 @@ def test_task_args_take_the_runtime():
     assert sweep.task_args(1, 'w', [], 'i', runtime=5)['runtime'] == 5
 
 
-def _ended_task(rally_db, status, sla):
-    """A task of the disk sweep in Rally's database that ended with
-    ``status`` and one workload whose SLA results are ``sla``, written
-    through Rally's own objects as its engine writes them."""
-    import time
-
-    from rally.common import objects
-    from tests.unit.results.test_rally import iteration
-
-    api = rally_db[0]
-    task = objects.Task.get(api.task.create(deployment='kvmtune-test')[
-        'uuid'])
-    subtask = task.add_subtask(title='disk scaling on m1.x')
-    workload = subtask.add_workload(
-        'KvmTune.disk_scaling', '', 0, {'times': 1}, 'constant', {}, [],
-        {}, {'flavor': {'name': 'm1.x'}, 'vm_counts': [1]})
-    workload.add_workload_data(0, {'raw': [iteration([1000.0])]})
-    workload.set_results(load_duration=1.0, full_duration=2.0,
-                         start_time=time.time(), sla_results=sla,
-                         contexts_results=[])
-    task.update_status(status)
-    return task['uuid']
-
-
 def test_reports_are_rallys_own_and_the_sla_their_failed_criteria(
         rally_db, tmp_path):
     from kvmtune import inputs
@@ -142,7 +119,7 @@ def test_reports_are_rallys_own_and_the_sla_their_failed_criteria(
     conf = rally_db[3]
     runner = sweep.Rally(os.path.dirname(os.path.dirname(conf)))
     assert runner.conf == conf
-    failed = _ended_task(rally_db, 'finished', [
+    failed = ended_task(rally_db, 'finished', [
         {'criterion': 'kvmtune_scaling', 'success': False,
          'detail': 'per-VM IOPS at 1 VMs is 7% of bare metal (< 50%) - '
                    'Failed'}])
@@ -159,7 +136,7 @@ def test_reports_are_rallys_own_and_the_sla_their_failed_criteria(
     assert page.lstrip().lower().startswith('<!doctype html>')
     assert 'disk scaling on m1.x' in page
 
-    met = _ended_task(rally_db, 'finished', [
+    met = ended_task(rally_db, 'finished', [
         {'criterion': 'kvmtune_scaling', 'success': True, 'detail': 'ok'}])
     assert runner.reports(met, 'disk-scaling', out_json, out_html) is True
     assert runner.sla_failures == []
@@ -170,7 +147,7 @@ def test_a_task_that_did_not_end_is_one_error_and_no_report(
         rally_db, tmp_path):
     conf = rally_db[3]
     runner = sweep.Rally(os.path.dirname(os.path.dirname(conf)))
-    crashed = _ended_task(rally_db, 'crashed', [])
+    crashed = ended_task(rally_db, 'crashed', [])
     out_json = str(tmp_path / 'r.json')
     with pytest.raises(KvmtuneError) as caught:
         runner.reports(crashed, 'disk-scaling', out_json,
