@@ -35,8 +35,6 @@ def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
     install). The future's result is the install's figures, with the
     cloud's (name, state) under 'cloud' when ``up``; result() re-raises
     what the install or the bring-up raised."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kvmtune.testcloud import api
 
     running = api.status()
@@ -49,11 +47,7 @@ def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
             figures['cloud'] = testcloud_up(installed=True)
         return figures
 
-    pool = ThreadPoolExecutor(max_workers=1,
-                              thread_name_prefix='cloud-install')
-    future = pool.submit(install_and_up)
-    pool.shutdown(wait=False)
-    return future
+    return steps.beside('cloud-install', install_and_up)
 
 
 def install_step(installing: 'Future[dict[str, Any]] | None'

@@ -6,6 +6,7 @@ apt, pip, Rally, the cloud, kvmtune's library output) goes to the log file
 the job names at its start; with --verbose it is shown as well. Every
 line of stdout is in the log too, so the log alone tells the whole run.
 """
+from collections.abc import Callable
 from collections.abc import Iterator
 import contextlib
 import os
@@ -13,6 +14,13 @@ import shutil
 import sys
 import time
 from typing import TextIO
+from typing import TYPE_CHECKING
+from typing import TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+T = TypeVar('T')
 
 PREFIX = 'main-job: '
 
@@ -138,6 +146,19 @@ def step(name: str) -> Iterator[Step]:
         say(f'{name}: FAILED ({elapsed_label(current.elapsed)})')
         raise
     say(f'{name}: {current.result} ({elapsed_label(current.elapsed)})')
+
+
+def beside(name: str, work: Callable[[], T]) -> 'Future[T]':
+    """Start ``work`` in a thread of its own, named ``name``, while the
+    job's next steps run (the cloud's install beside the image build,
+    Rally's environment beside the compute tuning); the future's result()
+    is its result, or re-raises what it raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    future = pool.submit(work)
+    pool.shutdown(wait=False)
+    return future
 
 
 def bin_path(name: str) -> str:

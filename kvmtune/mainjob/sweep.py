@@ -24,7 +24,6 @@ from kvmtune.mainjob import rallyenv
 from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import rallyreports
 from kvmtune.mainjob import steps
-from kvmtune import venvs
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -104,19 +103,19 @@ class Rally:
         fileio.write_atomic(self.conf, '[DEFAULT]\nraw_result_chunk_size = 1'
                             '\n[database]\nconnection = sqlite:///'
                             + os.path.join(self.dir, 'rally.sqlite') + '\n')
-        # Rally keeps the "current" env and task under ~/.rally; its
-        # bytecode is written as it imports (kvmtune.venvs.program_env)
-        self.env = venvs.program_env()
-        self.env['HOME'] = self.dir
+        # Rally keeps the "current" env and task under ~/.rally (HOME);
+        # every rally program and Rally's API process run with the
+        # command's environment (kvmtune.venvs.program_env)
+        self.command = rallyenv.RallyCommand(
+            config_file=self.conf, home=self.dir,
+            rally=steps.bin_path('rally'), log=steps.detail)
+        self.env = self.command.env
 
     def use_cloud(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Its database and the environment ``name`` for ``spec``, the
         current one, checked (what `kvmtune rally env` does for plain
         rally: kvmtune.mainjob.rallyenv); that module's result."""
-        command = rallyenv.RallyCommand(
-            config_file=self.conf, home=self.dir,
-            rally=steps.bin_path('rally'), log=steps.detail)
-        done = rallyenv.use(command, name, spec)
+        done = rallyenv.use(self.command, name, spec)
         steps.detail(f'rally env {name}: {done["environment"]} from cloud '
                      'credentials (not shown)')
         return done
@@ -128,18 +127,12 @@ class Rally:
         image upload, flavors, compute tuning) run meanwhile; the
         future's result is use_cloud()'s, with the seconds it took under
         'seconds'; result() re-raises what it raised."""
-        from concurrent.futures import ThreadPoolExecutor
-
         def timed() -> dict[str, Any]:
             started = time.monotonic()
             done = self.use_cloud(name, spec)
             return dict(done, seconds=time.monotonic() - started)
 
-        pool = ThreadPoolExecutor(max_workers=1,
-                                  thread_name_prefix='rally-env')
-        future = pool.submit(timed)
-        pool.shutdown(wait=False)
-        return future
+        return steps.beside('rally-env', timed)
 
     def start_task(self, task: str, args: Mapping[str, Any],
                    progress: 'rallyprogress.Progress | None' = None) -> str:

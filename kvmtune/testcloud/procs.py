@@ -44,13 +44,20 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str,
         time.sleep(interval)
 
 
-def start(layout: 'Layout', name: str, argv: Sequence[str],
-          env: Mapping[str, str] | None = None) -> int:
-    """Start ``argv`` detached, output to log/<name>.log; return its pid.
-    Its environment: kvmtune.venvs.program_env and ``env``."""
+def _environment(layout: 'Layout', env: Mapping[str, str] | None
+                 ) -> dict[str, str]:
+    """What start() and run() give a process: kvmtune.venvs.program_env,
+    ``env``, and this cloud's owner marker."""
     full_env = venvs.program_env()
     full_env.update(env or {})
     full_env[OWNER_ENV] = layout.root
+    return full_env
+
+
+def start(layout: 'Layout', name: str, argv: Sequence[str],
+          env: Mapping[str, str] | None = None) -> int:
+    """Start ``argv`` detached, output to log/<name>.log; return its pid."""
+    full_env = _environment(layout, env)
     with open(layout.log_file(name), 'ab') as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=full_env,
@@ -70,11 +77,8 @@ def ledger_pids(layout: 'Layout') -> set[int]:
 
 def run(layout: 'Layout', name: str, argv: Sequence[str],
         env: Mapping[str, str] | None = None) -> None:
-    """Run ``argv`` to completion, output appended to log/<name>.log;
-    its environment as start()'s."""
-    full_env = venvs.program_env()
-    full_env.update(env or {})
-    full_env[OWNER_ENV] = layout.root
+    """Run ``argv`` to completion, output appended to log/<name>.log."""
+    full_env = _environment(layout, env)
     with open(layout.log_file(name), 'ab') as log:
         log.write(('$ %s\n' % ' '.join(argv)).encode())
         log.flush()

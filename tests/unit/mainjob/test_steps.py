@@ -57,3 +57,23 @@ def test_failed_step_says_so_and_names_the_log(log, capsys):
 def test_elapsed_label():
     assert steps.elapsed_label(4.2) == '4 s'
     assert steps.elapsed_label(795) == '13 min 15 s'
+
+
+def test_beside_runs_in_a_thread_of_its_own_and_reraises():
+    import threading
+
+    names = []
+
+    def work():
+        names.append(threading.current_thread().name)
+        return 42
+
+    assert steps.beside('kvmtune-probe', work).result(timeout=10) == 42
+    assert names[0].startswith('kvmtune-probe')
+    assert names[0] != threading.current_thread().name
+
+    def fails():
+        raise CloudError('no answer', source='rally env check')
+
+    with pytest.raises(CloudError, match='no answer'):
+        steps.beside('kvmtune-probe', fails).result(timeout=10)
