@@ -251,6 +251,12 @@ class Fleet:
                 'ANSIBLE_REMOTE_TEMP': str(home / 'remote-tmp'),
                 'ANSIBLE_SSH_CONTROL_PATH_DIR': str(home / 'cp'),
                 'ANSIBLE_HOST_KEY_CHECKING': 'True',
+                # a task's module goes down the SSH session it runs in,
+                # not put in a temp file first (https://docs.ansible.com/
+                # ansible/latest/reference_appendices/config.html#ansible-
+                # pipelining); the rollout's playbook tests: 152 + 152 s
+                # with it, 175 + 172 s without, on one machine
+                'ANSIBLE_PIPELINING': 'True',
                 'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0'}
 
     # -- the simulated reboot ----------------------------------------------
