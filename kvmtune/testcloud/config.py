@@ -269,6 +269,12 @@ def compute(layout: 'Layout', mode: str, virt_type: str | None) -> Conf:
             'disk_allocation_ratio': 2.0, 'reserved_host_memory_mb': 512,
             # restart-compute waits for the DEBUG inventory report line.
             'debug': 'true',
+            # The periodic tasks start when the service does, not after
+            # a random delay of up to 60 s (Nova's default, against many
+            # computes restarting at once; here a restart is followed by
+            # what its periodic tasks do, such as the deleted-guest reaper
+            # below).
+            'periodic_fuzzy_delay': 0,
         },
         'compute': {},
     }
