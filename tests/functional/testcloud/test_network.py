@@ -122,32 +122,17 @@ def _wait_port_active(conn, port_id, timeout=120):
         time.sleep(2)
 
 
-def _wait_ready(conn, servers, timeout):
-    """{id: console} once every guest said ready (a server: serving) or
-    gave its verdict; an AssertionError with the consoles at the
-    timeout."""
+def _wait_consoles(conn, servers, said, timeout):
+    """{id: console} once ``said(console, id)`` holds for every guest
+    (``guests.ready``: ready or serving or a verdict; ``guests.status``:
+    a verdict), or at the timeout."""
     deadline = time.monotonic() + timeout
     while True:
         texts = {s.id: conn.compute.get_server_console_output(s)['output']
                  for s in servers}
-        if all(guests.ready(texts[s.id], s.id) for s in servers):
-            return texts
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f'not ready in {timeout} s: ' + ' | '.join(
-                    f'{i}: {t[-1500:]}' for i, t in texts.items()))
-        time.sleep(5)
-
-
-def _wait_status(conn, server, timeout):
-    """The console once the guest gave its verdict (ok, late, error; not
-    its earlier ready/serving line), or at the timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        text = conn.compute.get_server_console_output(server)['output']
-        if guests.status(text, server.id) or \
+        if all(said(texts[s.id], s.id) for s in servers) or \
                 time.monotonic() > deadline:
-            return text
+            return texts
         time.sleep(5)
 
 
@@ -210,15 +195,17 @@ def test_two_guests_iperf3_over_neutron(neutron_cloud, admin, member, made):
         assert seen == [address], server.addresses
 
     server, client = servers
-    said = _wait_ready(member, servers, READY_TIMEOUT)
-    assert console.status(said[server.id], server.id)[0] == 'serving', \
-        said[server.id][-3000:]
-    assert console.status(said[client.id], client.id)[0] == 'ready', \
-        said[client.id][-3000:]
+    said = _wait_consoles(member, servers, guests.ready, READY_TIMEOUT)
+    for guest, wanted in ((server, 'serving'), (client, 'ready')):
+        state = console.status(said[guest.id], guest.id) or ('nothing',)
+        assert state[0] == wanted, (
+            f'{guest.name}: {state[0]} after up to {READY_TIMEOUT} s, not '
+            f'{wanted}: {said[guest.id][-3000:]}')
     # the start signal: an NMI (Nova's crash dump trigger, API 2.17, a
     # project member's right), as the scenarios send it
     member.compute.trigger_server_crash_dump(client)
-    text = _wait_status(member, client, RUNTIME + RESULT_TIMEOUT)
+    text = _wait_consoles(member, [client], guests.status,
+                          RUNTIME + RESULT_TIMEOUT)[client.id]
     # an ok line carries the guest's times (ready=, start=, ...); the
     # verdict is its first word
     assert console.status(text, client.id)[0] == 'ok', text[-3000:]
