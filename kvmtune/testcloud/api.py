@@ -300,7 +300,9 @@ def env(layout: config.Layout | None = None) -> dict[str, str]:
     """What tests and tools need to use the cloud, as {name: value}
     (never a password): KVMTUNE_CLOUD_DIR, OS_CLIENT_CONFIG_FILE,
     OS_CLOUD, KVMTUNE_NOVA_CONF (the compute's own nova.conf),
-    KVMTUNE_CLOUD_MODE, KVMTUNE_CLOUD_NETWORK, KVMTUNE_CLOUD_VENV.
+    KVMTUNE_CLOUD_MODE, KVMTUNE_CLOUD_NETWORK, KVMTUNE_CLOUD_VENV,
+    KVMTUNE_CLOUD_LOCK (the file to flock while using this cloud,
+    doc/design.md 9.7).
     """
     lay = _resolve(layout)
     state = procs.load_state(lay)
@@ -310,7 +312,8 @@ def env(layout: config.Layout | None = None) -> dict[str, str]:
             'KVMTUNE_NOVA_CONF': lay.compute_conf,
             'KVMTUNE_CLOUD_MODE': state.get('mode', ''),
             'KVMTUNE_CLOUD_NETWORK': state.get('network', ''),
-            'KVMTUNE_CLOUD_VENV': lay.venv}
+            'KVMTUNE_CLOUD_VENV': lay.venv,
+            'KVMTUNE_CLOUD_LOCK': lay.lock}
 
 
 def python(layout: config.Layout | None = None) -> str:

@@ -9,6 +9,7 @@ nothing here reads or writes a file.
 
 from collections.abc import Mapping
 import configparser
+import hashlib
 import io
 import os
 from typing import Any
@@ -23,6 +24,9 @@ DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
              'nova_cell0', 'neutron')
 DB_USER = 'kvmtune_cloud'
 RABBIT_VHOST = 'kvmtune_cloud'
+# The default cloud's lock (doc/design.md 9.7); another state directory's
+# cloud has its own (Layout.lock).
+DEFAULT_LOCK = '/run/lock/kvmtune-testcloud.lock'
 REGION = 'RegionOne'
 # the test cloud's admin in its own clouds.yaml (and its OS_CLOUD)
 ADMIN_CLOUD = 'kvmtune-admin'
@@ -70,6 +74,19 @@ class Layout:
         self.root = root
         self.venv = venv
         self.ports = dict(DEFAULT_PORTS, **(ports or {}))
+        # What MariaDB, RabbitMQ and the lock directory share between
+        # clouds, named after the state directory (cloud_suffix): two
+        # clouds in two directories run side by side.
+        self.suffix = cloud_suffix(root)
+        self.databases = {db: db + self.suffix for db in DATABASES}
+        # `nova-manage cell_v2 map_cell0` names cell0's database after
+        # [database] connection's, plus _cell0 (nova/cmd/manage.py,
+        # CellV2Commands._map_cell0).
+        self.databases['nova_cell0'] = self.databases['nova'] + '_cell0'
+        self.db_user = DB_USER + self.suffix
+        self.rabbit_vhost = RABBIT_VHOST + self.suffix
+        self.lock = (DEFAULT_LOCK if not self.suffix else
+                     '/run/lock/kvmtune-testcloud%s.lock' % self.suffix)
         self.etc = os.path.join(root, 'etc')
         self.log = os.path.join(root, 'log')
         self.run = os.path.join(root, 'run')
@@ -116,9 +133,23 @@ class Layout:
         return 'http://%s:%d%s' % (HOST, self.ports[service], path)
 
 
-def db_url(secrets: Mapping[str, str], name: str) -> str:
+def cloud_suffix(root: str) -> str:
+    """'' for the default state directory (today's names: databases
+    ``nova``, user and vhost ``kvmtune_cloud``, DEFAULT_LOCK), else ``_``
+    and 8 hex digits of the SHA-256 of its normalized path: a name
+    MariaDB, RabbitMQ and a file name take (a database name has at most
+    64 characters, a path may have 4096)."""
+    path = os.path.normpath(os.path.abspath(root))
+    if path == os.path.normpath(DEFAULT_STATE_DIR):
+        return ''
+    return '_' + hashlib.sha256(path.encode()).hexdigest()[:8]
+
+
+def db_url(layout: 'Layout', secrets: Mapping[str, str], name: str) -> str:
+    """The connection URL of this cloud's database ``name`` (one of
+    DATABASES)."""
     return 'mysql+pymysql://%s:%s@%s/%s?charset=utf8' % (
-        DB_USER, secrets['db'], HOST, name)
+        layout.db_user, secrets['db'], HOST, layout.databases[name])
 
 
 def render(sections: Mapping[str, Mapping[str, Any]]) -> str:
@@ -156,7 +187,8 @@ def service_auth(layout: 'Layout', secrets: Mapping[str, str],
 def keystone(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
     keys = os.path.join(layout.etc, 'keystone')
     return {'DEFAULT': {'max_token_size': 255},
-            'database': {'connection': db_url(secrets, 'keystone')},
+            'database': {'connection':
+                         db_url(layout, secrets, 'keystone')},
             'token': {'provider': 'fernet'},
             # Throw-away passwords: the cheapest bcrypt cost keeps user
             # creation and token requests fast on 2 shared cores.
@@ -183,7 +215,7 @@ def placement(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
     return {'api': {'auth_strategy': 'keystone'},
             'keystone_authtoken': authtoken(layout, secrets, 'placement'),
             'placement_database': {'connection':
-                                   db_url(secrets, 'placement')}}
+                                   db_url(layout, secrets, 'placement')}}
 
 
 def glance(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
@@ -196,14 +228,14 @@ def glance(layout: 'Layout', secrets: Mapping[str, str]) -> Conf:
                 'filesystem_store_datadir': os.path.join(data, 'staging')},
             'os_glance_tasks_store': {
                 'filesystem_store_datadir': os.path.join(data, 'tasks')},
-            'database': {'connection': db_url(secrets, 'glance')},
+            'database': {'connection': db_url(layout, secrets, 'glance')},
             'keystone_authtoken': authtoken(layout, secrets, 'glance'),
             'paste_deploy': {'flavor': 'keystone'},
             'oslo_concurrency': {'lock_path': os.path.join(data, 'lock')}}
 
 
-def transport_url() -> str:
-    return 'rabbit://guest:guest@%s:5672/%s' % (HOST, RABBIT_VHOST)
+def transport_url(layout: 'Layout') -> str:
+    return 'rabbit://guest:guest@%s:5672/%s' % (HOST, layout.rabbit_vhost)
 
 
 def nova(layout: 'Layout', secrets: Mapping[str, str], network: str
@@ -217,7 +249,7 @@ def nova(layout: 'Layout', secrets: Mapping[str, str], network: str
         neutron['endpoint_override'] = layout.url('network')
     return {
         'DEFAULT': {
-            'transport_url': transport_url(),
+            'transport_url': transport_url(layout),
             'my_ip': HOST, 'state_path': state,
             # `down` waits for this, then SIGKILLs.
             'graceful_shutdown_timeout': 10,
@@ -225,8 +257,9 @@ def nova(layout: 'Layout', secrets: Mapping[str, str], network: str
         'api': {'auth_strategy': 'keystone'},
         'wsgi': {'api_paste_config':
                  os.path.join(layout.nova_dir, 'api-paste.ini')},
-        'api_database': {'connection': db_url(secrets, 'nova_api')},
-        'database': {'connection': db_url(secrets, 'nova')},
+        'api_database': {'connection':
+                         db_url(layout, secrets, 'nova_api')},
+        'database': {'connection': db_url(layout, secrets, 'nova')},
         'keystone_authtoken': authtoken(layout, secrets, 'nova'),
         'placement': service_auth(layout, secrets, 'placement'),
         'glance': {'endpoint_override': layout.url('glance')},

@@ -75,7 +75,7 @@ def neutron_conf(layout: config.Layout, secrets: Mapping[str, str]
             # creates a router and plugs the subnet unless told `router: {}`.
             'service_plugins': 'router',
             'auth_strategy': 'keystone',
-            'transport_url': config.transport_url(),
+            'transport_url': config.transport_url(layout),
             'api_paste_config': os.path.join(conf_dir(layout),
                                              'api-paste.ini'),
             'state_path': state,
@@ -90,7 +90,8 @@ def neutron_conf(layout: config.Layout, secrets: Mapping[str, str]
             'notify_nova_on_port_status_changes': 'true',
             'notify_nova_on_port_data_changes': 'true',
         },
-        'database': {'connection': config.db_url(secrets, 'neutron')},
+        'database': {'connection':
+                     config.db_url(layout, secrets, 'neutron')},
         'keystone_authtoken': config.authtoken(layout, secrets,
                                                'neutron'),
         'nova': nova,

@@ -279,3 +279,85 @@ def computes_of(state: Mapping[str, Any], layout: 'Layout'
              'conf': layout.compute_conf, 'facts': state.get('facts'),
              'provider': state.get('provider')}
     return [first] + [dict(extra) for extra in state.get('computes') or ()]
+
+
+# --- the clouds on this machine ------------------------------------------
+# Clouds in different state directories run side by side (config.Layout
+# names their databases, vhost and lock after the directory) and share
+# MariaDB and RabbitMQ. `up` registers its cloud here, `down` removes it;
+# `down` stops a shared service only when no other registered cloud is in
+# use (it has a process, or its `up` still runs).
+CLOUDS_DIR = '/run/kvmtune-testcloud'
+
+
+def _entry(layout: 'Layout') -> str:
+    return os.path.join(CLOUDS_DIR, 'cloud%s.json' % (layout.suffix or
+                                                      '_default'))
+
+
+def register(layout: 'Layout') -> None:
+    """Record this cloud (its state directory and the pid of the `up`
+    that starts it) as one that may use the shared services."""
+    os.makedirs(CLOUDS_DIR, exist_ok=True)
+    write_file(_entry(layout), json.dumps({'root': layout.root,
+                                           'up_pid': os.getpid()}))
+
+
+def unregister(layout: 'Layout') -> None:
+    try:
+        os.remove(_entry(layout))
+    except FileNotFoundError:
+        pass
+
+
+def other_clouds(layout: 'Layout') -> list[str]:
+    """The state directories of the other registered clouds in use: a
+    process of theirs alive (ledger or marker, owned_pids) or their `up`
+    still running. A stale entry (nothing alive) is removed."""
+    from kvmtune.testcloud.config import Layout
+
+    try:
+        names = sorted(os.listdir(CLOUDS_DIR))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(CLOUDS_DIR, name)
+        if not name.startswith('cloud') or path == _entry(layout):
+            continue
+        try:
+            with open(path) as f:
+                entry = json.load(f)
+            root, up_pid = str(entry['root']), int(entry['up_pid'])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if (up_pid != os.getpid() and alive(up_pid)) or \
+                owned_pids(Layout(root)):
+            found.append(root)
+        else:
+            unregister(Layout(root))
+    return found
+
+
+def shared_left(started: Sequence[str] = ()) -> list[str]:
+    """The shared services (``mariadb``, ``rabbitmq``) a cloud's `up`
+    started and a `down` left running for other clouds, plus
+    ``started``: recorded, for the last cloud's `down` to stop."""
+    path = os.path.join(CLOUDS_DIR, 'shared-started.json')
+    try:
+        with open(path) as f:
+            left = set(json.load(f))
+    except (OSError, ValueError, TypeError):
+        left = set()
+    left |= set(started)
+    if started:
+        os.makedirs(CLOUDS_DIR, exist_ok=True)
+        write_file(path, json.dumps(sorted(left)))
+    return sorted(left)
+
+
+def clear_shared_left() -> None:
+    try:
+        os.remove(os.path.join(CLOUDS_DIR, 'shared-started.json'))
+    except FileNotFoundError:
+        pass

@@ -278,14 +278,15 @@ def wait_providers(lay: config.Layout, token: str, names: Collection[str],
     return found
 
 
-def _host_mapped(name: str) -> bool:
+def _host_mapped(lay: config.Layout, name: str) -> bool:
     return name in system.mysql(
-        'SELECT host FROM nova_api.host_mappings').split()
+        'SELECT host FROM `%s`.host_mappings'
+        % lay.databases['nova_api']).split()
 
 
 def map_host(lay: config.Layout, name: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not _host_mapped(name):
+    while not _host_mapped(lay, name):
         if time.monotonic() > deadline:
             raise CloudError('host %s not mapped after %d s'
                              % (name, timeout), source=lay.log,

@@ -81,6 +81,8 @@ def start(lay: config.Layout, compute: str, network: str,
                                                  rotate_credentials)
     procs.write_file(lay.secrets, json.dumps(secrets), 0o600)
     pids = state['services']
+    # before MariaDB and RabbitMQ: another cloud's `down` leaves them
+    procs.register(lay)
 
     t = time.monotonic()
     state['started_mariadb'] = system.ensure_mariadb()
@@ -95,11 +97,11 @@ def start(lay: config.Layout, compute: str, network: str,
 
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        vhost = pool.submit(system.reset_rabbit_vhost)
+        vhost = pool.submit(system.reset_rabbit_vhost, lay)
         ovs = (pool.submit(neutron.start_ovs, lay, pids)
                if network == 'neutron' else None)
         try:
-            system.reset_databases(secrets)
+            system.reset_databases(lay, secrets)
             if compute == 'libvirt':
                 state['started_daemons'] = system.ensure_libvirtd(lay, say)
             vhost.result()

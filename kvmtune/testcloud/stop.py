@@ -14,6 +14,9 @@ from kvmtune.testcloud import procs
 from kvmtune.testcloud import system
 
 STOP_HINT = 'kvmtune cloud down'
+# the services every cloud on the machine shares (its state's started_*)
+SHARED = ('rabbitmq', 'mariadb')
+MARIADB_PID = '/run/mysqld/mysqld.pid'
 # How long `down` waits for a service to end on SIGTERM before it
 # SIGKILLs it and says so. Each stops within its own grace: Nova and
 # Neutron (oslo.service) [DEFAULT] graceful_shutdown_timeout = 10 s
@@ -35,10 +38,12 @@ STOP_ORDER = ('nova-compute', 'nova-api', 'nova-conductor',
               'network') + neutron.STOP_ORDER
 
 
-def _libvirt_domains_of_cloud() -> list[str]:
-    """UUIDs of libvirt domains that are instances of this cloud."""
+def _libvirt_domains_of_cloud(lay: config.Layout) -> list[str]:
+    """UUIDs of libvirt domains that are instances of this cloud (in its
+    own Nova database)."""
     try:
-        ours = set(system.mysql('SELECT uuid FROM nova.instances').split())
+        ours = set(system.mysql('SELECT uuid FROM `%s`.instances'
+                                % lay.databases['nova']).split())
     except CloudError:
         return []
     listed = system.virsh('list', '--all', '--uuid')
@@ -89,7 +94,7 @@ def stop_all(lay: config.Layout, say: procs.Say) -> list[str]:
     pids = state.get('services', {})
     if state.get('mode') == 'libvirt' and \
             system.virsh('version').returncode == 0:
-        for domain in _libvirt_domains_of_cloud():
+        for domain in _libvirt_domains_of_cloud(lay):
             system.virsh('destroy', domain)
             system.virsh('undefine', domain, '--nvram')
             say('destroyed domain %s' % domain)
@@ -123,19 +128,7 @@ def stop_all(lay: config.Layout, say: procs.Say) -> list[str]:
         _stop(say, {'helper %s' % (procs.cmdline(p)[:40] or '?'): p
                     for p in leftovers}, STOP_GRACE)
         stopped.append('%d helper processes' % len(leftovers))
-    if state.get('started_rabbitmq'):
-        subprocess.call(['rabbitmqctl', '-q', 'stop'])
-        subprocess.call(['epmd', '-kill'], stderr=subprocess.DEVNULL)
-        stopped.append('rabbitmq')
-    if state.get('started_mariadb'):
-        try:
-            with open('/run/mysqld/mysqld.pid') as f:
-                pid = int(f.read())
-        except (OSError, ValueError):
-            pid = None      # it died with the cloud: nothing to stop
-        if pid and procs.alive(pid):
-            _stop(say, {'mariadb': pid}, 60)
-            stopped.append('mariadb')
+    stopped += _stop_shared(lay, state, say)
     if os.path.exists(lay.ledger):
         os.remove(lay.ledger)
     if state:
@@ -143,4 +136,37 @@ def stop_all(lay: config.Layout, say: procs.Say) -> list[str]:
         state['started_mariadb'] = state['started_rabbitmq'] = False
         state['started_ovs'] = False
         procs.save_state(lay, state)
+    procs.unregister(lay)
+    return stopped
+
+
+def _stop_shared(lay: config.Layout, state: Mapping[str, object],
+                 say: procs.Say) -> list[str]:
+    """MariaDB and RabbitMQ, when this cloud's `up` (or an earlier
+    cloud's, which left them to the others) started them, unless another
+    cloud uses them: then they are left to the last cloud's `down`."""
+    mine = [s for s in SHARED if state.get('started_' + s)]
+    others = procs.other_clouds(lay)
+    if others:
+        if mine:
+            procs.shared_left(mine)
+            say('%s left running: the cloud in %s uses it'
+                % (', '.join(mine), ', '.join(others)))
+        return []
+    stopping = set(procs.shared_left()) | set(mine)
+    procs.clear_shared_left()
+    stopped: list[str] = []
+    if 'rabbitmq' in stopping:
+        subprocess.call(['rabbitmqctl', '-q', 'stop'])
+        subprocess.call(['epmd', '-kill'], stderr=subprocess.DEVNULL)
+        stopped.append('rabbitmq')
+    if 'mariadb' in stopping:
+        try:
+            with open(MARIADB_PID) as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            pid = None      # it died with the cloud: nothing to stop
+        if pid and procs.alive(pid):
+            _stop(say, {'mariadb': pid}, 60)
+            stopped.append('mariadb')
     return stopped

@@ -170,23 +170,25 @@ def ensure_rabbitmq() -> bool:
     return started
 
 
-def reset_databases(secrets: Mapping[str, str]) -> None:
-    """Drop and create the cloud's databases and its DB user's grants."""
+def reset_databases(lay: config.Layout, secrets: Mapping[str, str]
+                    ) -> None:
+    """Drop and create the cloud's databases and its DB user's grants
+    (the names of ``lay``: another cloud's are left alone)."""
     sql = []
-    for db in config.DATABASES:
+    for db in lay.databases.values():
         sql.append('DROP DATABASE IF EXISTS `%s`; CREATE DATABASE `%s` '
                    'CHARACTER SET utf8mb4;' % (db, db))
     for host in ('127.0.0.1', 'localhost'):
-        user = "'%s'@'%s'" % (config.DB_USER, host)
+        user = "'%s'@'%s'" % (lay.db_user, host)
         sql.append("CREATE USER IF NOT EXISTS %s; ALTER USER %s "
                    "IDENTIFIED BY '%s';" % (user, user, secrets['db']))
         sql += ['GRANT ALL PRIVILEGES ON `%s`.* TO %s;' % (db, user)
-                for db in config.DATABASES]
+                for db in lay.databases.values()]
     mysql(' '.join(sql))
 
 
-def reset_rabbit_vhost() -> None:
-    vhost = config.RABBIT_VHOST
+def reset_rabbit_vhost(lay: config.Layout) -> None:
+    vhost = lay.rabbit_vhost
     subprocess.call(['rabbitmqctl', '-q', 'delete_vhost', vhost],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for argv in (['add_vhost', vhost],

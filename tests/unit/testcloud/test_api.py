@@ -48,6 +48,21 @@ def test_environment_takes_precedence_over_the_file(tmp_path, monkeypatch):
     assert api.env(lay)['KVMTUNE_CLOUD_DIR'] == str(tmp_path / 'state')
 
 
+def test_a_second_cloud_by_environment_alone(tmp_path, monkeypatch):
+    # what tools/run-fleet sets for its cloud beside the default one:
+    # the ports through oslo.config's environment source
+    # (OS_<GROUP>__<OPTION>), the names through the state directory
+    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path / 'fleet'))
+    monkeypatch.setenv('OS_TESTCLOUD__KEYSTONE_PORT', '15000')
+    monkeypatch.setenv('OS_TESTCLOUD__NOVA_API_PORT', '18774')
+    lay = api.layout(_conf(tmp_path, '[testcloud]\n'))
+    assert lay.ports == dict(config.DEFAULT_PORTS, keystone=15000,
+                             **{'nova-api': 18774})
+    env = api.env(lay)
+    assert env['KVMTUNE_CLOUD_LOCK'] == lay.lock != config.DEFAULT_LOCK
+    assert lay.databases['nova'] != 'nova'
+
+
 def test_two_services_on_one_port_is_refused(tmp_path, no_env):
     files = _conf(tmp_path, '[testcloud]\nglance_port = 5000\n')
     with pytest.raises(InputError,

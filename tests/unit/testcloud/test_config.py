@@ -96,3 +96,57 @@ def test_clouds_yaml_is_what_openstacksdk_loads(tmp_path):
     assert member.config['auth']['username'] == 'kvmtune-member'
     assert member.config['auth']['password'] == SECRETS['member']
     assert member.config['region_name'] == config.REGION
+
+
+# --- two clouds side by side (issue 50) ------------------------------------
+
+def test_the_default_state_directory_keeps_todays_names():
+    for root in ('/var/lib/kvmtune-cloud', '/var/lib/kvmtune-cloud/',
+                 '/var/lib/../lib/kvmtune-cloud'):
+        lay = config.Layout(root)
+        assert lay.suffix == ''
+        assert lay.databases == {db: db for db in config.DATABASES}
+        assert (lay.db_user, lay.rabbit_vhost, lay.lock) == (
+            'kvmtune_cloud', 'kvmtune_cloud',
+            '/run/lock/kvmtune-testcloud.lock')
+
+
+def test_another_state_directory_names_everything_shared_its_own():
+    import re
+
+    default = config.Layout()
+    one = config.Layout('/var/lib/kvmtune-cloud-fleet')
+    again = config.Layout('/var/lib/kvmtune-cloud-fleet/')
+    two = config.Layout('/var/lib/kvmtune-cloud-b')
+    assert (one.databases, one.db_user, one.rabbit_vhost, one.lock) == (
+        again.databases, again.db_user, again.rabbit_vhost, again.lock)
+    shared = [(lay.db_user, lay.rabbit_vhost, lay.lock,
+               *sorted(lay.databases.values()))
+              for lay in (default, one, two)]
+    for field in zip(*shared):
+        assert len(set(field)) == 3, field      # no two clouds share one
+    assert re.fullmatch(r'_[0-9a-f]{8}', one.suffix)
+    assert one.lock == '/run/lock/kvmtune-testcloud%s.lock' % one.suffix
+    for name in [*one.databases.values(), one.db_user]:
+        # MariaDB's identifier limits: database 64, user 80 characters
+        assert re.fullmatch(r'[a-z0-9_]{1,64}', name), name
+    # `nova-manage cell_v2 map_cell0` appends _cell0 to [database]'s name
+    assert one.databases['nova_cell0'] == one.databases['nova'] + '_cell0'
+
+
+def test_the_services_are_given_their_clouds_databases_and_vhost(tmp_path):
+    from sqlalchemy.engine import make_url
+
+    lay = config.Layout(str(tmp_path / 'cloud-b'))
+    nova = _oslo_sections(config.render(config.nova(lay, SECRETS, 'stub')),
+                          tmp_path)
+    for section, db in (('database', 'nova'), ('api_database', 'nova_api')):
+        url = make_url(nova[section]['connection'][0])
+        assert (url.username, url.database) == (lay.db_user,
+                                                lay.databases[db])
+    assert nova['DEFAULT']['transport_url'] == [
+        'rabbit://guest:guest@127.0.0.1:5672/' + lay.rabbit_vhost]
+    keystone = _oslo_sections(config.render(config.keystone(lay, SECRETS)),
+                              tmp_path)
+    url = make_url(keystone['database']['connection'][0])
+    assert url.database == lay.databases['keystone'] != 'keystone'
