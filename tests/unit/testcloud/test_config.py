@@ -98,7 +98,7 @@ def test_clouds_yaml_is_what_openstacksdk_loads(tmp_path):
     assert member.config['region_name'] == config.REGION
 
 
-# --- two clouds side by side (issue 50) ------------------------------------
+# --- two clouds side by side: names derived from the state directory ---
 
 def test_the_default_state_directory_keeps_todays_names():
     for root in ('/var/lib/kvmtune-cloud', '/var/lib/kvmtune-cloud/',
