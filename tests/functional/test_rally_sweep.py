@@ -159,15 +159,42 @@ def valid_rows(doc, max_vms):
     return rows
 
 
+def sla_as_computed(doc, sla_ok, min_share):
+    """The kvmtune_scaling SLA judged the rows as the report computes
+    them: passed exactly when every per-VM share (N VMs against 1) is at
+    least ``min_share``, its detail naming each shortfall (the guests are
+    all valid here: valid_rows). Whether an emulated guest reaches a
+    share depends on the host's load, not on the code, so that is not
+    asserted: benchmarks/sweep_share.py prints the shares of a run.
+    Returns the shares, for the test's output."""
+    (_, _, _, sla), = rally_results.workloads(doc)
+    criterion, = [s for s in sla if s['criterion'] == 'kvmtune_scaling']
+    an = analysis.analyse(rally_results.runs_from(doc, 'sweep.json'))
+    shares = {p.vms: p.vs_one for p in an.points['sweep']}
+    assert shares[1] == 1.0, shares
+    short = {vms: share for vms, share in shares.items()
+             if share < min_share}
+    assert criterion['success'] is (not short) is sla_ok, (criterion,
+                                                           shares)
+    for vms, share in short.items():
+        assert f'at {vms} VMs is {share:.0%} of 1 VM' in \
+            criterion['detail'], (criterion, shares)
+    if not short:
+        assert criterion['detail'].startswith(
+            f'per-VM throughput >= {min_share:.0%} of 1 VM'), criterion
+    print(f'per-VM share by VM count (emulated, not asserted): '
+          f'{ {vms: round(share, 2) for vms, share in shares.items()} }; '
+          f'SLA {"passed" if sla_ok else "failed"} at min_share '
+          f'{min_share}')
+    return shares
+
+
 def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
-    # Two TCG guests share this host's 2 cores: per-VM IOPS at 2 VMs is
-    # about half of 1 VM's (48 % seen with other work on the host), right
-    # at the task's default min_share 0.5; 0.25 still fails a collapse.
     shown = []
     progress = rallyprogress.Progress([FLAVOR], {FLAVOR: [1, 2]},
                                       show=shown.append, tty=False)
     doc, sla_ok, page = run_sweep(rally, tmp_path, progress, max_vms=2,
-                                  min_share=0.25)
+                                  min_share=0.5)
     # the job followed the sweep in Rally's database: a line per step
     assert [line.split(', per-VM ')[0] for line in shown] == [
         f'sweep: {FLAVOR}, 1 VM(s): guests valid 1/1',
@@ -176,7 +203,7 @@ def test_every_guest_gives_a_fio_result(rally, conn, tmp_path):
     for r in valid_rows(doc, 2):
         assert r['tool'] == 'fio' and r['iops'] > 0
         assert r['emulated'] is _emulated(), r
-    assert sla_ok
+    sla_as_computed(doc, sla_ok, 0.5)
     html = page.read_text()
     assert rally_results.TITLE in html and 'IOPS by VM count' in html
     # the report of the sweep: every guest valid, its figures the rows'
@@ -236,12 +263,12 @@ def test_network_sweep_clients_load_a_server_guest(
     out = str(tmp_path / 'results.json')
     args = sweep.task_args(max_vms, workload, [FLAVOR], net_image,
                            emulated=cloud.testcloud_emulated())
-    # Under TCG on 2 cores the server and N clients share the CPUs: the
-    # aggregate stays about flat, so per-VM Gbit/s at 2 clients is about
-    # half of 1 (47-51 % seen), right at the task's default min_share 0.5.
-    # 0.25 still fails a sweep that collapses.
+    # Under TCG on 2 cores the server and N clients share the CPUs: per-VM
+    # Gbit/s at 2 clients is about half of 1 (47-51 % seen) on an idle
+    # host, less on a busy one: whether the SLA passes is the host's
+    # doing; that it judged the figures right is the test's.
     uuid, sla_ok = rally.sweep(NETWORK_TASK,
-                               dict(args, runtime=5, min_share=0.25), out,
+                               dict(args, runtime=5, min_share=0.5), out,
                                str(tmp_path / 'rally.html'))
     with open(out) as f:
         doc = json.load(f)
@@ -250,7 +277,7 @@ def test_network_sweep_clients_load_a_server_guest(
         assert r[metric] > 0 and r['emulated'] is _emulated(), r
         # the host saw each client's ready line, then started them
         assert r['seen_ready_s'] is not None, r
-    assert sla_ok
+    sla_as_computed(doc, sla_ok, 0.5)
     html = (tmp_path / 'rally.html').read_text()
     assert rally_results.TITLE in html
     assert leftover_servers(conn) == []
