@@ -251,7 +251,20 @@ def restart_compute(layout: config.Layout | None = None,
     :returns: {'seconds': float, 'host': name,
                'inventory': {class: total}}
     """
-    return novacompute.restart(_resolve(layout), say, host)
+    return novacompute.restart(_as_started(_resolve(layout)), say, host)
+
+
+def _as_started(lay: config.Layout) -> config.Layout:
+    """``lay`` with the ports its running cloud was started with (its
+    state's): a command on a running cloud needs only its state
+    directory (a fleet host's session gets KVMTUNE_CLOUD_DIR alone), and
+    a port option changed since takes effect at the next up."""
+    ports = procs.load_state(lay).get('ports')
+    if not isinstance(ports, dict) or ports == lay.ports:
+        return lay
+    return config.Layout(lay.root, lay.venv, {
+        service: int(port) for service, port in ports.items()
+        if service in config.DEFAULT_PORTS})
 
 
 def status(layout: config.Layout | None = None) -> dict[str, Any] | None:

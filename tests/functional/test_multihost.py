@@ -98,8 +98,10 @@ def _numa_shape(host):
     the compute node record in Nova's database holds it."""
     out = subprocess.check_output([
         'mariadb', '-uroot', '-N', '-B', '-e',
-        "SELECT numa_topology FROM nova.compute_nodes WHERE deleted = 0 "
-        "AND hypervisor_hostname = '%s'" % host], text=True, timeout=60)
+        "SELECT numa_topology FROM `%s`.compute_nodes WHERE deleted = 0 "
+        "AND hypervisor_hostname = '%s'" % (
+            api.layout().databases['nova'], host)],
+        text=True, timeout=60)
     cells = json.loads(out)['nova_object.data']['cells']
     sizes = set()
     for cell in cells:

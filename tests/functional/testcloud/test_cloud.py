@@ -133,8 +133,9 @@ def _pinning(server_id):
     """Host CPUs and page size Nova's claim recorded for the instance."""
     out = subprocess.check_output([
         'mariadb', '-uroot', '-N', '-B', '-e',
-        "SELECT numa_topology FROM nova.instance_extra "
-        "WHERE instance_uuid = '%s'" % server_id], text=True)
+        "SELECT numa_topology FROM `%s`.instance_extra "
+        "WHERE instance_uuid = '%s'" % (LAYOUT.databases['nova'],
+                                        server_id)], text=True)
     cells = json.loads(out)['nova_object.data']['cells']
     cpus, pagesizes = set(), set()
     for cell in cells:

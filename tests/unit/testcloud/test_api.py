@@ -63,6 +63,22 @@ def test_a_second_cloud_by_environment_alone(tmp_path, monkeypatch):
     assert lay.databases['nova'] != 'nova'
 
 
+def test_a_running_cloud_keeps_the_ports_it_was_started_with(tmp_path):
+    from kvmtune.testcloud import procs
+
+    started = config.Layout(str(tmp_path / 'fleet'), ports={
+        'keystone': 15000, 'placement': 18778})
+    os.makedirs(started.run)
+    procs.save_state(started, {'mode': 'fake', 'ports': started.ports})
+    # a fleet host's session: the state directory, no port options
+    lay = api._as_started(config.Layout(started.root))
+    assert lay.ports == started.ports != config.DEFAULT_PORTS
+    assert lay.url('placement') == 'http://127.0.0.1:18778'
+    # no cloud there: the options' ports
+    empty = config.Layout(str(tmp_path / 'none'))
+    assert api._as_started(empty) is empty
+
+
 def test_two_services_on_one_port_is_refused(tmp_path, no_env):
     files = _conf(tmp_path, '[testcloud]\nglance_port = 5000\n')
     with pytest.raises(InputError,
