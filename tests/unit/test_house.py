@@ -48,6 +48,8 @@ TOPICS = {
     'test_accel.py': 'tests/accel.py, the accelerator the functional tier '
                      'finds',
     'test_docs.py': 'README and the guides against the CLI parser',
+    'test_guestwatch.py': 'tests/guestwatch.py, the host\'s watch over a '
+                          'guest',
     'test_hang.py': 'the test run\'s hang bound',
     'test_hacking.py': 'tools/hacking/checks.py, the local flake8 checks',
     'test_hostile.py': 'hostile input across every reader',
