@@ -95,10 +95,10 @@ def test_a_planted_hang_after_l2_starting_is_killed_and_reported(qemu):
     print(f'\n{outcome.report("planted hang")}')
     assert outcome.state == 'stalled', outcome.report()
     assert outcome.last_line == 'l2=starting timeout=605'
-    # the host's kill, within the stall bound of the last progress (a
-    # poll interval and a slow first boot on a busy host beside it)
+    # the host's kill, at the stall bound after the last progress (plus
+    # a poll interval, and slack for a busy 2-core host)
     assert proc.wait(30) == -9
-    assert 10 <= outcome.quiet_s < 12      # hang bound
+    assert 10 <= outcome.quiet_s < 15      # hang bound
 
 
 def test_a_guest_that_keeps_printing_runs_to_its_end(qemu):
