@@ -4,8 +4,10 @@ Every expected failure (bad input, a cloud that says no) is raised as
 KvmtuneError; the CLI prints it as one line and exits 2, with no traceback
 and nothing written.
 
-Every command and program of kvmtune exits with one of these (the CLI
-reference lists them, doc/source/reference/cli.rst "Exit status").
+Every command and program of kvmtune exits with one of these: EXIT_STATUS
+is the table, and kvmtune.cli.EXIT_CODES says which of them each command
+returns; the CLI reference shows both (doc/source/reference/cli.rst "Exit
+status"), and tests/unit/test_docs.py checks the page against them.
 """
 
 import re
@@ -13,6 +15,25 @@ import re
 EXIT_OK = 0         # done; in sync; matches
 EXIT_DIFFERS = 1    # ran, and found a difference: drift, differs, stopped
 EXIT_ERROR = 2      # could not run: bad input, a refusal, a cloud error
+# kvmtune verify: every layer asked was skipped, nothing could be checked
+# (the row kept for verify's code; kvmtune/verify owns when it is returned)
+EXIT_NOTHING_CHECKED = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
+# Every exit status of kvmtune and what it means, for the operator
+# (the "Exit status" table of the CLI reference is this).
+EXIT_STATUS: dict[int, str] = {
+    EXIT_OK: 'done: in sync, matches, up, a plan without FAIL checks',
+    EXIT_DIFFERS: 'it ran, and what it found is not as wanted: drift, a '
+                  'difference, a service stopped, a guest without a '
+                  'result, a plan with FAIL checks',
+    EXIT_ERROR: 'it could not run: bad input, a refusal, a cloud that said '
+                'no, a missing extra, a bug; one line on stderr says what, '
+                'where and the fix',
+    EXIT_NOTHING_CHECKED: 'nothing could be checked: every layer asked was '
+                          'skipped',
+    EXIT_INTERRUPTED: 'interrupted (Ctrl-C)',
+}
 
 # What stands in for a secret in every line and diff kvmtune prints.
 MASK = '***'

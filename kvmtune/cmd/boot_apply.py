@@ -42,18 +42,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='the host tree to plan for and write into '
                              '(default: this host, /)')
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
     output.add_format(parser, columns=False,
                       formats=('table', 'json', 'yaml'))
 
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.boot import apply
-    from kvmtune.tuning import plan
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import plan as plans
 
+    # The plan as kvmtune.boot.apply makes it (the facts of this machine,
+    # or of the tree), here so its FAIL checks are refused first: a
+    # failure the boot-time changes clear (a pool reserved at boot) is
+    # what this command is for, any other one is named, exit 2.
+    facts = host_facts.resolve(
+        root=None if apply.is_this_machine(args.root) else args.root)
+    if args.plan:
+        plan = plans.load(args.plan)
+    else:
+        plan, = plans.for_host([args.profile], facts=facts,
+                               config_files=args.config_file or ())
+    plans.refuse_if_failed(plan, 'kvmtune boot apply',
+                           accept=args.accept_failed_checks, boot_time=True,
+                           warn=cmd.warn)
     result = apply.apply(args.profile, root=args.root,
                          config_files=args.config_file or (),
-                         dry_run=args.dry_run,
-                         plan=plan.load(args.plan) if args.plan else None)
+                         dry_run=args.dry_run, facts=facts, plan=plan)
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=result.to_dict())
         return 0

@@ -49,14 +49,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'are complete')
     cmd.add_facts_source(parser)
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
 
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.openstack import flavors as tuned
+    from kvmtune.tuning import plan as plans
 
+    # A plan with FAIL checks no change of it clears is refused before
+    # the cloud is asked anything; a pool the host's boot-time changes
+    # reserve is one warning line.
     tuned.apply_profile(args.os_cloud, args.profile, base=args.base,
                         name=args.name, root=args.root,
                         facts_file=args.facts, dry_run=args.dry_run,
                         config_files=args.config_file,
-                        projects=args.project)
+                        projects=args.project,
+                        check=lambda plan: plans.refuse_if_failed(
+                            plan, 'kvmtune flavor apply',
+                            accept=args.accept_failed_checks,
+                            warn=cmd.warn))
     return 0

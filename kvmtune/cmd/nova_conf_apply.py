@@ -74,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'a written option from another file (default: '
                              'the running services\' own, as notices)')
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
 
 
 def service_cmdlines(args: argparse.Namespace, service: str
@@ -123,6 +124,11 @@ def run(args: argparse.Namespace) -> int | None:
         [plan] = plans.for_host([args.profile], root=args.root,
                                 facts_file=args.facts,
                                 config_files=args.config_file)
+    # FAIL checks no change of the plan clears: refused before anything
+    # is read or written, each named (a pool the boot-time changes
+    # reserve: one warning line each).
+    plans.refuse_if_failed(plan, 'kvmtune nova-conf apply',
+                           accept=args.accept_failed_checks, warn=cmd.warn)
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service

@@ -16,6 +16,7 @@ fails with the kernel arguments that reserve them at boot instead.
 import argparse
 from typing import TYPE_CHECKING
 
+from kvmtune import cmd
 from kvmtune.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--profile', metavar='NAME|FILE',
                         help='set the pools of this profile\'s plan for '
                              'this host (its "hugepages" key)')
+    cmd.add_accept_failed_checks(parser)
 
 
 def run(args: argparse.Namespace) -> int | None:
@@ -48,6 +50,11 @@ def run(args: argparse.Namespace) -> int | None:
         if not pools:
             print(f'profile {plan.profile} plans no huge page pool')
             return 0
+        # a FAIL check none of the plan's changes clears: refused, each
+        # named, before any pool is touched
+        plans.refuse_if_failed(plan, 'kvmtune pages apply',
+                               accept=args.accept_failed_checks,
+                               boot_time=True, warn=cmd.warn)
     else:
         try:
             pools = [pages.parse_pool(item) for item in args.pools]

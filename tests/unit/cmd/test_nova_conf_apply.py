@@ -463,3 +463,30 @@ def test_a_read_only_filesystem_keeps_nova_conf_and_writes_no_backup(
         assert_one_line_error(done)
         fulldisk.assert_one_line_readonly(done.stderr)
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
+
+
+def test_a_plan_with_a_fail_check_nothing_clears_is_refused(tmp_path):
+    """The PVM capture has no EPT and no 1G pool: the refusal names the
+    EPT check and its fix, nova.conf is not touched; the pool (reserved
+    by boot apply) is one warning. --accept-failed-checks writes."""
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\n')
+    pvm = os.path.join(FIXTURES, 'hosts', 'pvm-guest-2cpu')
+    argv = ['nova-conf', 'apply', '--profile', PROFILE, '--root', pvm,
+            '--config', str(conf), '--service', 'compute']
+    done = kvmtune(*argv)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ''
+    error = [line for line in done.stderr.splitlines()
+             if line.startswith('kvmtune: error: ')]
+    assert len(error) == 1
+    assert 'refused' in error[0] and 'FAIL ept ept-enabled' in error[0]
+    assert '--accept-failed-checks' in error[0]
+    assert 'kvmtune: warning: FAIL hugepages hugepage-pool' in done.stderr
+    assert conf.read_text() == '[DEFAULT]\n'
+    assert os.listdir(tmp_path) == ['nova.conf']
+    done = kvmtune(*argv, '--accept-failed-checks')
+    assert done.returncode == 0, done.stderr
+    assert 'FAIL ept ept-enabled accepted' in done.stderr
+    assert 'reserved_huge_pages = node:0,size:1GB,count:1' in \
+        conf.read_text()
