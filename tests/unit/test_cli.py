@@ -281,3 +281,37 @@ def test_a_plugin_that_does_not_load_is_refused_in_one_line(
 ])
 def test_which_command_lines_need_the_plugins(argv, builtin):
     assert cli._names_builtin(argv) is builtin
+
+
+def test_version_is_the_installed_distributions(capsys):
+    """``kvmtune --version``: what pbr wrote into the installed metadata
+    (importlib.metadata), exit 0, without importing any command's run."""
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(['--version'])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == \
+        f'kvmtune {metadata.version("kvmtune")}\n'
+
+
+def test_version_outside_an_installed_distribution(monkeypatch):
+    from importlib import metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, 'version', missing)
+    assert cli.version().startswith('unknown')
+
+
+def test_every_command_declares_its_exit_statuses():
+    """EXIT_CODES (the CLI reference's table) has a row for each built-in
+    command and no other, with codes kvmtune.errors defines, 0 and 2 in
+    each (done; could not run)."""
+    from kvmtune import errors
+
+    assert set(cli.EXIT_CODES) == {tuple(c[0]) for c in cli.COMMANDS}
+    for words, codes in cli.EXIT_CODES.items():
+        assert set(codes) <= set(errors.EXIT_STATUS), words
+        assert {errors.EXIT_OK, errors.EXIT_ERROR} <= set(codes), words
