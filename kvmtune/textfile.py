@@ -45,8 +45,8 @@ _OWNERS = {LAST_RUN: None,
            'kvmtune_verify_last_run_timestamp_seconds': 'verify',
            'kvmtune_capacity_last_run_timestamp_seconds': 'capacity'}
 FIX = ('give --prometheus a file of its own (NAME.prom) in a directory you '
-       'can write: the textfile collector\'s (doc/source/admin/'
-       'monitoring.md)')
+       'can write: node_exporter\'s --collector.textfile.directory (admin '
+       'guide, "Monitoring with Prometheus")')
 
 Labels = Mapping[str, object]
 

@@ -7,10 +7,12 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 
   kvmtune host inspect
   kvmtune host inspect --format json -o compute-1.json
-  kvmtune host inspect --root captured/compute-1 --versions
+  kvmtune host inspect --root captured/compute-1
+  kvmtune host inspect --versions
 
 ``--versions`` also runs ``libvirtd --version`` and
-``qemu-system-x86_64 --version``; nothing else is run.
+``qemu-system-x86_64 --version`` of this host (so not with --root or
+--facts); nothing else is run.
 """
 
 import argparse

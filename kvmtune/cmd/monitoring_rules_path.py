@@ -1,7 +1,7 @@
 """Print where the installed Prometheus alert rules of kvmtune are.
 
     kvmtune monitoring rules-path
-    cp "$(kvmtune monitoring rules-path)" /etc/prometheus/rules/kvmtune.rules.yml
+    cp "$(kvmtune monitoring rules-path)" /etc/prometheus/rules/
     promtool check rules "$(kvmtune monitoring rules-path)"
 
 The rules (kvmtune.rules.yml: drift, stale verify, pending reboot, hosts

@@ -85,8 +85,8 @@ def test_a_plan_made_before_is_staged_as_it_is(tmp_path, capsys):
     assert hosttrees.snapshot(root) == before
 
 
-def test_a_fail_check_boot_apply_does_not_clear_is_refused(tmp_path,
-                                                            capsys):
+def test_a_fail_check_boot_apply_does_not_clear_is_refused(
+        tmp_path, capsys):
     """pinned-hugepages on a tree without a 2M pool: boot apply is the
     fix, it runs; a host without EPT for pinned-hugepages-ept is refused
     with nothing written, unless --accept-failed-checks."""
@@ -106,6 +106,14 @@ def test_a_fail_check_boot_apply_does_not_clear_is_refused(tmp_path,
     err = capsys.readouterr().err
     assert 'FAIL ept ept-enabled accepted' in err
     assert 'unknown bootloader' in err
-    root = hosttrees.make(tmp_path / 'h', 'rhel-7')
-    assert cli.main(['boot', 'apply', '--profile', 'cpu-pinning',
+    # the Intel tree has 1G pages, no 2M pool: FAIL hugepage-pool, which
+    # the plan's kernel arguments clear
+    root = hosttrees.make(tmp_path / 'h', 'rhel-9-bls')
+    assert cli.main(['plan', '--profile', 'pinned-hugepages', '--root',
+                     str(root)]) == 1
+    assert 'FAIL hugepages hugepage-pool' in capsys.readouterr().out
+    assert cli.main(['boot', 'apply', '--profile', 'pinned-hugepages',
                      '--root', str(root), '--dry-run']) == 0
+    captured = capsys.readouterr()
+    assert 'reboot required' in captured.out
+    assert captured.err == ''
