@@ -35,9 +35,8 @@ from typing import Any
 from typing import NamedTuple
 from typing import TYPE_CHECKING
 
-from kvmtune.errors import EXIT_DIFFERS
+import kvmtune
 from kvmtune.errors import EXIT_ERROR
-from kvmtune.errors import EXIT_NOTHING_CHECKED
 from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
 from kvmtune import extras
@@ -62,7 +61,6 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
   fleet   -> rollout             a profile over an Ansible inventory
-  monitor -> monitoring rules-path  the Prometheus alert rules to install
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
@@ -137,45 +135,6 @@ COMMANDS: list[tuple[Any, ...]] = [
      'bench'),
 ]
 
-
-# The exit statuses each built-in command returns (kvmtune.errors.
-# EXIT_STATUS says what each means; any command also exits 130 when
-# interrupted). The CLI reference's "Exit status" table is this, and
-# tests/unit/test_docs.py checks the page, every command's own returns
-# and the documented examples against it.
-_OK_ERROR = (EXIT_OK, EXIT_ERROR)
-_DIFFERS = (EXIT_OK, EXIT_DIFFERS, EXIT_ERROR)
-EXIT_CODES: dict[tuple[str, ...], tuple[int, ...]] = {
-    ('host', 'inspect'): _OK_ERROR,
-    ('host', 'capture'): _OK_ERROR,
-    ('host', 'tag'): _OK_ERROR,
-    ('profile', 'list'): _OK_ERROR,
-    ('profile', 'show'): _OK_ERROR,
-    ('profile', 'validate'): _OK_ERROR,
-    ('plan',): _DIFFERS,                # 1: the plan has FAIL checks
-    ('nova-conf', 'apply'): _OK_ERROR,
-    ('pages', 'apply'): _OK_ERROR,
-    ('boot', 'apply'): _OK_ERROR,
-    ('rollout',): _DIFFERS,             # 1: --check, a batch refused
-    # 1: drift; 3: nothing could be checked (kvmtune.verify decides)
-    ('verify',): _DIFFERS + (EXIT_NOTHING_CHECKED,),
-    ('capacity',): _OK_ERROR,
-    ('rollout-step',): _DIFFERS,        # 1: the gate found drift
-    ('export',): _OK_ERROR,
-    ('flavor', 'apply'): _OK_ERROR,
-    ('flavor', 'diff'): _DIFFERS,       # 1: the flavor differs
-    ('flavor', 'remove'): _OK_ERROR,
-    ('image', 'build'): _OK_ERROR,
-    ('baseline',): _OK_ERROR,
-    ('bench', 'local'): _DIFFERS,       # 1: a guest without a result
-    ('bench', 'nested'): _DIFFERS,      # 1: a level without a result
-    ('cloud',): _DIFFERS,               # 1: status: not up
-    ('rally', 'task-path'): _OK_ERROR,
-    ('monitoring', 'rules-path'): _OK_ERROR,
-    ('rally', 'env'): _OK_ERROR,
-    ('report',): _OK_ERROR,
-    ('main-job',): _DIFFERS,            # 1: --strict, an SLA failed
-}
 
 # The entry point group a plugin adds its commands to (see the docstring).
 PLUGIN_GROUP = 'kvmtune.cli'
@@ -336,34 +295,6 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-class _Version(argparse.Action):
-    """``kvmtune --version``: the installed distribution's version (pbr
-    made it from git at build time), looked up only when asked, so that
-    every other command starts as fast as before."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str,
-                 **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0,
-                         default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser,
-                 namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f'kvmtune {version()}')
-        parser.exit()
-
-
-def version() -> str:
-    """kvmtune's version as installed (importlib.metadata, which reads
-    what pbr wrote), or 'unknown' outside an installed distribution."""
-    from importlib import metadata
-
-    try:
-        return metadata.version('kvmtune')
-    except metadata.PackageNotFoundError:
-        return 'unknown (kvmtune is not installed)'
-
-
 class _Parser(argparse.ArgumentParser):
     """kvmtune's parsers (and their sub-parsers): plain options once."""
 
@@ -387,7 +318,7 @@ def build_parser(commands: Sequence[Command] | None = None
                              '/etc/kvmtune/kvmtune.conf when it exists.')
     parser.add_argument('--debug', action='store_true',
                         help='Show tracebacks for unexpected errors.')
-    parser.add_argument('--version', action=_Version,
+    parser.add_argument('--version', action='store_true',
                         help='Print kvmtune\'s version and exit.')
     top = parser.add_subparsers(dest='command', metavar='COMMAND')
     groups: dict[tuple[str, ...], Any] = {}
@@ -421,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               'report it)', file=sys.stderr)
         return INTERNAL_ERROR
     args = parser.parse_args(argv)
+    if args.version:            # pbr's, looked up only now
+        print(f'kvmtune {kvmtune.__version__}')
+        return EXIT_OK
     if not getattr(args, '_run', None):
         parser.print_help()
         return EXIT_ERROR

@@ -72,7 +72,7 @@ def add_dry_run(parser: argparse.ArgumentParser) -> None:
 
 def add_accept_failed_checks(parser: argparse.ArgumentParser) -> None:
     """--accept-failed-checks, the same on every command that applies a
-    plan (kvmtune.tuning.plan.refuse_if_failed)."""
+    plan (kvmtune.tuning.failed.refuse)."""
     parser.add_argument('--accept-failed-checks', action='store_true',
                         help='write the plan even when it has FAIL checks '
                              'that none of its changes clears (without it '

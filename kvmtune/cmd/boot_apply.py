@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kvmtune.boot import apply
     from kvmtune import facts as host_facts
+    from kvmtune.tuning import failed
     from kvmtune.tuning import plan as plans
 
     # The plan as kvmtune.boot.apply makes it (the facts of this machine,
@@ -63,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         plan, = plans.for_host([args.profile], facts=facts,
                                config_files=args.config_file or ())
-    plans.refuse_if_failed(plan, 'kvmtune boot apply',
-                           accept=args.accept_failed_checks, boot_time=True,
-                           warn=cmd.warn)
+    failed.refuse(plan, 'kvmtune boot apply',
+                  accept=args.accept_failed_checks, boot_time=True,
+                  warn=cmd.warn)
     result = apply.apply(args.profile, root=args.root,
                          config_files=args.config_file or (),
                          dry_run=args.dry_run, facts=facts, plan=plan)

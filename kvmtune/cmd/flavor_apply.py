@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.openstack import flavors as tuned
-    from kvmtune.tuning import plan as plans
+    from kvmtune.tuning import failed
 
     # A plan with FAIL checks no change of it clears is refused before
     # the cloud is asked anything; a pool the host's boot-time changes
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int | None:
                         facts_file=args.facts, dry_run=args.dry_run,
                         config_files=args.config_file,
                         projects=args.project,
-                        check=lambda plan: plans.refuse_if_failed(
+                        check=lambda plan: failed.refuse(
                             plan, 'kvmtune flavor apply',
                             accept=args.accept_failed_checks,
                             warn=cmd.warn))

@@ -110,6 +110,7 @@ def service_cmdlines(args: argparse.Namespace, service: str
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
+    from kvmtune.tuning import failed
     from kvmtune.tuning.novaconf import services as novaservices
     from kvmtune.tuning.novaconf import update
     from kvmtune.tuning.novaconf import validate
@@ -127,8 +128,8 @@ def run(args: argparse.Namespace) -> int | None:
     # FAIL checks no change of the plan clears: refused before anything
     # is read or written, each named (a pool the boot-time changes
     # reserve: one warning line each).
-    plans.refuse_if_failed(plan, 'kvmtune nova-conf apply',
-                           accept=args.accept_failed_checks, warn=cmd.warn)
+    failed.refuse(plan, 'kvmtune nova-conf apply',
+                  accept=args.accept_failed_checks, warn=cmd.warn)
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service

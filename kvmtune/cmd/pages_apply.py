@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int | None:
                          'them', key='kvmtune pages apply',
                          fix='e.g. kvmtune pages apply 0:2M:512')
     if args.profile:
+        from kvmtune.tuning import failed
         from kvmtune.tuning import plan as plans
 
         # the front door: a plan that withheld a pool is refused (exit 2),
@@ -52,9 +53,9 @@ def run(args: argparse.Namespace) -> int | None:
             return 0
         # a FAIL check none of the plan's changes clears: refused, each
         # named, before any pool is touched
-        plans.refuse_if_failed(plan, 'kvmtune pages apply',
-                               accept=args.accept_failed_checks,
-                               boot_time=True, warn=cmd.warn)
+        failed.refuse(plan, 'kvmtune pages apply',
+                      accept=args.accept_failed_checks,
+                      boot_time=True, warn=cmd.warn)
     else:
         try:
             pools = [pages.parse_pool(item) for item in args.pools]

@@ -18,6 +18,7 @@ import shutil
 import textwrap
 
 from kvmtune import cli
+from kvmtune import errors
 from tests import paths
 from tests import plugins
 
@@ -451,8 +452,8 @@ def exit_codes(words):
     """The EXIT_CODES of the registered command ``words`` are (or are a
     sub-command of: ``cloud up`` is ``cloud``'s)."""
     for n in range(len(words), 0, -1):
-        if tuple(words[:n]) in cli.EXIT_CODES:
-            return cli.EXIT_CODES[tuple(words[:n])]
+        if tuple(words[:n]) in errors.EXIT_CODES:
+            return errors.EXIT_CODES[tuple(words[:n])]
     return ()
 
 
@@ -648,12 +649,10 @@ def _cli_page_tables():
 
 def test_the_exit_status_tables_are_the_codes():
     """The CLI reference's tables are errors.EXIT_STATUS and
-    cli.EXIT_CODES: no code or command missing, none extra."""
-    from kvmtune import errors
-
+    errors.EXIT_CODES: no code or command missing, none extra."""
     codes, commands = _cli_page_tables()
     assert set(codes) == set(errors.EXIT_STATUS)
-    assert commands == cli.EXIT_CODES
+    assert commands == errors.EXIT_CODES
 
 
 # The library a command's status comes from, when the module returns
@@ -675,8 +674,6 @@ def _statuses(path):
     """The exit statuses a source file names: kvmtune.errors' EXIT_*
     constants it uses and the integers its ``return`` statements give."""
     import ast
-
-    from kvmtune import errors
 
     with open(os.path.join(paths.REPO, path)) as f:
         tree = ast.parse(f.read())
@@ -700,7 +697,7 @@ def status_problems():
     problems = []
     for words, module, *_ in cli.COMMANDS:
         path = f'kvmtune/cmd/{module}.py'
-        declared = set(cli.EXIT_CODES[tuple(words)])
+        declared = set(errors.EXIT_CODES[tuple(words)])
         named = _statuses(path)
         if named - declared:
             problems.append(f'{path} returns {sorted(named - declared)}, '
@@ -721,8 +718,8 @@ def test_each_command_returns_only_the_statuses_it_declares():
 def test_the_status_check_can_fail(tmp_path, monkeypatch):
     """A module returning a status its row lacks, and a row naming one
     no code returns, are both reported."""
-    monkeypatch.setitem(cli.EXIT_CODES, ('plan',), (0, 2))
-    monkeypatch.setitem(cli.EXIT_CODES, ('export',), (0, 1, 2))
+    monkeypatch.setitem(errors.EXIT_CODES, ('plan',), (0, 2))
+    monkeypatch.setitem(errors.EXIT_CODES, ('export',), (0, 1, 2))
     assert status_problems() == [
         'kvmtune/cmd/plan.py returns [1], not in EXIT_CODES [0, 2]',
         'kvmtune export declares 1, which kvmtune/cmd/export.py never '
