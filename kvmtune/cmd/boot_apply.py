@@ -28,6 +28,14 @@ loader commands are printed as not run: they act on this machine only.
 A plan that withheld isolcpus or a huge page pool, a booted command line
 that is unknown, an unknown boot loader or a missing tool is refused with
 one line, exit 2, nothing written.
+
+A plan with a FAIL check that none of its changes clears (no VT-x or EPT,
+no /dev/vhost-net: ``kvmtune plan`` shows each with its fix) is refused
+before anything is written, one line naming each such check and its fix,
+exit 2; --accept-failed-checks writes it anyway, one warning per check.
+A FAIL the plan's boot-time changes clear (a pool its kernel arguments
+reserve, a module option its modprobe.d file sets) is what this command
+is for: it runs.
 """
 
 import argparse

@@ -27,6 +27,12 @@ With --project (repeatable) a new flavor is private and shared with those
 projects only once its specs are complete, so no project's guest can land
 on it half made, whatever stops the run; a run again shares what is
 missing. An existing public flavor cannot be made private (Nova): refused.
+
+The plan's host checks count too: a FAIL check that none of the plan's
+changes clears (no EPT on the host the flavor is planned for) is refused
+before the cloud is asked anything, one line naming each such check and
+its fix, exit 2; --accept-failed-checks makes the flavor anyway. A pool
+the host's boot-time changes reserve is one warning.
 """
 
 import argparse

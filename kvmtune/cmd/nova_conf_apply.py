@@ -46,6 +46,14 @@ nova-cpu.conf). With ``--service-cmdline "the service's command line"`` such an
 option stops the run, naming the file that wins, with nothing written; applying
 on this host without it, the running services' /proc/<pid>/cmdline are
 checked the same way and each such option is a notice.
+
+A plan with a FAIL check that none of its changes clears (no VT-x or EPT,
+no /dev/vhost-net: ``kvmtune plan`` shows each with its fix) is refused
+before anything is written, one line naming each such check and its fix,
+exit 2; --accept-failed-checks writes it anyway, one warning per check.
+A FAIL the plan's boot-time changes clear (a huge page pool its kernel
+arguments reserve) is one warning naming ``kvmtune boot apply`` and the
+reboot as the next step: restart nova-compute once the host booted it.
 """
 
 import argparse

@@ -11,6 +11,11 @@ node has free memory for, is refused before anything is written; when
 the kernel gives fewer pages than asked (free memory is fragmented; 1 GB
 pages rarely exist after boot) every pool is put back and the command
 fails with the kernel arguments that reserve them at boot instead.
+
+With --profile, a plan with a FAIL check that none of its changes clears
+(the missing pool is one this command clears) is refused before any pool
+is touched, one line naming each such check and its fix, exit 2;
+--accept-failed-checks sets the pools anyway.
 """
 
 import argparse

@@ -226,9 +226,10 @@ class CpuPinning(base.Tuner):
         if reason:
             return (base.FAIL, f'no CPU split: {reason}; cpu_shared_set, '
                     'cpu_dedicated_set and isolcpus are withheld',
-                    'capture the host with kvmtune host capture and send '
-                    'the tree in (user guide, "Host facts"); do not pin CPUs '
-                    'on it by hand from this plan')
+                    'set [compute] cpu_shared_set and cpu_dedicated_set '
+                    'in nova.conf by hand from the host\'s real topology '
+                    '(lscpu -e), or leave cpu_pinning out of the profile '
+                    'for this host; never from this plan')
         if guest:
             return (base.PASS, f'{len(guest)} CPU(s) for pinned guests '
                     f'({format_cpulist(guest)}), {len(host)} kept by the '
