@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     from openstack.connection import Connection
 
-    from kvmtune.mainjob.compute import LocalSetup
     from kvmtune.openstack.connection import Cloud
 
 
@@ -97,12 +96,12 @@ def testcloud_up(installed: bool = False) -> tuple[str, str]:
     return config.ADMIN_CLOUD, state
 
 
-def testcloud_step(setup: 'LocalSetup', started: dict[str, Any] | None
-                   ) -> str:
+def testcloud_step(started: dict[str, Any] | None
+                   ) -> tuple[str, str, str | None]:
     """The job's step: the test cloud up (by start_cloud() beside the
     image build, whose figures are ``started``; else here, installed
-    first), its compute's nova.conf and Python put on ``setup``; returns
-    the cloud's name."""
+    first); what the compute's tuning needs of it: (the cloud's name, its
+    compute's nova.conf, its Python with Nova or None)."""
     with steps.step('test cloud') as s:
         if started is not None and 'cloud' in started:
             cloud_name, state = cast(tuple[str, str], started['cloud'])
@@ -110,9 +109,7 @@ def testcloud_step(setup: 'LocalSetup', started: dict[str, Any] | None
         else:
             cloud_name, state = testcloud_up(started is not None)
         s.done(state)
-    setup.nova_conf = nova_conf()
-    setup.nova_python = nova_python()
-    return cloud_name
+    return cloud_name, nova_conf(), nova_python()
 
 
 def nova_conf() -> str:

@@ -290,7 +290,8 @@ def _run(settings: Settings) -> int:
                                     max_vms, compute_facts, tuned_profile)
     else:
         setup = cast(compute.LocalSetup, local)
-        cloud_name = cloud.testcloud_step(setup, started)
+        cloud_name, setup.nova_conf, setup.nova_python = \
+            cloud.testcloud_step(started)
         emulated = emulated or cloud.testcloud_emulated()
         api = cloud.connect(cloud_name)
     # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):
@@ -322,7 +323,8 @@ def _run(settings: Settings) -> int:
     else:
         setup = cast(compute.LocalSetup, setup)    # as made above
         with steps.step('compute tuning') as s, api.named():
-            fits = compute.tune_local_compute(conn, setup, cloud_name)
+            fits = compute.tune_local_compute(
+                conn, setup, cloud_name, restart=cloud.restart_compute)
             s.done(f'{setup.summary}')
     counts = compute.sweep_limits(setup, flavors, max_vms, fits)
 

@@ -73,7 +73,7 @@ def local_job(monkeypatch, tmp_path):
     monkeypatch.setattr(flavors, 'apply_profile',
                         lambda name, profile, base, **k: f'{base}.{profile}')
 
-    def tune(conn, setup, cloud_name):
+    def tune(conn, setup, cloud_name, restart):
         setup.pcpu, setup.summary = 1, '1 PCPU'
         return 1
     monkeypatch.setattr(compute, 'tune_local_compute', tune)
