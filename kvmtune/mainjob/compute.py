@@ -186,7 +186,7 @@ def tune_local_compute(conn: 'Connection', setup: LocalSetup,
                        cloud_name: str, root: str = '/', *,
                        restart: Callable[[], None]) -> int | None:
     """Pages, nova.conf of the profile, ``restart`` of the compute (the
-    test cloud's, kvmtune.mainjob.cloud.restart_compute), host tag; how
+    test cloud's, kvmtune.mainjob.testcloud.restart_compute), host tag; how
     many tuned guests fit at once (Placement's PCPU over the guests'
     vCPUs), or None when they are not pinned."""
     import time

@@ -21,6 +21,7 @@ from kvmtune.mainjob import cloud
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import sweep
+from kvmtune.mainjob import testcloud
 from kvmtune.report import render
 from kvmtune.results import analysis
 from kvmtune.results import rally as rally_results
@@ -120,7 +121,7 @@ def run_sweep(rally, tmp_path, progress=None, **args):
         DISK_TASK, dict(sweep.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], bench_image.GLANCE_NAME,
-            emulated=cloud.testcloud_emulated()), **args),
+            emulated=testcloud.testcloud_emulated()), **args),
         out, str(tmp_path / 'rally.html'), progress, args_file=DISK_ARGS)
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
@@ -242,7 +243,7 @@ def test_network_sweep_clients_load_a_server_guest(
     networks_before = leftover_networks(conn)
     out = str(tmp_path / 'results.json')
     args = sweep.task_args(max_vms, workload, [FLAVOR], net_image,
-                           emulated=cloud.testcloud_emulated())
+                           emulated=testcloud.testcloud_emulated())
     # Under TCG on 2 cores the server and N clients share the CPUs: the
     # aggregate stays about flat, so per-VM Gbit/s at 2 clients is about
     # half of 1 (47-51 % seen), right at the task's default min_share 0.5.
