@@ -95,9 +95,13 @@ def export(target: str, plan: 'Plan', facts: 'Facts', output: str,
            under: 'Reader | None' = None, anyway: bool = False) -> Result:
     """Build and write ``target``'s files under ``output``; Result.
 
+    ``base_path`` (--nova-conf): the operator's nova.conf, whose items of
+    the lists kvmtune extends every target keeps (Context.nova_conf).
+
     :raises InputError: unknown target, a host that is not a KVM compute
-        node (or not the one the facts describe), a base nova.conf with an
-        option the drop-in would not win against (oslo-dropin), an
+        node (or not the one the facts describe), a base nova.conf given
+        to a target that writes no nova.conf option, or with an option
+        the drop-in would not win against (oslo-dropin), an
         existing file that sets a key differently, an output that cannot
         be written. In every case nothing is written.
     """

@@ -75,7 +75,7 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
 
 def _later(ctx: common.Context, section: str, option: str) -> str:
     """What can replace this export's value of the option, as a sentence."""
-    path = (f'conf.overrides.nova_compute.hosts (a list: replaced whole)'
+    path = ('conf.overrides.nova_compute.hosts (a list: replaced whole)'
             if ctx.host and 'compute' in services.readers(section, option)
             else f'conf.nova.{section}.{option}')
     return (f'a values file given after {VALUES} (helm -f) or --set that '

@@ -47,22 +47,15 @@ BACKUP_SUFFIX = '.kvmtune.bak'
 
 # Comma-separated lists (oslo.config ListOpt) kvmtune extends rather than
 # owns: the operator's items stay, in their order, and only the items kvmtune
-# needs are appended. For each: Nova's default items (the plan's value is
-# that default plus what kvmtune needs, so only the items beyond it are
-# kvmtune's) and, where two items can say one thing two ways, the key that
-# says so: kvmtune's item then takes the operator's item's place.
-#
-# - [filter_scheduler] enabled_filters: the planned release's default filters
-#   (kvmtune.nova_releases) plus NUMATopologyFilter;
-# - [libvirt] cpu_model_extra_flags: default []; '+vmx', '-vmx' and 'VMX' are
-#   one flag (nova/conf/libvirt.py: item_type String(ignore_case=True), a
-#   leading + or - turns it on or off);
-# - [libvirt] disk_cachemodes: default []; 'file=writeback' and 'file=none'
-#   set one source type (LibvirtDriver.__init__ in nova/virt/libvirt/
-#   driver.py keeps the last mode of each type).
-#
-# Every writer of nova.conf options (nova-conf apply, kvmtune export) merges
-# through resolve_changes, so the rule is the same everywhere.
+# needs (those beyond Nova's default: list_default) are appended. Where two
+# items can say one thing two ways, a key says so and kvmtune's item takes
+# the operator's item's place:
+# - [filter_scheduler] enabled_filters: default the planned release's;
+# - [libvirt] cpu_model_extra_flags: '+vmx', '-vmx' and 'VMX' are one flag
+#   (nova/conf/libvirt.py: String(ignore_case=True), + or - turns it on/off);
+# - [libvirt] disk_cachemodes: 'file=writeback' and 'file=none' set one
+#   source type (LibvirtDriver.__init__ keeps the last mode of each type).
+# nova-conf apply and kvmtune export both merge through resolve_changes.
 EXTENDED_LISTS: dict[tuple[str, str], Callable[[str], str] | None] = {
     ('filter_scheduler', 'enabled_filters'): None,
     ('libvirt', 'cpu_model_extra_flags'):

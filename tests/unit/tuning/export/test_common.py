@@ -127,7 +127,8 @@ def test_a_plan_that_changes_no_host_file(intel):
     assert common.modprobe_text(plan) is None
 
 
-OPERATOR_FILTERS = ('PciPassthroughFilter', 'AggregateInstanceExtraSpecsFilter')
+OPERATOR_FILTERS = ('PciPassthroughFilter',
+                    'AggregateInstanceExtraSpecsFilter')
 
 
 def _ctx(intel, profile, base_text=None):
