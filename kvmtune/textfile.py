@@ -170,8 +170,8 @@ def timestamps(command: str, success: Mapping[str, bool], now: float,
     run = Family(LAST_RUN, 'When the kvmtune command last ran to the end '
                  '(Unix time).')
     ok = Family(LAST_SUCCESS, 'When the kvmtune command last succeeded '
-                '(verify: in sync, something checked; capacity: every count made; '
-                '0: never).')
+                '(verify: in sync, something checked; capacity: every '
+                'count made; 0: never).')
     for hostname in sorted(success):
         where = {'command': command}
         if hostname:
