@@ -174,9 +174,9 @@ def checks(plans: Plans, ctx: verify.Context) -> list[verify.Check]:
     if ctx.cloud is None:
         return [verify.unknown(LAYER, 'cloud', 'Placement and Nova read',
                                'no cloud given (--os-cloud)', **where)]
-    name = ctx.host or (((ctx.facts or {}).get('hostname') or None)
+    name = ctx.host or ((ctx.facts.get('hostname') if ctx.facts else None)
                         if ctx.elsewhere else socket.gethostname())
-    if name is None:
+    if not name:
         return [verify.unknown(LAYER, 'resource provider',
                                'this compute node in Placement',
                                f'the host {ctx.origin} names has no host '

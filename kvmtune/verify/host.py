@@ -287,7 +287,8 @@ def module_checks(plan: 'Plan', files: HostFiles | None,
     the parameters ``facts`` recorded (``virt.modules``)."""
     from kvmtune.facts import virt
 
-    recorded: Any = ((facts or {}).get('virt') or {}).get('modules') or {}
+    virt_facts: Any = facts.get('virt') if facts else None
+    recorded = (virt_facts or {}).get('modules') or {}
     checks = []
     for (module, param), value in planned_module_options(plan).items():
         name = f'module {module} {param}'
