@@ -126,9 +126,9 @@ def default_service(root: str | None) -> tuple[str, str]:
         return services.default_service()
     proc = os.path.join(root, 'proc')
     if not services.running(proc):
-        raise InputError(f'no Nova service process in {proc} tells which '
-                         'service reads this file (this machine\'s do '
-                         'not: it is another host)', source=root,
+        raise InputError(f'no Nova service process in {proc} to take '
+                         'the default --service from (this machine\'s '
+                         'processes are not that host\'s)', source=root,
                          key='--service', fix='give --service compute, '
                          'scheduler or all')
     service, why = services.default_service(proc)
