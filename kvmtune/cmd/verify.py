@@ -101,7 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'host name)')
     parser.add_argument('--libvirt-uri', metavar='URI',
                         help='libvirt to read the guests from, read-only '
-                             '(default: qemu:///system)')
+                             '(default: qemu:///system; for another host, '
+                             '--root or --facts, only when given: '
+                             'qemu+ssh://HOST/system)')
     parser.add_argument('--domain-xml-dir', metavar='DIR',
                         help='read the guests\' domain XML from the *.xml '
                              'files in DIR ("virsh dumpxml" of each) '
