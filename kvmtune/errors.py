@@ -13,6 +13,7 @@ import re
 EXIT_OK = 0         # done; in sync; matches
 EXIT_DIFFERS = 1    # ran, and found a difference: drift, differs, stopped
 EXIT_ERROR = 2      # could not run: bad input, a refusal, a cloud error
+EXIT_UNCHECKED = 3  # ran, and could check nothing (verify: no PASS, no DRIFT)
 
 # What stands in for a secret in every line and diff kvmtune prints.
 MASK = '***'
