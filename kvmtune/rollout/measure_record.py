@@ -174,6 +174,15 @@ def begin(data: dict[str, Any], host: str, control: str, workload: str,
     return record
 
 
+def _pending(record: dict[str, Any], reason: str) -> None:
+    """The record back to pending: a figure judged on other samples is
+    no longer the record's."""
+    record['verdict'], record['reason'] = canary.PENDING, reason
+    for name in ('estimate', 'interval', 'p_canary', 'p_control'):
+        if name in record:
+            record[name] = None
+
+
 def add(record: dict[str, Any], side: str, moment: str,
         values: Iterable[tuple[str, int, float]]) -> int:
     """Add (vm, repeat, value) samples; a (vm, repeat) held already is
@@ -190,7 +199,7 @@ def add(record: dict[str, Any], side: str, moment: str,
         seen.add((vm, repeat))
         added += 1
     if added:
-        record['verdict'], record['reason'] = canary.PENDING, 'measuring'
+        _pending(record, 'measuring')
     return added
 
 
@@ -222,9 +231,8 @@ def judge(record: dict[str, Any], host: str,
     short = missing(record)
     if short:
         (side, moment), n = sorted(short.items())[0]
-        record['verdict'] = canary.PENDING
-        record['reason'] = (f'measuring: {side} {moment} needs {n} more '
-                            'values')
+        _pending(record, f'measuring: {side} {moment} needs {n} more '
+                         'values')
         return canary.PENDING
     name = key(record['workload'], record['metric'])
     record.update(canary.judge(values(record), parse_band(record['band']),
@@ -256,8 +264,7 @@ def more(record: dict[str, Any], step: int, max_samples: int) -> int:
     """Raise an inconclusive record's target by ``step`` values a side,
     up to ``max_samples``; the new target."""
     record['target'] = min(max_samples, record['target'] + step)
-    record['verdict'] = canary.PENDING
-    record['reason'] = f'inconclusive: measuring up to {record["target"]}'
+    _pending(record, f'inconclusive: measuring up to {record["target"]}')
     target: int = record['target']
     return target
 

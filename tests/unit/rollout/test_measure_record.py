@@ -192,3 +192,19 @@ def test_digest_is_canonical():
     assert mr.digest({'a': 1, 'b': [2]}) == mr.digest({'b': [2], 'a': 1})
     assert mr.digest({'a': 1}) != mr.digest({'a': 2})
     assert mr.digest({}).startswith('sha256:')
+
+
+def test_new_samples_drop_the_figures_judged_on_the_old():
+    data = mr.empty()
+    record = _begin(data)
+    _fill(record)
+    mr.judge(record, 'c2')
+    assert record['interval'] is not None
+    mr.more(record, 5, MEASURE.max_samples)
+    assert record['verdict'] == 'pending'
+    assert record['interval'] is None and record['estimate'] is None
+    mr.judge(record, 'c2')
+    assert record['interval'] is None
+    _fill(record, n=5, start=10)
+    assert mr.judge(record, 'c2') == 'pass'
+    assert record['interval'] is not None
