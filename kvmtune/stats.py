@@ -16,16 +16,21 @@ sorted sample has its median at order statistic i (odd n), or at the mean
 of the order statistics i <= j (even n), with probabilities that depend on
 n alone (binomial and multinomial counts of the draws at or below each
 position). ``median_table(n)`` computes them once per n; a replicate is
-then one weighted draw per group instead of n draws and a sort, which is
-what makes 1,000 hosts x 2 metrics a few seconds
-(benchmarks/canary_analysis.py). The result is the ordinary
-nonparametric percentile bootstrap of the median, drawn exactly.
+then one weighted draw per group instead of n draws and a sort, and as the
+draws depend on n alone they are made once per sizes and seed and reused
+by every record (common random numbers), which is what makes 1,000 hosts
+x 2 metrics a few seconds (benchmarks/canary_analysis.py). The result is
+the ordinary nonparametric percentile bootstrap of the median, drawn
+exactly (up to table entries below 1e-9).
 """
 
+from collections.abc import Callable
 from collections.abc import Sequence
 import functools
 import math
+import operator
 import random
+from typing import Any
 
 # Iglewicz and Hoaglin's modified z-score: 0.6745 (x - median) / MAD, an
 # outlier above 3.5 ("How to Detect and Handle Outliers", ASQC 1993).
@@ -264,8 +269,9 @@ def _binom_sf(k: int, n: int, p: float) -> float:
     return sum(_binom_pmf(i, n, p) for i in range(max(k, 0), n + 1))
 
 
-# probabilities below this are left out of a median table
-_NEGLIGIBLE = 1e-13
+# probabilities below this are left out of a median table: a value drawn
+# less than once in 10^9 resamples (the table is renormalised)
+_NEGLIGIBLE = 1e-9
 
 
 @functools.lru_cache(maxsize=64)
@@ -322,14 +328,57 @@ def median_table(n: int) -> tuple[tuple[tuple[int, int], ...],
     return tuple(pairs), tuple(c / total for c in cumulative)
 
 
+_HALF = 0.5
+
+
+@functools.lru_cache(maxsize=64)
+def _pair_getters(n: int) -> tuple[Callable[[Sequence[float]], Any],
+                                   Callable[[Sequence[float]], Any]]:
+    """itemgetters of the first and the second order statistic of each
+    entry of median_table(n)."""
+    pairs, _ = median_table(n)
+    if len(pairs) == 1:
+        # an itemgetter of one index returns the item, not a tuple
+        (i, j), = pairs
+        return (lambda s: (s[i],)), (lambda s: (s[j],))
+    return (operator.itemgetter(*(i for i, _ in pairs)),
+            operator.itemgetter(*(j for _, j in pairs)))
+
+
+def _support(xs: Sequence[float]) -> list[float]:
+    """log of each value a resample's median of ``xs`` can take, in the
+    order of median_table(len(xs))."""
+    s = sorted(xs)
+    first, second = _pair_getters(len(s))
+    return list(map(math.log, map(_HALF.__mul__,
+                                  map(operator.add, first(s), second(s)))))
+
+
+@functools.lru_cache(maxsize=32)
+def _draws(sizes: tuple[int, ...], resamples: int, seed: int
+           ) -> tuple[Callable[[Sequence[float]], tuple[float, ...]], ...]:
+    """Per sample size, ``resamples`` positions in its median table,
+    drawn with its probabilities from ``random.Random(seed)``, as
+    itemgetters: the draws depend on the sizes and the seed only, so
+    they are made once and every record of those sizes reuses them
+    (common random numbers: each record's interval is still its own
+    bootstrap; only the Monte Carlo noise is shared)."""
+    rng = random.Random(seed)
+    out = []
+    for n in sizes:
+        pairs, cumulative = median_table(n)
+        picks = rng.choices(range(len(pairs)), cum_weights=cumulative,
+                            k=resamples)
+        out.append(operator.itemgetter(*picks))
+    return tuple(out)
+
+
 def bootstrap_log_medians(xs: Sequence[float], draws: int,
                           rng: random.Random) -> list[float]:
     """``draws`` bootstrap replicates of log(median(xs)), drawn from the
     exact distribution of a resample's median (median_table)."""
-    s = sorted(xs)
-    pairs, cumulative = median_table(len(s))
-    support = [math.log((s[i] + s[j]) / 2) for i, j in pairs]
-    return rng.choices(support, cum_weights=cumulative, k=draws)
+    _, cumulative = median_table(len(xs))
+    return rng.choices(_support(xs), cum_weights=cumulative, k=draws)
 
 
 def did_ratio(canary_before: Sequence[float],
@@ -351,18 +400,21 @@ def did_interval(canary_before: Sequence[float],
     """The percentile bootstrap interval of did_ratio at ``confidence``:
     each of the four samples resampled on its own, ``resamples`` times,
     from ``random.Random(seed)`` (the same samples and seed, the same
-    interval). Every value must be positive."""
+    interval; the draws are shared by every call with the same sizes and
+    seed, _draws). Every value must be positive."""
     for xs in (canary_before, canary_after, control_before, control_after):
         if not xs:
             raise ValueError('a sample without values')
         if min(xs) <= 0:
             raise ValueError('a ratio of medians needs positive values')
-    rng = random.Random(seed)
-    ca = bootstrap_log_medians(canary_after, resamples, rng)
-    cb = bootstrap_log_medians(canary_before, resamples, rng)
-    ta = bootstrap_log_medians(control_after, resamples, rng)
-    tb = bootstrap_log_medians(control_before, resamples, rng)
-    logs = sorted([a - b - c + d for a, b, c, d in zip(ca, cb, ta, tb)])
+    if resamples < 2:
+        raise ValueError('a bootstrap needs at least 2 resamples')
+    groups = (canary_after, canary_before, control_before, control_after)
+    getters = _draws(tuple(len(g) for g in groups), resamples, seed)
+    ca, cb, tb, ta = (get(_support(g)) for get, g in zip(getters, groups))
+    # log DiD = (log ca - log cb) - (log ta - log tb)
+    logs = sorted(map(operator.sub, map(operator.sub, ca, cb),
+                      map(operator.sub, ta, tb)))
     alpha = 1 - confidence
     lo = max(0, math.floor(alpha / 2 * resamples))
     hi = min(resamples - 1, math.ceil((1 - alpha / 2) * resamples) - 1)

@@ -45,7 +45,7 @@ def measurements(hosts=HOSTS, n=10, accept=None):
                    _values(rng, base * 0.98, n, sigma))
             mr.add(record, 'control', 'after',
                    _values(rng, base * 0.98 * DRIFT, n, sigma))
-            mr.judge(record, host, resamples=1000)
+            mr.judge(record, resamples=1000)
     for host, reason in (accept or {}).items():
         mr.accept(data, host, reason, now='2026-12-01T22:00:00Z')
     return data

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import math
 from typing import Any
-import zlib
 
 from kvmtune import stats
 from kvmtune.tuning.measure import Band
@@ -40,14 +39,12 @@ SEVERITY = (FAIL, ERROR, REFUSED, INCONCLUSIVE, PENDING, PASS)
 SIDES = ('canary', 'control')
 MOMENTS = ('before', 'after')
 DEFAULT_RESAMPLES = 2000
+# one seed for every record: the same samples give the same interval when
+# the analysis is made again (report, resume), and records of the same
+# sizes share their bootstrap draws (kvmtune.stats._draws)
+SEED = 48
 
 Samples = Mapping[str, Mapping[str, Sequence[float]]]
-
-
-def seed_for(host: str, metric: str) -> int:
-    """A fixed seed per host and metric: the same samples give the same
-    interval when the analysis is made again (report, resume)."""
-    return zlib.crc32(f'{host}\0{metric}'.encode())
 
 
 def worst(verdicts: Sequence[str]) -> str:
@@ -73,7 +70,8 @@ def _pct(ratio: float) -> str:
 
 
 def judge(samples: Samples, band: Band, confidence: float, *,
-          seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
+          seed: int = SEED, resamples: int = DEFAULT_RESAMPLES
+          ) -> dict[str, Any]:
     """The analysis of one metric: ``samples[side][moment]`` (side
     canary or control, moment before or after) -> the record's
     statistic, estimate, interval, p-values, verdict and reason."""

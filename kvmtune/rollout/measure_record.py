@@ -21,7 +21,7 @@ state file, one record per host and metric, versioned.
                           "control": {"before": [...], "after": [...]}},
               "statistic": "did-ratio-of-medians", "estimate": 1.07,
               "interval": [1.02, 1.12], "p_canary": 0.0003,
-              "p_control": 0.41, "seed": 2938471, "resamples": 2000,
+              "p_control": 0.41, "seed": 48, "resamples": 2000,
               "verdict": "pass", "reason": "change +7.0 %, ..."}}}}}
 
 Resumable in the middle of a measurement: samples are added one VM and
@@ -223,22 +223,19 @@ def missing(record: Mapping[str, Any]) -> dict[tuple[str, str], int]:
     return out
 
 
-def judge(record: dict[str, Any], host: str,
+def judge(record: dict[str, Any],
           resamples: int = canary.DEFAULT_RESAMPLES) -> str:
-    """Judge a complete record in place (kvmtune.rollout.canary.judge,
-    seeded by host and metric); a record still short of its target stays
-    pending. Returns the verdict."""
+    """Judge a complete record in place
+    (kvmtune.rollout.canary.judge); a record still short of its target
+    stays pending. Returns the verdict."""
     short = missing(record)
     if short:
         (side, moment), n = sorted(short.items())[0]
         _pending(record, f'measuring: {side} {moment} needs {n} more '
                          'values')
         return canary.PENDING
-    name = key(record['workload'], record['metric'])
     record.update(canary.judge(values(record), parse_band(record['band']),
-                               record['confidence'],
-                               seed=canary.seed_for(host, name),
-                               resamples=resamples))
+                               record['confidence'], resamples=resamples))
     verdict: str = record['verdict']
     return verdict
 

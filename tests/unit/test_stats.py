@@ -182,3 +182,26 @@ def test_median_mad_and_robust_z():
                                   (0.999, 3.090232306167813)])
 def test_normal_quantile(p, z):
     assert stats.normal_quantile(p) == pytest.approx(z, abs=1e-9)
+
+
+def test_the_did_interval_is_the_plain_bootstrap():
+    """Against the textbook bootstrap (resample each group, take the
+    medians, sort the ratios): the same interval within Monte Carlo
+    noise."""
+    rng = random.Random(11)
+    groups = [_lognormal(rng, m, n, 0.1) for m, n in
+              ((100, 12), (110, 13), (200, 12), (190, 14))]
+    plain = []
+    for _ in range(4000):
+        cb, ca, tb, ta = (stats.median(rng.choices(g, k=len(g)))
+                          for g in groups)
+        plain.append((ca / cb) / (ta / tb))
+    plain.sort()
+    lo, hi = stats.did_interval(*groups, 0.95, resamples=4000)
+    assert lo == pytest.approx(plain[100], rel=0.015)
+    assert hi == pytest.approx(plain[3899], rel=0.015)
+    # and not the interval of other data: the check can fail
+    other = stats.did_interval(groups[0], groups[1], groups[2],
+                               [v * 1.05 for v in groups[3]], 0.95,
+                               resamples=4000)
+    assert other[0] != pytest.approx(plain[100], rel=0.015)

@@ -84,7 +84,7 @@ def test_a_host_still_measuring_has_no_interval():
                                     n=10)
     record = data['hosts']['c1']['metrics']['iperf3/gbit_s']
     record['target'] = 12
-    measure_record.judge(record, 'c1')
+    measure_record.judge(record)
     page = canary_page.html_page(data, 't')
     svg = _svgs(page)[1]
     assert svg.findall(f'{SVG}line[@class="interval"]') == []

@@ -43,7 +43,7 @@ def test_a_judged_record_has_the_schema():
     data = mr.empty()
     record = _begin(data)
     _fill(record)
-    assert mr.judge(record, 'c2') == 'pass'
+    assert mr.judge(record) == 'pass'
     doc = json.loads(json.dumps(mr.store({'run_id': 'r'}, data)))
     back = mr.section(doc)
     got = back['hosts']['c2']['metrics']['fio-randread/iops']
@@ -75,14 +75,14 @@ def test_resume_in_the_middle_of_a_measurement():
     assert mr.missing(record) == {('canary', 'after'): 6,
                                   ('control', 'after'): 10}
     assert mr.next_action(record, MEASURE.max_samples) == 'measure'
-    assert mr.judge(record, 'c2') == 'pending'
+    assert mr.judge(record) == 'pending'
     assert 'canary after needs 6 more' in record['reason']
     # the step made again adds what is missing only
     assert mr.add(record, 'canary', 'after', _values(2, 1100, 10)) == 6
     assert mr.add(record, 'control', 'after', _values(4, 800, 10)) == 10
     assert mr.missing(record) == {}
     assert mr.next_action(record, MEASURE.max_samples) == 'judge'
-    assert mr.judge(record, 'c2') == 'pass'
+    assert mr.judge(record) == 'pass'
     assert mr.next_action(record, MEASURE.max_samples) == 'done'
 
 
@@ -100,13 +100,13 @@ def test_inconclusive_measures_more_then_stops_for_a_person():
     data = mr.empty()
     record = _begin(data)
     _fill(record, change=0.95, sigma=0.2)
-    assert mr.judge(record, 'c2') == 'inconclusive'
+    assert mr.judge(record) == 'inconclusive'
     assert mr.next_action(record, MEASURE.max_samples) == 'more'
     assert mr.more(record, 10, MEASURE.max_samples) == 20
     assert mr.next_action(record, MEASURE.max_samples) == 'measure'
     _fill(record, change=0.95, n=10, start=10, sigma=0.2)
     assert len(record['samples']['control']['after']) == 20
-    assert mr.judge(record, 'c2') == 'inconclusive'
+    assert mr.judge(record) == 'inconclusive'
     assert mr.next_action(record, MEASURE.max_samples) == 'person'
     assert mr.host_verdict(data, 'c2') == 'inconclusive'
     mr.accept(data, 'c2', 'a 5 % loss on fio is known on this backend',
@@ -165,7 +165,7 @@ def test_the_textfile_series_as_prometheus_reads_them():
     data = mr.empty()
     record = _begin(data)
     _fill(record)
-    mr.judge(record, 'c2')
+    mr.judge(record)
     mr.begin(data, 'c3', 'c7', 'fio-randread', 'iops', MEASURE,
              provider='kvmtune bench', plan_hash='p', facts_hash='f')
     text = textfile.render(mr.families(data))
@@ -198,13 +198,13 @@ def test_new_samples_drop_the_figures_judged_on_the_old():
     data = mr.empty()
     record = _begin(data)
     _fill(record)
-    mr.judge(record, 'c2')
+    mr.judge(record)
     assert record['interval'] is not None
     mr.more(record, 5, MEASURE.max_samples)
     assert record['verdict'] == 'pending'
     assert record['interval'] is None and record['estimate'] is None
-    mr.judge(record, 'c2')
+    mr.judge(record)
     assert record['interval'] is None
     _fill(record, n=5, start=10)
-    assert mr.judge(record, 'c2') == 'pass'
+    assert mr.judge(record) == 'pass'
     assert record['interval'] is not None
