@@ -30,6 +30,7 @@ import functools
 import math
 import operator
 import random
+import statistics
 from typing import Any
 
 # Iglewicz and Hoaglin's modified z-score: 0.6745 (x - median) / MAD, an
@@ -134,40 +135,10 @@ def _normal_sf(z: float) -> float:
 
 
 def normal_quantile(p: float) -> float:
-    """The standard normal's quantile (Acklam's rational approximation,
-    refined by one Newton step: |error| < 1e-12 on 1e-10 < p < 1 - 1e-10).
-    """
+    """The standard normal's quantile (the standard library's)."""
     if not 0 < p < 1:
         raise ValueError(f'a probability strictly between 0 and 1: {p}')
-    a = (-3.969683028665376e+01, 2.209460984245205e+02,
-         -2.759285104469687e+02, 1.383577518672690e+02,
-         -3.066479806614716e+01, 2.506628277459239e+00)
-    b = (-5.447609879822406e+01, 1.615858368580409e+02,
-         -1.556989798598866e+02, 6.680131188771972e+01,
-         -1.328068155288572e+01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01,
-         -2.400758277161838e+00, -2.549732539343734e+00,
-         4.374664141464968e+00, 2.938163982698783e+00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01,
-         2.445134137142996e+00, 3.754408661907416e+00)
-    low = 0.02425
-    if p < low:
-        q = math.sqrt(-2 * math.log(p))
-        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q
-             + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    elif p > 1 - low:
-        q = math.sqrt(-2 * math.log(1 - p))
-        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q
-              + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    else:
-        q = p - 0.5
-        r = q * q
-        x = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r
-              + a[5]) * q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3])
-                              * r + b[4]) * r + 1))
-    # one Newton step on erfc
-    e = 0.5 * math.erfc(-x / math.sqrt(2)) - p
-    return x - e * math.sqrt(2 * math.pi) * math.exp(x * x / 2)
+    return statistics.NormalDist().inv_cdf(p)
 
 
 def mann_whitney_p(x: Sequence[float], y: Sequence[float],

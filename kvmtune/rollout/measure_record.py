@@ -156,11 +156,11 @@ def begin(data: dict[str, Any], host: str, control: str, workload: str,
     entry = data['hosts'].setdefault(
         host, {'control': control, 'accepted': None, 'metrics': {}})
     name = key(workload, metric)
-    record = entry['metrics'].get(name)
+    record: dict[str, Any] | None = entry['metrics'].get(name)
     same = (record is not None and entry['control'] == control
             and record['plan_hash'] == plan_hash
             and record['facts_hash'] == facts_hash)
-    if same:
+    if record is not None and same:
         return record
     entry['control'] = control
     entry['accepted'] = None

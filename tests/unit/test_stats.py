@@ -205,3 +205,9 @@ def test_the_did_interval_is_the_plain_bootstrap():
                                [v * 1.05 for v in groups[3]], 0.95,
                                resamples=4000)
     assert other[0] != pytest.approx(plain[100], rel=0.015)
+
+
+def test_normal_quantile_refuses_what_is_not_a_probability():
+    for p in (0, 1, -0.5):
+        with pytest.raises(ValueError):
+            stats.normal_quantile(p)
