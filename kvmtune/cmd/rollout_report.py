@@ -14,7 +14,8 @@ the band and the verdict with its reason, and per host its verdict
 before and after per host, and the interval against the band.
 --facts-dir (HOST.json from kvmtune host inspect -f json) adds the peer
 outliers: hosts of one hardware class whose medians stand apart, and the
-facts they differ in. --prometheus writes the measured ratio and its
+facts they differ in; --bench adds hosts' kvmtune bench local results to
+them. --prometheus writes the measured ratio and its
 bounds per host and metric for node_exporter's textfile collector.
 Changes nothing in the state file.
 
@@ -45,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'and metric as a node_exporter textfile '
                              '(NAME.prom)')
     cmd.add_facts_dir(parser, 'the peer outliers among the measured hosts')
+    parser.add_argument('--bench', action='append', default=[],
+                        metavar='RESULTS.json',
+                        help='with --facts-dir: a kvmtune bench local '
+                             '--json (or Rally, bench nested) result of a '
+                             'host, compared with its peers too '
+                             '(repeatable)')
     output.add_format(parser, formats=('table', 'json', 'yaml', 'value'))
 
 
@@ -61,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError('is the state file; it would be overwritten',
                              source=args.html,
                              fix='write the page to another path')
-    data, found = canary_page.load(args.state, args.facts_dir)
+    if args.bench and not args.facts_dir:
+        raise InputError('--bench needs --facts-dir: peers are hosts of '
+                         'one hardware class, read from their facts',
+                         key='--bench', fix='add --facts-dir DIR')
+    data, found = canary_page.load(args.state, args.facts_dir, args.bench)
     as_table = output.format_of(args) == 'table'
     output.emit(args, canary_page.COLUMNS, canary_page.rows(data),
                 document=canary_page.document(data, found))

@@ -99,6 +99,45 @@ def medians(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _figure(row: Any, metric: str) -> float | None:
+    """A result row's figure of one of kvmtune.tuning.measure.METRICS."""
+    if metric.startswith('lat_ns.'):
+        value = getattr(row.lat_ns, metric.split('.', 1)[1])
+    else:
+        value = getattr(row, metric)
+    return value if isinstance(value, (int, float)) and value > 0 else None
+
+
+def bench_medians(paths: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Each host's median per workload and metric over the valid guests
+    of ``kvmtune bench local`` (and Rally, nested) result files, keyed
+    by the hostname the file's record names; a file without one is
+    refused (kvmtune.results reads them)."""
+    from kvmtune.errors import InputError
+    from kvmtune.results import read
+    from kvmtune.tuning.measure import METRICS
+
+    out: dict[str, dict[str, float]] = {}
+    for path in paths:
+        for run in read.load(path, many=True):
+            if run.bare:
+                continue
+            host = ((run.record or {}).get('host') or {}).get('hostname')
+            if not host:
+                raise InputError('names no host (its record has no '
+                                 'host.hostname)', source=path,
+                                 fix='give a result file kvmtune wrote '
+                                     'on a compute host')
+            rows = [r for r in run.rows if r.ok]
+            for metric in METRICS:
+                figures = [f for f in (_figure(r, metric) for r in rows)
+                           if f is not None]
+                if figures:
+                    out.setdefault(host, {})[
+                        f'{run.workload}/{metric}'] = stats.median(figures)
+    return out
+
+
 def document(data: Mapping[str, Any],
              found: Sequence[Outlier] = ()) -> dict[str, Any]:
     """-f json / yaml: the hosts' verdicts, the records and the
@@ -325,11 +364,12 @@ def html_page(data: Mapping[str, Any], title: str,
     return '\n'.join(parts)
 
 
-def load(path: str, facts_dir: str | None = None
-         ) -> tuple[dict[str, Any], list[Outlier]]:
+def load(path: str, facts_dir: str | None = None,
+         bench: Sequence[str] = ()) -> tuple[dict[str, Any], list[Outlier]]:
     """A state file's measurements, checked, and with ``facts_dir``
     (HOST.json facts, kvmtune.capacity.nodefacts) the peer outliers
-    among the measured hosts."""
+    among the measured hosts and the hosts of the ``bench`` result files
+    (a host's own records first, where both name a figure)."""
     from kvmtune.capacity import nodefacts
     from kvmtune.errors import InputError
     from kvmtune import inputs
@@ -342,7 +382,10 @@ def load(path: str, facts_dir: str | None = None
                          fix='give the file of kvmtune rollout --state')
     data = measure_record.section(doc, path)
     found: list[Outlier] = []
+    figures = bench_medians(bench)
+    for host, per in medians(data).items():
+        figures.setdefault(host, {}).update(per)
     if facts_dir:
         facts, _ = nodefacts.read_dir(facts_dir)
-        found = peers.outliers(medians(data), facts)
+        found = peers.outliers(figures, facts)
     return data, found

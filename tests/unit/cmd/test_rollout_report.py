@@ -71,3 +71,9 @@ def test_the_page_may_not_overwrite_the_state(tmp_path, capsys):
     assert cli.main(['rollout-report', state, '--html', state]) == 2
     assert 'is the state file' in capsys.readouterr().err
     assert json.loads(open(state).read())['run_id']
+
+
+def test_bench_needs_the_facts(tmp_path, capsys):
+    state = canarystate.write(tmp_path / 'rollout.json', hosts=PASSING)
+    assert cli.main(['rollout-report', state, '--bench', state]) == 2
+    assert '--bench needs --facts-dir' in capsys.readouterr().err

@@ -136,3 +136,44 @@ def test_load_refuses_what_is_not_a_state_file(tmp_path):
     path.write_text('{"measurements": {"version": 9, "hosts": {}}}')
     with pytest.raises(InputError, match='version 9'):
         canary_page.load(str(path))
+
+
+LOCAL = os.path.join(paths.FIXTURES, 'outputs',
+                     'bench-local-2vm-fio-randread-4k-tcg-schema1.json')
+
+
+def _bench(tmp_path, host, scale):
+    doc = json.loads(open(LOCAL).read())
+    doc['record']['host']['hostname'] = host
+    for row in doc['rows']:
+        row['result']['iops'] *= scale
+    path = tmp_path / f'{host}.json'
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_bench_local_results_join_the_peers(tmp_path):
+    """Five hosts' bench local files (a real one's, renamed), one at a
+    third of the others' IOPS: the peers name it, from its result."""
+    amd = host_facts.gather(os.path.join(paths.HOSTS, 'amd-epyc-npt'))
+    facts_dir = tmp_path / 'facts'
+    facts_dir.mkdir()
+    files = []
+    for i, scale in enumerate((1.0, 1.02, 0.98, 1.01, 0.33)):
+        files.append(_bench(tmp_path, f'b{i}', scale))
+        (facts_dir / f'b{i}.json').write_text(jsonout.dumps(amd))
+    figures = canary_page.bench_medians(files)
+    assert sorted(figures) == ['b0', 'b1', 'b2', 'b3', 'b4']
+    doc = json.loads(open(LOCAL).read())
+    iops = sorted(r['result']['iops'] for r in doc['rows']
+                  if r['status'] == 'ok')
+    assert figures['b0']['fio-randread-4k/iops'] == pytest.approx(
+        sum(iops) / 2 if len(iops) == 2 else iops[len(iops) // 2])
+    assert 'fio-randread-4k/lat_ns.p99' in figures['b0']
+    state = canarystate.write(tmp_path / 'rollout.json',
+                              hosts={'c1': ('c9', 1.1, 1.1, 0.02)})
+    _, found = canary_page.load(state, str(facts_dir), files)
+    # only the IOPS were scaled: nothing else stands apart
+    assert [(o.host, o.metric) for o in found] == [
+        ('b4', 'fio-randread-4k/iops')]
+    assert found[0].differs == {}
