@@ -42,6 +42,7 @@ from collections.abc import Mapping
 import datetime
 import hashlib
 import json
+import math
 from typing import Any
 
 from kvmtune.errors import InputError
@@ -99,9 +100,46 @@ def _check_samples(samples: Any, source: str, where: str) -> None:
             if not isinstance(values, list) or not all(
                     isinstance(v, dict) and set(v) == {'vm', 'repeat',
                                                        'value'}
-                    for v in values):
+                    and isinstance(v['vm'], str) and _whole(v['repeat'])
+                    and _finite(v['value']) for v in values):
                 raise _bad(f'samples.{side}.{moment} must be a list of '
-                           '{vm, repeat, value}', source, where)
+                           '{vm, repeat, value} (a name, a count, a '
+                           'number)', source, where)
+
+
+def _finite(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value))
+
+
+def _whole(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
+def _check_figures(record: Mapping[str, Any], source: str,
+                   where: str) -> None:
+    """The judged figures a report prints: numbers or none."""
+    if not _whole(record['target']) or record['target'] < 1:
+        raise _bad('target must be a positive count', source, where)
+    if not _finite(record['confidence']) or \
+            not 0.5 <= record['confidence'] < 1:
+        raise _bad('confidence must be in [0.5, 1)', source, where)
+    for name in ('estimate', 'p_canary', 'p_control'):
+        if record.get(name) is not None and not _finite(record[name]):
+            raise _bad(f'{name} must be a number', source, where)
+    interval = record.get('interval')
+    if interval is not None and not (
+            isinstance(interval, list) and len(interval) == 2
+            and all(_finite(v) for v in interval)):
+        raise _bad('interval must be two numbers', source, where)
+    if interval is not None and record.get('estimate') is None:
+        raise _bad('an interval without its estimate', source, where)
+    if record.get('verdict', canary.PENDING) not in canary.VERDICTS:
+        raise _bad(f'verdict {record.get("verdict")!r} is not one of '
+                   + ', '.join(canary.VERDICTS), source, where)
+    for name in ('reason', 'workload', 'metric', 'provider'):
+        if not isinstance(record.get(name, ''), str):
+            raise _bad(f'{name} must be text', source, where)
 
 
 def section(doc: Mapping[str, Any], source: str = 'state file'
@@ -123,6 +161,15 @@ def section(doc: Mapping[str, Any], source: str = 'state file'
         if not isinstance(entry, dict) or not isinstance(
                 entry.get('metrics'), dict):
             raise _bad('a host must hold its metrics', source, host)
+        if not isinstance(entry.get('control'), str):
+            raise _bad('a host must name its control', source, host)
+        accepted = entry.get('accepted')
+        if accepted is not None and not (
+                isinstance(accepted, dict)
+                and isinstance(accepted.get('reason'), str)
+                and isinstance(accepted.get('at'), str)):
+            raise _bad('accepted must be none or {reason, at}', source,
+                       host)
         for name, record in entry['metrics'].items():
             where = f'{host}.{name}'
             if not isinstance(record, dict):
@@ -131,6 +178,7 @@ def section(doc: Mapping[str, Any], source: str = 'state file'
             if gone:
                 raise _bad(f'the record lacks {gone[0]}', source, where)
             _check_samples(record['samples'], source, where)
+            _check_figures(record, source, where)
             parse_band(record['band'], source, f'{SECTION}.{where}.band')
     return data
 

@@ -143,11 +143,34 @@ def test_an_acceptance_needs_a_host_and_a_reason():
      '{vm, repeat, value}'),
     (lambda d: d['measurements']['hosts']['c2']['metrics'][
         'fio-randread/iops'].update(band='better'), 'not a band'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops']['samples']['canary']['after'][0].update(
+            value='fast'), 'a number'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops']['samples']['canary']['after'][0].update(
+            repeat=True), 'a count'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops'].update(interval=[1, 'x']), 'two numbers'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops'].update(estimate=None), 'without its estimate'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops'].update(verdict='great'), "verdict 'great'"),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops'].update(target=0), 'positive count'),
+    (lambda d: d['measurements']['hosts']['c2']['metrics'][
+        'fio-randread/iops'].update(confidence=2), 'confidence'),
+    (lambda d: d['measurements']['hosts']['c2'].update(control=None),
+     'name its control'),
+    (lambda d: d['measurements']['hosts']['c2'].update(accepted='yes'),
+     '{reason, at}'),
 ])
 def test_a_bad_section_is_one_line(mangle, words):
     data = mr.empty()
-    _fill(_begin(data))
+    record = _begin(data)
+    _fill(record)
+    mr.judge(record)
     doc = json.loads(json.dumps(mr.store({}, data)))
+    assert mr.section(doc)
     mangle(doc)
     with pytest.raises(InputError) as err:
         mr.section(doc, 'rollout.json')
