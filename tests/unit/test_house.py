@@ -25,7 +25,7 @@ DESIGN = os.path.join(paths.REPO, 'doc', 'design.md')
 LAYERS = (
     {'kvmtune', 'errors', 'fileio', 'inputs', 'jsonout', 'extras', 'conf',
      'privileged', 'nova_releases', 'yamlinput', 'textfile',
-     'venvs', 'pagesize'},
+     'venvs', 'pagesize', 'stats'},
     {'facts'},
     {'tuning'},
     {'openstack', 'boot'},
