@@ -124,12 +124,14 @@ def page_sizes_kb(facts: Mapping[str, Any]) -> list[int] | None:
     sizes = {pool['size_kb'] for pool in memory.get('hugepages') or []}
     arch = of(facts)
     if arch in (X86, None):
-        # x86, or a document without the architecture (all came from x86)
+        # x86, or a document without the architecture (all came from x86):
+        # 1G with pdpe1gb only, as the kernel registers it
         cpu = facts.get('cpu') or {}
+        sizes.discard(X86_1G_KB)
+        if cpu.get('pdpe1gb'):
+            sizes.add(X86_1G_KB)
         if arch == X86 or cpu.get('flags'):
             sizes.add(X86_2M_KB)
-            if cpu.get('pdpe1gb'):
-                sizes.add(X86_1G_KB)
     return sorted(sizes) if sizes else None
 
 
