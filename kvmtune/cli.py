@@ -61,6 +61,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
   fleet   -> rollout             a profile over an Ansible inventory
+             rollout-report      the canary gate's measurements and verdicts
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
@@ -101,6 +102,9 @@ COMMANDS: list[tuple[Any, ...]] = [
     (('rollout-step',), 'rollout_step',
      'One rollout step on one host: preflight, disable, drain, gate, '
      'enable.'),
+    (('rollout-report',), 'rollout_report',
+     'The canary gate\'s measurements in a rollout state file: table, '
+     'page.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',

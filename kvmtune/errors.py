@@ -15,9 +15,7 @@ import re
 EXIT_OK = 0         # done; in sync; matches
 EXIT_DIFFERS = 1    # ran, and found a difference: drift, differs, stopped
 EXIT_ERROR = 2      # could not run: bad input, a refusal, a cloud error
-# kvmtune verify: every layer asked was skipped, nothing could be checked
-# (the row kept for verify's code; kvmtune/verify owns when it is returned)
-EXIT_NOTHING_CHECKED = 3
+EXIT_UNCHECKED = 3  # ran, and could check nothing (verify: no PASS, no DRIFT)
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
 # Every exit status of kvmtune and what it means, for the operator
@@ -30,8 +28,8 @@ EXIT_STATUS: dict[int, str] = {
     EXIT_ERROR: 'it could not run: bad input, a refusal, a cloud that said '
                 'no, a missing extra, a bug; one line on stderr says what, '
                 'where and the fix',
-    EXIT_NOTHING_CHECKED: 'nothing could be checked: every layer asked was '
-                          'skipped',
+    EXIT_UNCHECKED: 'it ran, and could check nothing: verify found no PASS '
+                    'and no DRIFT (every check UNKNOWN or skipped)',
     EXIT_INTERRUPTED: 'interrupted (Ctrl-C)',
 }
 
@@ -54,8 +52,8 @@ EXIT_CODES: dict[tuple[str, ...], tuple[int, ...]] = {
     ('pages', 'apply'): _OK_ERROR,
     ('boot', 'apply'): _OK_ERROR,
     ('rollout',): _DIFFERS,             # 1: --check, a batch refused
-    # 1: drift; 3: nothing could be checked (kvmtune.verify decides)
-    ('verify',): _DIFFERS + (EXIT_NOTHING_CHECKED,),
+    # 1: drift; 3: nothing could be checked
+    ('verify',): _DIFFERS + (EXIT_UNCHECKED,),
     ('capacity',): _OK_ERROR,
     ('rollout-step',): _DIFFERS,        # 1: the gate found drift
     ('export',): _OK_ERROR,

@@ -35,8 +35,11 @@ Nova's source): ``--service compute`` writes only what nova-compute reads,
 (``[filter_scheduler] enabled_filters``, ``[workarounds]
 disable_fallback_pcpu_query``), ``--service all`` everything (one file for
 all services, as on a single-node DevStack). The default is what this host
-runs (nova-compute and nova-scheduler: all), else compute. An option left
-out is named on stderr, never dropped silently.
+runs (nova-compute and nova-scheduler: all), else compute; with --root DIR
+of another host, what DIR/proc shows running there, and a tree with no
+Nova process in it (a capture has none) needs --service: this machine's
+processes say nothing about that host. An option left out is named on
+stderr, never dropped silently.
 
 A service reads nova.conf in oslo.config's order
 (kvmtune.tuning.novaconf.effective, from oslo_config/cfg.py): a later
@@ -116,10 +119,34 @@ def service_cmdlines(args: argparse.Namespace, service: str
             if name in wanted], False
 
 
+def default_service(root: str | None) -> tuple[str, str]:
+    """(service, why) when --service is not given: what the host runs,
+    read from its own /proc (``root``/proc for another host's tree).
+
+    :raises InputError: another host's tree shows no Nova process
+    """
+    import os
+
+    from kvmtune.errors import InputError
+    from kvmtune.facts import is_live
+    from kvmtune.tuning.novaconf import services
+
+    if root is None or is_live(root):
+        return services.default_service()
+    proc = os.path.join(root, 'proc')
+    if not services.running(proc):
+        raise InputError(f'no Nova service process in {proc} to take '
+                         'the default --service from (this machine\'s '
+                         'processes are not that host\'s)', source=root,
+                         key='--service', fix='give --service compute, '
+                         'scheduler or all')
+    service, why = services.default_service(proc)
+    return service, f'{why} (in {proc})'
+
+
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
     from kvmtune.tuning import failed
-    from kvmtune.tuning.novaconf import services as novaservices
     from kvmtune.tuning.novaconf import update
     from kvmtune.tuning.novaconf import validate
     from kvmtune.tuning import plan as plans
@@ -141,7 +168,7 @@ def run(args: argparse.Namespace) -> int | None:
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service
-                    else novaservices.default_service())
+                    else default_service(args.root))
     python = validate.configured_python(args.nova_python,
                                         loaded.nova.python_executable)
     # A file that cannot be applied gets its one-line error alone: the

@@ -24,7 +24,11 @@ of /proc and /sys):
   is cpu-partitioning and its ``isolated_cores`` equal the plan's
   dedicated CPUs.
 
-What cannot be read is UNKNOWN with the reason, never a pass.
+What cannot be read is UNKNOWN with the reason, never a pass. With
+``--facts`` (no tree, ``ctx.has_tree`` False) every check reads the facts
+file alone: module parameters from its ``virt.modules``, and tuned (whose
+files a facts file does not carry) is UNKNOWN naming ``--root``; this
+machine's /sys and /etc are never read for another host.
 """
 
 from collections.abc import Sequence
@@ -56,6 +60,8 @@ REBOOT_FIX = ('add {arg} to GRUB_CMDLINE_LINUX (the grub file kvmtune export '
 
 def _facts(ctx: verify.Context) -> Facts:
     if ctx.facts is None:
+        if not ctx.has_tree:
+            raise ValueError('a Context from --facts carries its facts')
         from kvmtune import facts as host_facts
         ctx.facts = host_facts.gather(ctx.root, probe_kvm=False)
     return ctx.facts
@@ -274,10 +280,15 @@ def _normal(value: str | None) -> str | None:
     return value
 
 
-def module_checks(plan: 'Plan', files: HostFiles) -> list[verify.Check]:
-    """[Check] of the plan's module options against /sys/module."""
+def module_checks(plan: 'Plan', files: HostFiles | None,
+                  facts: Facts | None = None) -> list[verify.Check]:
+    """[Check] of the plan's module options against /sys/module under
+    ``files``' root, or (``files`` None: a facts file, no tree) against
+    the parameters ``facts`` recorded (``virt.modules``)."""
     from kvmtune.facts import virt
 
+    virt_facts: Any = facts.get('virt') if facts else None
+    recorded = (virt_facts or {}).get('modules') or {}
     checks = []
     for (module, param), value in planned_module_options(plan).items():
         name = f'module {module} {param}'
@@ -285,7 +296,16 @@ def module_checks(plan: 'Plan', files: HostFiles) -> list[verify.Check]:
         fix = (f'echo "options {module} {param}={value}" >> '
                f'/etc/modprobe.d/kvm.conf, then reload {module} with no '
                f'guest running (modprobe -r {module} && modprobe {module})')
-        params = virt.module_params(files, module)
+        if files is not None:
+            params = virt.module_params(files, module)
+        elif module in recorded:
+            params = recorded[module]
+        else:
+            checks.append(verify.unknown(
+                LAYER, name, expected, f'the facts file does not record '
+                f'module {module}: give --root (a tree made by kvmtune '
+                'host capture)'))
+            continue
         if params is None:
             checks.append(verify.Check(
                 layer=LAYER, name=name, expected=expected,
@@ -379,20 +399,35 @@ def tuned_checks(plan: 'Plan', root: str) -> list[verify.Check]:
     return checks
 
 
+def tuned_unknown(plan: 'Plan') -> list[verify.Check]:
+    """--facts: whether the tuned target was used is in /etc/tuned, which
+    a facts file does not carry (only plans with dedicated CPUs would
+    have it)."""
+    if not (plan.nova_conf.get('compute') or {}).get('cpu_dedicated_set'):
+        return []
+    return [verify.unknown(LAYER, 'tuned profile', 'cpu-partitioning when '
+                           'the tuned export target is used',
+                           f'a facts file does not carry /{TUNED_VARIABLES}'
+                           ': give --root (a tree made by kvmtune host '
+                           'capture) to check it')]
+
+
 def checks(plans: Sequence['Plan'],
            ctx: verify.Context) -> list[verify.Check]:
-    """The host layer's checks for ``plans`` on ``ctx.root``."""
+    """The host layer's checks for ``plans`` on ``ctx.root`` (or on
+    ``ctx.facts`` alone when there is no tree)."""
     from kvmtune.facts import hostfs
 
     facts = _facts(ctx)
-    files = hostfs.HostFiles(ctx.root)
+    files = hostfs.HostFiles(ctx.root) if ctx.has_tree else None
     cmdline = (facts.get('kernel') or {}).get('cmdline')
     rows = _Rows(ctx.host or facts.get('hostname'))
     for plan in plans:
         for check in (cmdline_checks(plan, cmdline) +
                       pool_checks(plan, facts) +
-                      module_checks(plan, files) +
+                      module_checks(plan, files, facts) +
                       vhost_checks(plan, facts) +
-                      tuned_checks(plan, ctx.root)):
+                      (tuned_checks(plan, ctx.root) if ctx.has_tree
+                       else tuned_unknown(plan))):
             rows.add(check, plan.profile)
     return rows.list()

@@ -13,6 +13,7 @@ from typing import Any
 from typing import cast
 
 from kvmtune.errors import InputError
+from kvmtune.facts import arch
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuning.tuners import base
 
@@ -104,7 +105,9 @@ class CpuPinning(base.Tuner):
     def _make_split(self
                     ) -> tuple[set[int] | None, set[int] | None, str | None]:
         online = self._online()
-        reason = self._missing_facts(online)
+        reason = arch.nova_numa_refusal(
+            self.facts, 'CPU pinning (hw:cpu_policy)') or \
+            self._missing_facts(online)
         if reason:
             return None, None, reason
         siblings = self.fact('cpu.thread_siblings')
@@ -210,6 +213,11 @@ class CpuPinning(base.Tuner):
 
     @base.check('numa-topology')
     def _numa_topology(self) -> base.CheckOutcome:
+        refusal = arch.nova_numa_refusal(self.facts,
+                                         'CPU pinning (hw:cpu_policy)')
+        if refusal:
+            return (base.FAIL, refusal, 'plan this host without the '
+                    'cpu_pinning tuner (a profile without it)')
         if self.fact('numa.nodes'):
             return (base.PASS, f'{len(self.fact("numa.nodes"))} NUMA '
                     'node(s) in /sys: Nova can model pinned guests', None)
