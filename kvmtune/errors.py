@@ -56,6 +56,7 @@ EXIT_CODES: dict[tuple[str, ...], tuple[int, ...]] = {
     ('verify',): _DIFFERS + (EXIT_UNCHECKED,),
     ('capacity',): _OK_ERROR,
     ('rollout-step',): _DIFFERS,        # 1: the gate found drift
+    ('rollout-report',): _DIFFERS,      # 1: a host not (yet) passed
     ('export',): _OK_ERROR,
     ('flavor', 'apply'): _OK_ERROR,
     ('flavor', 'diff'): _DIFFERS,       # 1: the flavor differs

@@ -2,7 +2,8 @@
 
   kvmtune rollout-report rollout.json
   kvmtune rollout-report rollout.json --html canary.html \\
-      --facts-dir facts/ --prometheus /var/lib/node_exporter/canary.prom
+      --facts-dir facts/ --prometheus \\
+      /var/lib/node_exporter/textfile_collector/kvmtune_canary.prom
 
 Reads the state file's measurements (one record per host and metric,
 kvmtune.rollout.measure_record) and prints per host and metric the
