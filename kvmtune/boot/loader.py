@@ -26,14 +26,29 @@ Read from the host tree, never from the machine kvmtune runs on:
 
 Anything else (no /etc/default/grub, another distribution, BLS without
 entries) is an unknown bootloader: one InputError line, nothing written.
+
+One argument per key: ``stage`` reads what the boot loader boots now
+without kvmtune's own part (GRUB: GRUB_CMDLINE_LINUX and
+GRUB_CMDLINE_LINUX_DEFAULT as grub-mkconfig would source them, plain
+assignments only, anything else refused as doubtful; BLS: each entry's
+``options``) and asks kvmtune.facts.cmdline which of its words kvmtune
+replaces (an operator's isolcpus=, the pool of a planned size ...). GRUB
+files are not edited: kvmtune's drop-in (or block) sets the two variables
+to their value without those words, guarded by the value it read (an
+operator who edits them later wins, and the next run sees it), then
+appends the plan's arguments; grubby removes the words and adds the
+arguments. The line the next boot gets is then read again by the kernel's
+rules (cmdline.check_staged) before anything is written.
 """
 
+from collections.abc import Sequence
 import dataclasses
 import glob
 import os
 import re
 
 from kvmtune.errors import InputError
+from kvmtune.facts import cmdline
 from kvmtune import inputs
 from kvmtune.tuning.export import common
 
@@ -48,6 +63,13 @@ _DEBIAN_IDS = {'debian', 'ubuntu'}
 _RHEL_IDS = {'rhel', 'centos', 'fedora', 'rocky', 'almalinux', 'ol'}
 _ARGS_LINE = re.compile(
     r'^GRUB_CMDLINE_LINUX="\$GRUB_CMDLINE_LINUX (?P<args>[^"]*)"$', re.M)
+GRUB_D = 'etc/default/grub.d'
+GRUBENV = ('boot/grub2/grubenv', 'boot/efi/EFI/redhat/grubenv')
+CMDLINE_VARS = ('GRUB_CMDLINE_LINUX', 'GRUB_CMDLINE_LINUX_DEFAULT')
+_ASSIGN = re.compile(r'^\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)='
+                     r'(.*?)\s*$')
+_REF = re.compile(r'\$(?:\{(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)\}|'
+                  r'(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)(?![A-Za-z0-9_]))')
 _FIX = ('set the kernel arguments by hand (kvmtune plan shows them); '
         'kvmtune boot apply knows GRUB on Debian/Ubuntu and RHEL-likes')
 
@@ -188,11 +210,23 @@ def _block(text: str) -> tuple[str, str]:
     return text[:start] + text[stop:], text[start:stop]
 
 
+def _resets(resets: dict[str, tuple[str, str]]) -> str:
+    """Shell that sets each GRUB variable (name -> (value read, value
+    without kvmtune's keys)) only while it still holds the value read."""
+    return ''.join(
+        f'if [ "${var}" = \'{now}\' ]; then\n    {var}=\'{then}\'\nfi\n'
+        for var, (now, then) in resets.items())
+
+
 def render(loader: Loader, root: str, profile: str,
-           args: list[str]) -> str:
-    """The new content of ``loader.config`` holding ``args``."""
-    body = _header(profile) + (common.grub_line(args) if args else
-                               '# (none: the plan has no kernel argument)\n')
+           args: list[str],
+           resets: dict[str, tuple[str, str]] | None = None) -> str:
+    """The new content of ``loader.config`` holding ``args`` (and, from
+    ``stage``, the ``resets`` that take the keys kvmtune sets out of the
+    operator's GRUB variables)."""
+    body = _header(profile) + _resets(resets or {}) + (
+        common.grub_line(args) if args else
+        '# (none: the plan has no kernel argument)\n')
     if loader.name == 'grub-debian':
         return body
     current = read_default_grub(root) or ''
@@ -202,10 +236,12 @@ def render(loader: Loader, root: str, profile: str,
     return f'{rest}{BEGIN}\n{body}{END}\n'
 
 
-def commands(loader: Loader, old: list[str], new: list[str]
+def commands(loader: Loader, remove: list[str], new: list[str]
              ) -> list[list[str]]:
-    """The distribution's commands that put ``new`` (kvmtune's arguments,
-    ``old`` before) into the boot entries, after the file is written."""
+    """The distribution's commands that put ``new`` (kvmtune's arguments)
+    into the boot entries, after the file is written; grubby first
+    removes the words ``remove`` (kvmtune's earlier ones the plan dropped,
+    and the words of the keys it sets: one argument per key)."""
     if loader.name == 'grub-debian':
         # /usr/sbin/update-grub: grub-mkconfig -o /boot/grub/grub.cfg
         return [['update-grub']]
@@ -213,7 +249,7 @@ def commands(loader: Loader, old: list[str], new: list[str]
         return [['grub2-mkconfig', '-o', '/' + cfg]
                 for cfg in loader.grub_cfgs]
     steps = []
-    gone = [arg for arg in old if arg not in new]
+    gone = [arg for arg in remove if arg not in new]
     if gone:
         steps.append(['grubby', '--update-kernel=ALL',
                       '--remove-args=' + ' '.join(gone)])
@@ -221,3 +257,195 @@ def commands(loader: Loader, old: list[str], new: list[str]
         steps.append(['grubby', '--update-kernel=ALL',
                       '--args=' + ' '.join(new)])
     return steps
+
+
+# -- what the boot loader boots: one argument per key ---------------------
+
+@dataclasses.dataclass
+class Staging:
+    """What kvmtune stages on one tree: the words it removes from the
+    boot loader's lines, the arguments it adds, each line as the next boot
+    gets it, and the GRUB variables it resets (name -> (now, then))."""
+
+    drop: list[str]
+    args: list[str]
+    lines: list[str]
+    resets: dict[str, tuple[str, str]] = dataclasses.field(
+        default_factory=dict)
+
+
+def _value(raw: str, values: dict[str, str]) -> str | None:
+    """The value of a plain shell assignment's right side, or None when
+    it is shell code kvmtune does not evaluate."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1]:
+        return raw[1:-1]
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        parts = _REF.split(raw[1:-1])
+        out = []
+        for n, part in enumerate(parts):
+            if n % 3 == 0:
+                if part and re.search(r'["$`\\]', part):
+                    return None
+                out.append(part or '')
+            elif part:
+                out.append(values.get(part, ''))
+        return ''.join(out)
+    if not re.search(r'[\s"\'$`\\;&|<>()]', raw):
+        return raw
+    return None
+
+
+def _evaluate(values: dict[str, str], text: str, source: str) -> None:
+    """Source ``text`` for the two variables as the shell would; refuse
+    what cannot be told without running it."""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith('#') \
+                or 'GRUB_CMDLINE_LINUX' not in stripped:
+            continue
+        match = _ASSIGN.match(line)
+        value = None if match is None else _value(match.group(2), values)
+        if match is None or value is None:
+            raise InputError(
+                f'line {number} sets or uses the kernel command line in a '
+                'way kvmtune does not evaluate, so what GRUB would boot '
+                'cannot be told; refused', source=source,
+                key=stripped[:60],
+                fix='make it a plain assignment (GRUB_CMDLINE_LINUX="..."'
+                    ' or "$GRUB_CMDLINE_LINUX ...")')
+        values[match.group(1)] = value
+
+
+def _grub_sources(loader: Loader, root: str
+                  ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The files grub-mkconfig sources (path, text), without kvmtune's
+    own: those before kvmtune's drop-in (or block) and those after it.
+    grub-mkconfig (Debian's /usr/sbin/grub-mkconfig) sources
+    /etc/default/grub, then /etc/default/grub.d/*.cfg in glob order."""
+    grub = read_default_grub(root) or ''
+    if loader.name != 'grub-debian':
+        return [('/' + DEFAULT_GRUB, _block(grub)[0])], []
+    before = [('/' + DEFAULT_GRUB, grub)]
+    after: list[tuple[str, str]] = []
+    mine = os.path.basename(loader.config)
+    for path in sorted(glob.glob(os.path.join(root, GRUB_D, '*.cfg'))):
+        name = os.path.basename(path)
+        if name == mine:
+            continue
+        text = inputs.read_text(path, max_bytes=1 << 20)
+        (before if name < mine else after).append(
+            ('/' + os.path.join(GRUB_D, name), text))
+    return before, after
+
+
+def _grubenv(root: str) -> dict[str, str]:
+    """GRUB's environment block (tuned_params, kernelopts ...), {} when
+    the tree has none."""
+    for rel in GRUBENV:
+        try:
+            text = inputs.read_text(os.path.join(root, rel),
+                                    max_bytes=64 * 1024)
+        except InputError:
+            continue
+        return {key: value for key, eq, value in
+                (line.partition('=') for line in text.splitlines())
+                if eq and not key.startswith('#')}
+    return {}
+
+
+def _bls_entries(root: str) -> list[tuple[str, list[str]]]:
+    """(entry path, words of its options line) of each BLS entry."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(root, BLS_ENTRIES, '*.conf'))):
+        text = inputs.read_text(path, max_bytes=1 << 20)
+        options = [line.split(None, 1)[1] if len(line.split(None, 1)) > 1
+                   else '' for line in text.splitlines()
+                   if line.split(None, 1)[:1] == ['options']]
+        found.append(('/' + os.path.relpath(path, root),
+                      cmdline.words(options[-1] if options else '',
+                                    init=True)))
+    return found
+
+
+def _expand(words: list[str], env: dict[str, str]) -> list[str]:
+    """A BLS options line as GRUB boots it: ``$name`` words from its
+    environment block (tuned puts its arguments in $tuned_params)."""
+    out: list[str] = []
+    for word in words:
+        if word.startswith('$') and word[1:] in env:
+            out += cmdline.words(env[word[1:]], init=True)
+        elif not word.startswith('$'):
+            out.append(word)
+    return out
+
+
+def _without(value: str, drop: Sequence[str]) -> str:
+    return ' '.join(word for word in cmdline.words(value, init=True)
+                    if word not in drop)
+
+
+def stage(loader: Loader, root: str, planned: Sequence[str],
+          old: Sequence[str], booted: str) -> Staging:
+    """What boot apply stages on ``root`` for the plan's arguments
+    (``planned``; ``old``: kvmtune's earlier ones; ``booted``: the booted
+    command line, whose isolcpus flags count as the operator's when the
+    boot loader's files show none): one argument per key, proven by
+    reading the line each boot entry would get (InputError otherwise)."""
+    flags_from = cmdline.read(booted)
+    if loader.name == 'grubby-bls':
+        env = _grubenv(root)
+        entries = _bls_entries(root)
+        drop: list[str] = []
+        args: list[str] | None = None
+        for _, words in entries:
+            removed, wanted = cmdline.stage(planned, words, old)
+            drop += [word for word in removed if word not in drop]
+            if args is None or cmdline.read(words).isolcpus_flags:
+                args = wanted
+        args = _with_flags(planned, args or list(planned), flags_from)
+        lines = []
+        for path, words in entries:
+            now = _expand(words, env)
+            then = _expand([w for w in words if w not in drop], env) + args
+            cmdline.check_staged(planned, cmdline.read(now), ' '.join(then),
+                                 path)
+            lines.append(' '.join(then))
+        return Staging(drop, args, lines)
+    before, after = _grub_sources(loader, root)
+    values = dict.fromkeys(CMDLINE_VARS, '')
+    for source, text in before:
+        _evaluate(values, text, source)
+    line_now = ' '.join(values[var] for var in CMDLINE_VARS)
+    drop, args = cmdline.stage(planned, cmdline.words(line_now, init=True),
+                               old)
+    args = _with_flags(planned, args, flags_from)
+    resets = {}
+    for var in CMDLINE_VARS:
+        reset = _without(values[var], drop)
+        if reset != values[var]:
+            for text in (values[var], reset):
+                if "'" in text:
+                    raise InputError(
+                        f'{var} holds a single quote; kvmtune cannot '
+                        'rewrite it', source='/' + DEFAULT_GRUB, key=var,
+                        fix=f'remove {" ".join(drop)} from it by hand')
+            resets[var] = (values[var], reset)
+            values[var] = reset
+    values['GRUB_CMDLINE_LINUX'] = ' '.join(
+        [values['GRUB_CMDLINE_LINUX']] + args).strip()
+    for source, text in after:
+        _evaluate(values, text, source)
+    line = ' '.join(values[var] for var in CMDLINE_VARS).strip()
+    cmdline.check_staged(planned, cmdline.read(line_now), line,
+                         '/' + loader.config)
+    return Staging(drop, args, [line], resets)
+
+
+def _with_flags(planned: Sequence[str], args: list[str],
+                booted: cmdline.Line) -> list[str]:
+    """``args`` whose isolcpus keeps the booted line's flags when the
+    boot loader's files had no isolcpus of their own."""
+    if any(arg.startswith('isolcpus=') and arg not in planned
+           for arg in args):
+        return args
+    return cmdline.staged_args(args, booted)

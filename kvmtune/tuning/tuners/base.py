@@ -23,6 +23,7 @@ from typing import TypedDict
 from typing import TypeVar
 
 from kvmtune.errors import InputError
+from kvmtune.facts import cmdline
 from kvmtune.facts.types import Facts
 from kvmtune.facts.types import NumaNode
 from kvmtune import inputs
@@ -262,6 +263,23 @@ class Tuner:
                 return default
             value = value[part]
         return value
+
+    def kernel_args_fix(self, args: list[str]) -> str:
+        """The fix for kernel arguments the booted line does not give:
+        add, or replace what is there (kvmtune.facts.cmdline judges the
+        booted line as the kernel keeps it, as boot apply does)."""
+        booted = cmdline.read(self.fact('kernel.cmdline', ''))
+        staged = cmdline.staged_args(args, booted)
+        items = cmdline.judge(args, booted)
+        adds = [staged[n] for n, item in enumerate(items)
+                if not item.ok and not item.have]
+        changes = ([f'add {" ".join(adds)}'] if adds else []) + [
+            cmdline.fix(item, staged[n]) for n, item in enumerate(items)
+            if not item.ok and item.have]
+        return ('; '.join(changes or [f'add {" ".join(staged)}'])
+                + ' on the kernel command line (kvmtune boot apply '
+                  '--profile P stages it: one argument per key), then '
+                  'reboot')
 
     def numa_nodes(self) -> list[NumaNode]:
         """Host NUMA nodes; a host without NUMA data is one node 0."""
