@@ -240,8 +240,8 @@ def apply(profile: 'str | Profile | None', root: str = '/',
             # line lacks arguments: a run before may have written it and
             # failed in the tool (the tools are idempotent).
             result.commands = loaders.commands(
-                loader, staging.drop + [arg for arg in old
-                                        if arg not in staging.drop],
+                loader, staging.remove + [arg for arg in old
+                                          if arg not in staging.drop],
                 staging.args)
     modprobe = _modprobe_files(plan)
     writes.update(modprobe)

@@ -272,6 +272,8 @@ class Staging:
     lines: list[str]
     resets: dict[str, tuple[str, str]] = dataclasses.field(
         default_factory=dict)
+    # grubby --remove-args words (grubby-bls only): see _grubby_remove
+    remove: list[str] = dataclasses.field(default_factory=list)
 
 
 def _value(raw: str, values: dict[str, str]) -> str | None:
@@ -402,15 +404,17 @@ def stage(loader: Loader, root: str, planned: Sequence[str],
             drop += [word for word in removed if word not in drop]
             if args is None or cmdline.read(words).isolcpus_flags:
                 args = wanted
-        args = _with_flags(planned, args or list(planned), flags_from)
+        args = _grubby_order(_with_flags(planned, args or list(planned),
+                                         flags_from))
+        remove = _grubby_remove(planned, drop, entries)
         lines = []
         for path, words in entries:
             now = _expand(words, env)
-            then = _expand([w for w in words if w not in drop], env) + args
+            then = _expand(grubby_update(words, remove, args), env)
             cmdline.check_staged(planned, cmdline.read(now), ' '.join(then),
                                  path)
             lines.append(' '.join(then))
-        return Staging(drop, args, lines)
+        return Staging(drop, args, lines, remove=remove)
     before, after = _grub_sources(loader, root)
     values = dict.fromkeys(CMDLINE_VARS, '')
     for source, text in before:
@@ -439,6 +443,64 @@ def stage(loader: Loader, root: str, planned: Sequence[str],
     cmdline.check_staged(planned, cmdline.read(line_now), line,
                          '/' + loader.config)
     return Staging(drop, args, [line], resets)
+
+
+def grubby_update(words: Sequence[str], remove: Sequence[str],
+                  add: Sequence[str]) -> list[str]:
+    """An entry's options after ``grubby --update-kernel=ALL
+    --remove-args=REMOVE`` then ``--args=ADD``, as grubby-bls does it
+    (rhboot/grubby, grubby-bls: update_args): each removed word takes out
+    the first match of ``$arg[^ ]*``; each added key=value replaces the
+    first match of ``key=[^ ]*`` when ``key=`` appears anywhere in the
+    line (so hugepagesz= also matches inside default_hugepagesz=: see
+    _grubby_order), else is appended."""
+    args = ' '.join(words)
+    for arg in remove:
+        args = ' '.join(re.sub(re.escape(arg) + r'[^ ]*', '', args,
+                               count=1).split())
+    for arg in add:
+        key, eq, _ = arg.partition('=')
+        if eq and key + '=' in args:
+            args = re.sub(re.escape(key) + r'=[^ ]*', lambda _: arg, args,
+                          count=1)
+        elif arg not in args.split():
+            args = f'{args} {arg}'.strip()
+    return args.split()
+
+
+def _grubby_order(args: list[str]) -> list[str]:
+    """``args`` with those holding another one's ``key=`` inside
+    (default_hugepagesz=1G holds hugepagesz=) last: grubby-bls would take
+    an earlier one for the key it looks for (grubby_update)."""
+    keys = {cmdline.key_of(arg) for arg in args}
+
+    def late(arg: str) -> bool:
+        return any(key != cmdline.key_of(arg) and key + '=' in arg
+                   for key in keys)
+    return [a for a in args if not late(a)] + [a for a in args if late(a)]
+
+
+def _grubby_remove(planned: Sequence[str], drop: list[str],
+                   entries: list[tuple[str, list[str]]]) -> list[str]:
+    """The --remove-args words that take ``drop`` out of every entry.
+
+    grubby-bls (rhboot/grubby, update_args) removes, for each word given,
+    the first match of ``sed -e "s,$arg[^ ]*,,"``: a word holding a comma
+    (isolcpus=managed_irq,domain,2-7) breaks that sed, and the key alone
+    removes one argument of that key. So a key kvmtune sets whole
+    (isolcpus, default_hugepagesz, ...) is given by its key, as many times
+    as an entry holds it (C grubby removes every argument of a key given
+    alone); a pool's words and kvmtune's dropped words as they are."""
+    whole = {cmdline.key_of(arg) for arg in planned} - {
+        'hugepagesz', 'hugepages'}
+    remove: list[str] = []
+    for key in sorted(whole):
+        times = max((sum(cmdline.key_of(w) == key and w in drop
+                         for w in words) for _, words in entries),
+                    default=0)
+        remove += [key] * times
+    remove += [word for word in drop if cmdline.key_of(word) not in whole]
+    return remove
 
 
 def _with_flags(planned: Sequence[str], args: list[str],
