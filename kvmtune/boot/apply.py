@@ -240,9 +240,9 @@ def apply(profile: 'str | Profile | None', root: str = '/',
             # line lacks arguments: a run before may have written it and
             # failed in the tool (the tools are idempotent).
             result.commands = loaders.commands(
-                loader, staging.remove + [arg for arg in old
-                                          if arg not in staging.drop],
-                staging.args)
+                loader, staging.remove + [
+                    arg for arg in old if arg not in staging.drop
+                    and arg not in plan.kernel_args], staging.args)
     modprobe = _modprobe_files(plan)
     writes.update(modprobe)
     modules = {module for text in modprobe.values()

@@ -121,8 +121,11 @@ def dropped_reasons(old: list[str], kernel_args: list[str], facts: Facts
     (``old``) the plan dropped that the booted line still has."""
     pairs = cmdline.pairs(facts['kernel']['cmdline'] or '')
     reasons: dict[str, list[str]] = {}
+    planned = {cmdline.key_of(arg) for arg in kernel_args}
     for arg in old:
-        if arg in kernel_args:
+        # one the plan sets again, maybe with other CPUs or flags, is
+        # judged by cmdline_reasons, not dropped
+        if cmdline.key_of(arg) in planned:
             continue
         key = cmdline.key_of(arg)
         if cmdline.pair(arg) in pairs:

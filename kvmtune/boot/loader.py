@@ -249,10 +249,9 @@ def commands(loader: Loader, remove: list[str], new: list[str]
         return [['grub2-mkconfig', '-o', '/' + cfg]
                 for cfg in loader.grub_cfgs]
     steps = []
-    gone = [arg for arg in remove if arg not in new]
-    if gone:
+    if remove:
         steps.append(['grubby', '--update-kernel=ALL',
-                      '--remove-args=' + ' '.join(gone)])
+                      '--remove-args=' + ' '.join(remove)])
     if new:
         steps.append(['grubby', '--update-kernel=ALL',
                       '--args=' + ' '.join(new)])
@@ -410,7 +409,30 @@ def stage(loader: Loader, root: str, planned: Sequence[str],
         lines = []
         for path, words in entries:
             now = _expand(words, env)
-            then = _expand(grubby_update(words, remove, args), env)
+            try:
+                edited = grubby_update(words, remove, args)
+            except ValueError as exc:
+                raise InputError(
+                    f'grubby would fail to add {exc}: the entry has '
+                    f'{cmdline.key_of(str(exc))}= inside another argument, '
+                    'and grubby-bls then edits it with a sed the comma '
+                    'breaks', source=path, key='options',
+                    fix='move that argument out of the entry\'s options '
+                        '(tuned keeps its own in $tuned_params), or set the '
+                        'kernel arguments by hand') from None
+            meant = [w for w in words if w not in drop] + args
+            if sorted(edited) != sorted(meant):
+                lost = [w for w in meant if w not in edited]
+                raise InputError(
+                    'grubby would not stage the plan on this entry: it '
+                    'replaces the first key= it finds instead of adding '
+                    f'another (grubby-bls update_args); {" ".join(lost)} '
+                    'would be lost', source=path, key='options',
+                    fix='remove the other argument of that key from the '
+                        'entries first (grubby --update-kernel=ALL '
+                        '--remove-args=...), or set the kernel arguments '
+                        'by hand')
+            then = _expand(edited, env)
             cmdline.check_staged(planned, cmdline.read(now), ' '.join(then),
                                  path)
             lines.append(' '.join(then))
@@ -453,7 +475,9 @@ def grubby_update(words: Sequence[str], remove: Sequence[str],
     the first match of ``$arg[^ ]*``; each added key=value replaces the
     first match of ``key=[^ ]*`` when ``key=`` appears anywhere in the
     line (so hugepagesz= also matches inside default_hugepagesz=: see
-    _grubby_order), else is appended."""
+    _grubby_order), else is appended. ValueError naming the argument when
+    that replacement would hold a comma, which breaks the script's sed.
+    """
     args = ' '.join(words)
     for arg in remove:
         args = ' '.join(re.sub(re.escape(arg) + r'[^ ]*', '', args,
@@ -461,6 +485,10 @@ def grubby_update(words: Sequence[str], remove: Sequence[str],
     for arg in add:
         key, eq, _ = arg.partition('=')
         if eq and key + '=' in args:
+            if ',' in arg:
+                # its sed (s,key=[^ ]*,arg,) ends at the comma: the
+                # script fails and the entry's options are lost
+                raise ValueError(arg)
             args = re.sub(re.escape(key) + r'=[^ ]*', lambda _: arg, args,
                           count=1)
         elif arg not in args.split():
@@ -482,24 +510,18 @@ def _grubby_order(args: list[str]) -> list[str]:
 
 def _grubby_remove(planned: Sequence[str], drop: list[str],
                    entries: list[tuple[str, list[str]]]) -> list[str]:
-    """The --remove-args words that take ``drop`` out of every entry.
+    """The --remove-args words that take ``drop`` out of the entries.
 
     grubby-bls (rhboot/grubby, update_args) removes, for each word given,
     the first match of ``sed -e "s,$arg[^ ]*,,"``: a word holding a comma
-    (isolcpus=managed_irq,domain,2-7) breaks that sed, and the key alone
-    removes one argument of that key. So a key kvmtune sets whole
-    (isolcpus, default_hugepagesz, ...) is given by its key, as many times
-    as an entry holds it (C grubby removes every argument of a key given
-    alone); a pool's words and kvmtune's dropped words as they are."""
-    whole = {cmdline.key_of(arg) for arg in planned} - {
-        'hugepagesz', 'hugepages'}
+    (isolcpus=managed_irq,domain,2-7) would break that sed, and a key alone
+    also matches inside another word (tuned.non_isolcpus=). So each word
+    is given up to its first comma, which the ``[^ ]*`` completes, once
+    per time it is in an entry; grubby_update checks the result."""
     remove: list[str] = []
-    for key in sorted(whole):
-        times = max((sum(cmdline.key_of(w) == key and w in drop
-                         for w in words) for _, words in entries),
-                    default=0)
-        remove += [key] * times
-    remove += [word for word in drop if cmdline.key_of(word) not in whole]
+    for word in drop:
+        times = max((words.count(word) for _, words in entries), default=1)
+        remove += [word.split(',')[0]] * max(times, 1)
     return remove
 
 

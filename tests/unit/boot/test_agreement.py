@@ -17,7 +17,6 @@ grubby-bls does (rhboot/grubby, grubby-bls: update_args).
 
 import glob
 import os
-import re
 
 import pytest
 
@@ -43,29 +42,6 @@ PROFILES = sorted(name[:-len('.yaml')] for name in os.listdir(
     os.path.join(os.path.dirname(plans.__file__), '..', 'data', 'profiles'))
     if name.endswith('.yaml'))
 BOOT_REASONS = ('cmdline', 'hugepages')
-
-
-def _grubby_bls(options, argvs):
-    """grubby-bls's update_args on one options line: each --remove-args
-    word removes the first ``$arg[^ ]*`` match; each --args key=value
-    replaces that key's first value or is appended."""
-    args = options
-    for argv in argvs:
-        flag, _, value = argv[2].partition('=')
-        for arg in value.split():
-            if flag == '--remove-args':
-                args = re.sub(re.escape(arg) + r'[^ ]*', '', args, count=1)
-            elif '=' in arg:
-                key = arg.split('=', 1)[0]
-                if key + '=' in args:
-                    args = re.sub(re.escape(key) + r'=[^ ]*', arg, args,
-                                  count=1)
-                else:
-                    args += ' ' + arg
-            elif arg not in args:
-                args += ' ' + arg
-        args = ' '.join(args.split())
-    return args
 
 
 def _cmdline_rows(plan, root):
@@ -137,7 +113,8 @@ def test_plan_verify_boot_apply_and_rollout_check_agree(
             env = loader._grubenv(str(root))
             for (_, words), line in zip(loader._bls_entries(str(root)),
                                         staged.cmdline):
-                by_grubby = _grubby_bls(' '.join(words), staged.commands)
+                by_grubby = hosttrees.grubby_bls(' '.join(words),
+                                                 staged.commands)
                 assert loader._expand(by_grubby.split(), env) == \
                     line.split(), profile
         for line in staged.cmdline:
