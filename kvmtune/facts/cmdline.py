@@ -371,6 +371,12 @@ def judge(planned: Sequence[str], line: Line) -> list[Item]:
             elif key == 'hugepagesz':
                 size = value
                 ok = size_kb(value) in line.sizes | {line.default_kb}
+                # the words of its size's pool, not another size's
+                pool = line.pools.get(size_kb(value) or 0)
+                have = tuple(line.words[i] for i in pool.words
+                             if key_of(line.words[i]) == 'hugepagesz') \
+                    if pool is not None else ()
+                live = ' '.join(have) or 'absent'
             elif key == 'hugepages':
                 kb = size_kb(size) if size is not None else line.default_kb
                 if size is not None:
@@ -379,6 +385,7 @@ def judge(planned: Sequence[str], line: Line) -> list[Item]:
                 pool = line.pools.get(kb or 0)
                 ok = pool is not None and (pool.count, pool.per_node) == (
                     count, per_node)
+                have, live = (), 'absent'
                 if pool is not None:
                     have = tuple(line.words[i] for i in pool.words)
                     live = ' '.join(have)
@@ -388,6 +395,11 @@ def judge(planned: Sequence[str], line: Line) -> list[Item]:
             ok = False
         items.append(Item(arg=arg, key=key, name=name, ok=ok, live=live,
                           have=have))
+    # a hugepagesz= is given for its pool: it holds when that pool does
+    for n, item in enumerate(items[:-1]):
+        if item.key == 'hugepagesz' and items[n + 1].key == 'hugepages' \
+                and not items[n + 1].ok:
+            items[n] = dataclasses.replace(item, ok=False)
     return items
 
 
@@ -398,6 +410,18 @@ def fix(item: Item, staged: str) -> str:
     if not item.have:
         return f'add {staged}'
     return f'replace {" ".join(item.have)} with {staged}'
+
+
+def changes(planned: Sequence[str], line: Line) -> str:
+    """What ``line`` needs for the plan's arguments it does not give, in
+    one phrase: ``add a b; replace c with d``."""
+    staged = staged_args(planned, line)
+    items = judge(planned, line)
+    adds = [staged[n] for n, item in enumerate(items)
+            if not item.ok and not item.have]
+    return '; '.join(([f'add {" ".join(adds)}'] if adds else []) + [
+        fix(item, staged[n]) for n, item in enumerate(items)
+        if not item.ok and item.have] or [f'add {" ".join(staged)}'])
 
 
 # -- staging: one argument per key kvmtune owns ------------------------------

@@ -265,21 +265,12 @@ class Tuner:
         return value
 
     def kernel_args_fix(self, args: list[str]) -> str:
-        """The fix for kernel arguments the booted line does not give:
-        add, or replace what is there (kvmtune.facts.cmdline judges the
-        booted line as the kernel keeps it, as boot apply does)."""
-        booted = cmdline.read(self.fact('kernel.cmdline', ''))
-        staged = cmdline.staged_args(args, booted)
-        items = cmdline.judge(args, booted)
-        adds = [staged[n] for n, item in enumerate(items)
-                if not item.ok and not item.have]
-        changes = ([f'add {" ".join(adds)}'] if adds else []) + [
-            cmdline.fix(item, staged[n]) for n, item in enumerate(items)
-            if not item.ok and item.have]
-        return ('; '.join(changes or [f'add {" ".join(staged)}'])
-                + ' on the kernel command line (kvmtune boot apply '
-                  '--profile P stages it: one argument per key), then '
-                  'reboot')
+        """The fix for kernel arguments the booted line does not give
+        (kvmtune.facts.cmdline.changes: add, or replace what is there)."""
+        return (cmdline.changes(args, cmdline.read(
+            self.fact('kernel.cmdline', ''))) + ' on the kernel command '
+            'line (kvmtune boot apply --profile P stages it: one argument '
+            'per key), then reboot')
 
     def numa_nodes(self) -> list[NumaNode]:
         """Host NUMA nodes; a host without NUMA data is one node 0."""

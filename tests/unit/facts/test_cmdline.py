@@ -145,3 +145,16 @@ def test_check_staged_refuses_a_changed_operator_pool():
                               'hugepages=4'], before,
                              'default_hugepagesz=1G hugepagesz=1G '
                              'hugepages=4 hugepages=64', 'x')
+
+
+def test_changes_say_add_or_replace_as_the_line_needs():
+    line = cmdline.read('ro isolcpus=domain,2-3 default_hugepagesz=1G')
+    assert cmdline.changes(['isolcpus=2-7', 'default_hugepagesz=2M',
+                            'hugepagesz=1G', 'hugepages=4'], line) == (
+        'add hugepagesz=1G hugepages=4; '
+        'replace isolcpus=domain,2-3 with isolcpus=domain,2-7; '
+        'replace default_hugepagesz=1G with default_hugepagesz=2M')
+    # another size's pool is the operator's: kept, not replaced
+    line = cmdline.read('ro hugepagesz=2M hugepages=128')
+    assert cmdline.changes(['hugepagesz=1G', 'hugepages=4'], line) == (
+        'add hugepagesz=1G hugepages=4')
