@@ -121,11 +121,14 @@ def dropped_reasons(old: list[str], kernel_args: list[str], facts: Facts
     (``old``) the plan dropped that the booted line still has."""
     pairs = cmdline.pairs(facts['kernel']['cmdline'] or '')
     reasons: dict[str, list[str]] = {}
-    planned = {cmdline.key_of(arg) for arg in kernel_args}
     for arg in old:
-        # one the plan sets again, maybe with other CPUs or flags, is
-        # judged by cmdline_reasons, not dropped
-        if cmdline.key_of(arg) in planned:
+        # one the plan sets again with the same meaning (its isolcpus
+        # with the operator's flags) is not dropped
+        same_key = [a for a in kernel_args
+                    if cmdline.key_of(a) == cmdline.key_of(arg)]
+        if arg in kernel_args or same_key and all(
+                item.ok for item in cmdline.judge(same_key,
+                                                  cmdline.read(arg))):
             continue
         key = cmdline.key_of(arg)
         if cmdline.pair(arg) in pairs:

@@ -387,7 +387,8 @@ def judge(planned: Sequence[str], line: Line) -> list[Item]:
                     count, per_node)
                 have, live = (), 'absent'
                 if pool is not None:
-                    have = tuple(line.words[i] for i in pool.words)
+                    have = tuple(line.words[i] for i in pool.words
+                                 if key_of(line.words[i]) == 'hugepages')
                     live = ' '.join(have)
             else:
                 ok = line.values.get(key, '\0') == value
@@ -395,11 +396,6 @@ def judge(planned: Sequence[str], line: Line) -> list[Item]:
             ok = False
         items.append(Item(arg=arg, key=key, name=name, ok=ok, live=live,
                           have=have))
-    # a hugepagesz= is given for its pool: it holds when that pool does
-    for n, item in enumerate(items[:-1]):
-        if item.key == 'hugepagesz' and items[n + 1].key == 'hugepages' \
-                and not items[n + 1].ok:
-            items[n] = dataclasses.replace(item, ok=False)
     return items
 
 
@@ -417,8 +413,16 @@ def changes(planned: Sequence[str], line: Line) -> str:
     one phrase: ``add a b; replace c with d``."""
     staged = staged_args(planned, line)
     items = judge(planned, line)
-    adds = [staged[n] for n, item in enumerate(items)
-            if not item.ok and not item.have]
+    adds = []
+    for n, item in enumerate(items):
+        # a pool the line lacks is added with its hugepagesz=, whose size
+        # may be there for another reason (default_hugepagesz=)
+        pair_ = n and item.key == 'hugepages' and not item.ok \
+            and not item.have and items[n - 1].key == 'hugepagesz'
+        if pair_ and staged[n - 1] not in adds:
+            adds.append(staged[n - 1])
+        if not item.ok and not item.have:
+            adds.append(staged[n])
     return '; '.join(([f'add {" ".join(adds)}'] if adds else []) + [
         fix(item, staged[n]) for n, item in enumerate(items)
         if not item.ok and item.have] or [f'add {" ".join(staged)}'])

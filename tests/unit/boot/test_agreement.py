@@ -8,20 +8,23 @@ verify's host layer (its ``cmdline`` rows), by ``boot apply --dry-run``
 planning (kvmtune.rollout.check.plan, as ``rollout --check`` calls it)
 say the same. A host whose booted line gives the plan is left alone
 (nothing staged for the boot loader, no reboot); a host that drifts gets
-one staged line, one argument per key, which, booted (the line becomes
-/proc/cmdline of the tree), passes verify and leaves boot apply nothing
-to stage. The staged line of a BLS host is also checked against the
+one staged line, one argument per key (on GRUB hosts the line bash
+gives sourcing the files boot apply wrote, as grub-mkconfig sources
+them), which, booted (the line becomes /proc/cmdline of the tree), passes
+verify and leaves boot apply nothing to stage. The staged line of a BLS host is also checked against the
 grubby commands boot apply gives, applied to each entry's options the way
 grubby-bls does (rhboot/grubby, grubby-bls: update_args).
 """
 
 import glob
 import os
+import subprocess
 
 import pytest
 
 from kvmtune.boot import apply
 from kvmtune.boot import loader
+from kvmtune.boot import record
 from kvmtune.errors import InputError
 from kvmtune import facts as host_facts
 from kvmtune.facts import cmdline
@@ -42,6 +45,28 @@ PROFILES = sorted(name[:-len('.yaml')] for name in os.listdir(
     os.path.join(os.path.dirname(plans.__file__), '..', 'data', 'profiles'))
     if name.endswith('.yaml'))
 BOOT_REASONS = ('cmdline', 'hugepages')
+
+
+def _sourced(root, name, plan):
+    """What GRUB's shell gives, boot apply's files written: grub-mkconfig
+    sources /etc/default/grub, then (Debian) grub.d/*.cfg, and boots
+    GRUB_CMDLINE_LINUX then GRUB_CMDLINE_LINUX_DEFAULT. The tree's files
+    are put back after."""
+    default = root / 'etc' / 'default'
+    saved = hosttrees.snapshot(default)
+    apply.apply(None, root=str(root), plan=plan)
+    script = '. ./grub; ' + ('for f in grub.d/*.cfg; do . "$f"; done; '
+                             if name == 'grub-debian' else '') + \
+        'echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"'
+    done = subprocess.run(['bash', '-c', script], cwd=default,
+                          capture_output=True, text=True, check=True)
+    for path in default.rglob('*'):
+        if path.is_file() and str(path.relative_to(default)) not in saved:
+            path.unlink()
+    for rel, data in saved.items():
+        (default / rel).write_bytes(data)
+    (root / record.PATH).unlink(missing_ok=True)
+    return ' '.join(done.stdout.split())
 
 
 def _cmdline_rows(plan, root):
@@ -108,6 +133,9 @@ def test_plan_verify_boot_apply_and_rollout_check_agree(
             continue
         assert rolled.action == 'reboot'
         assert staged.cmdline, profile
+        if staged.loader != 'grubby-bls':
+            assert [_sourced(root, staged.loader, plan)] == \
+                staged.cmdline, profile
         if staged.loader == 'grubby-bls':
             # GRUB boots $tuned_params from its environment block
             env = loader._grubenv(str(root))
