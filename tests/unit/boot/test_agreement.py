@@ -11,9 +11,10 @@ say the same. A host whose booted line gives the plan is left alone
 one staged line, one argument per key (on GRUB hosts the line bash
 gives sourcing the files boot apply wrote, as grub-mkconfig sources
 them), which, booted (the line becomes /proc/cmdline of the tree), passes
-verify and leaves boot apply nothing to stage. The staged line of a BLS host is also checked against the
-grubby commands boot apply gives, applied to each entry's options the way
-grubby-bls does (rhboot/grubby, grubby-bls: update_args).
+verify and leaves boot apply nothing to stage. The staged line of a BLS
+host is also checked against the grubby commands boot apply gives,
+applied to each entry's options the way grubby-bls does (rhboot/grubby,
+grubby-bls: update_args).
 """
 
 import glob
