@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             'not run (dry run)' if result.dry_run
             else f'not run (--root {result.root} is not this machine)')
         print(f'{state}: {" ".join(argv)}')
+    for line in result.cmdline:
+        print(f'next boot\'s kernel arguments: {line}')
     if result.reboot_required:
         why = '; '.join(f'{reason}: {" ".join(items)}'
                         for reason, items in result.reasons.items())

@@ -59,6 +59,8 @@ TOPICS = {
     'test_strict.py': 'tests/strict.py, CI\'s strict mode',
     'test_timing_asserts.py': 'no timing assertion in the tests',
     'test_trees.py': 'tests/trees.py, the pinned upstream checkouts',
+    'boot/test_agreement.py': 'plan, verify, boot apply and rollout '
+                              '--check agree on every fixture host',
     'cmd/test_formats.py': '-f on every reading command (the command table)',
     'devstack/test_plugin.py': 'devstack/plugin.sh, the DevStack contract',
     'devstack/test_shim.py': 'tests/devstack_shim, DevStack\'s functions',

@@ -14,6 +14,7 @@ from typing import cast
 
 from kvmtune.errors import InputError
 from kvmtune.facts import arch
+from kvmtune.facts import cmdline
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuning.tuners import base
 
@@ -249,17 +250,22 @@ class CpuPinning(base.Tuner):
     @base.check('isolcpus')
     def _isolcpus(self) -> base.CheckOutcome:
         wanted = self.guest_cpus()
-        if not self.params['isolcpus'] or not wanted:
+        arg = self.isolcpus_arg()
+        if arg is None or not wanted:
             return None
-        running = set(self.fact('kernel.args.isolcpus', []))
-        if running == wanted:
+        # judged as the kernel keeps the booted line (kvmtune.facts.
+        # cmdline): the plan's CPUs isolated from the scheduler domains,
+        # the operator's other flags allowed
+        item, = cmdline.judge([arg], cmdline.read(
+            self.fact('kernel.cmdline', '')))
+        if item.ok:
             return (base.PASS, 'the running kernel isolates exactly '
                     f'the dedicated CPUs ({format_cpulist(wanted)})', None)
+        running = self.fact('kernel.args.isolcpus', [])
         now = format_cpulist(running) or 'none'
         return (base.WARN, f'the running kernel isolates {now}, the plan '
                 f'dedicates {format_cpulist(wanted)}',
-                base.KERNEL_ARGS_FIX.format(
-                    args='isolcpus=' + format_cpulist(wanted)))
+                self.kernel_args_fix([arg]))
 
     @base.check('smt-thread-policy')
     def _thread_policy(self) -> base.CheckOutcome:

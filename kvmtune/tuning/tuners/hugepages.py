@@ -319,8 +319,8 @@ class Hugepages(base.Tuner):
                     f'({spread})', None)
         return (base.FAIL, f'no {size} huge pages on this host: guests with '
                 f'hw:mem_page_size={self.params["page_size"]} cannot start',
-                base.KERNEL_ARGS_FIX.format(args=' '.join(
-                    self.pool_args())))  # type: ignore[arg-type]  # sized
+                self.kernel_args_fix(
+                    self.pool_args()))  # type: ignore[arg-type]  # sized
 
     @base.check('host-reserved-pages')
     def _host_reserved(self) -> base.CheckOutcome:

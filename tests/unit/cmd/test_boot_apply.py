@@ -18,6 +18,9 @@ def test_table_names_the_file_the_command_not_run_and_the_reasons(
     assert capsys.readouterr().out.splitlines() == [
         'would write /etc/default/grub',
         'not run (dry run): grub2-mkconfig -o /boot/grub2/grub.cfg',
+        # what GRUB_CMDLINE_LINUX(_DEFAULT) give the next boot
+        "next boot's kernel arguments: console=tty0 console=ttyS0,115200n8"
+        ' crashkernel=auto rhgb quiet isolcpus=1-7,9-15,17-23,25-31',
         'reboot required (cmdline: isolcpus=1-7,9-15,17-23,25-31); record '
         'would write']
     assert record.read(str(root)) is None
@@ -26,7 +29,7 @@ def test_table_names_the_file_the_command_not_run_and_the_reasons(
     assert out[0] == 'wrote /etc/default/grub'
     assert out[1] == (f'not run (--root {root} is not this machine): '
                       'grub2-mkconfig -o /boot/grub2/grub.cfg')
-    assert out[2].endswith('record written')
+    assert out[3].endswith('record written')
 
 
 def test_json_is_the_result_document(tmp_path, capsys):
