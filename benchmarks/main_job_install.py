@@ -7,9 +7,9 @@ the parts that can run beside a shared machine's test cloud.
         after the other
   new   a clone of this tree: tools/bootstrap (what the main job runs,
         by uv), then the main job's own code: the cloud's install
-        started (kvmtune.mainjob.cloud.start_cloud, without its
+        started (kvmtune.mainjob.testcloud.start_cloud, without its
         bring-up), the image built meanwhile (job._image_step), the
-        install waited for (cloud.install_step)
+        install waited for (testcloud.install_step)
 
 Each round starts with empty caches of its own (pip's or uv's, the image
 build's) and installs into directories under --dir only: the clone's
@@ -37,12 +37,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 NEW_STEPS = '''
 import sys, time
-from kvmtune.mainjob import cloud, job, steps
+from kvmtune.mainjob import job, steps, testcloud
 steps.configure(sys.argv[1], verbose=False)
 started = time.monotonic()
-installing = cloud.start_cloud(up=False)
+installing = testcloud.start_cloud(up=False)
 job._image_step()
-cloud.install_step(installing)
+testcloud.install_step(installing)
 print(f"image and cloud install: {time.monotonic() - started:.1f} s")
 '''
 

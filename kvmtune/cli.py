@@ -35,6 +35,7 @@ from typing import Any
 from typing import NamedTuple
 from typing import TYPE_CHECKING
 
+import kvmtune
 from kvmtune.errors import EXIT_ERROR
 from kvmtune.errors import EXIT_OK
 from kvmtune.errors import KvmtuneError
@@ -60,6 +61,7 @@ Tune KVM compute hosts for near bare-metal guests, and measure it.
   check   -> verify              host, nova-compute, cloud, guests as planned
              capacity            how many more tuned guests fit
   fleet   -> rollout             a profile over an Ansible inventory
+             rollout-report      the canary gate's measurements and verdicts
   measure -> image build, bench local, bench nested, baseline
              rally env           Rally's database and environment [bench]
              report              compare runs: table, fit and plots [bench]
@@ -100,6 +102,9 @@ COMMANDS: list[tuple[Any, ...]] = [
     (('rollout-step',), 'rollout_step',
      'One rollout step on one host: preflight, disable, drain, gate, '
      'enable.'),
+    (('rollout-report',), 'rollout_report',
+     'The canary gate\'s measurements in a rollout state file: table, '
+     'page.'),
     (('export',), 'export',
      'Write a profile\'s plan as a deployment tool\'s override files.'),
     (('flavor', 'apply'), 'flavor_apply',
@@ -120,6 +125,8 @@ COMMANDS: list[tuple[Any, ...]] = [
      'The single-host test cloud: install, up, down, status, env.'),
     (('rally', 'task-path'), 'rally_task_path',
      'Print where an installed Rally task file is (disk-scaling, ...).'),
+    (('monitoring', 'rules-path'), 'monitoring_rules_path',
+     'Print where the installed Prometheus alert rules are.'),
     (('rally', 'env'), 'rally_env',
      'Give plain rally a database and an environment for a cloud.',
      'bench', ('rally', 'rally_openstack')),
@@ -315,6 +322,8 @@ def build_parser(commands: Sequence[Command] | None = None
                              '/etc/kvmtune/kvmtune.conf when it exists.')
     parser.add_argument('--debug', action='store_true',
                         help='Show tracebacks for unexpected errors.')
+    parser.add_argument('--version', action='store_true',
+                        help='Print kvmtune\'s version and exit.')
     top = parser.add_subparsers(dest='command', metavar='COMMAND')
     groups: dict[tuple[str, ...], Any] = {}
     for words, mod, help_, extra in commands:
@@ -347,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               'report it)', file=sys.stderr)
         return INTERNAL_ERROR
     args = parser.parse_args(argv)
+    if args.version:            # pbr's, looked up only now
+        print(f'kvmtune {kvmtune.__version__}')
+        return EXIT_OK
     if not getattr(args, '_run', None):
         parser.print_help()
         return EXIT_ERROR

@@ -4,8 +4,10 @@ Every expected failure (bad input, a cloud that says no) is raised as
 KvmtuneError; the CLI prints it as one line and exits 2, with no traceback
 and nothing written.
 
-Every command and program of kvmtune exits with one of these (the CLI
-reference lists them, doc/source/reference/cli.rst "Exit status").
+Every command and program of kvmtune exits with one of these: EXIT_STATUS
+is the table, and EXIT_CODES says which of them each command returns; the
+CLI reference shows both (doc/source/reference/cli.rst "Exit status"),
+and tests/unit/test_docs.py checks the page against them.
 """
 
 import re
@@ -13,6 +15,63 @@ import re
 EXIT_OK = 0         # done; in sync; matches
 EXIT_DIFFERS = 1    # ran, and found a difference: drift, differs, stopped
 EXIT_ERROR = 2      # could not run: bad input, a refusal, a cloud error
+EXIT_UNCHECKED = 3  # ran, and could check nothing (verify: no PASS, no DRIFT)
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
+# Every exit status of kvmtune and what it means, for the operator
+# (the "Exit status" table of the CLI reference is this).
+EXIT_STATUS: dict[int, str] = {
+    EXIT_OK: 'done: in sync, matches, up, a plan without FAIL checks',
+    EXIT_DIFFERS: 'it ran, and what it found is not as wanted: drift, a '
+                  'difference, a service stopped, a guest without a '
+                  'result, a plan with FAIL checks',
+    EXIT_ERROR: 'it could not run: bad input, a refusal, a cloud that said '
+                'no, a missing extra, a bug; one line on stderr says what, '
+                'where and the fix',
+    EXIT_UNCHECKED: 'it ran, and could check nothing: verify found no PASS '
+                    'and no DRIFT (every check UNKNOWN or skipped)',
+    EXIT_INTERRUPTED: 'interrupted (Ctrl-C)',
+}
+
+# The exit statuses each built-in command (kvmtune.cli.COMMANDS, by its
+# words) returns; any command also exits 130 when interrupted. The CLI
+# reference's "Exit status" tables are EXIT_STATUS and this, and
+# tests/unit/test_docs.py checks the page, every command module's returns
+# and the documented examples against them.
+_OK_ERROR = (EXIT_OK, EXIT_ERROR)
+_DIFFERS = (EXIT_OK, EXIT_DIFFERS, EXIT_ERROR)
+EXIT_CODES: dict[tuple[str, ...], tuple[int, ...]] = {
+    ('host', 'inspect'): _OK_ERROR,
+    ('host', 'capture'): _OK_ERROR,
+    ('host', 'tag'): _OK_ERROR,
+    ('profile', 'list'): _OK_ERROR,
+    ('profile', 'show'): _OK_ERROR,
+    ('profile', 'validate'): _OK_ERROR,
+    ('plan',): _DIFFERS,                # 1: the plan has FAIL checks
+    ('nova-conf', 'apply'): _OK_ERROR,
+    ('pages', 'apply'): _OK_ERROR,
+    ('boot', 'apply'): _OK_ERROR,
+    ('rollout',): _DIFFERS,             # 1: --check, a batch refused
+    # 1: drift; 3: nothing could be checked
+    ('verify',): _DIFFERS + (EXIT_UNCHECKED,),
+    ('capacity',): _OK_ERROR,
+    ('rollout-step',): _DIFFERS,        # 1: the gate found drift
+    ('rollout-report',): _DIFFERS,      # 1: a host not (yet) passed
+    ('export',): _OK_ERROR,
+    ('flavor', 'apply'): _OK_ERROR,
+    ('flavor', 'diff'): _DIFFERS,       # 1: the flavor differs
+    ('flavor', 'remove'): _OK_ERROR,
+    ('image', 'build'): _OK_ERROR,
+    ('baseline',): _OK_ERROR,
+    ('bench', 'local'): _DIFFERS,       # 1: a guest without a result
+    ('bench', 'nested'): _DIFFERS,      # 1: a level without a result
+    ('cloud',): _DIFFERS,               # 1: status: not up
+    ('rally', 'task-path'): _OK_ERROR,
+    ('monitoring', 'rules-path'): _OK_ERROR,
+    ('rally', 'env'): _OK_ERROR,
+    ('report',): _OK_ERROR,
+    ('main-job',): _DIFFERS,            # 1: --strict, an SLA failed
+}
 
 # What stands in for a secret in every line and diff kvmtune prints.
 MASK = '***'

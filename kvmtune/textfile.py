@@ -18,8 +18,9 @@ succeeded, per host:
 ``kvmtune_last_run_timestamp_seconds{command,hostname}``
     when it last ran to the end (and wrote this file);
 ``kvmtune_last_success_timestamp_seconds{command,hostname}``
-    when it last succeeded (verify: nothing drifted; capacity: every count
-    made), carried over from the file it replaces, 0 if never.
+    when it last succeeded (verify: exit 0, nothing drifted and something
+    checked; capacity: every count made), carried over from the file it
+    replaces, 0 if never.
 
 A file has one writer: one command (a file another command or program
 wrote is refused, not overwritten) at a time (a second writer holding it is
@@ -45,8 +46,8 @@ _OWNERS = {LAST_RUN: None,
            'kvmtune_verify_last_run_timestamp_seconds': 'verify',
            'kvmtune_capacity_last_run_timestamp_seconds': 'capacity'}
 FIX = ('give --prometheus a file of its own (NAME.prom) in a directory you '
-       'can write: the textfile collector\'s (doc/source/admin/'
-       'monitoring.md)')
+       'can write: node_exporter\'s --collector.textfile.directory (admin '
+       'guide, "Monitoring with Prometheus")')
 
 Labels = Mapping[str, object]
 
@@ -169,8 +170,8 @@ def timestamps(command: str, success: Mapping[str, bool], now: float,
     run = Family(LAST_RUN, 'When the kvmtune command last ran to the end '
                  '(Unix time).')
     ok = Family(LAST_SUCCESS, 'When the kvmtune command last succeeded '
-                '(verify: nothing drifted; capacity: every count made; '
-                '0: never).')
+                '(verify: in sync, something checked; capacity: every '
+                'count made; 0: never).')
     for hostname in sorted(success):
         where = {'command': command}
         if hostname:

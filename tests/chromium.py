@@ -3,10 +3,11 @@
 Debian's ``chromium`` (tools/bootstrap installs it) is started headless
 with a DevTools port on 127.0.0.1 only; pages are opened in it and every
 console message, uncaught exception, error or warning log entry and
-failed request they bring is collected (``problems``). Two users:
-tools/check-docs opens every page of the built documentation, and
+failed request they bring is collected (``problems``). Its users:
+tools/check-docs opens every page of the built documentation,
 tests/functional/test_report_html.py opens the page `kvmtune report
---html` writes. Standard library only, so that the tool needs no
+--html` writes, and tests/functional/test_canary_report_html.py the page
+of `kvmtune rollout-report --html`. Standard library only, so that the tool needs no
 virtualenv; it lives under tests/ so that the installed package carries
 no test code.
 """

@@ -9,6 +9,7 @@ that distribution (tests/fixtures/boot/README.md).
 
 import os
 import pathlib
+import re
 import shutil
 
 from tests import paths
@@ -40,3 +41,29 @@ def snapshot(root):
         if path.is_file() and not path.is_symlink():
             found[str(path.relative_to(root))] = path.read_bytes()
     return found
+
+
+def grubby_bls(options, argvs):
+    """An entry's options line after the ``grubby --update-kernel=ALL``
+    commands ``argvs``, as grubby-bls edits it (rhboot/grubby, grubby-bls:
+    update_args): each --remove-args word removes the first match of
+    ``$arg[^ ]*``; each --args key=value replaces the first ``key=[^ ]*``
+    when ``key=`` is in the line, else is appended (the test's own model
+    of that script, not kvmtune's)."""
+    args = options
+    for argv in argvs:
+        flag, _, value = argv[2].partition('=')
+        for arg in value.split():
+            if flag == '--remove-args':
+                args = re.sub(re.escape(arg) + r'[^ ]*', '', args, count=1)
+            elif '=' in arg:
+                key = arg.split('=', 1)[0]
+                if key + '=' in args:
+                    args = re.sub(re.escape(key) + r'=[^ ]*',
+                                  lambda _, arg=arg: arg, args, count=1)
+                else:
+                    args += ' ' + arg
+            elif arg not in args.split():
+                args += ' ' + arg
+        args = ' '.join(args.split())
+    return args

@@ -40,6 +40,7 @@ from kvmtune.boot import loader as loaders
 from kvmtune.boot import record
 from kvmtune.errors import InputError
 from kvmtune.errors import KvmtuneError
+from kvmtune.facts import cmdline
 from kvmtune import fileio
 from kvmtune import inputs
 
@@ -69,6 +70,9 @@ class Result:
     # 'written' | 'removed' | 'unchanged' | 'none' | 'would write' | ...
     record: str = 'none'
     dry_run: bool = False
+    # the kernel arguments the next boot gets (each boot entry's line as
+    # kvmtune staged it, read back by the kernel's rules), when it staged
+    cmdline: list[str] = dataclasses.field(default_factory=list)
     # the plan it staged (kvmtune.tuning.plan.Plan): to_dict()'s 'plan',
     # what the rollout's gate verifies the host against after the reboot
     plan: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -88,6 +92,7 @@ class Result:
                 'reasons': {reason: self.reasons.get(reason, [])
                             for reason in record.REASONS},
                 'record': self.record, 'dry_run': self.dry_run,
+                'staged_cmdline': self.cmdline,
                 'plan': None if self.plan is None else self.plan.to_dict()}
 
 
@@ -221,14 +226,23 @@ def apply(profile: 'str | Profile | None', root: str = '/',
             reasons.setdefault(reason, []).extend(items)
         # Written when the booted line lacks an argument, or when the file
         # would give the next boot other arguments than the plan's.
-        if reasons or (old and old != plan.kernel_args):
+        if reasons or (old and not _same_args(old, plan.kernel_args)):
+            # One argument per key: the words of the keys the plan sets
+            # come out of the boot loader's lines, the operator's
+            # isolcpus flags stay (kvmtune.facts.cmdline).
+            staging = loaders.stage(loader, root, plan.kernel_args, old,
+                                    changes.booted_line(facts, root))
+            result.kernel_args = staging.args
+            result.cmdline = staging.lines
             writes['/' + loader.config] = loaders.render(
-                loader, root, plan.profile, plan.kernel_args)
+                loader, root, plan.profile, staging.args, staging.resets)
             # Run also when the file is as it should be but the booted
             # line lacks arguments: a run before may have written it and
             # failed in the tool (the tools are idempotent).
-            result.commands = loaders.commands(loader, old,
-                                               plan.kernel_args)
+            result.commands = loaders.commands(
+                loader, staging.remove + [
+                    arg for arg in old if arg not in staging.drop
+                    and arg not in plan.kernel_args], staging.args)
     modprobe = _modprobe_files(plan)
     writes.update(modprobe)
     modules = {module for text in modprobe.values()
@@ -265,6 +279,14 @@ def apply(profile: 'str | Profile | None', root: str = '/',
             _run(argv)
     result.record = _record_change(root, plan.profile, result.reasons)
     return result
+
+
+def _same_args(old: list[str], planned: list[str]) -> bool:
+    """kvmtune's file holds the plan's arguments by meaning (its isolcpus
+    may carry the operator's flags besides the plan's CPUs)."""
+    keys = {cmdline.key_of(arg) for arg in old}
+    return keys == {cmdline.key_of(arg) for arg in planned} and all(
+        item.ok for item in cmdline.judge(planned, cmdline.read(old)))
 
 
 def _record_change(root: str, profile: str, reasons: dict[str, list[str]],

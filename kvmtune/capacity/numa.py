@@ -6,8 +6,8 @@ NUMATopologyFilter fits one (nova/virt/hardware.py
 (``numa_usage_from_instance_numa``), and the next guest is fitted on what
 is left. Which CPUs a guest gets decides what the next one can get, so the
 count is that loop, run here on kvmtune's own model of those rules (read
-from Nova 34's hardware.py and objects/numa.py;
-../shared/ANCHORS-VERIFY-CAPACITY.md section 7):
+from Nova 34's nova/virt/hardware.py and nova/objects/numa.py,
+https://opendev.org/openstack/nova):
 
 - host nodes are tried in Nova's order (more free memory first, then
   fewer shared vCPUs in use, or more free dedicated CPUs, for pinned

@@ -20,8 +20,8 @@ its hypervisor name, which can differ), as openstack-exporter's
     hostname).
 
 Kept for one release (releasenotes), as StackHPC's os-capacity names them
-(os_capacity/prometheus.py; ../shared/ANCHORS-VERIFY-CAPACITY.md section
-8) with its ``hypervisor`` label:
+(https://github.com/stackhpc/os-capacity, os_capacity/prometheus.py and
+its README.rst) with its ``hypervisor`` label:
 ``openstack_free_capacity_hypervisor_by_flavor``,
 ``openstack_free_capacity_by_flavor_total`` (a gauge, whose ``_total`` the
 naming guide keeps for counters), ``kvmtune_capacity_limit``,

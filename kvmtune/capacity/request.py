@@ -2,7 +2,7 @@
 
 Follows Nova's rules (nova/scheduler/utils.py ``ResourceRequest``,
 ``resources_from_flavor``; nova/virt/hardware.py ``numa_get_constraints``;
-read from Nova's source, ../shared/ANCHORS-VERIFY-CAPACITY.md section 6):
+read from Nova's source, https://opendev.org/openstack/nova):
 
 - ``hw:cpu_policy=dedicated``: PCPU = vcpus; ``mixed``: PCPU = the
   dedicated vCPUs of ``hw:cpu_dedicated_mask``, VCPU the rest; either with

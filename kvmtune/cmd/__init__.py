@@ -68,3 +68,20 @@ def add_facts_dir(parser: argparse.ArgumentParser, use: str) -> None:
 def add_dry_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dry-run', action='store_true',
                         help='show the change, write nothing')
+
+
+def add_accept_failed_checks(parser: argparse.ArgumentParser) -> None:
+    """--accept-failed-checks, the same on every command that applies a
+    plan (kvmtune.tuning.failed.refuse)."""
+    parser.add_argument('--accept-failed-checks', action='store_true',
+                        help='write the plan even when it has FAIL checks '
+                             'that none of its changes clears (without it '
+                             'such a plan is refused, each check named, '
+                             'exit 2)')
+
+
+def warn(line: str) -> None:
+    """One ``kvmtune: warning:`` line on stderr."""
+    import sys
+
+    print(f'kvmtune: warning: {line}', file=sys.stderr)

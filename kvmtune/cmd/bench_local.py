@@ -84,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='Scratch data disk per guest (default 256M).')
     parser.add_argument('--cache', choices=CHOICES['cache'],
                         default='none', help='QEMU cache mode of the data '
-                        'disk (doc/sources.md [S3]: none for raw/LVM).')
+                        'disk (none, as for raw/LVM: the contributor docs\' '
+                        'sources, [S3]).')
     parser.add_argument('--disk-format', choices=CHOICES['format'],
                         default='raw', help='Data disk format.')
     output.add_renamed(parser, '--format', '--disk-format', 'disk_format',

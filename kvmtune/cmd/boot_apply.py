@@ -28,6 +28,14 @@ loader commands are printed as not run: they act on this machine only.
 A plan that withheld isolcpus or a huge page pool, a booted command line
 that is unknown, an unknown boot loader or a missing tool is refused with
 one line, exit 2, nothing written.
+
+A plan with a FAIL check that none of its changes clears (no VT-x or EPT,
+no /dev/vhost-net: ``kvmtune plan`` shows each with its fix) is refused
+before anything is written, one line naming each such check and its fix,
+exit 2; --accept-failed-checks writes it anyway, one warning per check.
+A FAIL the plan's boot-time changes clear (a pool its kernel arguments
+reserve, a module option its modprobe.d file sets) is what this command
+is for: it runs.
 """
 
 import argparse
@@ -42,18 +50,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='the host tree to plan for and write into '
                              '(default: this host, /)')
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
     output.add_format(parser, columns=False,
                       formats=('table', 'json', 'yaml'))
 
 
 def run(args: argparse.Namespace) -> int:
     from kvmtune.boot import apply
-    from kvmtune.tuning import plan
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import failed
+    from kvmtune.tuning import plan as plans
 
+    # The plan as kvmtune.boot.apply makes it (the facts of this machine,
+    # or of the tree), here so its FAIL checks are refused first: a
+    # failure the boot-time changes clear (a pool reserved at boot) is
+    # what this command is for, any other one is named, exit 2.
+    facts = host_facts.resolve(
+        root=None if apply.is_this_machine(args.root) else args.root)
+    if args.plan:
+        plan = plans.load(args.plan)
+    else:
+        plan, = plans.for_host([args.profile], facts=facts,
+                               config_files=args.config_file or ())
+    failed.refuse(plan, 'kvmtune boot apply',
+                  accept=args.accept_failed_checks, boot_time=True,
+                  warn=cmd.warn)
     result = apply.apply(args.profile, root=args.root,
                          config_files=args.config_file or (),
-                         dry_run=args.dry_run,
-                         plan=plan.load(args.plan) if args.plan else None)
+                         dry_run=args.dry_run, facts=facts, plan=plan)
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=result.to_dict())
         return 0
@@ -64,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             'not run (dry run)' if result.dry_run
             else f'not run (--root {result.root} is not this machine)')
         print(f'{state}: {" ".join(argv)}')
+    for line in result.cmdline:
+        print(f'next boot\'s kernel arguments: {line}')
     if result.reboot_required:
         why = '; '.join(f'{reason}: {" ".join(items)}'
                         for reason, items in result.reasons.items())

@@ -26,11 +26,17 @@ the tool does not manage them.
   kvmtune export --profile pinned-hugepages --target kolla \\
       --facts compute-1.json --host compute-1 --output ./kvmtune-kolla
 
-With --nova-conf BASE (oslo-dropin), an option BASE sets to another value
-than the plan is refused, naming it: a service started with --config-file
-(Debian's and Ubuntu's units) reads the drop-in directories *before* BASE,
-and BASE's value wins. --service-cmdline "the service's command line" (or,
-exporting for this host, its /proc/<pid>/cmdline) tells where the drop-in
+--nova-conf BASE is the nova.conf (an override file, or one the tool
+rendered on a host) whose lists kvmtune extends ([filter_scheduler]
+enabled_filters, [libvirt] cpu_model_extra_flags, disk_cachemodes): every
+target writes them as BASE's items followed by kvmtune's, the way "nova-conf
+apply" edits them, and a note says what in the tool's precedence can still
+replace them; provider-config and tuned refuse it. For oslo-dropin, another
+option BASE sets to another value than the plan is refused, naming it: a
+service started with --config-file (Debian's and Ubuntu's units) reads the
+drop-in directories *before* BASE, and BASE's value wins.
+--service-cmdline "the service's command line" (or, exporting for this
+host, its /proc/<pid>/cmdline) tells where the drop-in
 stands in oslo.config's order; when it would lose, a systemd drop-in
 etc/systemd/system/<unit>.d/50-kvmtune.conf (unit: --service-unit, the
 process's own, or nova-<service>.service) restarts the service with
@@ -72,9 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '(default: the whole compute group)')
     cmd.add_facts_source(parser, verb='export for')
     parser.add_argument('--nova-conf', metavar='BASE',
-                        help='the nova.conf the drop-ins add to: an '
-                             'option it sets otherwise than the plan is '
-                             'refused (oslo-dropin)')
+                        help='your nova.conf: the lists kvmtune extends '
+                             '(enabled_filters ...) keep its items; '
+                             'oslo-dropin: an option it sets otherwise '
+                             'than the plan is refused')
     parser.add_argument('--service-cmdline', metavar='CMDLINE',
                         action='append',
                         help='a Nova service\'s command line, as it is '

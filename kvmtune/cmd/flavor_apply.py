@@ -27,6 +27,12 @@ With --project (repeatable) a new flavor is private and shared with those
 projects only once its specs are complete, so no project's guest can land
 on it half made, whatever stops the run; a run again shares what is
 missing. An existing public flavor cannot be made private (Nova): refused.
+
+The plan's host checks count too: a FAIL check that none of the plan's
+changes clears (no EPT on the host the flavor is planned for) is refused
+before the cloud is asked anything, one line naming each such check and
+its fix, exit 2; --accept-failed-checks makes the flavor anyway. A pool
+the host's boot-time changes reserve is one warning.
 """
 
 import argparse
@@ -49,14 +55,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'are complete')
     cmd.add_facts_source(parser)
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
 
 
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune.openstack import flavors as tuned
+    from kvmtune.tuning import failed
 
+    # A plan with FAIL checks no change of it clears is refused before
+    # the cloud is asked anything; a pool the host's boot-time changes
+    # reserve is one warning line.
     tuned.apply_profile(args.os_cloud, args.profile, base=args.base,
                         name=args.name, root=args.root,
                         facts_file=args.facts, dry_run=args.dry_run,
                         config_files=args.config_file,
-                        projects=args.project)
+                        projects=args.project,
+                        check=lambda plan: failed.refuse(
+                            plan, 'kvmtune flavor apply',
+                            accept=args.accept_failed_checks,
+                            warn=cmd.warn))
     return 0

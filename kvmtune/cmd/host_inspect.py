@@ -7,10 +7,12 @@ JSON that ``kvmtune plan --facts`` accepts (keys: doc/facts.md).
 
   kvmtune host inspect
   kvmtune host inspect --format json -o compute-1.json
-  kvmtune host inspect --root captured/compute-1 --versions
+  kvmtune host inspect --root captured/compute-1
+  kvmtune host inspect --versions
 
 ``--versions`` also runs ``libvirtd --version`` and
-``qemu-system-x86_64 --version``; nothing else is run.
+``qemu-system-x86_64 --version`` of this host (so not with --root or
+--facts); nothing else is run.
 """
 
 import argparse
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from kvmtune.cmd import output
 from kvmtune.errors import InputError
+from kvmtune.facts import arch
 from kvmtune import jsonout
 from kvmtune import pagesize
 
@@ -109,6 +112,12 @@ def write_atomic(path: str, text: str) -> None:
           file=sys.stderr)
 
 
+def _sizes(facts: 'Facts') -> str:
+    """The huge page sizes the kernel offers (kvmtune.facts.arch)."""
+    sizes = arch.page_sizes_kb(facts)
+    return 'unknown' if sizes is None else arch.sizes_text(sizes)
+
+
 def _yes(value: bool | None) -> str:
     return {True: 'yes', False: 'no', None: 'unknown'}[value]
 
@@ -194,8 +203,8 @@ def to_table(facts: 'Facts', versions_asked: bool = False) -> str:
                  f'{facts["source"]}'),
         ('CPU', f'{cpu["model_name"]} ({cpu["vendor"]}), '
                 f'{len(cpu["online"])} online: {_cpus(cpu["online"])}'),
-        ('', f'{_shape(cpu)}; 1G pages (pdpe1gb) '
-             f'{_yes(cpu["pdpe1gb"])}'),
+        ('', f'{_shape(cpu)}; {arch.name(facts)}, huge page sizes '
+             f'{_sizes(facts)}'),
         ('SMT', _smt(cpu)),
         ('Virt', _virt(virt)),
         ('Memory', f'{mem["total_mb"]} MB; default huge page '

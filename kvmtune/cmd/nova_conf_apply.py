@@ -35,8 +35,11 @@ Nova's source): ``--service compute`` writes only what nova-compute reads,
 (``[filter_scheduler] enabled_filters``, ``[workarounds]
 disable_fallback_pcpu_query``), ``--service all`` everything (one file for
 all services, as on a single-node DevStack). The default is what this host
-runs (nova-compute and nova-scheduler: all), else compute. An option left
-out is named on stderr, never dropped silently.
+runs (nova-compute and nova-scheduler: all), else compute; with --root DIR
+of another host, what DIR/proc shows running there, and a tree with no
+Nova process in it (a capture has none) needs --service: this machine's
+processes say nothing about that host. An option left out is named on
+stderr, never dropped silently.
 
 A service reads nova.conf in oslo.config's order
 (kvmtune.tuning.novaconf.effective, from oslo_config/cfg.py): a later
@@ -46,6 +49,14 @@ nova-cpu.conf). With ``--service-cmdline "the service's command line"`` such an
 option stops the run, naming the file that wins, with nothing written; applying
 on this host without it, the running services' /proc/<pid>/cmdline are
 checked the same way and each such option is a notice.
+
+A plan with a FAIL check that none of its changes clears (no VT-x or EPT,
+no /dev/vhost-net: ``kvmtune plan`` shows each with its fix) is refused
+before anything is written, one line naming each such check and its fix,
+exit 2; --accept-failed-checks writes it anyway, one warning per check.
+A FAIL the plan's boot-time changes clear (a huge page pool its kernel
+arguments reserve) is one warning naming ``kvmtune boot apply`` and the
+reboot as the next step: restart nova-compute once the host booted it.
 """
 
 import argparse
@@ -74,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'a written option from another file (default: '
                              'the running services\' own, as notices)')
     cmd.add_dry_run(parser)
+    cmd.add_accept_failed_checks(parser)
 
 
 def service_cmdlines(args: argparse.Namespace, service: str
@@ -107,9 +119,34 @@ def service_cmdlines(args: argparse.Namespace, service: str
             if name in wanted], False
 
 
+def default_service(root: str | None) -> tuple[str, str]:
+    """(service, why) when --service is not given: what the host runs,
+    read from its own /proc (``root``/proc for another host's tree).
+
+    :raises InputError: another host's tree shows no Nova process
+    """
+    import os
+
+    from kvmtune.errors import InputError
+    from kvmtune.facts import is_live
+    from kvmtune.tuning.novaconf import services
+
+    if root is None or is_live(root):
+        return services.default_service()
+    proc = os.path.join(root, 'proc')
+    if not services.running(proc):
+        raise InputError(f'no Nova service process in {proc} to take '
+                         'the default --service from (this machine\'s '
+                         'processes are not that host\'s)', source=root,
+                         key='--service', fix='give --service compute, '
+                         'scheduler or all')
+    service, why = services.default_service(proc)
+    return service, f'{why} (in {proc})'
+
+
 def run(args: argparse.Namespace) -> int | None:
     from kvmtune import conf
-    from kvmtune.tuning.novaconf import services as novaservices
+    from kvmtune.tuning import failed
     from kvmtune.tuning.novaconf import update
     from kvmtune.tuning.novaconf import validate
     from kvmtune.tuning import plan as plans
@@ -123,10 +160,15 @@ def run(args: argparse.Namespace) -> int | None:
         [plan] = plans.for_host([args.profile], root=args.root,
                                 facts_file=args.facts,
                                 config_files=args.config_file)
+    # FAIL checks no change of the plan clears: refused before anything
+    # is read or written, each named (a pool the boot-time changes
+    # reserve: one warning line each).
+    failed.refuse(plan, 'kvmtune nova-conf apply',
+                  accept=args.accept_failed_checks, warn=cmd.warn)
     # --config '' is a mistake (an unset variable), not "the default".
     path = loaded.nova.config_file if args.config is None else args.config
     service, why = ((args.service, None) if args.service
-                    else novaservices.default_service())
+                    else default_service(args.root))
     python = validate.configured_python(args.nova_python,
                                         loaded.nova.python_executable)
     # A file that cannot be applied gets its one-line error alone: the

@@ -17,8 +17,15 @@ release kvmtune knows (user guide, "Nova releases"). Where that release lacks
 an option or extra spec a profile needs, one line names the release and
 the option, exit 2.
 
-``kvmtune nova-conf apply`` and ``kvmtune flavor apply`` apply the same
-plan. The JSON keys are stable (doc/design.md section 4).
+Exit status: 0, the plan has no FAIL check; 1, it has one or more (the
+plan is printed all the same); 2, it withheld values (a pool or the CPU
+split it cannot plan safely: the line names the fix) or the input is
+wrong.
+
+``kvmtune nova-conf apply``, ``boot apply``, ``pages apply --profile`` and
+``flavor apply`` apply the same plan, and refuse it when it has a FAIL
+check none of its changes clears (``--accept-failed-checks`` to write it
+anyway). The JSON keys are stable (doc/design.md section 4).
 """
 
 import argparse
@@ -27,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from kvmtune import cmd
 from kvmtune.cmd import output
+from kvmtune.errors import EXIT_DIFFERS
+from kvmtune.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan
@@ -62,7 +71,8 @@ def run(args: argparse.Namespace) -> int | None:
         sys.stdout.write(format_text(plan))
     # Values withheld for safety: the plan above says why; exit 2.
     plans.refuse_if_withheld(plan)
-    return 0
+    # FAIL checks: the plan is shown, and the status says so (exit 1).
+    return EXIT_DIFFERS if plan.count('fail') else EXIT_OK
 
 
 STATUS_WORDS = {'pass': 'PASS', 'warn': 'WARN', 'fail': 'FAIL'}

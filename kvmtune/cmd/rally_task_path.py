@@ -4,8 +4,9 @@
     rally task start "$(kvmtune rally task-path disk-scaling)" \\
         --task-args '{"max_vms": 3}'
 
-The task files (kvmtune/rally/tasks/*.yaml) are installed with kvmtune,
-beside its Rally plugins; without a name this lists them with their paths.
+The task files are installed with kvmtune, beside its Rally plugins (in a
+clone they are rally_scenarios/*.yaml, with arguments files in
+rally_scenarios/args/); without a name this lists them with their paths.
 Rally itself comes with the bench extra: pip install '.[bench]' in a
 kvmtune clone (README, "Install").
 """

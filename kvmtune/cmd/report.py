@@ -5,7 +5,7 @@
 
 Every file is read into runs (kvmtune.results): one per Rally sweep
 (flavor) of `rally task report --json` or `rally task results`, per
-`kvmtune bench local --json` run (or column of a --compare), per level
+`kvmtune bench local -o FILE` run (or column of a --compare), per level
 of `kvmtune bench nested -o`, and the bare host of a `kvmtune baseline`
 file (--baseline FILE is one more file). They are analysed once
 (kvmtune.results.analysis) and printed by the one renderer: per VM count
@@ -35,9 +35,9 @@ from kvmtune.cmd import output
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('results', metavar='RESULTS.json', nargs='+',
-                        help='Rally task result (report --json or '
-                             'results), bench local --json, bench nested '
-                             '-o or baseline file; all compared.')
+                        help='Rally task result (rally task report '
+                             '--json or results), bench local -o, bench '
+                             'nested -o or baseline file; all compared.')
     parser.add_argument('--baseline', metavar='FILE',
                         help='Bare-metal result written by kvmtune baseline.')
     parser.add_argument('--png', metavar='FILE', help='Write the plot here.')

@@ -25,8 +25,21 @@ deploy. Each layer compares the plan with what is live:
 
 Every check is PASS, DRIFT (with the fix) or UNKNOWN (with the reason it
 could not be made: no nova-compute process, no libvirt, no credentials, a
-cloud answering 5xx); UNKNOWN never counts as a pass. Exit status: 0 in
-sync, 1 when anything drifted, 2 when verify could not run (bad input).
+cloud answering 5xx); UNKNOWN never counts as a pass.
+
+Another host (--root TREE, --facts FILE) is judged from what is given
+alone: this machine's processes, files and libvirt are never read for
+it. What the given files cannot tell is UNKNOWN naming the flag that
+gives it (--nova-config-file, --domain-xml-dir or --libvirt-uri, --root).
+
+Exit status:
+  0  in sync: nothing drifted and at least one check passed (UNKNOWN
+     rows beside PASS ones are shown and counted, not a failure)
+  1  something drifted
+  2  verify could not run (bad input, an internal error)
+  3  nothing could be checked: no check is PASS or DRIFT (every one
+     UNKNOWN, or none, as --all-hosts on a cloud with no compute node);
+     --prometheus then keeps kvmtune_last_success_timestamp_seconds
 """
 
 import argparse
@@ -88,7 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'host name)')
     parser.add_argument('--libvirt-uri', metavar='URI',
                         help='libvirt to read the guests from, read-only '
-                             '(default: qemu:///system)')
+                             '(default: qemu:///system; for another host, '
+                             '--root or --facts, only when given: '
+                             'qemu+ssh://HOST/system)')
     parser.add_argument('--domain-xml-dir', metavar='DIR',
                         help='read the guests\' domain XML from the *.xml '
                              'files in DIR ("virsh dumpxml" of each) '
@@ -154,13 +169,15 @@ def run(args: argparse.Namespace) -> int | None:
                          config_dirs=args.nova_config_dirs,
                          service=args.service, cloud=cloud,
                          libvirt_uri=args.libvirt_uri, host=args.host,
-                         facts=facts, domains=domains)
+                         facts=facts, domains=domains,
+                         origin=verify.origin_of(args.root, args.facts))
     checks = verify.run(built, ctx, layers)
     # the textfile's hostname: Nova's service host, which is the host name
-    # unless nova.conf sets [DEFAULT] host (then --host says it)
+    # unless nova.conf sets [DEFAULT] host (then --host says it); its
+    # pending reboot is the tree's (none known from a facts file)
     return _show(args, checks, COLUMNS, [plan.profile for plan in built],
                  layers, host=ctx.host or facts.get('hostname'),
-                 root=ctx.root)
+                 root=ctx.root if ctx.has_tree else None)
 
 
 def run_fleet(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ def is_live(root: str) -> bool:
     return os.path.realpath(root) == '/'
 
 
-def _recorded_probe(root: str) -> KvmProbe | None:
+def recorded_probe(root: str) -> KvmProbe | None:
     """The KVM probe ``host capture`` recorded, or None."""
     from kvmtune import inputs
 
@@ -99,7 +99,7 @@ def gather(root: str = '/', probe_kvm: bool | None = None) -> Facts:
     if probe_kvm:
         probe = virt.probe_kvm(os.path.join(root, virt.KVM_DEVICE[1:]))
     else:
-        probe = None if is_live(root) else _recorded_probe(root)
+        probe = None if is_live(root) else recorded_probe(root)
     return collect(hostfs.HostFiles(root), probe)
 
 

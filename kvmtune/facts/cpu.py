@@ -19,6 +19,7 @@ from typing import Any
 from typing import cast
 
 from kvmtune.errors import InputError
+from kvmtune.facts import arch
 from kvmtune.facts.cpulist import MAX_CPUS
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.cpulist import parse_cpumask
@@ -282,6 +283,7 @@ def gather(files: HostFiles) -> CpuFacts:
         'online': online,
         **facts,
         'pdpe1gb': None if flags is None else 'pdpe1gb' in flags,
+        'arch': None if text is None else arch.detect(first, text),
     }
 
 

@@ -37,6 +37,8 @@ class _CpuFacts(_CpuTopology):
 
 class CpuFacts(_CpuFacts, total=False):
     cores: int | None
+    # kvmtune.facts.arch.ARCHES or None; absent from older documents
+    arch: str | None
 
 
 class _VirtFacts(TypedDict):

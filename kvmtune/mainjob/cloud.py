@@ -1,162 +1,84 @@
-"""The cloud side of the main job: the test cloud through its
-library (kvmtune.testcloud.api, what `kvmtune cloud` calls: up, its env,
-whether it emulates, restart of its compute, how to stop it), the cloud's
-compute node names, the benchmark image upload and the base flavor the
-tuned flavors start from."""
+"""The main job's target when it is given a cloud of clouds.yaml
+(``--os-cloud``): an operator's cloud, on which it changes nothing of this
+host (OperatorCloud); and what the job does in any cloud, the test cloud
+(kvmtune.mainjob.testcloud) included: connect, list the compute nodes,
+upload the benchmark image, make the base flavor the tuned flavors start
+from."""
 import os
-from typing import Any
-from typing import cast
 from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune import image
 from kvmtune import mainjob
+from kvmtune.mainjob import compute
 from kvmtune.mainjob import steps
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from openstack.connection import Connection
 
-    from kvmtune.mainjob.compute import LocalSetup
+    from kvmtune.facts.types import Facts
     from kvmtune.openstack.connection import Cloud
 
 
-def _say(line: str) -> None:
-    steps.detail(line)
+class OperatorCloud:
+    """An operator's cloud as the job's target: nothing of this host is
+    installed, started or changed; the tuned profile comes from the facts
+    of one of its computes (--compute-facts, or this host when it is one
+    of them), that compute is tagged, and the job says what the operator
+    does on each compute host."""
 
+    measures_baseline = False
 
-def start_cloud(up: bool = True) -> 'Future[dict[str, Any]] | None':
-    """When the test cloud is not up, start installing what it needs
-    (api.install with libvirt: apt, the services' venv; network and disk)
-    and, with ``up``, bringing it up (testcloud_up: its services start),
-    in a thread of its own, so that the image build (CPU) runs meanwhile
-    (benchmarks/main_job_install.py). None when a cloud runs (nothing to
-    install). The future's result is the install's figures, with the
-    cloud's (name, state) under 'cloud' when ``up``; result() re-raises
-    what the install or the bring-up raised."""
-    from kvmtune.testcloud import api
+    def __init__(self, name: str, this_facts: 'Facts', *, max_vms: int,
+                 compute_facts: str | None, tuned_profile: str | None,
+                 emulated: bool) -> None:
+        self.name = name
+        self.emulated = emulated
+        self._this_facts = this_facts
+        self._max_vms = max_vms
+        self._compute_facts = compute_facts
+        self._tuned_profile = tuned_profile
+        self.profile = ''
+        self.record_facts: 'Facts | None' = None
 
-    running = api.status()
-    if running is not None and not running.get('not_running'):
+    def start(self) -> None:
+        """Nothing to install or start beside the image build."""
+
+    def up(self) -> 'Cloud':
+        """The connection, then the tuned profile from a compute's facts."""
+        api = connect(self.name)
+        with api.named(), steps.step('tuned profile') as s:
+            self.setup = compute.remote_setup(
+                self.name, self._this_facts, compute_node_names(api.conn),
+                self._max_vms, mainjob.BASE_FLAVOR['ram'],
+                self._compute_facts, self._tuned_profile)
+            s.done(f'{self.setup.profile}: {self.setup.why} (compute '
+                   f'facts: {self.setup.source})')
+        self.profile = self.setup.profile
+        self.record_facts = self.setup.facts
+        return api
+
+    def compute_step(self, api: 'Cloud', flavors: list[str]
+                     ) -> dict[str, int]:
+        """Tag the compute whose facts the job has; the operator's steps.
+        No VM count is limited: the job does not know the computes'
+        free CPUs."""
+        setup = self.setup
+        with steps.step('compute') as s:
+            for line in compute.tag_remote(setup, self.name):
+                steps.detail(line)
+            s.done('tagged ' + setup.source if setup.facts is not None
+                   else 'not tagged: no facts of its computes (give '
+                        '--compute-facts FILE)')
+        for line in compute.operator_steps(setup, self.name, self._max_vms,
+                                           mainjob.BASE_FLAVOR['ram']):
+            steps.say(line)
+        return {}
+
+    @staticmethod
+    def stop_hint() -> str | None:
+        """No cloud of this host runs for the job."""
         return None
-
-    def install_and_up() -> dict[str, Any]:
-        figures = api.install(libvirt=True, say=_say, output=steps.OUT.log)
-        if up:
-            figures['cloud'] = testcloud_up(installed=True)
-        return figures
-
-    return steps.beside('cloud-install', install_and_up)
-
-
-def install_step(installing: 'Future[dict[str, Any]] | None'
-                 ) -> dict[str, Any] | None:
-    """Wait for start_cloud()'s work (after the image build); the step's
-    line says how long the install took and what it installed. Its
-    figures (None when nothing was started)."""
-    if installing is None:
-        return None
-    with steps.step('test cloud install') as s:
-        figures = installing.result()
-        changed = ', '.join(figures['changed']) or 'nothing missing'
-        s.done(f'{figures["seconds"]:.0f} s beside the image build '
-               f'({changed})')
-    return figures
-
-
-def testcloud_up(installed: bool = False) -> tuple[str, str]:
-    """Bring up the test cloud (libvirt compute) unless it already
-    runs: (cloud name, what happened). ``installed``: start_cloud()'s
-    install is done (else api.install checks and installs here)."""
-    from kvmtune.testcloud import api
-    from kvmtune.testcloud import config
-    from kvmtune.testcloud import stop
-
-    running = api.status()
-    stale = running is not None and bool(running.get('not_running'))
-    if stale:
-        # what a crashed or rebooted run left: its state, no services
-        api.down(say=_say)
-        running = None
-    if running and running['mode'] == 'libvirt':
-        state = 'already up with libvirt compute: using it'
-    elif running:
-        raise CloudError('a test cloud without libvirt compute is up',
-                         source=running['root'],
-                         fix='guests need libvirt: when nobody uses it, '
-                             f'{stop.STOP_HINT}, then run again')
-    else:
-        if not installed:
-            api.install(libvirt=True, say=_say, output=steps.OUT.log)
-        figures = api.up(compute='libvirt', say=_say)
-        how = 'restarted (some services had stopped)' if stale else 'up'
-        state = (f'{how} in {figures["seconds"]:.0f} s, libvirt compute '
-                 f'({figures["virt_type"]}), network {figures["network"]}')
-    os.environ['OS_CLIENT_CONFIG_FILE'] = api.env()['OS_CLIENT_CONFIG_FILE']
-    return config.ADMIN_CLOUD, state
-
-
-def testcloud_step(setup: 'LocalSetup', started: dict[str, Any] | None
-                   ) -> str:
-    """The job's step: the test cloud up (by start_cloud() beside the
-    image build, whose figures are ``started``; else here, installed
-    first), its compute's nova.conf and Python put on ``setup``; returns
-    the cloud's name."""
-    with steps.step('test cloud') as s:
-        if started is not None and 'cloud' in started:
-            cloud_name, state = cast(tuple[str, str], started['cloud'])
-            state += ' (beside the image build)'
-        else:
-            cloud_name, state = testcloud_up(started is not None)
-        s.done(state)
-    setup.nova_conf = nova_conf()
-    setup.nova_python = nova_python()
-    return cloud_name
-
-
-def nova_conf() -> str:
-    """The test cloud's compute's own nova.conf."""
-    from kvmtune.testcloud import api
-
-    return api.env()['KVMTUNE_NOVA_CONF']
-
-
-def nova_python() -> str | None:
-    """The test cloud's Python, which imports Nova (or None)."""
-    from kvmtune.testcloud import api
-
-    python = api.python()
-    return python if os.path.exists(python) else None
-
-
-def restart_compute() -> None:
-    from kvmtune.testcloud import api
-
-    api.restart_compute(say=_say)
-
-
-def stop_hint() -> str | None:
-    """How to stop the test cloud, which the job leaves running for
-    the next run; None when none runs."""
-    from kvmtune.testcloud import api
-    from kvmtune.testcloud import stop
-
-    try:
-        if not api.status():
-            return None
-    except Exception:   # a broken state dir: say how to stop anyway
-        pass
-    return (f'the test cloud keeps running for the next run; stop it '
-            f'with: {stop.STOP_HINT}')
-
-
-def testcloud_emulated() -> bool:
-    """True when the test cloud runs guests under QEMU TCG."""
-    from kvmtune.testcloud import api
-
-    running = api.status()
-    return running is not None and running.get('virt_type') == 'qemu'
 
 
 def connect(name: str) -> 'Cloud':

@@ -4,6 +4,7 @@ facts (EPT/NPT or not), and its flavor's required traits must be ones
 host, the job tunes it (LocalSetup: huge pages, nova.conf, restart, tag);
 on an operator's cloud it changes nothing here and says what to run on
 the computes (RemoteSetup, operator_steps)."""
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
@@ -182,13 +183,13 @@ def pcpu_total(conn: 'Connection') -> int:
 
 
 def tune_local_compute(conn: 'Connection', setup: LocalSetup,
-                       cloud_name: str, root: str = '/') -> int | None:
-    """Pages, nova.conf of the profile, restart, host tag; how many tuned
-    guests fit at once (Placement's PCPU over the guests' vCPUs), or None
-    when they are not pinned."""
+                       cloud_name: str, root: str = '/', *,
+                       restart: Callable[[], None]) -> int | None:
+    """Pages, nova.conf of the profile, ``restart`` of the compute (the
+    test cloud's, kvmtune.mainjob.testcloud.restart_compute), host tag; how
+    many tuned guests fit at once (Placement's PCPU over the guests'
+    vCPUs), or None when they are not pinned."""
     import time
-
-    from kvmtune.mainjob import cloud
 
     done: list[str] = []
     # Pages first: nova-conf apply plans from this host's facts
@@ -199,7 +200,7 @@ def tune_local_compute(conn: 'Connection', setup: LocalSetup,
     apply_nova_conf(setup.profile, setup.facts, cast(str, setup.nova_conf),
                     setup.nova_python, setup.config_files)
     done.append('nova.conf')
-    cloud.restart_compute()
+    restart()
     fits = None
     if setup.pinned:
         deadline = time.monotonic() + PCPU_TIMEOUT

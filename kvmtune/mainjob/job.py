@@ -1,5 +1,5 @@
-"""The main job's steps in order (run): the test cloud or an
-operator's (os_cloud), the image, the default and the tuned flavor, the
+"""The main job's steps in order (run) on its target (Target: the test
+cloud or an operator's cloud), the image, the default and the tuned flavor, the
 compute, the Rally sweep, the report and the summary.
 
 `kvmtune main-job` (kvmtune/cmd/main_job.py) parses the options and calls
@@ -14,6 +14,7 @@ import json
 import os
 from typing import Any
 from typing import cast
+from typing import Protocol
 from typing import TYPE_CHECKING
 
 from kvmtune import errors
@@ -22,22 +23,49 @@ from kvmtune import fileio
 from kvmtune import image
 from kvmtune import mainjob
 from kvmtune.mainjob import cloud
-from kvmtune.mainjob import compute
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import steps
 from kvmtune.mainjob import sweep
+from kvmtune.mainjob import testcloud
 from kvmtune.results import units
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from openstack.connection import Connection
-
     from kvmtune.facts.types import Facts
+    from kvmtune.openstack.connection import Cloud
     from kvmtune.results.records import Record
 
 LOG_NAME = 'main-job.log'
+
+
+class Target(Protocol):
+    """The cloud the job sweeps on, one of two kinds: the test cloud on
+    this host (kvmtune.mainjob.testcloud.TestCloud) or an operator's cloud
+    of clouds.yaml (kvmtune.mainjob.cloud.OperatorCloud). Made right after
+    the host's facts; its steps in the job's order."""
+
+    name: str           # the cloud of clouds.yaml (the test cloud's: once up)
+    profile: str        # the tuned profile (an operator's: once up)
+    emulated: bool      # its guests run under QEMU TCG
+    measures_baseline: bool     # the guests run on this host
+    record_facts: 'Facts | None'    # the compute's facts, for the records
+
+    def start(self) -> None:
+        """What runs beside the image build."""
+
+    def up(self) -> 'Cloud':
+        """The cloud up and connected, after the image build."""
+
+    def compute_step(self, api: 'Cloud', flavors: list[str]
+                     ) -> dict[str, int]:
+        """The compute made ready for the flavors; {flavor: largest VM
+        count} where fewer guests fit than the sweep asks."""
+
+    @staticmethod
+    def stop_hint() -> str | None:
+        """How to stop what the job leaves running, or None."""
 
 
 def _facts_step() -> 'Facts':
@@ -104,32 +132,6 @@ def _sweep_records(profiles_by_flavor: Mapping[str, str],
     except KvmtuneError as exc:
         steps.detail(f'no result records: {exc.line()}')
         return None
-
-
-def _tuned_local(this_facts: 'Facts', max_vms: int,
-                 tuned_profile: str | None, config_files: Iterable[str]
-                 ) -> compute.LocalSetup:
-    """Decided before anything is installed or started: a profile this
-    host cannot serve (a trait host tag will not set, a page size) stops
-    here."""
-    with steps.step('tuned profile') as s:
-        setup = compute.local_setup(this_facts, None, max_vms,
-                                    mainjob.BASE_FLAVOR['ram'],
-                                    tuned_profile, config_files)
-        s.done(f'{setup.profile}: {setup.why}')
-    return setup
-
-
-def _prepare_remote(os_cloud: str, this_facts: 'Facts', conn: 'Connection',
-                    max_vms: int, compute_facts: str | None,
-                    tuned_profile: str | None) -> compute.RemoteSetup:
-    with steps.step('tuned profile') as s:
-        setup = compute.remote_setup(
-            os_cloud, this_facts, cloud.compute_node_names(conn), max_vms,
-            mainjob.BASE_FLAVOR['ram'], compute_facts, tuned_profile)
-        s.done(f'{setup.profile}: {setup.why} (compute facts: '
-               f'{setup.source})')
-    return setup
 
 
 def _flavors_step(cloud_name: str, profiles: Iterable[str],
@@ -253,46 +255,49 @@ def run(settings: Settings) -> int:
     finally:
         steps.OUT.close()
     print(f'main-job: stopped; the log has the details: {log}')
-    hint = None if settings.os_cloud else cloud.stop_hint()
+    # the test cloud keeps running after a failed step as after a run
+    hint = None if settings.os_cloud else testcloud.stop_hint()
     if hint:
         print(f'main-job: {hint}')
     return errors.EXIT_ERROR
 
 
+def _target(settings: Settings, this_facts: 'Facts') -> Target:
+    """The job's target: an operator's cloud (--os-cloud), else the test
+    cloud on this host (its tuned profile decided here, before anything
+    installs)."""
+    if settings.os_cloud:
+        return cloud.OperatorCloud(
+            settings.os_cloud, this_facts, max_vms=settings.max_vms,
+            compute_facts=settings.compute_facts,
+            tuned_profile=settings.tuned_profile,
+            emulated=settings.emulated)
+    return testcloud.TestCloud(
+        this_facts, max_vms=settings.max_vms,
+        tuned_profile=settings.tuned_profile,
+        config_files=settings.config_files, emulated=settings.emulated)
+
+
 def _run(settings: Settings) -> int:
-    os_cloud, compute_facts = settings.os_cloud, settings.compute_facts
     max_vms, workload = settings.max_vms, settings.workload
     runtime, baseline = settings.runtime, settings.baseline
-    emulated, tuned_profile = settings.emulated, settings.tuned_profile
     state_dir, strict = settings.state_dir, settings.strict
     config_files = settings.config_files
 
     this_facts = _facts_step()
-    local = None if os_cloud else _tuned_local(
-        this_facts, max_vms, tuned_profile, config_files)
-    if baseline is None and not os_cloud:
+    target = _target(settings, this_facts)
+    if baseline is None and target.measures_baseline:
         # the guests run here: this host bare, before the cloud starts
         baseline = _baseline_step(workload, runtime, state_dir)
     elif baseline is None:
         steps.say('bare-host baseline: not measured (the guests run on '
                   'the cloud\'s computes): give --baseline FILE, written '
                   'by `kvmtune baseline` on one of them')
-    # the cloud installs and comes up while the image builds (CPU)
-    installing = None if os_cloud else cloud.start_cloud()
+    # the test cloud installs and comes up while the image builds (CPU)
+    target.start()
     _image_step()
-    started = cloud.install_step(installing)
-    setup: compute.LocalSetup | compute.RemoteSetup
-    if os_cloud:
-        cloud_name = os_cloud
-        api = cloud.connect(cloud_name)
-        with api.named():
-            setup = _prepare_remote(os_cloud, this_facts, api.conn,
-                                    max_vms, compute_facts, tuned_profile)
-    else:
-        setup = cast(compute.LocalSetup, local)
-        cloud_name = cloud.testcloud_step(setup, started)
-        emulated = emulated or cloud.testcloud_emulated()
-        api = cloud.connect(cloud_name)
+    api = target.up()
+    cloud_name = target.name
     # openstacksdk's calls as kvmtune's own (kvmtune.openstack.connection):
     # reads retried with a line each, writes once, a failure one line
     # naming the request, its id and the endpoint
@@ -305,31 +310,14 @@ def _run(settings: Settings) -> int:
     with steps.step('image and base flavor') as s, api.named():
         s.done(f'{cloud.upload_image(conn)}; {cloud.base_flavor(conn)}')
     flavors = _flavors_step(cloud_name,
-                            (mainjob.BASE_PROFILE, setup.profile),
-                            compute_facts, config_files)
-    fits = None
-    if os_cloud:
-        setup = cast(compute.RemoteSetup, setup)   # as made above
-        with steps.step('compute') as s:
-            for line in compute.tag_remote(setup, cloud_name):
-                steps.detail(line)
-            s.done('tagged ' + setup.source if setup.facts is not None
-                   else 'not tagged: no facts of its computes (give '
-                        '--compute-facts FILE)')
-        for line in compute.operator_steps(setup, cloud_name, max_vms,
-                                           mainjob.BASE_FLAVOR['ram']):
-            steps.say(line)
-    else:
-        setup = cast(compute.LocalSetup, setup)    # as made above
-        with steps.step('compute tuning') as s, api.named():
-            fits = compute.tune_local_compute(conn, setup, cloud_name)
-            s.done(f'{setup.summary}')
-    counts = compute.sweep_limits(setup, flavors, max_vms, fits)
+                            (mainjob.BASE_PROFILE, target.profile),
+                            settings.compute_facts, config_files)
+    counts = target.compute_step(api, flavors)
+    emulated = target.emulated
 
     records = _sweep_records(
-        dict(zip(flavors, (mainjob.BASE_PROFILE, setup.profile))),
-        setup.facts if os_cloud else this_facts, emulated, workload,
-        runtime, config_files)
+        dict(zip(flavors, (mainjob.BASE_PROFILE, target.profile))),
+        target.record_facts, emulated, workload, runtime, config_files)
     args = sweep.task_args(max_vms, workload, flavors, image.GLANCE_NAME,
                            baseline, emulated, runtime, counts, records)
     args_file = os.path.join(state_dir, 'disk-scaling-args.json')
@@ -342,7 +330,7 @@ def _run(settings: Settings) -> int:
         steps.say(f'set up for the sweep (--setup-only: no sweep); Rally\'s '
                   f'task arguments: {args_file}')
         steps.say(f're-run the sweep by hand: {rerun}')
-        hint = None if os_cloud else cloud.stop_hint()
+        hint = target.stop_hint()
         if hint:
             steps.say(hint)
         return errors.EXIT_OK
@@ -382,7 +370,7 @@ def _run(settings: Settings) -> int:
                   f'{1 if strict else "0; --strict makes it 1"})')
         for line in runner.sla_failures:
             steps.say('  ' + line)
-    hint = None if os_cloud else cloud.stop_hint()
+    hint = target.stop_hint()
     if hint:
         steps.say(hint)
     return errors.EXIT_DIFFERS if strict and not sla_ok else errors.EXIT_OK

@@ -135,14 +135,19 @@ class Rally:
         return steps.beside('rally-env', timed)
 
     def start_task(self, task: str, args: Mapping[str, Any],
-                   progress: 'rallyprogress.Progress | None' = None) -> str:
-        """Run the task, its output to the job's log; its UUID. Rally
+                   progress: 'rallyprogress.Progress | None' = None,
+                   args_file: str | None = None) -> str:
+        """Run the task, its output to the job's log; its UUID.
+        args_file: a --task-args-file (rally_scenarios/args/*.yaml) under
+        ``args``, which Rally merges over it. Rally
         exits non-zero when an iteration failed: the report still
         follows. progress (a rallyprogress.Progress) follows the task in
         Rally's database through its Python API (``rallyprogress.follow``)
         while it runs."""
         argv = [steps.bin_path('rally'), '--config-file', self.conf, 'task',
                 'start', task, '--task-args', json.dumps(args)]
+        if args_file:
+            argv += ['--task-args-file', args_file]
         steps.detail('$ ' + ' '.join(argv))
         uuid: str | None = None
         stop = threading.Event()
@@ -175,10 +180,10 @@ class Rally:
         return uuid
 
     def sweep(self, task: str, args: Mapping[str, Any], out_json: str,
-              out_html: str, progress: 'rallyprogress.Progress | None' = None
-              ) -> tuple[str, bool]:
+              out_html: str, progress: 'rallyprogress.Progress | None' = None,
+              args_file: str | None = None) -> tuple[str, bool]:
         """(uuid, SLA met); the failed SLA lines are in sla_failures."""
-        uuid = self.start_task(task, args, progress)
+        uuid = self.start_task(task, args, progress, args_file)
         return uuid, self.reports(uuid, task, out_json, out_html)
 
     def reports(self, uuid: str, task: str, out_json: str, out_html: str

@@ -38,9 +38,13 @@ import fnmatch
 import re
 from typing import Any
 from typing import cast
+from typing import TYPE_CHECKING
 
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
+
+if TYPE_CHECKING:
+    from kvmtune.tuning.plan import Plan
 
 MARK = 'Tuned by kvmtune'
 # Present while a multi-call change is under way; no host has the trait.
@@ -314,7 +318,8 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
                   facts_file: str | None = None, dry_run: bool = False,
                   config_files: Iterable[str] | None = None,
                   out: Callable[[str], object] = print,
-                  projects: Sequence[str] = ()) -> str:
+                  projects: Sequence[str] = (),
+                  check: 'Callable[[Plan], object] | None' = None) -> str:
     """Create or update the tuned flavor of a profile (``kvmtune flavor
     apply``, the main job); its name.
 
@@ -328,6 +333,9 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
     but the admins' sees it, so no guest lands on it half made, whatever
     stops the run (doc/design.md 9.8). Nova never makes a public flavor
     private: such a flavor is refused.
+
+    ``check`` is given the host's whole plan before any request leaves
+    (``kvmtune flavor apply`` refuses one with FAIL checks there).
     """
     from kvmtune.openstack.connection import Cloud
     from kvmtune.openstack import planning
@@ -336,7 +344,8 @@ def apply_profile(cloud_name: str, profile: str, base: str | None = None,
         raise InputError('no flavor named', key='--from/--name',
                          fix='give --from BASE (to create <BASE>.<PROFILE>)'
                              ' or --name of an existing flavor')
-    plan = planning.plan_for(profile, root, facts_file, config_files)
+    plan = planning.plan_for(profile, root, facts_file, config_files,
+                             check=check)
     # no name: base was given (refused above otherwise)
     name = name or tuned_name(cast(str, base), plan.profile)
 

@@ -7,8 +7,13 @@ extra spec against Nova's rules (kvmtune.tuning.extra_specs), so a wrong value
 stops here, before any request leaves.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterable
 import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvmtune.tuning.plan import Plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,19 +25,24 @@ class FlavorPlan:
 
 def plan_for(profile_name: str, root: str | None = None,
              facts_file: str | None = None,
-             config_files: Iterable[str] | None = None) -> FlavorPlan:
+             config_files: Iterable[str] | None = None,
+             check: 'Callable[[Plan], object] | None' = None) -> FlavorPlan:
     """The flavor side of a profile's plan for a host.
 
     :param profile_name: a profile name or YAML file
     :param root: a tree made by ``kvmtune host capture`` (else this host)
     :param facts_file: a facts JSON (``kvmtune host inspect --format json``)
     :param config_files: kvmtune.conf files naming more profile dirs
+    :param check: called with the whole plan before anything else (``kvmtune
+        flavor apply`` refuses a plan with FAIL checks there)
     """
     from kvmtune.tuning import plan
 
     # the front door: loads, resolves, plans and refuses a withheld plan
     built, = plan.for_host([profile_name], root=root, facts_file=facts_file,
                            config_files=config_files or ())
+    if check is not None:
+        check(built)
     return FlavorPlan(built.profile,
                       {k: str(v) for k, v in built.extra_specs.items()},
                       tuple(built.owned_extra_specs))

@@ -4,7 +4,7 @@ pools (the guests a rollout gives up on that host for good).
 
 Counted as ``kvmtune capacity`` counts: Placement's inventory (PCPU one
 per ``cpu_dedicated_set`` CPU, VCPU one per ``cpu_shared_set`` CPU at the
-node's allocation ratio, ../shared/ANCHORS-VERIFY-CAPACITY.md section 4)
+node's allocation ratio; nova/virt/libvirt/driver.py update_provider_tree)
 and, for a flavor with a NUMA topology, Nova's fit loop on the host's
 NUMA cells (kvmtune.capacity.numa), which needs the host's facts.
 """

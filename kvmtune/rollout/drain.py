@@ -1,8 +1,8 @@
 """The drain: every server leaves a disabled compute host.
 
 As StackHPC's nova-compute-drain role and OSISM's ``manage compute
-migrate`` do it (../shared/FLEET-NOTES.md section 2): ``ACTIVE`` guests by
-live migration (``os-migrateLive``, ``block_migration: auto``, the
+migrate`` do it (osism/python-osism, osism/commands/compute.py): ``ACTIVE``
+guests by live migration (``os-migrateLive``, ``block_migration: auto``, the
 scheduler picks the destination), ``SHUTOFF`` ones by cold migration
 (``migrate``), whose resize is confirmed (``confirmResize``) once it is
 ``VERIFY_RESIZE``; a cold migration away from the host that a killed drain

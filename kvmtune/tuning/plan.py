@@ -247,15 +247,20 @@ def build_plan(profile: 'Profile', facts: Facts,
 
 
 def refuse_if_withheld(plan: Plan) -> None:
-    """Raise the one-line InputError when the plan withheld values."""
+    """Raise the one-line InputError when the plan withheld values: the
+    fix is the one of the withholding tuner's failed check (what the
+    operator does next), else where to read them."""
     if plan.withheld:
         item = plan.withheld[0]
-        raise InputError(f'{item["tuner"]}: {item["reason"]}',
+        fixes = [check.fix for check in plan.checks
+                 if check.tuner == item['tuner'] and check.status == 'fail'
+                 and check.fix]
+        raise InputError(f'{item["tuner"]}: {item["reason"]}; the plan is '
+                         'incomplete for this host',
                          source=plan.facts_source,
-                         fix='the plan is incomplete for this host; see '
-                             'its failed checks (kvmtune plan), and send '
-                             'a kvmtune host capture of it (user guide, "Host '
-                             'facts")')
+                         fix=fixes[0] if fixes else
+                         f'follow the fix of each FAIL check "kvmtune plan '
+                         f'--profile {plan.profile}" prints')
 
 
 def for_host(profile_names: 'str | Iterable[str | Profile]', *,

@@ -2,7 +2,9 @@
 
 A profile (design.md section 3) has a ``description``, a ``source`` citing
 the experiment it reproduces, and ``tuners``: a list of tuner names or
-``{name, params}`` mappings. Profiles are found in the packaged directory
+``{name, params}`` mappings, and optionally ``measure``: what the
+rollout's canary gate measures and the band it judges
+(kvmtune.tuning.measure). Profiles are found in the packaged directory
 (package data: ``kvmtune/data/profiles``), then in ``[DEFAULT]
 profile_dirs``; a later directory wins on equal names.
 """
@@ -16,13 +18,15 @@ from typing import TYPE_CHECKING
 
 from kvmtune.errors import InputError
 from kvmtune.facts.types import Facts
+from kvmtune.tuning import measure as _measure
+from kvmtune.tuning.measure import Measure
 from kvmtune import yamlinput
 
 if TYPE_CHECKING:
     from kvmtune.tuning.tuners.base import Tuner
 
 SUFFIXES = ('.yaml', '.yml')
-TOP_LEVEL_KEYS = ('name', 'description', 'source', 'tuners')
+TOP_LEVEL_KEYS = ('name', 'description', 'source', 'tuners', 'measure')
 TUNER_KEYS = ('name', 'params')
 
 
@@ -75,6 +79,8 @@ class Profile:
     source: str           # the experiment it reproduces (a citation)
     path: str             # the YAML file
     tuner_refs: list[TunerRef]
+    # the rollout's canary gate (kvmtune.tuning.measure), when stated
+    measure: Measure | None = None
 
     def tuners(self, facts: Facts) -> list['Tuner']:
         """The profile's tuners, instantiated on a host's facts."""
@@ -89,6 +95,7 @@ class Profile:
             'tuners': [dict(name=ref.name, **({'params': ref.params}
                                               if ref.params else {}))
                        for ref in self.tuner_refs],
+            **({'measure': self.measure.to_dict()} if self.measure else {}),
         }
 
 
@@ -180,9 +187,11 @@ def load_file(path: str) -> Profile:
     seen: set[str] = set()
     refs = [_tuner_ref(item, index, path, seen)
             for index, item in enumerate(tuner_items)]
+    measure = (_measure.parse(data['measure'], path)
+               if 'measure' in data else None)
     return Profile(name=name, description=_text(data, 'description', path),
                    source=_text(data, 'source', path), path=path,
-                   tuner_refs=refs)
+                   tuner_refs=refs, measure=measure)
 
 
 def is_file_reference(text: str) -> bool:

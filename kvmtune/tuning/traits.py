@@ -6,6 +6,7 @@ host's configuration tells: whether EPT/NPT and nested guests are on, whether
 1G pages are actually reserved, whether vhost-net is there.
 """
 
+from kvmtune.facts import arch
 from kvmtune.facts.types import Facts
 
 EPT = 'CUSTOM_KVMTUNE_EPT'
@@ -22,7 +23,9 @@ PAGE_1G_KB = 1024 * 1024
 def _has_1g_pages(facts: Facts) -> bool | None:
     pools = [pool for node in facts['numa']['nodes']
              for pool in node['hugepages']]
-    return facts['cpu']['pdpe1gb'] and any(
+    # x86: the pdpe1gb flag; arm64, POWER: the kernel's 1G pool directory
+    # (kvmtune.facts.arch)
+    return arch.offers_size(facts, PAGE_1G_KB) and any(
         pool['size_kb'] == PAGE_1G_KB and (pool['total'] or 0) > 0
         for pool in pools)
 

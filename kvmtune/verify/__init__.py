@@ -18,8 +18,17 @@ Layers (doc/design.md section 9.5):
                the profiles' flavors (extra specs), read-only API
   guests       the libvirt domain XML Nova wrote for this host's instances
 
+A host's verdict comes from that host alone: with ``ctx.origin`` set
+(``--root TREE`` of another host, or ``--facts FILE``) no layer reads this
+machine's processes, files or libvirt; what the given files cannot tell is
+UNKNOWN naming the flag that gives it.
+
 The command (``kvmtune verify``) prints the checks as a table, ``-f json``
-or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error.
+or a Prometheus textfile, and exits 0 in sync, 1 on DRIFT, 2 on error, 3
+when nothing could be checked (no check PASS or DRIFT: every one UNKNOWN,
+or none at all). A mix of PASS and UNKNOWN with no DRIFT exits 0: the
+UNKNOWN rows are shown with their reason and counted, but they do not
+hide the checks that were made (``exit_code``).
 """
 
 from collections.abc import Iterable
@@ -31,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from kvmtune.errors import EXIT_DIFFERS
 from kvmtune.errors import EXIT_OK
+from kvmtune.errors import EXIT_UNCHECKED
 
 if TYPE_CHECKING:
     from kvmtune.facts.types import Facts
@@ -103,6 +113,11 @@ class Context:
     host          this compute's name in Nova (default: its hostname)
     facts         the host facts the plans were built from, when known
     domains       [(source, domain XML)] given instead of reading libvirt
+    origin        None: the host is this machine (no --root or --facts, or
+                  --root /); '--root': another host's tree at ``root``;
+                  '--facts': another host known only by ``facts`` (no
+                  tree: ``root`` is unused). Either way no layer reads
+                  this machine's processes, files or libvirt
     """
     root: str = '/'
     config_files: list[str] | None = None
@@ -113,6 +128,39 @@ class Context:
     host: str | None = None
     facts: 'Facts | None' = None
     domains: list[tuple[str, str]] | None = None
+    origin: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin not in ORIGINS:
+            raise ValueError(f'origin {self.origin!r} not in {ORIGINS}')
+
+    @property
+    def elsewhere(self) -> bool:
+        """The host is not this machine: its processes, libvirt and
+        files are not here."""
+        return self.origin is not None
+
+    @property
+    def has_tree(self) -> bool:
+        """``root`` holds the host's files (this machine's /, or a
+        tree); False with --facts."""
+        return self.origin != FACTS_ONLY
+
+
+FACTS_ONLY = '--facts'
+ORIGINS = (None, '--root', FACTS_ONLY)
+
+
+def origin_of(root: str | None, facts_file: str | None) -> str | None:
+    """``Context.origin`` for the --root / --facts a command was given
+    (``--root /`` is this machine: kvmtune.facts.is_live)."""
+    from kvmtune.facts import is_live
+
+    if facts_file is not None:
+        return FACTS_ONLY
+    if root is not None and not is_live(root):
+        return '--root'
+    return None
 
 
 def run(plans: Sequence['Plan'], ctx: Context,
@@ -128,8 +176,18 @@ def run(plans: Sequence['Plan'], ctx: Context,
     return found
 
 
+def checked(checks: Iterable[Check]) -> bool:
+    """Something was checked: a check is PASS or DRIFT."""
+    return any(check.status in (PASS, DRIFT) for check in checks)
+
+
 def exit_code(checks: Iterable[Check]) -> int:
-    """0 in sync, 1 when anything drifted (UNKNOWN alone is not drift,
-    and not a pass either: the table says why)."""
-    drift = any(check.status == DRIFT for check in checks)
-    return EXIT_DIFFERS if drift else EXIT_OK
+    """1 when anything drifted; else 3 (EXIT_UNCHECKED) when nothing
+    could be checked (every check UNKNOWN, or none); else 0. A mix of
+    PASS and UNKNOWN is 0: UNKNOWN is not drift, and not a pass either
+    (the table and the textfile's UNKNOWN count say why), but it does not
+    undo the checks that passed."""
+    checks = list(checks)
+    if any(check.status == DRIFT for check in checks):
+        return EXIT_DIFFERS
+    return EXIT_OK if checked(checks) else EXIT_UNCHECKED

@@ -16,7 +16,9 @@ Read-only API calls (``ctx.cloud``, a kvmtune.openstack.connection.Cloud):
 ``fleet(plans_by_host, cloud)`` runs the provider checks for every compute
 node, each against its own host's plan (``kvmtune verify --all-hosts``).
 A cloud that cannot be reached, refuses or answers 5xx: UNKNOWN with its
-one-line error, never a traceback.
+one-line error, never a traceback. The compute node is ``ctx.host``, else
+the host name of the facts for another host (``--root``, ``--facts``),
+else this machine's host name.
 """
 
 from collections.abc import Callable
@@ -172,11 +174,18 @@ def checks(plans: Plans, ctx: verify.Context) -> list[verify.Check]:
     if ctx.cloud is None:
         return [verify.unknown(LAYER, 'cloud', 'Placement and Nova read',
                                'no cloud given (--os-cloud)', **where)]
+    name = ctx.host or ((ctx.facts.get('hostname') if ctx.facts else None)
+                        if ctx.elsewhere else socket.gethostname())
+    if not name:
+        return [verify.unknown(LAYER, 'resource provider',
+                               'this compute node in Placement',
+                               f'the host {ctx.origin} names has no host '
+                               'name in its facts: give --host (its name '
+                               'in Nova)', **where)]
     try:
         nodes = _compute_nodes(ctx.cloud)
         node, _ = placement.pick_compute_node(
-            nodes, ctx.host or socket.gethostname(),
-            explicit=bool(ctx.host))
+            nodes, name, explicit=bool(ctx.host))
     except (CloudError, InputError) as exc:
         return [verify.unknown(LAYER, 'resource provider',
                                'this compute node in Placement',

@@ -28,7 +28,10 @@ The fix for a guest that drifted is a hard reboot: Nova writes the domain
 XML again from the NUMA topology it stored (a ``virsh vcpupin`` by hand
 lasts only until then). ``ctx.domains`` (a list of XML texts, or
 ``--domain-xml-dir``) replaces the libvirt read. No libvirt, or one that
-refuses the connection: UNKNOWN with the reason.
+refuses the connection: UNKNOWN with the reason. Another host (``--root``
+of a tree, ``--facts``): this machine's libvirt holds none of its guests,
+so the layer is UNKNOWN unless ``--domain-xml-dir`` or an explicit
+``--libvirt-uri`` (``qemu+ssh://HOST/system``) names where they are.
 """
 
 from collections.abc import Sequence
@@ -308,6 +311,13 @@ def checks(plans: Sequence['Plan'],
     where = {'host': ctx.host}
     if ctx.domains is not None:
         texts = list(ctx.domains)
+    elif ctx.elsewhere and ctx.libvirt_uri is None:
+        return [verify.unknown(
+            LAYER, 'guests', 'Nova\'s domains read',
+            f'{ctx.origin} names another host; this machine\'s libvirt '
+            'holds none of its guests: give --domain-xml-dir ("virsh '
+            'dumpxml" of each, from that host) or --libvirt-uri '
+            '(qemu+ssh://HOST/system)', **where)]
     else:
         try:
             texts = domain.read_domains(ctx.libvirt_uri)

@@ -4,11 +4,16 @@ Compares the plans against the live host (``ctx.root``: / or a tree made
 by ``kvmtune host capture``), read through kvmtune.facts (the one reader
 of /proc and /sys):
 
-- ``cmdline <arg>``: every planned kernel argument is on the booted
-  command line (/proc/cmdline); CPU lists (isolcpus, nohz_full, rcu_nocbs)
-  compare as sets, ``hugepages=`` with the ``hugepagesz=`` before it (and
-  per node when planned so). The arguments in /etc/default/grub do not
-  count until a reboot: that is the drift this finds.
+- ``cmdline <arg>``: every planned kernel argument is what the booted
+  kernel kept of /proc/cmdline, judged by kvmtune.facts.cmdline (the one
+  judgement boot apply and the plan use too): CPU lists (isolcpus,
+  nohz_full, rcu_nocbs) compare as sets per housekeeping type (the
+  operator's extra isolcpus flags are theirs; a second isolcpus the kernel
+  ignores does not count), ``hugepages=`` with the size the kernel gives it
+  (and per node when planned so). The arguments in /etc/default/grub do
+  not count until a reboot: that is the drift this finds; one that
+  ``kvmtune boot apply`` staged shows as "staged, reboot pending" (its
+  reboot record). Fixes say add or replace, as the booted line needs.
 - ``pages node<N> <size>``: the huge page pool of each planned node and
   size has at least the planned pages (free and used shown); short of a
   pool the booted command line asks for, the kernel could not reserve it
@@ -24,7 +29,11 @@ of /proc and /sys):
   is cpu-partitioning and its ``isolated_cores`` equal the plan's
   dedicated CPUs.
 
-What cannot be read is UNKNOWN with the reason, never a pass.
+What cannot be read is UNKNOWN with the reason, never a pass. With
+``--facts`` (no tree, ``ctx.has_tree`` False) every check reads the facts
+file alone: module parameters from its ``virt.modules``, and tuned (whose
+files a facts file does not carry) is UNKNOWN naming ``--root``; this
+machine's /sys and /etc are never read for another host.
 """
 
 from collections.abc import Sequence
@@ -33,6 +42,7 @@ from typing import Any
 from typing import cast
 from typing import TYPE_CHECKING
 
+from kvmtune.facts import cmdline
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.facts.cpulist import parse_cpulist
 from kvmtune.facts.hostfs import HostFiles
@@ -50,12 +60,14 @@ TRUE = ('Y', 'y', '1')
 FALSE = ('N', 'n', '0')
 TUNED_VARIABLES = 'etc/tuned/cpu-partitioning-variables.conf'
 TUNED_ACTIVE = 'etc/tuned/active_profile'
-REBOOT_FIX = ('add {arg} to GRUB_CMDLINE_LINUX (the grub file kvmtune export '
-              'writes has it), then update-grub and reboot')
+REBOOT_FIX = ('{change} on the kernel command line (kvmtune boot apply '
+              '--profile P stages it: one argument per key), then reboot')
 
 
 def _facts(ctx: verify.Context) -> Facts:
     if ctx.facts is None:
+        if not ctx.has_tree:
+            raise ValueError('a Context from --facts carries its facts')
         from kvmtune import facts as host_facts
         ctx.facts = host_facts.gather(ctx.root, probe_kvm=False)
     return ctx.facts
@@ -86,81 +98,43 @@ class _Rows:
 
 # -- the kernel command line ------------------------------------------------
 
-def _live_pairs(cmdline: str) -> list[tuple[str, str | None]]:
-    return kernel_args.split_cmdline(cmdline)
-
-
-def _hugepages_after(pairs: list[tuple[str, str | None]],
-                     size: str | None) -> str | None:
-    """The hugepages= value that follows hugepagesz=``size`` (or the first
-    one before any hugepagesz= when ``size`` is None)."""
-    current = None
-    for key, value in pairs:
-        if key == 'hugepagesz':
-            current = value
-        elif key == 'hugepages' and (
-                current == size or (size is None and current is None)):
-            return value
-    return None
-
-
-def _same_cpus(planned: str | None, live: str | None) -> bool:
-    """The same CPUs, and the planned isolcpus flags among the live ones
-    (an operator's extra managed_irq or domain is theirs to keep)."""
-    try:
-        if planned is None or live is None:
-            return False
-        cpus_a, flags_a = kernel_args.parse_isolcpus(planned)
-        cpus_b, flags_b = kernel_args.parse_isolcpus(live)
-        return set(cpus_a) == set(cpus_b) and set(flags_a) <= set(flags_b)
-    except ValueError:
-        return False
-
-
-def _same_count(a: str | None, b: str | None) -> bool:
-    try:
-        return (a is not None and b is not None and
-                kernel_args._hugepages_count(a) ==
-                kernel_args._hugepages_count(b))
-    except ValueError:
-        return False
-
-
-def cmdline_checks(plan: 'Plan', cmdline: str | None) -> list[verify.Check]:
-    """[Check] of ``plan``'s kernel arguments against the booted
-    ``cmdline`` (None: /proc/cmdline could not be read)."""
-    planned = kernel_args.split_cmdline(' '.join(plan.kernel_args))
+def cmdline_checks(plan: 'Plan', line: str | None,
+                   pending: dict[str, list[str]] | None = None
+                   ) -> list[verify.Check]:
+    """[Check] of ``plan``'s kernel arguments against the booted ``line``
+    (None: /proc/cmdline could not be read), judged by what the kernel
+    keeps of it (kvmtune.facts.cmdline, the judgement boot apply makes
+    too). ``pending``: the reboot record's reasons (kvmtune.boot.record):
+    an argument boot apply staged shows as staged, reboot pending."""
     checks = []
-    live = None if cmdline is None else _live_pairs(cmdline)
-    size = None
-    for key, value in planned:
-        arg = key if value is None else f'{key}={value}'
-        name = f'cmdline {key}'
-        if key == 'hugepagesz':
-            size = value
-        if key == 'hugepages' and size is not None:
-            name = f'cmdline hugepages ({size})'
-        fix = REBOOT_FIX.format(arg=arg)
-        if live is None:
+    booted = None if line is None else cmdline.read(line)
+    items = [] if booted is None else cmdline.judge(plan.kernel_args,
+                                                    booted)
+    staged = cmdline.staged_args(plan.kernel_args, booted) \
+        if booted is not None else list(plan.kernel_args)
+    waiting = {arg for items_ in (pending or {}).values()
+               for arg in items_}
+    for index, arg in enumerate(plan.kernel_args):
+        if booted is None:
+            key = cmdline.key_of(arg)
             checks.append(verify.unknown(
-                LAYER, name, arg, '/proc/cmdline could not be read'))
+                LAYER, f'cmdline {key}', arg,
+                '/proc/cmdline could not be read'))
             continue
-        values = [v for k, v in live if k == key]
-        if key == 'hugepages':
-            found = _hugepages_after(live, size)
-            same = _same_count(value, found)
-        elif key in CPU_SET_ARGS:
-            found = values[-1] if values else None
-            same = _same_cpus(value, found)
+        item = items[index]
+        live = item.live
+        if item.ok:
+            fix = None
+        elif arg in waiting:
+            live += ' (staged, reboot pending)'
+            fix = ('reboot: kvmtune boot apply staged '
+                   f'{staged[index]}')
         else:
-            found = values[-1] if values else None
-            same = value in values if values else False
-        shown = 'absent' if found is None and not values else (
-            f'{key}={found}' if found is not None else key)
+            fix = REBOOT_FIX.format(change=cmdline.fix(item, staged[index]))
         checks.append(verify.Check(
-            layer=LAYER, name=name, expected=arg, live=shown,
-            status=verify.PASS if same else verify.DRIFT,
-            fix=None if same else fix))
+            layer=LAYER, name=f'cmdline {item.name}', expected=arg,
+            live=live, status=verify.PASS if item.ok else verify.DRIFT,
+            fix=fix))
     return checks
 
 
@@ -274,10 +248,15 @@ def _normal(value: str | None) -> str | None:
     return value
 
 
-def module_checks(plan: 'Plan', files: HostFiles) -> list[verify.Check]:
-    """[Check] of the plan's module options against /sys/module."""
+def module_checks(plan: 'Plan', files: HostFiles | None,
+                  facts: Facts | None = None) -> list[verify.Check]:
+    """[Check] of the plan's module options against /sys/module under
+    ``files``' root, or (``files`` None: a facts file, no tree) against
+    the parameters ``facts`` recorded (``virt.modules``)."""
     from kvmtune.facts import virt
 
+    virt_facts: Any = facts.get('virt') if facts else None
+    recorded = (virt_facts or {}).get('modules') or {}
     checks = []
     for (module, param), value in planned_module_options(plan).items():
         name = f'module {module} {param}'
@@ -285,7 +264,16 @@ def module_checks(plan: 'Plan', files: HostFiles) -> list[verify.Check]:
         fix = (f'echo "options {module} {param}={value}" >> '
                f'/etc/modprobe.d/kvm.conf, then reload {module} with no '
                f'guest running (modprobe -r {module} && modprobe {module})')
-        params = virt.module_params(files, module)
+        if files is not None:
+            params = virt.module_params(files, module)
+        elif module in recorded:
+            params = recorded[module]
+        else:
+            checks.append(verify.unknown(
+                LAYER, name, expected, f'the facts file does not record '
+                f'module {module}: give --root (a tree made by kvmtune '
+                'host capture)'))
+            continue
         if params is None:
             checks.append(verify.Check(
                 layer=LAYER, name=name, expected=expected,
@@ -379,20 +367,49 @@ def tuned_checks(plan: 'Plan', root: str) -> list[verify.Check]:
     return checks
 
 
+def tuned_unknown(plan: 'Plan') -> list[verify.Check]:
+    """--facts: whether the tuned target was used is in /etc/tuned, which
+    a facts file does not carry (only plans with dedicated CPUs would
+    have it)."""
+    if not (plan.nova_conf.get('compute') or {}).get('cpu_dedicated_set'):
+        return []
+    return [verify.unknown(LAYER, 'tuned profile', 'cpu-partitioning when '
+                           'the tuned export target is used',
+                           f'a facts file does not carry /{TUNED_VARIABLES}'
+                           ': give --root (a tree made by kvmtune host '
+                           'capture) to check it')]
+
+
+def _pending(root: str) -> dict[str, list[str]]:
+    """The reboot record's reasons on ``root`` ({} when none, or one that
+    cannot be read: the checks say drift without it)."""
+    from kvmtune.boot import record
+    from kvmtune.errors import InputError
+
+    try:
+        return record.pending(root)
+    except InputError:
+        return {}
+
+
 def checks(plans: Sequence['Plan'],
            ctx: verify.Context) -> list[verify.Check]:
-    """The host layer's checks for ``plans`` on ``ctx.root``."""
+    """The host layer's checks for ``plans`` on ``ctx.root`` (or on
+    ``ctx.facts`` alone when there is no tree)."""
     from kvmtune.facts import hostfs
 
     facts = _facts(ctx)
-    files = hostfs.HostFiles(ctx.root)
-    cmdline = (facts.get('kernel') or {}).get('cmdline')
+    files = hostfs.HostFiles(ctx.root) if ctx.has_tree else None
+    line = (facts.get('kernel') or {}).get('cmdline')
+    # the reboot record is the host's own: none with --facts
+    pending = _pending(ctx.root) if ctx.has_tree else {}
     rows = _Rows(ctx.host or facts.get('hostname'))
     for plan in plans:
-        for check in (cmdline_checks(plan, cmdline) +
+        for check in (cmdline_checks(plan, line, pending) +
                       pool_checks(plan, facts) +
-                      module_checks(plan, files) +
+                      module_checks(plan, files, facts) +
                       vhost_checks(plan, facts) +
-                      tuned_checks(plan, ctx.root)):
+                      (tuned_checks(plan, ctx.root) if ctx.has_tree
+                       else tuned_unknown(plan))):
             rows.add(check, plan.profile)
     return rows.list()

@@ -17,6 +17,10 @@ source) is then compared with the value that wins:
 ``ctx.config_files``/``ctx.config_dirs`` replace the discovery (containers:
 kolla's files live under /etc/kolla/nova-compute on the host). No process
 and no files given, or /proc/<pid> unreadable: UNKNOWN with the reason.
+Another host's tree (``--root``) is searched under its own proc/ only; a
+facts file (``--facts``) has no processes: without the files given, the
+layer is UNKNOWN naming the flags that give them. This machine's
+processes are never read for another host.
 """
 
 from collections.abc import Sequence
@@ -74,6 +78,15 @@ def started_at(proc: str, pid: int) -> float | None:
     return btime + ticks / os.sysconf('SC_CLK_TCK')
 
 
+class GivenOnly(effective.Reader):
+    """The files given and nothing else (``--facts``: no tree): the
+    default search directories oslo.config would add (/etc/nova/nova.conf.d
+    ...) would be this machine's, not the host's."""
+
+    def search_dirs(self) -> list[str]:
+        return []
+
+
 def _same(option: str, planned: Any, live: Any) -> bool:
     if isinstance(planned, list):
         return live is not None and all(item in live for item in planned)
@@ -118,12 +131,20 @@ def _target(ctx: verify.Context) -> tuple[
         for path in ctx.config_dirs or []:
             argv += ['--config-dir', path]
         return argv, None, {}, None
+    if not ctx.has_tree:
+        # a facts file records no processes; this machine's are another
+        # host's
+        return None, None, {}, (f'a facts file has no {name} process: '
+                                'give --nova-config-file/--nova-config-dir '
+                                '(that host\'s files), or --root')
     proc = os.path.join(ctx.root, 'proc')
     found = [(pid, argv) for pid, service, argv
              in services.processes(proc) if service == ctx.service]
     if not found:
-        return None, None, {}, (f'no {name} process on this host (give '
-                                'its files with --nova-config-file)')
+        where = (f'in {proc}' if ctx.elsewhere else 'on this host')
+        return None, None, {}, (f'no {name} process {where} (give its '
+                                'files with --nova-config-file/'
+                                '--nova-config-dir)')
     pid, argv = found[0]        # the master: the lowest pid
     return argv, pid, environ_of(proc, pid), None
 
@@ -142,7 +163,8 @@ def checks(plans: Sequence['Plan'],
     if why:
         return [verify.unknown(LAYER, f'{name} options', 'running', why,
                                host=ctx.host)]
-    reader = effective.Reader(ctx.root, home=env.get('HOME'))
+    reader = (effective.Reader(ctx.root, home=env.get('HOME'))
+              if ctx.has_tree else GivenOnly())
     # argv is None only with a why, returned above
     eff = effective.effective(cast(list[str], argv), reader, environ=env)
     found = []

@@ -20,7 +20,10 @@ host name of the root verify looked at), as openstack-exporter's
     (the novacompute layer's restart check; absent when it is UNKNOWN).
 ``kvmtune_last_run_timestamp_seconds`` and
 ``kvmtune_last_success_timestamp_seconds`` ``{command="verify",hostname}``
-    when verify last ran, and last found nothing drifted.
+    when verify last ran, and last found the host in sync: nothing
+    drifted and something checked (a PASS; a run whose checks of a host
+    are all UNKNOWN, or none, keeps the previous value, so
+    KvmtuneVerifyNotSucceeded fires on a host nothing can be checked on).
 
 Kept for one release (releasenotes), with their ``host`` label:
 ``kvmtune_verify_check``, ``kvmtune_verify_checks`` and
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 import time
 
 from kvmtune.boot import record
+from kvmtune.errors import EXIT_OK
 from kvmtune import textfile
 from kvmtune import verify
 
@@ -111,11 +115,12 @@ def families(checks: Sequence[verify.Check], host: str | None = None,
 
 def success(checks: Sequence[verify.Check],
             host: str | None = None) -> dict[str, bool]:
-    """{hostname: nothing drifted} (verify's exit status 0 per host)."""
+    """{hostname: in sync} (verify's exit status 0 per host: nothing
+    drifted and something was checked, verify.exit_code)."""
     hosts = {_hostname(check, host) for check in checks} or {host or ''}
-    return {name: not any(check.status == verify.DRIFT for check in checks
-                          if _hostname(check, host) == name)
-            for name in hosts}
+    return {name: verify.exit_code(check for check in checks
+                                   if _hostname(check, host) == name)
+            == EXIT_OK for name in hosts}
 
 
 def render(checks: Sequence[verify.Check], host: str | None = None,

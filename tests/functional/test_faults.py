@@ -779,12 +779,12 @@ def start_sweep(rally, tmp_path, task='disk-scaling',
     """The sweep of ``task`` at 1 VM (the network one: 1 client and its
     server guest) in a thread; returns (thread, outcome)."""
     from kvmtune import image as bench_image
-    from kvmtune.mainjob import cloud as mainjob_cloud
     from kvmtune.mainjob import sweep
+    from kvmtune.mainjob import testcloud as mainjob_testcloud
 
     args = dict(sweep.task_args(
         1, workload, [SWEEP_FLAVOR], image or bench_image.GLANCE_NAME,
-        emulated=mainjob_cloud.testcloud_emulated()),
+        emulated=mainjob_testcloud.testcloud_emulated()),
         runtime=5, ready_timeout=SWEEP_READY_TIMEOUT, result_timeout=30)
     outcome = {}
 
@@ -916,11 +916,11 @@ def test_a_network_sweep_whose_nova_compute_is_killed_mid_step(
     both are ACTIVE, as the disk sweep's above: it ends within its own
     timeouts, the client counts invalid, and no server, port or volume
     is left, nor the tenant network."""
-    from kvmtune.mainjob import cloud as mainjob_cloud
+    from kvmtune.mainjob import testcloud as mainjob_testcloud
 
     sdk = sweeping[1]
     label = (' (emulated: QEMU TCG guests)'
-             if mainjob_cloud.testcloud_emulated() else '')
+             if mainjob_testcloud.testcloud_emulated() else '')
     networks = sorted(n.id for n in sdk.network.networks())
     rows, detail, outcome, killed_at = kill_compute_mid_step(
         sweeping, rally_lines, tmp_path, guests=2, task='network-scaling',

@@ -174,8 +174,9 @@ def test_readme_and_rerun_line_across_a_cloud_restart(
     flavors = args['flavors']
     assert flavors[0] == 'm1.bench.baseline'
 
-    # README's Measuring section, word for word
-    readme = shell(readme_rally_block(), user, tmp_path)
+    # README's Measuring section, word for word, in the clone (its task
+    # file and arguments file are rally_scenarios/ of the tree)
+    readme = shell(readme_rally_block(), user, REPO)
     swept(readme, user, tmp_path, {'m1.bench.baseline': [1, 2]})
     out = readme.stdout + readme.stderr
     assert f'wrote {tmp_path}/home/.rally/rally.conf' in out

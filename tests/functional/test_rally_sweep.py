@@ -21,18 +21,26 @@ from kvmtune.mainjob import cloud
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import rallyprogress
 from kvmtune.mainjob import sweep
+from kvmtune.mainjob import testcloud
 from kvmtune.report import render
 from kvmtune.results import analysis
 from kvmtune.results import rally as rally_results
 from kvmtune.results import row as rows_
 from tests import accel
+from tests import paths
 
 CLOUD = os.environ.get('KVMTUNE_TEST_CLOUD', 'kvmtune-admin')
 FLAVOR = os.environ.get('KVMTUNE_TEST_FLAVOR', 'm1.bench.baseline')
 NET_IMAGE_DIR = os.environ.get('KVMTUNE_NET_IMAGE_DIR',
                                '/var/lib/kvmtune/images-net')
 NET_IMAGE_NAME = 'kvmtune-bench-net'
-DISK_TASK = sweep.task_path('disk-scaling')
+# The disk sweeps run the checkout's task file with its arguments file, as
+# a Rally user does from a clone (README, "Measuring"); the installed one
+# (kvmtune rally task-path) is the same file (tests/unit/mainjob/
+# test_sweep.py).
+DISK_TASK = os.path.join(paths.REPO, 'rally_scenarios', 'disk-scaling.yaml')
+DISK_ARGS = os.path.join(paths.REPO, 'rally_scenarios', 'args',
+                         'disk-scaling.yaml')
 NETWORK_TASK = sweep.task_path('network-scaling')
 
 
@@ -113,8 +121,8 @@ def run_sweep(rally, tmp_path, progress=None, **args):
         DISK_TASK, dict(sweep.task_args(
             args.pop('max_vms'), args.pop('workload', 'fio-randread-4k'),
             [FLAVOR], bench_image.GLANCE_NAME,
-            emulated=cloud.testcloud_emulated()), **args),
-        out, str(tmp_path / 'rally.html'), progress)
+            emulated=testcloud.testcloud_emulated()), **args),
+        out, str(tmp_path / 'rally.html'), progress, args_file=DISK_ARGS)
     with open(out) as f:
         return json.load(f), sla_ok, tmp_path / 'rally.html'
 
@@ -262,7 +270,7 @@ def test_network_sweep_clients_load_a_server_guest(
     networks_before = leftover_networks(conn)
     out = str(tmp_path / 'results.json')
     args = sweep.task_args(max_vms, workload, [FLAVOR], net_image,
-                           emulated=cloud.testcloud_emulated())
+                           emulated=testcloud.testcloud_emulated())
     # Under TCG on 2 cores the server and N clients share the CPUs: per-VM
     # Gbit/s at 2 clients is about half of 1 (47-51 % seen) on an idle
     # host, less on a busy one: whether the SLA passes is the host's

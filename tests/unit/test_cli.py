@@ -281,3 +281,43 @@ def test_a_plugin_that_does_not_load_is_refused_in_one_line(
 ])
 def test_which_command_lines_need_the_plugins(argv, builtin):
     assert cli._names_builtin(argv) is builtin
+
+
+def test_version_is_the_installed_distributions(capsys):
+    """``kvmtune --version``: what pbr wrote into the installed metadata
+    (importlib.metadata), exit 0."""
+    from importlib import metadata
+
+    import kvmtune
+
+    assert cli.main(['--version']) == 0
+    assert capsys.readouterr().out == \
+        f'kvmtune {metadata.version("kvmtune")}\n'
+    assert kvmtune.__version__ == metadata.version('kvmtune')
+    assert cli.main(['--debug', '--version']) == 0
+
+
+def test_version_outside_an_installed_distribution(monkeypatch):
+    from importlib import metadata
+
+    import kvmtune
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, 'version', missing)
+    monkeypatch.delattr(kvmtune, '__version__', raising=False)
+    assert kvmtune.__version__.startswith('unknown')
+    monkeypatch.delattr(kvmtune, '__version__')
+
+
+def test_every_command_declares_its_exit_statuses():
+    """errors.EXIT_CODES (the CLI reference's table) has a row for each
+    command and no other, with codes kvmtune.errors defines, 0 and 2 in
+    each (done; could not run)."""
+    from kvmtune import errors
+
+    assert set(errors.EXIT_CODES) == {tuple(c[0]) for c in cli.COMMANDS}
+    for words, codes in errors.EXIT_CODES.items():
+        assert set(codes) <= set(errors.EXIT_STATUS), words
+        assert {errors.EXIT_OK, errors.EXIT_ERROR} <= set(codes), words

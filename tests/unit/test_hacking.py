@@ -68,6 +68,23 @@ def test_a_tracker_reference_fails_in_a_comment_and_a_docstring():
         False) is None
 
 
+def test_a_path_outside_the_repository_fails_in_a_docstring():
+    """K102 refuses a citation a reader of the repository cannot open:
+    the steering notes beside a checkout (planted split in two, so that
+    this file passes K102 itself); a path inside the tree is fine."""
+    test = os.path.join('tests', 'unit', 'rollout', 'test_x.py')
+    for line in ('migrate`` do it (..' '/shared/FLEET-NOTES.md section 2)\n',
+                 '    # ..' '/shared/ANCHORS-VERIFY-CAPACITY.md\n',
+                 'see ..' '//shared/x.md\n'):
+        for filename in (PLANTED, test):
+            found = checks.check_tracker_reference(line, filename, False)
+            assert found and 'outside the repository' in found[1], line
+    for line in ('# doc/source/admin/rollout.md says why\n',
+                 '# tests/fixtures/shared/x.json\n',
+                 "'''nova/virt/hardware.py (opendev.org/openstack/nova)'''\n"):
+        assert checks.check_tracker_reference(line, PLANTED, False) is None
+
+
 def test_tox_registers_both_checks_for_pep8():
     ini = configparser.ConfigParser(interpolation=None)
     ini.read(os.path.join(paths.REPO, 'tox.ini'))

@@ -86,3 +86,83 @@ def test_a_broken_rule_fails_promtool(tmp_path):
     run = promtool('test', 'rules', 'test.yml', cwd=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'alertname: KvmtuneDrift' in run.stdout + run.stderr
+
+
+def test_runs_that_check_nothing_make_verify_not_succeeded_fire(tmp_path):
+    """The series of kvmtune's own textfile, not written by hand: verify
+    writes it hourly (kvmtune.verify.prometheus.write, as the timer
+    does) on two hosts in sync at 0 h. From 1 h on, every check of c1 is
+    UNKNOWN (nova-compute gone, no --nova-config-file): its last success
+    stays at 0 h, and promtool shows KvmtuneVerifyNotSucceeded firing
+    for c1 a day after; c2, whose UNKNOWN rows sit beside a PASS, stays
+    silent."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from kvmtune import verify
+    from kvmtune.verify import prometheus
+
+    hours = 27
+    passed = {host: verify.compare('host', 'cmdline isolcpus', 'a', 'a',
+                                   'fix', host=host) for host in ('c1', 'c2')}
+    series = {}
+    for host in ('c1', 'c2'):
+        path = tmp_path / f'{host}.prom'
+        values = []
+        for hour in range(hours):
+            lost = verify.unknown('novacompute', 'nova-compute options',
+                                  'running', 'no nova-compute process',
+                                  host=host)
+            checks = ([passed[host]] if hour == 0 else
+                      [lost] if host == 'c1' else [passed[host], lost])
+            prometheus.write(str(path), checks, now=hour * 3600)
+            [value] = [sample.value for family in
+                       text_string_to_metric_families(path.read_text())
+                       for sample in family.samples
+                       if sample.name ==
+                       'kvmtune_last_success_timestamp_seconds']
+            values += [f'{value:g}'] * 60     # scraped each minute
+        series[host] = ' '.join(values)
+    assert series['c1'].split()[-1] == '0'      # never stamped again
+    labels = 'instance="{0}:9100",job="node",command="verify",hostname="{0}"'
+    tests = {
+        'rule_files': [RULES],
+        'evaluation_interval': '1m',
+        'tests': [{
+            'interval': '1m',
+            'input_series': [
+                {'series': 'kvmtune_last_success_timestamp_seconds{'
+                           + labels.format(host) + '}',
+                 'values': series[host]} for host in ('c1', 'c2')],
+            'alert_rule_test': [
+                {'eval_time': '24h', 'alertname':
+                 'KvmtuneVerifyNotSucceeded', 'exp_alerts': []},
+                {'eval_time': '24h11m', 'alertname':
+                 'KvmtuneVerifyNotSucceeded', 'exp_alerts': [{
+                     'exp_labels': {
+                         'severity': 'warning', 'instance': 'c1:9100',
+                         'job': 'node', 'command': 'verify',
+                         'hostname': 'c1'},
+                     'exp_annotations': {
+                         'summary': 'kvmtune: verify has not passed on c1 '
+                                    'for 24h',
+                         'description': (
+                             'kvmtune verify has not found c1 in sync for '
+                             '1d 0h 11m 0s (a never-passed host shows '
+                             'decades; a run that could check nothing, '
+                             'every check UNKNOWN, is no success). Fix: '
+                             'run "kvmtune verify --profile PROFILE" on '
+                             'c1, apply the fix column of each DRIFT '
+                             'check, give what each UNKNOWN check\'s live '
+                             'column asks for, and run it again.')}}]},
+            ]}]}
+    (tmp_path / 'test.yml').write_text(yaml.safe_dump(tests))
+    run = promtool('test', 'rules', 'test.yml', cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    # the proof can fail: had the all-UNKNOWN runs stamped a success (the
+    # old rule), nothing fires
+    tests['tests'][0]['input_series'][0]['values'] = ' '.join(
+        f'{minute // 60 * 3600}' for minute in range(hours * 60))
+    (tmp_path / 'test.yml').write_text(yaml.safe_dump(tests))
+    run = promtool('test', 'rules', 'test.yml', cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert 'alertname: KvmtuneVerifyNotSucceeded' in run.stdout + run.stderr

@@ -7,9 +7,10 @@ proves each can fail).
 
 K101  a literal of the shared vocabulary outside its home module: import
       the name instead (doc/source/reference/glossary.rst).
-K102  a tracker reference ("issue 12") in kvmtune's code, its tests or
-      its benchmarks: cite what a reader can open instead (the test that
-      pins it, a doc, an upstream file or URL).
+K102  a tracker reference ("issue 12"), or a path outside the repository
+      ("../shared/NOTES.md"), in kvmtune's code, its tests or its
+      benchmarks: cite what a reader of the repository can open instead
+      (the test that pins it, a doc, an upstream file or URL).
 """
 
 import ast
@@ -53,6 +54,9 @@ HOMES = {
     'ServerGroupAntiAffinityFilter': 'kvmtune/data/nova_releases.yaml',
 }
 _TRACKER = re.compile(r'\bissues? #?\d+', re.IGNORECASE)
+# a path that leaves the repository: the steering notes beside a checkout
+# (../shared/...) are no file a reader of the repository has
+_OUTSIDE = re.compile(r'(?<![\w.])\.\./+shared/')
 
 
 def _in_package(filename):
@@ -100,6 +104,7 @@ def check_tracker_reference(physical_line, filename, noqa):
 
     Okay: # tests/unit/test_hostile.py pins this
     K102: # see issue 12
+    K102: # ../shared/FLEET-NOTES.md section 2
     """
     if noqa or not _cites(filename):
         return None
@@ -107,4 +112,8 @@ def check_tracker_reference(physical_line, filename, noqa):
     if match:
         return (match.start(), 'K102 a tracker reference: cite the test '
                 'that pins it, a doc or an upstream file instead')
+    match = _OUTSIDE.search(physical_line)
+    if match:
+        return (match.start(), 'K102 a path outside the repository: cite '
+                'a doc of the repository, an upstream file or a URL')
     return None

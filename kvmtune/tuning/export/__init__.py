@@ -31,6 +31,9 @@ TARGETS = {
     'provider-config': 'provider_config',
     'tuned': 'tuned',
 }
+# Targets that write no nova.conf option: a base nova.conf means nothing
+# to them, and --nova-conf is refused rather than ignored.
+NO_NOVA_CONF = ('provider-config', 'tuned')
 
 
 @dataclasses.dataclass
@@ -67,6 +70,13 @@ def build(target: str, plan: 'Plan', facts: 'Facts', host: str | None = None,
                          'only', key='--target',
                          fix='leave them out, or export --target '
                              'oslo-dropin')
+    if base_path is not None and target in NO_NOVA_CONF:
+        raise InputError(f'the {target} target writes no nova.conf '
+                         f'option: a base nova.conf means nothing to it',
+                         key='--nova-conf',
+                         fix='leave --nova-conf out, or export --target '
+                             + ', '.join(t for t in TARGETS
+                                         if t not in NO_NOVA_CONF))
     host = common.check_host(host, facts)
     base, text = (common.read_base(base_path, with_text=True)
                   if base_path else (None, None))
@@ -85,9 +95,13 @@ def export(target: str, plan: 'Plan', facts: 'Facts', output: str,
            under: 'Reader | None' = None, anyway: bool = False) -> Result:
     """Build and write ``target``'s files under ``output``; Result.
 
+    ``base_path`` (--nova-conf): the operator's nova.conf, whose items of
+    the lists kvmtune extends every target keeps (Context.nova_conf).
+
     :raises InputError: unknown target, a host that is not a KVM compute
-        node (or not the one the facts describe), a base nova.conf with an
-        option the drop-in would not win against (oslo-dropin), an
+        node (or not the one the facts describe), a base nova.conf given
+        to a target that writes no nova.conf option, or with an option
+        the drop-in would not win against (oslo-dropin), an
         existing file that sets a key differently, an output that cannot
         be written. In every case nothing is written.
     """

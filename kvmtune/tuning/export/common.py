@@ -7,6 +7,7 @@ e.g. ``etc/kolla/config/nova/compute-1/nova-compute.conf``. Writing them,
 all or nothing, is kvmtune.tuning.export.writer.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 import dataclasses
@@ -72,11 +73,54 @@ class Context:
                 f'{self.plan.facts_source}; an export with other facts or '
                 f'another profile replaces it.')
 
+    def nova_conf(self) -> dict[str, dict[str, Any]]:
+        """The plan's nova.conf options, each list kvmtune extends
+        (kvmtune.tuning.novaconf.update.EXTENDED_LISTS) merged with the
+        base nova.conf's items the way "nova-conf apply" merges them:
+        the operator's items stay, kvmtune's are appended."""
+        from kvmtune.tuning.novaconf import update
+
+        if self.base_text is None:
+            return self.plan.nova_conf
+        ini = update.parse_config(self.base_path or '--nova-conf',
+                                  self.base_text)
+        return update.resolve_changes(ini, self.plan.nova_conf)
+
+    def extended(self) -> list[tuple[str, str, str]]:
+        """[(section, option, value)] of the lists kvmtune extends that
+        this export writes, as merged with the base."""
+        from kvmtune.tuning.novaconf import update
+
+        return [(section, option, value)
+                for section, options in self.nova_conf().items()
+                for option, value in options.items()
+                if (section, option) in update.EXTENDED_LISTS]
+
+    def extension_notes(self, notes: list[str],
+                        beaten_by: Callable[[str, str], str | None]) -> None:
+        """Say, for each list kvmtune extends, whose items the export
+        carries and what in the tool's own order can still beat it
+        (``beaten_by(section, option)``, or None)."""
+        for section, option, value in self.extended():
+            key = f'[{section}] {option}'
+            if self.base_path is None:
+                notes.append(
+                    f'{key} = {value}, without --nova-conf: it replaces '
+                    f'the items your nova.conf has for {option}; give '
+                    f'that nova.conf with --nova-conf to keep them')
+            else:
+                notes.append(f'{key} = {value}: the items of '
+                             f'{self.base_path}, then kvmtune\'s')
+            beaten = beaten_by(section, option)
+            if beaten:
+                notes.append(f'{key}: {beaten}')
+
     def by_service(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """{service: {section: {option: value}}} of the plan's nova.conf:
-        an option goes to every service that reads it."""
+        """{service: {section: {option: value}}} of the plan's nova.conf
+        (merged with the base: nova_conf): an option goes to every service
+        that reads it."""
         found: dict[str, dict[str, dict[str, Any]]] = {}
-        for section, options in self.plan.nova_conf.items():
+        for section, options in self.nova_conf().items():
             for option, value in options.items():
                 for service in services.readers(section, option):
                     found.setdefault(service, {}).setdefault(

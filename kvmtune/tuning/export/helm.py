@@ -11,6 +11,14 @@ options go per node (or to conf.nova without a host), scheduler and
 conductor options to conf.nova. Traits are not a chart value: the provider
 config file and the kernel arguments and modprobe lines are files for the
 node (``hosts/<node>/``).
+
+A later values file (``-f``) or ``--set`` replaces a scalar or list at the
+same path, and helm-toolkit's per-node override takes the node's conf over
+conf.nova: a list kvmtune extends (``[filter_scheduler] enabled_filters``)
+would replace the operator's. So with ``--nova-conf`` (a nova.conf the
+chart rendered, or one with the operator's values) the value carries the
+operator's items and kvmtune's, as "nova-conf apply" merges them; the
+export's notes say what can still replace it.
 """
 
 from collections.abc import Mapping
@@ -18,6 +26,7 @@ import os
 from typing import Any
 
 from kvmtune.tuning.export import common
+from kvmtune.tuning.novaconf import services
 
 VALUES = 'values-kvmtune.yaml'
 
@@ -51,6 +60,8 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
             {'name': ctx.host, 'conf': {'nova': helm_conf(compute)}}]}}
     files = [common.OutFile(VALUES, common.render_yaml(values, ctx.header),
                             'yaml')]
+    ctx.extension_notes(notes, lambda section, option: _later(
+        ctx, section, option))
     prefix = os.path.join('hosts', ctx.host or 'all-computes')
     traits = ctx.traits()
     if traits:
@@ -60,3 +71,13 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
             common.render_yaml(common.provider_config(traits), ctx.header),
             'yaml'))
     return files + common.host_files(ctx, prefix)
+
+
+def _later(ctx: common.Context, section: str, option: str) -> str:
+    """What can replace this export's value of the option, as a sentence."""
+    path = ('conf.overrides.nova_compute.hosts (a list: replaced whole)'
+            if ctx.host and 'compute' in services.readers(section, option)
+            else f'conf.nova.{section}.{option}')
+    return (f'a values file given after {VALUES} (helm -f) or --set that '
+            f'sets {path} replaces this value: give {VALUES} last, or add '
+            f'kvmtune\'s items to that value')

@@ -20,11 +20,19 @@ action plugin merge_configs). So:
 
 The output's ``etc/kolla/config`` is node_custom_config (default
 /etc/kolla/config); ``host_vars/`` goes next to the inventory.
+
+merge_configs keeps one value per key, the last file's: a list kvmtune
+extends (``[filter_scheduler] enabled_filters``) would replace the
+operator's. So with ``--nova-conf`` (their /etc/kolla/config/nova.conf, or
+a service's rendered nova.conf) the file carries their items and kvmtune's,
+as "nova-conf apply" merges them; a file later in the order above still
+beats it, and the export's notes name those files.
 """
 
 import os
 
 from kvmtune.tuning.export import common
+from kvmtune.tuning.novaconf import services
 
 CONFIG = 'etc/kolla/config/nova'
 
@@ -50,5 +58,25 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
         files.append(common.OutFile(where, common.render_yaml(
             {'nova_cell_compute_provider_config':
              common.provider_config(traits)}, ctx.header), 'yaml'))
+    ctx.extension_notes(notes, lambda section, option: _later(
+        ctx, section, option))
     prefix = os.path.join('hosts', ctx.host or 'all-computes')
     return files + common.host_files(ctx, prefix)
+
+
+def _later(ctx: common.Context, section: str, option: str) -> str | None:
+    """The override files kolla-ansible merges after this export's file
+    for the option, as a sentence, or None (the export's is last)."""
+    later = []
+    readers = services.readers(section, option)
+    if 'compute' in readers and not ctx.host:
+        later += ['nova/<host>/nova.conf', 'nova/<host>/nova-compute.conf']
+    if {'scheduler', 'conductor'} & set(readers):
+        later += ['nova/<controller>/nova.conf']
+    if not later:
+        return None
+    return (f'kolla-ansible\'s merge_configs keeps the last file\'s value '
+            f'of a key, and merges {" and ".join(later)} (under '
+            f'node_custom_config) after this export\'s file: {option} set '
+            f'there replaces this list: add kvmtune\'s items there too, or '
+            f'remove {option} there')

@@ -19,6 +19,15 @@ Traits go to ``nova_provider_overrides`` (rendered into
 switch when nested=1 is all the plan's modprobe lines ask, and otherwise
 writes its own kvm.conf and turns the switch off, since both would be the
 same file. Kernel arguments are not OSA's: a file for the host.
+
+config_template sets a key to the override's value: a list kvmtune extends
+(``[filter_scheduler] enabled_filters``) would replace the one os_nova
+renders (its ``nova_scheduler_default_filters``, or the operator's own). So
+with ``--nova-conf`` (a nova.conf os_nova rendered on the host) the override
+carries the operator's items and kvmtune's, as "nova-conf apply" merges
+them. ``nova_nova_conf_overrides`` is one variable: a definition of higher
+Ansible precedence (``user_*.yml``, or a host's own host_vars over this
+group_vars file) replaces this one whole, and the export's notes say so.
 """
 
 from collections.abc import Mapping
@@ -27,6 +36,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kvmtune.tuning.export import common
+from kvmtune.tuning.novaconf import services
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan
@@ -100,4 +110,24 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
                 common.render_yaml(
                     {'nova_nova_conf_overrides': overrides(controller)},
                     ctx.header), 'yaml'))
+    ctx.extension_notes(notes, lambda section, option: _later(
+        ctx, section, option))
     return files + host_side
+
+
+def _later(ctx: common.Context, section: str, option: str) -> str:
+    """What can replace this export's nova_nova_conf_overrides for the
+    option, as a sentence."""
+    readers = services.readers(section, option)
+    if 'compute' in readers:
+        where = (f'host_vars/{ctx.host}.yml' if ctx.host
+                 else 'group_vars/nova_compute.yml')
+        over = ('user_*.yml' if ctx.host
+                else 'host_vars/<host>.yml or user_*.yml')
+    else:
+        where = 'group_vars/nova_scheduler.yml'
+        over = 'host_vars/<controller>.yml or user_*.yml'
+    return (f'nova_nova_conf_overrides in {over} (higher Ansible '
+            f'precedence than {where}) replaces the whole variable, this '
+            f'list included: where you set it there, add kvmtune\'s keys '
+            f'to it instead')

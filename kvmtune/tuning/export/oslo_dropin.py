@@ -18,6 +18,13 @@ and Ubuntu's units, through openstack-pkg-tools' init script) they come
 - a single-valued option the base sets to another value is refused, naming
   it; with ``--dropin-anyway`` the drop-in is written and a note says in
   which start-up shapes it takes effect;
+- a list kvmtune extends (``[filter_scheduler] enabled_filters``,
+  kvmtune.tuning.novaconf.update.EXTENDED_LISTS) is written merged as
+  "nova-conf apply" merges it: the base's items, then kvmtune's. Read
+  after the base, the drop-in gives the union; read before it, the base's
+  list stays. Nothing of the operator's is lost either way, so it is not
+  refused: a note says in which start-up shapes kvmtune's items take
+  effect;
 - a multi-valued option (``[DEFAULT] reserved_huge_pages``) adds up across
   files in every shape: the same values are left out of the drop-in, other
   values are refused (``--dropin-anyway`` does not change that);
@@ -114,9 +121,27 @@ def _unplaced(service: str, conf: Conf, found: Conflicts,
               ctx: common.Context, notes: list[str]) -> None:
     """No command line for the service: a base value that would win in
     some start-up shape is refused, or stated (--dropin-anyway)."""
+    from kvmtune.tuning.novaconf import update
+
+    directory = placing.dropin_dir(service)
+    lists = [item for item in found
+             if (item[0], item[1]) in update.EXTENDED_LISTS]
+    found = [item for item in found if item not in lists]
+    for section, option, have, want in lists:
+        # Not refused: the drop-in's list holds the base's items, so
+        # whichever file wins, none of the operator's is lost.
+        notes.append(
+            f'[{section}] {option}: the drop-in has {ctx.base_path}\'s '
+            f'items and kvmtune\'s ({want}); read after {ctx.base_path} '
+            f'(nova-{service} started without --config-file, or with '
+            f'--config-dir {directory} after it) it gives them all; '
+            f'started with --config-file and no such --config-dir '
+            f'(Debian\'s and Ubuntu\'s units) {ctx.base_path}\'s {have} '
+            f'stays: give --service-cmdline for the systemd drop-in that '
+            f'makes the drop-in win, or remove {option} from '
+            f'{ctx.base_path} (the drop-in keeps its items)')
     if not found:
         return
-    directory = placing.dropin_dir(service)
     if not ctx.anyway:
         section, option, have, want = found[0]
         more = (f' ({len(found) - 1} more option(s) likewise)'
@@ -246,6 +271,8 @@ def build(ctx: common.Context, notes: list[str]) -> list[common.OutFile]:
             files += _placed(service, conf, text, found, ctx, notes)
         else:
             _unplaced(service, conf, found, ctx, notes)
+    if ctx.base_path is None:
+        ctx.extension_notes(notes, lambda section, option: None)
     unknown = sorted(set(ctx.cmdlines) - set(DIRS))
     if unknown:
         raise InputError(f'nova-{unknown[0]} has no drop-in: kvmtune '

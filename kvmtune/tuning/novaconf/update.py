@@ -45,19 +45,32 @@ Checker = Callable[[str], list[str]]
 
 BACKUP_SUFFIX = '.kvmtune.bak'
 
-# Comma-separated lists kvmtune extends rather than owns. The plan's value is
-# Nova's default plus what kvmtune needs; where nova.conf already sets the
-# option, the operator's items stay, in their order, and only the items
-# kvmtune needs (those beyond Nova's default) are appended. Nova's default
-# comes from the release table (kvmtune.nova_releases), as the plan's does.
-EXTENDED_LISTS = (('filter_scheduler', 'enabled_filters'),)
+# Comma-separated lists (oslo.config ListOpt) kvmtune extends rather than
+# owns: the operator's items stay, in their order, and only the items kvmtune
+# needs (those beyond Nova's default: list_default) are appended. Where two
+# items can say one thing two ways, a key says so and kvmtune's item takes
+# the operator's item's place:
+# - [filter_scheduler] enabled_filters: default the planned release's;
+# - [libvirt] cpu_model_extra_flags: '+vmx', '-vmx' and 'VMX' are one flag
+#   (nova/conf/libvirt.py: String(ignore_case=True), + or - turns it on/off);
+# - [libvirt] disk_cachemodes: 'file=writeback' and 'file=none' set one
+#   source type (LibvirtDriver.__init__ keeps the last mode of each type).
+# nova-conf apply and kvmtune export both merge through resolve_changes.
+EXTENDED_LISTS: dict[tuple[str, str], Callable[[str], str] | None] = {
+    ('filter_scheduler', 'enabled_filters'): None,
+    ('libvirt', 'cpu_model_extra_flags'):
+        lambda item: item.lstrip('+-').lower(),
+    ('libvirt', 'disk_cachemodes'): lambda item: item.partition('=')[0],
+}
 
 
 def list_default(section: str, option: str) -> list[str] | None:
     """Nova's default items of an option kvmtune extends, else None."""
     if (section, option) not in EXTENDED_LISTS:
         return None
-    return nova_releases.get().default_filters()
+    if (section, option) == ('filter_scheduler', 'enabled_filters'):
+        return nova_releases.get().default_filters()
+    return []
 
 
 _BOM = '\ufeff'
@@ -132,13 +145,28 @@ def parse_config(path: str, text: str) -> inifile.IniFile:
                          '(Nova would not start with it either)') from None
 
 
-def extend_list(current: str, planned: str, default: Sequence[str]) -> str:
+def extend_list(current: str, planned: str, default: Sequence[str],
+                key: Callable[[str], str] | None = None) -> str:
     """``current`` with the items of ``planned`` that are not in ``default``
-    appended when missing: 'A,B' + 'A,C' over default (A,) -> 'A,B,C'."""
+    appended when missing: 'A,B' + 'A,C' over default (A,) -> 'A,B,C'.
+    With ``key``, a planned item takes the place of the current items with
+    its key: 'file=writeback,network=writeback' + 'file=none' ->
+    'file=none,network=writeback'."""
     items = [i.strip() for i in current.split(',') if i.strip()]
     needed = [i.strip() for i in planned.split(',')
               if i.strip() and i.strip() not in default]
-    return ','.join(items + [i for i in needed if i not in items])
+    for item in needed:
+        if item in items:
+            continue
+        same = ([n for n, have in enumerate(items) if key(have) == key(item)]
+                if key else [])
+        if same:
+            items[same[0]] = item
+            items = [have for n, have in enumerate(items)
+                     if n not in same[1:]]
+        else:
+            items.append(item)
+    return ','.join(items)
 
 
 def resolve_changes(ini: inifile.IniFile, changes: rules.Changes) -> Changes:
@@ -149,7 +177,8 @@ def resolve_changes(ini: inifile.IniFile, changes: rules.Changes) -> Changes:
             default = list_default(section, option)
             current = ini.get(section, option)
             if default is not None and current is not None:
-                value = extend_list(current, value, default)
+                value = extend_list(current, value, default,
+                                    EXTENDED_LISTS[(section, option)])
             resolved.setdefault(section, {})[option] = value
     return resolved
 

@@ -23,6 +23,7 @@ from typing import TypedDict
 from typing import TypeVar
 
 from kvmtune.errors import InputError
+from kvmtune.facts import cmdline
 from kvmtune.facts.types import Facts
 from kvmtune.facts.types import NumaNode
 from kvmtune import inputs
@@ -262,6 +263,14 @@ class Tuner:
                 return default
             value = value[part]
         return value
+
+    def kernel_args_fix(self, args: list[str]) -> str:
+        """The fix for kernel arguments the booted line does not give
+        (kvmtune.facts.cmdline.changes: add, or replace what is there)."""
+        return (cmdline.changes(args, cmdline.read(
+            self.fact('kernel.cmdline', ''))) + ' on the kernel command '
+            'line (kvmtune boot apply --profile P stages it: one argument '
+            'per key), then reboot')
 
     def numa_nodes(self) -> list[NumaNode]:
         """Host NUMA nodes; a host without NUMA data is one node 0."""

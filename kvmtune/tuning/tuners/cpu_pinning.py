@@ -13,6 +13,8 @@ from typing import Any
 from typing import cast
 
 from kvmtune.errors import InputError
+from kvmtune.facts import arch
+from kvmtune.facts import cmdline
 from kvmtune.facts.cpulist import format_cpulist
 from kvmtune.tuning.tuners import base
 
@@ -104,7 +106,9 @@ class CpuPinning(base.Tuner):
     def _make_split(self
                     ) -> tuple[set[int] | None, set[int] | None, str | None]:
         online = self._online()
-        reason = self._missing_facts(online)
+        reason = arch.nova_numa_refusal(
+            self.facts, 'CPU pinning (hw:cpu_policy)') or \
+            self._missing_facts(online)
         if reason:
             return None, None, reason
         siblings = self.fact('cpu.thread_siblings')
@@ -210,6 +214,11 @@ class CpuPinning(base.Tuner):
 
     @base.check('numa-topology')
     def _numa_topology(self) -> base.CheckOutcome:
+        refusal = arch.nova_numa_refusal(self.facts,
+                                         'CPU pinning (hw:cpu_policy)')
+        if refusal:
+            return (base.FAIL, refusal, 'plan this host without the '
+                    'cpu_pinning tuner (a profile without it)')
         if self.fact('numa.nodes'):
             return (base.PASS, f'{len(self.fact("numa.nodes"))} NUMA '
                     'node(s) in /sys: Nova can model pinned guests', None)
@@ -226,9 +235,10 @@ class CpuPinning(base.Tuner):
         if reason:
             return (base.FAIL, f'no CPU split: {reason}; cpu_shared_set, '
                     'cpu_dedicated_set and isolcpus are withheld',
-                    'capture the host with kvmtune host capture and send '
-                    'the tree in (user guide, "Host facts"); do not pin CPUs '
-                    'on it by hand from this plan')
+                    'set [compute] cpu_shared_set and cpu_dedicated_set '
+                    'in nova.conf by hand from the host\'s real topology '
+                    '(lscpu -e), or leave cpu_pinning out of the profile '
+                    'for this host; never from this plan')
         if guest:
             return (base.PASS, f'{len(guest)} CPU(s) for pinned guests '
                     f'({format_cpulist(guest)}), {len(host)} kept by the '
@@ -240,17 +250,22 @@ class CpuPinning(base.Tuner):
     @base.check('isolcpus')
     def _isolcpus(self) -> base.CheckOutcome:
         wanted = self.guest_cpus()
-        if not self.params['isolcpus'] or not wanted:
+        arg = self.isolcpus_arg()
+        if arg is None or not wanted:
             return None
-        running = set(self.fact('kernel.args.isolcpus', []))
-        if running == wanted:
+        # judged as the kernel keeps the booted line (kvmtune.facts.
+        # cmdline): the plan's CPUs isolated from the scheduler domains,
+        # the operator's other flags allowed
+        item, = cmdline.judge([arg], cmdline.read(
+            self.fact('kernel.cmdline', '')))
+        if item.ok:
             return (base.PASS, 'the running kernel isolates exactly '
                     f'the dedicated CPUs ({format_cpulist(wanted)})', None)
+        running = self.fact('kernel.args.isolcpus', [])
         now = format_cpulist(running) or 'none'
         return (base.WARN, f'the running kernel isolates {now}, the plan '
                 f'dedicates {format_cpulist(wanted)}',
-                base.KERNEL_ARGS_FIX.format(
-                    args='isolcpus=' + format_cpulist(wanted)))
+                self.kernel_args_fix([arg]))
 
     @base.check('smt-thread-policy')
     def _thread_policy(self) -> base.CheckOutcome:

@@ -5,9 +5,12 @@ Seed 004 (section 2.3) turns EPT on with vCPU pinning: 3-5% more compute,
 kvm_intel ``ept`` / kvm_amd ``npt`` parameter is on (the default); this
 tuner writes the parameter down so no later modprobe.d file turns it off,
 and has the flavor require ``CUSTOM_KVMTUNE_EPT``, which ``kvmtune host
-tag`` sets on hosts where it is on (os-traits has no EPT trait).
+tag`` sets on hosts where it is on (os-traits has no EPT trait). EPT and
+NPT are x86's: on another architecture the tuner is refused with the
+reason (kvmtune.facts.arch.ept_refusal).
 """
 
+from kvmtune.facts import arch
 from kvmtune.tuning import traits
 from kvmtune.tuning.tuners import base
 
@@ -35,12 +38,22 @@ class Ept(base.Tuner):
         'tagged by `kvmtune host tag`.',
     )
 
+    def withheld(self) -> list[str]:
+        refusal = arch.ept_refusal(self.facts)
+        return [refusal] if refusal else []
+
     def trait_value(self) -> str | None:
+        if self.withheld():
+            return None
         return 'required' if self.params['require_trait'] else None
 
     @base.check('ept-enabled')
     def _enabled(self) -> base.CheckOutcome:
         module = self.hardware_module()
+        refusal = arch.ept_refusal(self.facts)
+        if refusal:
+            return (base.FAIL, refusal, 'plan this host without the ept '
+                    'tuner (a profile without it)')
         if module is None:
             how = self.fact('virt.mechanism') or 'no KVM'
             return (base.FAIL, f'no VT-x/AMD-V in this CPU (KVM here: '

@@ -4,8 +4,13 @@ Seed 003 names huge pages among the three things that closed the gap to
 Hyper-V (with LVM volumes and an I/O thread); seed 004's EPT gain grows with
 them, since a 2-level walk over large pages needs fewer TLB entries. Nova
 gives a guest huge pages with ``hw:mem_page_size`` and counts them per host
-NUMA node, so the host needs a pool made at boot (1G pages only with the
-CPU's ``pdpe1gb`` flag) and NUMATopologyFilter.
+NUMA node, so the host needs a pool made at boot (on x86, 1G pages only
+with the CPU's ``pdpe1gb`` flag) and NUMATopologyFilter. Which page sizes
+the host has, and whether Nova places huge-page guests on its architecture
+at all, kvmtune.facts.arch decides: on x86 ``pdpe1gb`` says 1G, elsewhere
+the kernel's own pool directories do (an arm64 1G pool is 1G without any
+x86 flag; s390x has only 1M pages and no NUMA topology in Nova, so the
+profile is refused there).
 
 Sizing (TripleO's derived NFV parameters: openstack/tripleo-ansible,
 roles/tripleo_derived_parameters, host_mem_default): the host keeps
@@ -16,6 +21,7 @@ made keeps its size unless ``memory_percent`` is given.
 """
 
 
+from kvmtune.facts import arch
 from kvmtune.facts.types import NumaNode
 from kvmtune import pagesize
 from kvmtune.tuning.plan import HugepageRequest
@@ -45,7 +51,8 @@ class Hugepages(base.Tuner):
                    help='hw:mem_page_size: small, large, any, 2MB, 1GB...'),
         base.Param('host_page_size', default='auto',
                    choices=('auto', '1G', '2M'),
-                   help='Pool page size; auto is 1G with pdpe1gb, else 2M'),
+                   help='Pool page size; auto is 1G when the host offers '
+                        'it (x86: pdpe1gb), else 2M'),
         base.Param('memory_percent', type=int, min=1, max=90,
                    help='Share of RAM after reserved_host_memory_mb that '
                         'goes to the pool (default: keep a pool that has '
@@ -79,11 +86,38 @@ class Hugepages(base.Tuner):
     # -- host-derived values ---------------------------------------------
 
     def pool_size(self) -> str:
-        """'1G' or '2M': the host pool the plan makes."""
+        """'1G' or '2M': the host pool the plan makes. On x86 (or facts
+        without an architecture) 1G with pdpe1gb; elsewhere 1G when the
+        kernel offers 1G pages (kvmtune.facts.arch.page_sizes_kb)."""
         wanted: str = self.params['host_page_size']
         if wanted != 'auto':
             return wanted
-        return '1G' if self.fact('cpu.pdpe1gb') else '2M'
+        if self._x86():
+            return '1G' if self.fact('cpu.pdpe1gb') else '2M'
+        return '1G' if arch.offers_size(self.facts, PAGE_KB['1G']) else '2M'
+
+    def _x86(self) -> bool:
+        return arch.of(self.facts) in (arch.X86, None)
+
+    def _arch_refusal(self) -> str | None:
+        """Why this architecture gets no pool of the plan's size, or None:
+        Nova places no huge-page guest there, or its kernel does not offer
+        the size (or which sizes it offers cannot be told)."""
+        refusal = arch.nova_numa_refusal(self.facts,
+                                         'hw:mem_page_size (huge pages)')
+        if refusal or self._x86():
+            return refusal
+        sizes = arch.page_sizes_kb(self.facts)
+        where = f'the {arch.name(self.facts)} kernel'
+        if sizes is None:
+            return (f'the huge page pool is withheld: the page sizes '
+                    f'{where} offers are unknown (no '
+                    '/sys/kernel/mm/hugepages/hugepages-*kB)')
+        if PAGE_KB[self.pool_size()] not in sizes:
+            return (f'the huge page pool is withheld: {where} offers '
+                    f'{arch.sizes_text(sizes)} pages, not '
+                    f'{self.pool_size()}')
+        return None
 
     def numa_nodes(self) -> list[NumaNode]:
         """The nodes guest memory can come from: those with CPUs.
@@ -127,6 +161,9 @@ class Hugepages(base.Tuner):
         return None
 
     def withheld(self) -> list[str]:
+        refusal = self._arch_refusal()
+        if refusal:
+            return [refusal]
         unknown = self._unknown_pools()
         if unknown:
             return [f'the huge page pool is withheld: nr_hugepages of the '
@@ -203,7 +240,7 @@ class Hugepages(base.Tuner):
 
     def reserved_pages(self) -> list[str] | None:
         count = self.params['host_reserved_pages']
-        if not count:
+        if not count or self._arch_refusal():
             return None
         size = self.pool_size() + 'B'
         return [f'node:{node["id"]},size:{size},count:{count}'
@@ -213,6 +250,8 @@ class Hugepages(base.Tuner):
 
     @base.check('pdpe1gb')
     def _pdpe1gb(self) -> base.CheckOutcome:
+        if not self._x86():
+            return None     # an x86 flag: page-sizes says it elsewhere
         has_flag = bool(self.fact('cpu.pdpe1gb'))
         if has_flag:
             return (base.PASS, 'the CPU has pdpe1gb: 1G pages possible', None)
@@ -222,6 +261,23 @@ class Hugepages(base.Tuner):
                     'in the profile and use 2M pages')
         return (base.PASS, 'the CPU lacks pdpe1gb: the pool uses 2M pages',
                 None)
+
+    @base.check('page-sizes')
+    def _page_sizes(self) -> base.CheckOutcome:
+        if self._x86():
+            return None     # pdpe1gb says it
+        refusal = self._arch_refusal()
+        if refusal:
+            return (base.FAIL, refusal, 'plan this host without the '
+                    'hugepages tuner (a profile without it)'
+                    if arch.nova_numa_refusal(self.facts, '') else
+                    'capture the host again with kvmtune host capture '
+                    '(/sys/kernel/mm/hugepages must be readable), or set '
+                    'host_page_size to a size the kernel offers')
+        sizes = arch.page_sizes_kb(self.facts) or []
+        return (base.PASS, f'the {arch.name(self.facts)} kernel offers '
+                f'{arch.sizes_text(sizes)} pages: the pool uses '
+                f'{self.pool_size()}', None)
 
     @base.check('guest-page-size')
     def _guest_page_size(self) -> base.CheckOutcome:
@@ -239,6 +295,8 @@ class Hugepages(base.Tuner):
     @base.check('hugepage-pool')
     def _pool(self) -> base.CheckOutcome:
         size = self.pool_size()
+        if self._arch_refusal():
+            return None     # page-sizes says why
         if self._unknown_pools():
             return (base.FAIL, self.withheld()[0],
                     'capture the host again with kvmtune host capture '
@@ -261,8 +319,8 @@ class Hugepages(base.Tuner):
                     f'({spread})', None)
         return (base.FAIL, f'no {size} huge pages on this host: guests with '
                 f'hw:mem_page_size={self.params["page_size"]} cannot start',
-                base.KERNEL_ARGS_FIX.format(args=' '.join(
-                    self.pool_args())))  # type: ignore[arg-type]  # sized
+                self.kernel_args_fix(
+                    self.pool_args()))  # type: ignore[arg-type]  # sized
 
     @base.check('host-reserved-pages')
     def _host_reserved(self) -> base.CheckOutcome:

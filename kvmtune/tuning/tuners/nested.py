@@ -9,11 +9,15 @@ without VMX, so HW_CPU_X86_VMX does not describe it and the trait to
 require is kvmtune's CUSTOM_KVMTUNE_NESTED. Under QEMU TCG (libvirt
 virt_type qemu) the guest CPU is emulated: QEMU emulates AMD SVM with
 nested paging (not VMX), so a TCG guest given ``svm`` can load kvm_amd and
-run its own guest (tests/unit/tuning/tuners/test_nested.py).
+run its own guest (tests/unit/tuning/tuners/test_nested.py). All of that
+is x86: on arm64, POWER and s390x the profile is refused with the reason
+(kvmtune.facts.arch.nested_refusal), never given x86's EPYC model and
+svm/npt flags.
 """
 
 from typing import Any
 
+from kvmtune.facts import arch
 from kvmtune.tuning.tuners import base
 
 TRAITS = ('CUSTOM_KVMTUNE_NESTED', 'HW_CPU_X86_VMX', 'HW_CPU_X86_SVM')
@@ -57,6 +61,10 @@ class Nested(base.Tuner):
         'compute than their level-1 host.',
     )
 
+    def withheld(self) -> list[str]:
+        refusal = arch.nested_refusal(self.facts)
+        return [refusal] if refusal else []
+
     def virt_type(self) -> str:
         """kvm or qemu: the param, or with auto what kvmtune cloud's
         detect_virt_type picks (kvm only with vmx/svm and a /dev/kvm that
@@ -76,7 +84,10 @@ class Nested(base.Tuner):
         """Under TCG a custom model with the flags (Nova's cpu_mode
         custom, the only mode that takes a named model: libvirt offers no
         host-passthrough to TCG guests); under KVM the host's CPU, with its
-        vendor flag named for host-model."""
+        vendor flag named for host-model. Nothing on an architecture
+        kvmtune plans no nested virtualization for."""
+        if self.withheld():
+            return {}
         if self.virt_type() == 'qemu':
             return {('libvirt', 'cpu_mode'): 'custom',
                     ('libvirt', 'cpu_models'): self.params['cpu_model'],
@@ -94,12 +105,18 @@ class Nested(base.Tuner):
 
     def extra_specs(self) -> dict[str, str]:
         trait = self.params['trait']
-        return {} if trait == 'none' else {f'trait:{trait}': 'required'}
+        if trait == 'none' or self.withheld():
+            return {}
+        return {f'trait:{trait}': 'required'}
 
     @base.check('nested-enabled')
     def _enabled(self) -> base.CheckOutcome:
         module = self.hardware_module()
         mechanism = self.fact('virt.nested_mechanism')
+        refusal = arch.nested_refusal(self.facts)
+        if refusal:
+            return (base.FAIL, refusal, 'give nested guests an x86 host, '
+                    'or plan this host without the nested tuner')
         if self.virt_type() == 'qemu':
             return (base.PASS, f'virt_type qemu (TCG): guests get the '
                     f'emulated {self.params["cpu_model"]} CPU with '
@@ -127,7 +144,7 @@ class Nested(base.Tuner):
     @base.check('nested-trait')
     def _trait(self) -> base.CheckOutcome:
         flag = TRAIT_FLAGS.get(self.params['trait'])
-        if flag is None:
+        if flag is None or self.withheld():
             return None
         if self.has_flag(flag) is None:
             return (base.WARN, f'the CPU\'s flags are unknown (cpuinfo '

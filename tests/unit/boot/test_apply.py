@@ -116,7 +116,12 @@ def test_rhel_9_bls_gets_the_block_and_grubby_not_run_under_root(tree):
     assert done.commands == [['grubby', '--update-kernel=ALL',
                               '--args=' + ' '.join(done.kernel_args)]]
     assert not done.ran
-    assert set(done.reasons) == {'cmdline', 'hugepages'}
+    # the capture booted isolcpus=managed_irq,domain,<the plan's CPUs>:
+    # booted as planned (the operator's flags are theirs), and staged
+    # with those flags kept
+    assert set(done.reasons) == {'hugepages'}
+    assert done.kernel_args[0] == (
+        'isolcpus=managed_irq,domain,1-19,21-39,41-59,61-79')
     assert done.to_dict()['commands'][0]['ran'] is False
 
 

@@ -37,10 +37,27 @@ def test_a_value_that_differs_is_pending_under_its_reason(intel):
     assert changes.cmdline_reasons(
         ['isolcpus=1-19,21-39,41-59,61-79', 'default_hugepagesz=2M',
          'hugepagesz=2M', 'hugepages=1024'], intel, INTEL) == {
-        # the booted isolcpus has flags: not the same argument
-        'cmdline': ['isolcpus=1-19,21-39,41-59,61-79'],
+        # the booted isolcpus=managed_irq,domain,<the same CPUs> isolates
+        # them from the domains as the plan's does: booted; the pools
+        # differ
         'hugepages': ['default_hugepagesz=2M', 'hugepagesz=2M',
                       'hugepages=1024']}
+    assert changes.cmdline_reasons(['isolcpus=2-19'], intel, INTEL) == {
+        'cmdline': ['isolcpus=2-19']}
+
+
+@pytest.mark.parametrize('booted, pending', [
+    ('isolcpus=2-7', False),
+    ('isolcpus=domain,managed_irq,2-7', False),     # the operator's flags
+    ('isolcpus=nohz,managed_irq,2-7', True),        # no domain isolation
+    ('isolcpus=2-7 isolcpus=2-9', False),           # the second ignored
+    ('isolcpus=2-9 isolcpus=2-7', True),            # the kernel keeps 2-9
+    ('nohz_full=2-9 isolcpus=nohz,domain,2-7', True),   # ignored whole
+])
+def test_isolcpus_compares_as_the_kernel_keeps_it(intel, booted, pending):
+    facts = _booted(intel, 'root=/dev/sda1 ' + booted)
+    found = changes.cmdline_reasons(['isolcpus=2-7'], facts, 'x')
+    assert bool(found) is pending
 
 
 @pytest.mark.parametrize('booted, pending', [

@@ -18,6 +18,9 @@ def test_table_names_the_file_the_command_not_run_and_the_reasons(
     assert capsys.readouterr().out.splitlines() == [
         'would write /etc/default/grub',
         'not run (dry run): grub2-mkconfig -o /boot/grub2/grub.cfg',
+        # what GRUB_CMDLINE_LINUX(_DEFAULT) give the next boot
+        "next boot's kernel arguments: console=tty0 console=ttyS0,115200n8"
+        ' crashkernel=auto rhgb quiet isolcpus=1-7,9-15,17-23,25-31',
         'reboot required (cmdline: isolcpus=1-7,9-15,17-23,25-31); record '
         'would write']
     assert record.read(str(root)) is None
@@ -26,7 +29,7 @@ def test_table_names_the_file_the_command_not_run_and_the_reasons(
     assert out[0] == 'wrote /etc/default/grub'
     assert out[1] == (f'not run (--root {root} is not this machine): '
                       'grub2-mkconfig -o /boot/grub2/grub.cfg')
-    assert out[2].endswith('record written')
+    assert out[3].endswith('record written')
 
 
 def test_json_is_the_result_document(tmp_path, capsys):
@@ -83,3 +86,37 @@ def test_a_plan_made_before_is_staged_as_it_is(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and 'missing key' in err
     assert hosttrees.snapshot(root) == before
+
+
+def test_a_fail_check_boot_apply_does_not_clear_is_refused(
+        tmp_path, capsys):
+    """pinned-hugepages on a tree without a 2M pool: boot apply is the
+    fix, it runs; a host without EPT for pinned-hugepages-ept is refused
+    with nothing written, unless --accept-failed-checks."""
+    import os
+    from tests import paths
+
+    pvm = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
+    argv = ['boot', 'apply', '--profile', 'pinned-hugepages-ept',
+            '--root', pvm, '--dry-run']
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert 'kvmtune boot apply: refused' in err
+    assert 'FAIL ept ept-enabled' in err
+    # told: the refusal is gone (this tree's unknown boot loader is next)
+    assert cli.main(argv + ['--accept-failed-checks']) == 2
+    err = capsys.readouterr().err
+    assert 'FAIL ept ept-enabled accepted' in err
+    assert 'unknown bootloader' in err
+    # the Intel tree has 1G pages, no 2M pool: FAIL hugepage-pool, which
+    # the plan's kernel arguments clear
+    root = hosttrees.make(tmp_path / 'h', 'rhel-9-bls')
+    assert cli.main(['plan', '--profile', 'pinned-hugepages', '--root',
+                     str(root)]) == 1
+    assert 'FAIL hugepages hugepage-pool' in capsys.readouterr().out
+    assert cli.main(['boot', 'apply', '--profile', 'pinned-hugepages',
+                     '--root', str(root), '--dry-run']) == 0
+    captured = capsys.readouterr()
+    assert 'reboot required' in captured.out
+    assert captured.err == ''

@@ -88,3 +88,19 @@ def test_project_makes_a_new_flavor_private_and_shares_it(nova, capsys):
     grant = nova.writes[-1]
     assert grant[1] == f'/flavors/{made["id"]}/action'
     assert grant[2] == {'addTenantAccess': {'tenant': 'p1'}}
+
+
+def test_a_plan_with_a_fail_check_sends_no_request(nova, capsys):
+    """The PVM capture has no EPT: refused before the cloud is asked,
+    the check named; --accept-failed-checks creates the flavor."""
+    nova.add_flavor('m1.bench', {}, ram=2048, vcpus=2, disk=10)
+    pvm = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
+    argv = ['flavor', 'apply', '--os-cloud', 'unit', '--profile', PROFILE,
+            '--root', pvm, '--from', 'm1.bench']
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert 'kvmtune flavor apply: refused' in err
+    assert 'FAIL ept ept-enabled' in err
+    assert nova.by_name(f'm1.bench.{PROFILE}') is None
+    assert cli.main(argv + ['--accept-failed-checks']) == 0
+    assert nova.by_name(f'm1.bench.{PROFILE}') is not None

@@ -73,7 +73,9 @@ READING_COMMANDS = {'host inspect', 'plan', 'profile list', 'profile show',
                     # (tests/unit/cmd/test_boot_apply.py parses its JSON)
                     'boot apply',
                     # a step of a rollout: what it did, as a document
-                    'rollout-step'}
+                    'rollout-step',
+                    # the canary gate's records in a state file
+                    'rollout-report'}
 
 
 def _subparser(parser, words):
@@ -148,6 +150,21 @@ def _overflow_inputs(name, tmp_path, capsys, monkeypatch):
         path = tmp_path / 'local.json'
         path.write_text(json.dumps(doc))
         return ['report', path]
+    if name == 'rollout-report':
+        # samples and figures at the edge of a float, judged and not
+        from tests import canarystate
+
+        doc = {'measurements': canarystate.measurements(
+            hosts={'c1': ('c9', 1.1, 1.1, 0.02)})}
+        for record in doc['measurements']['hosts']['c1']['metrics'].values():
+            for side in record['samples'].values():
+                for values in side.values():
+                    for sample in values:
+                        sample['value'] = 1.7e308
+            record.update(estimate=1.7e308, interval=[1.7e308, 1.7e308])
+        path = tmp_path / 'rollout.json'
+        path.write_text(json.dumps(doc))
+        return ['rollout-report', path]
     if name == 'capacity':
         from kvmtune.openstack import connection
         from tests.unit.capacity.replay import load
@@ -214,7 +231,7 @@ def test_every_reading_command_is_fed_an_overflow_or_says_why_not():
 
 
 OVERFLOW = ('report', 'verify', 'capacity', 'plan', 'host inspect',
-            'profile list', 'profile show', 'boot apply')
+            'profile list', 'profile show', 'boot apply', 'rollout-report')
 
 
 @pytest.mark.parametrize('name', OVERFLOW)

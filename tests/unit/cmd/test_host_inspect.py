@@ -109,3 +109,18 @@ def test_a_full_disk_keeps_the_old_facts_file(tmp_path, capsys):
                                         str(full / 'facts.json')])
         fulldisk.assert_one_line_full(err)
         fulldisk.assert_left_as_it_was(full, old)
+
+
+@pytest.mark.parametrize('name, line', [
+    # before: "1G pages (pdpe1gb) no", an x86 flag read on arm64
+    ('128arm-2pa2n8cluster4co', 'aarch64, huge page sizes 64k, 2M, 32M, 1G'),
+    ('20s390-2g6s4c', 's390x, huge page sizes 1M'),
+    ('nvidia-dgx-gb10', 'aarch64, huge page sizes unknown'),
+    ('x86_64-epyc_7451', 'x86_64, huge page sizes 2M, 1G'),
+])
+def test_the_table_names_the_architecture_and_its_page_sizes(
+        name, line, capsys):
+    root = os.path.join(paths.HOSTS, 'real', name)
+    assert cli.main(['host', 'inspect', '--root', root]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[2].endswith('; ' + line)

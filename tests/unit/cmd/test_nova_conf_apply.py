@@ -226,12 +226,67 @@ def test_bad_file_gets_its_error_alone(tmp_path, service):
     # that can be applied: a bad one is one line, as every bad input.
     path = tmp_path / 'nova.conf'
     path.write_text('garbage without a section\n')
-    argv = list(apply_args(path, service=service or 'all'))
+    root = HOST
+    if service is None:
+        # the default comes from the tree's own proc/
+        root = str(tree_running(tmp_path.parent / f'{tmp_path.name}-host',
+                                'nova-compute'))
+    argv = list(apply_args(path, service=service or 'all', root=root))
     if service is None:
         del argv[argv.index('--service'):argv.index('--service') + 2]
     done = kvmtune(*argv)
     assert_one_line_error(done, f'{path}: line 1: ')
     assert os.listdir(tmp_path) == ['nova.conf']
+
+
+def tree_running(tree, *programs):
+    """A copy of HOST (a capture: no processes) whose proc/ shows
+    ``programs`` running (/proc/<pid>/cmdline as Nova's scripts have
+    it)."""
+    shutil.copytree(HOST, tree, symlinks=True)
+    for pid, program in enumerate(programs, start=4242):
+        (tree / 'proc' / str(pid)).mkdir(parents=True)
+        (tree / 'proc' / str(pid) / 'cmdline').write_bytes(
+            f'/usr/bin/python3\0/usr/bin/{program}\0--config-file\0'
+            '/etc/nova/nova.conf\0'.encode())
+    return tree
+
+
+@pytest.fixture
+def no_local_processes(monkeypatch):
+    """Fail the test if this machine's /proc is scanned for Nova's
+    services: under --root the default --service is the tree's."""
+    from kvmtune.tuning.novaconf import services
+    scan = services.processes
+
+    def processes(proc='/proc'):
+        if os.path.realpath(proc) == '/proc':
+            raise AssertionError(f'this machine\'s {proc} was scanned')
+        return scan(proc)
+    monkeypatch.setattr(services, 'processes', processes)
+
+
+def test_under_root_the_default_service_is_the_trees(
+        tmp_path, nova_conf, capsys, no_local_processes):
+    before = snapshot(nova_conf)
+    argv = ['nova-conf', 'apply', '--profile', PROFILE, '--config',
+            str(nova_conf), '--dry-run']
+    # a capture has no processes: which service reads the file cannot be
+    # told, and this machine's services are not that host's
+    assert cli.main([*argv, '--root', HOST]) == 2
+    out, err = capsys.readouterr()
+    assert out == '' and err.count('\n') == 1, err
+    assert err.startswith(f'kvmtune: error: {HOST}: --service: no Nova '
+                          f'service process in {HOST}/proc')
+    assert err.rstrip().endswith('(fix: give --service compute, scheduler '
+                                 'or all)')
+    # a tree whose proc/ shows Nova's services: the default is theirs
+    tree = tree_running(tmp_path / 'host', 'nova-compute', 'nova-scheduler')
+    assert cli.main([*argv, '--root', str(tree)]) == 0
+    out, err = capsys.readouterr()
+    assert ('kvmtune: notice: --service all: this host runs nova-compute '
+            f'and nova-scheduler (in {tree}/proc)') in err
+    assert snapshot(nova_conf) == before
 
 
 def test_missing_file_and_directory(tmp_path):
@@ -463,3 +518,30 @@ def test_a_read_only_filesystem_keeps_nova_conf_and_writes_no_backup(
         assert_one_line_error(done)
         fulldisk.assert_one_line_readonly(done.stderr)
         fulldisk.assert_left_as_it_was(ro, old, filler=False)
+
+
+def test_a_plan_with_a_fail_check_nothing_clears_is_refused(tmp_path):
+    """The PVM capture has no EPT and no 1G pool: the refusal names the
+    EPT check and its fix, nova.conf is not touched; the pool (reserved
+    by boot apply) is one warning. --accept-failed-checks writes."""
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[DEFAULT]\n')
+    pvm = os.path.join(FIXTURES, 'hosts', 'pvm-guest-2cpu')
+    argv = ['nova-conf', 'apply', '--profile', PROFILE, '--root', pvm,
+            '--config', str(conf), '--service', 'compute']
+    done = kvmtune(*argv)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ''
+    error = [line for line in done.stderr.splitlines()
+             if line.startswith('kvmtune: error: ')]
+    assert len(error) == 1
+    assert 'refused' in error[0] and 'FAIL ept ept-enabled' in error[0]
+    assert '--accept-failed-checks' in error[0]
+    assert 'kvmtune: warning: FAIL hugepages hugepage-pool' in done.stderr
+    assert conf.read_text() == '[DEFAULT]\n'
+    assert os.listdir(tmp_path) == ['nova.conf']
+    done = kvmtune(*argv, '--accept-failed-checks')
+    assert done.returncode == 0, done.stderr
+    assert 'FAIL ept ept-enabled accepted' in done.stderr
+    assert 'reserved_huge_pages = node:0,size:1GB,count:1' in \
+        conf.read_text()

@@ -1,6 +1,7 @@
 """``kvmtune plan``: the plan of a profile on a captured host or a facts
 file, as text (section by section, each option with the service that reads
-it) or JSON; bad input is one line, exit 2. The plan itself is tested in
+it) or JSON; exit 1 when it has a FAIL check; bad input is one line,
+exit 2. The plan itself is tested in
 tests/unit/tuning/test_plan.py."""
 
 import json
@@ -32,8 +33,9 @@ def test_plan_command_json_on_a_captured_root(capsys):
 def test_plan_command_text_from_a_facts_file(tmp_path, capsys):
     facts_file = tmp_path / 'amd.json'
     facts_file.write_text(json.dumps(host_facts.gather(AMD)))
+    # a FAIL check (no /dev/vhost-net): the plan is shown, exit 1
     assert cli.main(['plan', '--profile', 'net-tuned', '--facts',
-                     str(facts_file)]) == 0
+                     str(facts_file)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f'Profile net-tuned on {facts_file}\n')
     assert '  [libvirt]\n  rx_queue_size = 1024\n' in out
@@ -52,8 +54,9 @@ def test_plan_text_lists_multi_valued_options_line_by_line(capsys):
 
 
 def test_plan_text_names_the_service_that_reads_each_option(capsys):
+    # INTEL has 1G pages, no 2M pool: FAIL hugepage-pool, exit 1
     assert cli.main(['plan', '--profile', 'pinned-hugepages', '--root',
-                     INTEL]) == 0
+                     INTEL]) == 1
     lines = capsys.readouterr().out.splitlines()
 
     def read_by(option):
@@ -94,3 +97,17 @@ def test_plan_text_of_a_profile_that_changes_nothing(capsys):
         'flavor extra specs:\n  (none)\n\n'
         'checks:\n  (none)\n\n'
         '0 pass, 0 warn, 0 fail\n')
+
+
+def test_plan_exits_1_with_a_fail_check_and_0_without(capsys):
+    """The exit status says FAIL (errors.EXIT_DIFFERS), the text shows
+    the plan all the same; a plan with no FAIL check exits 0."""
+    pvm = os.path.join(paths.HOSTS, 'pvm-guest-2cpu')
+    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept',
+                     '--root', pvm]) == 1
+    out = capsys.readouterr().out
+    assert 'FAIL ept ept-enabled' in out
+    assert out.rstrip().endswith('2 fail')
+    assert cli.main(['plan', '--profile', 'cpu-pinning', '--root',
+                     pvm]) == 0
+    assert capsys.readouterr().out.rstrip().endswith('0 fail')

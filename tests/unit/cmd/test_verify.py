@@ -313,3 +313,278 @@ def test_a_reader_never_sees_half_a_file(tmp_path):
     assert reads > 12
     # both versions seen, each complete: no drift, or the cmdline ones
     assert len(whole) == 2 and (0.0, min(c for _, c in whole)) in whole
+
+
+# -- another host's verdict from its files alone ---------------------------
+
+# This machine's places a layer would read for itself: its processes and
+# kernel (/proc, /sys, /dev), its nova.conf and tuned files (/etc), its
+# libvirt socket and state (/run, /var).
+HERE = ('/proc', '/sys', '/dev', '/etc', '/run', '/var')
+_ARMED = []
+
+
+def _audit(event, args):
+    """Python's audit hook (sys.addaudithook, PEP 578): every open(),
+    os.open, os.listdir, os.scandir, glob and socket.gethostname while a
+    test is armed (a hook stays for the process: it records nothing
+    otherwise)."""
+    if not _ARMED:
+        return
+    if event == 'socket.gethostname':
+        _ARMED[-1].append((event, ''))
+    elif event in ('open', 'os.listdir', 'os.scandir', 'glob.glob') and args:
+        path = args[0]
+        if isinstance(path, bytes):
+            path = path.decode('utf-8', 'replace')
+        if isinstance(path, str):
+            real = os.path.realpath(path)
+            if any(real == p or real.startswith(p + '/') for p in HERE):
+                _ARMED[-1].append((event, path))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def this_machine(monkeypatch):
+    """What a layer read of this machine: the paths under HERE it opened
+    or listed, its host name asked; libvirt asked raises."""
+    from kvmtune.verify import domain
+
+    def no_libvirt(uri=None):
+        raise AssertionError(f'this machine\'s libvirt was asked ({uri})')
+    monkeypatch.setattr(domain, 'read_domains', no_libvirt)
+    seen = []
+    _ARMED.append(seen)
+    yield seen
+    _ARMED.remove(seen)
+
+
+@pytest.fixture(scope='module')
+def facts_file(tmp_path_factory):
+    """The facts JSON of the tuned capture, as "kvmtune host inspect -f
+    json" prints it on that host."""
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(['host', 'inspect', '--root', TUNED, '-f',
+                         'json']) == 0
+    path = tmp_path_factory.mktemp('facts') / 'compute-intel-1.json'
+    path.write_text(out.getvalue())
+    return path
+
+
+def _checks(capsys):
+    doc = json.loads(capsys.readouterr().out)
+    return {(c['layer'], c['name']): c for c in doc['checks']}
+
+
+def test_the_sentinel_sees_this_machine_read(this_machine, capsys):
+    """The proof can fail: verify of this machine (no --root, no --facts)
+    scans this machine's /proc for nova-compute, and the sentinel sees
+    it."""
+    verify('--profile', 'pinned-hugepages-ept', '--layer', 'novacompute',
+           '-f', 'json')
+    capsys.readouterr()
+    assert ('os.listdir', '/proc') in this_machine, this_machine
+
+
+def test_with_facts_no_layer_reads_this_machine(facts_file, this_machine,
+                                                capsys):
+    code = verify('--profile', 'pinned-hugepages-ept', '--facts',
+                  str(facts_file), '-f', 'json',
+                  '--prometheus', str(facts_file.parent / 'v.prom'))
+    found = _checks(capsys)
+    assert this_machine == []
+    # the host layer from the facts file: the command line, the pools and
+    # the kvm module parameters it recorded
+    host = {name: c['status'] for (layer, name), c in found.items()
+            if layer == 'host'}
+    assert host['cmdline isolcpus'] == 'PASS'
+    assert host['module kvm_intel ept'] == 'PASS', host
+    # what a facts file cannot tell: UNKNOWN naming the flag that gives it
+    nova = found['novacompute', 'nova-compute options']
+    assert nova['status'] == 'UNKNOWN'
+    assert ('give --nova-config-file/--nova-config-dir (that host\'s '
+            'files), or --root') in nova['reason']
+    guests = found['guests', 'guests']
+    assert guests['status'] == 'UNKNOWN'
+    assert '--domain-xml-dir' in guests['reason']
+    assert '--libvirt-uri' in guests['reason']
+    tuned = found['host', 'tuned profile']
+    assert tuned['status'] == 'UNKNOWN' and '--root' in tuned['reason']
+    # PASS beside UNKNOWN: in sync as far as could be told
+    assert code == 0
+
+
+def test_with_facts_the_module_parameters_are_the_files(facts_file,
+                                                        tmp_path, capsys):
+    """The kvm module check reads the facts' virt.modules: a parameter
+    recorded otherwise drifts, a module not recorded is UNKNOWN."""
+    facts = json.loads(facts_file.read_text())
+    facts['virt']['modules']['kvm_intel']['ept'] = 'N'
+    off = tmp_path / 'off.json'
+    off.write_text(json.dumps(facts))
+    assert verify('--profile', 'pinned-hugepages-ept', '--facts', str(off),
+                  '--layer', 'host', '-f', 'json') == 1
+    check = _checks(capsys)['host', 'module kvm_intel ept']
+    assert (check['status'], check['live']) == ('DRIFT', 'ept=N')
+    # a facts file without the module's record (an older one): UNKNOWN
+    from kvmtune.tuning import plan as plans
+    from kvmtune.verify import host
+    [built] = plans.for_host(['pinned-hugepages-ept'], root=TUNED)
+    del facts['virt']['modules']['kvm_intel']
+    [check] = host.module_checks(built, None, facts)
+    assert check.status == 'UNKNOWN'
+    assert 'does not record module kvm_intel: give --root' in check.reason
+
+
+def test_with_a_tree_no_layer_reads_this_machine(this_machine, capsys):
+    code = verify('--profile', 'pinned-hugepages-ept', '--root', TUNED,
+                  '-f', 'json')
+    found = _checks(capsys)
+    assert this_machine == []
+    nova = found['novacompute', 'nova-compute options']
+    # the tree's own proc/ was searched (a capture has no processes)
+    assert nova['reason'] == (
+        f'no nova-compute process in {TUNED}/proc (give its files with '
+        '--nova-config-file/--nova-config-dir)')
+    assert 'this machine\'s libvirt holds none of its guests' in \
+        found['guests', 'guests']['reason']
+    assert code == 0
+
+
+def test_with_facts_only_the_nova_files_given_are_read(
+        facts_file, this_machine, tmp_path, capsys, monkeypatch):
+    """--facts with --nova-config-file: that file alone. The directories
+    oslo.config would search by default (/etc/nova/nova.conf.d ...) are
+    this machine's: one that overrides the option (made here, standing
+    for this machine's /etc/nova) is not read."""
+    from kvmtune.tuning.novaconf import effective
+    from kvmtune.tuning import plan as plans
+    from tests.unit.verify.test_novacompute import conf_for
+
+    [built] = plans.for_host(['pinned-hugepages-ept'], root=TUNED)
+    plan = tmp_path / 'plan.json'
+    plan.write_text(json.dumps(built.to_dict()))
+    dedicated = built.nova_conf['compute']['cpu_dedicated_set']
+    # the given file lacks cpu_dedicated_set; "this machine's" drop-in
+    # directory has it, as planned
+    given = tmp_path / 'nova.conf'
+    given.write_text(conf_for(built).replace(
+        f'cpu_dedicated_set = {dedicated}\n', ''))
+    mine = tmp_path / 'etc-nova'
+    (mine / 'nova.conf.d').mkdir(parents=True)
+    (mine / 'nova.conf.d' / '90.conf').write_text(
+        f'[compute]\ncpu_dedicated_set = {dedicated}\n')
+    monkeypatch.setattr(effective, 'SEARCH_DIRS', (str(mine),))
+    argv = ['--plan', str(plan), '--layer', 'novacompute',
+            '--nova-config-file', str(given), '-f', 'json']
+    assert verify(*argv, '--facts', str(facts_file)) == 1
+    check = _checks(capsys)[
+        'novacompute', 'option [compute] cpu_dedicated_set']
+    assert (check['status'], check['live']) == ('DRIFT', 'unset')
+    assert this_machine == []
+    # the same on this machine (no --facts): the drop-in is read
+    assert verify(*argv) == 0
+    check = _checks(capsys)[
+        'novacompute', 'option [compute] cpu_dedicated_set']
+    assert check['status'] == 'PASS'
+
+
+def test_with_facts_the_cloud_layer_asks_for_that_host(
+        facts_file, this_machine, monkeypatch):
+    from kvmtune.errors import CloudError
+    from kvmtune import facts as host_facts
+    from kvmtune.tuning import plan as plans
+    from kvmtune import verify as verify_
+    from kvmtune.verify import cloud
+
+    class Cloud:
+        name = 'c'
+
+        def compute(self, *args, **kwargs):
+            raise CloudError('HTTP 503', source='cloud c')
+        placement = compute
+
+    monkeypatch.setattr(cloud, '_compute_nodes', lambda c: [
+        ('compute-intel-1', 'u1'), (os.uname().nodename, 'u2')])
+    asked = []
+    monkeypatch.setattr(cloud, 'provider_checks',
+                        lambda plans, c, host, uuid: asked.append(host)
+                        or [])
+    facts = host_facts.load(str(facts_file))
+    built = plans.for_host(['pinned-hugepages-ept'], facts=facts)
+    ctx = verify_.Context(cloud=Cloud(), facts=facts, origin='--facts')
+    verify_.run(built, ctx, ('cloud',))
+    assert asked == ['compute-intel-1'] and this_machine == []
+    # no host name in the facts: --host, never this machine's name
+    ctx = verify_.Context(cloud=Cloud(), facts={}, origin='--facts')
+    [check] = verify_.run(built, ctx, ('cloud',))
+    assert check.status == 'UNKNOWN' and 'give --host' in check.reason
+    assert asked == ['compute-intel-1'] and this_machine == []
+
+
+# -- nothing checked is not success -----------------------------------------
+
+def _last_success(prom):
+    return {dict(labels).get('hostname', ''): value
+            for (name, labels), value
+            in _prom_samples(prom.read_text()).items()
+            if name == 'kvmtune_last_success_timestamp_seconds'}
+
+
+def test_nothing_checked_exits_3_and_never_stamps_success(tmp_path, capsys):
+    """--layer novacompute on a capture (no nova-compute in it, no files
+    given): every check UNKNOWN. Exit 3, and the textfile keeps the last
+    success (0: never), so KvmtuneVerifyNotSucceeded fires."""
+    prom = tmp_path / 'kvmtune_verify.prom'
+    argv = ['--profile', 'pinned-hugepages-ept', '--root', TUNED,
+            '--prometheus', str(prom)]
+    assert verify(*argv, '--layer', 'novacompute') == 3
+    out, err = capsys.readouterr()
+    assert 'UNKNOWN' in out and 'PASS' not in out
+    assert err.strip().endswith('0 pass, 0 drift, 1 unknown')
+    assert _last_success(prom) == {'compute-intel-1': 0}
+    # a run in sync stamps it; one that checks nothing after it keeps it
+    assert verify(*argv, '--layer', 'host') == 0
+    stamped = _last_success(prom)['compute-intel-1']
+    assert stamped > 0
+    assert verify(*argv, '--layer', 'novacompute') == 3
+    assert _last_success(prom) == {'compute-intel-1': stamped}
+    # PASS beside UNKNOWN: 0, and a success
+    assert verify(*argv, '--layer', 'host', '--layer', 'novacompute') == 0
+    assert _last_success(prom)['compute-intel-1'] >= stamped
+
+
+@pytest.mark.parametrize('nodes', ['404', 'none'])
+def test_the_fleet_view_that_checked_nothing_exits_3(tmp_path, capsys,
+                                                     monkeypatch, nodes):
+    """--all-hosts on a cloud that answers 404, or has no compute node:
+    exit 3, no success stamped."""
+    from kvmtune.errors import CloudError
+    from kvmtune.openstack import connection
+    from kvmtune.verify import cloud
+
+    class Cloud:
+        name = 'c'
+
+    def compute_nodes(c):
+        if nodes == '404':
+            raise CloudError('HTTP 404: Not Found', source='cloud c')
+        return []
+    monkeypatch.setattr(connection.Cloud, 'connect',
+                        classmethod(lambda cls, name: Cloud()))
+    monkeypatch.setattr(cloud, '_compute_nodes', compute_nodes)
+    assert cli.main(['plan', '--profile', 'pinned-hugepages-ept', '--root',
+                     TUNED, '--format', 'json']) == 0
+    plan = tmp_path / 'plan.json'
+    plan.write_text(capsys.readouterr().out)
+    prom = tmp_path / 'kvmtune_verify.prom'
+    assert verify('--all-hosts', '--os-cloud', 'c', '--plan', str(plan),
+                  '--prometheus', str(prom), '-f', 'json') == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc['summary']['PASS'] == doc['summary']['DRIFT'] == 0
+    assert set(_last_success(prom).values()) == {0}

@@ -3,13 +3,6 @@ import pytest
 from kvmtune.facts import kernel
 
 
-def test_split_stops_at_init_args_and_honours_quotes():
-    pairs = kernel.split_cmdline(
-        'ro quiet dyndbg="file a.c +p" isolcpus=2 -- isolcpus=3 --x')
-    assert pairs == [('ro', None), ('quiet', None),
-                     ('dyndbg', 'file a.c +p'), ('isolcpus', '2')]
-
-
 def test_isolcpus_flags_and_cpus():
     args = kernel.parse_args('isolcpus=managed_irq,domain,2-5,8')
     assert args['isolcpus'] == [2, 3, 4, 5, 8]
@@ -23,8 +16,10 @@ def test_isolcpus_plain_and_nohz_full():
     assert args['nohz_full'] == [1, 2, 3]
 
 
-def test_last_isolcpus_wins():
-    assert kernel.parse_args('isolcpus=1 isolcpus=2')['isolcpus'] == [2]
+def test_the_first_isolcpus_counts_as_the_kernel_keeps_it():
+    """kernel/sched/isolation.c housekeeping_setup ignores a second
+    isolcpus= whose CPUs differ for the same housekeeping type."""
+    assert kernel.parse_args('isolcpus=1 isolcpus=2')['isolcpus'] == [1]
 
 
 def test_hugepages_pairs_in_order():
@@ -73,14 +68,6 @@ def test_bare_words_and_empty():
     args = kernel.parse_args('')
     assert args['isolcpus'] == [] and args['hugepages'] == []
     assert kernel.parse_args('isolcpus nohz_full')['isolcpus'] == []
-
-
-@pytest.mark.parametrize('text, kb', [('1G', 1048576), ('1GB', 1048576),
-                                      ('2M', 2048), ('2048k', 2048),
-                                      ('2097152', 2048), ('x', None),
-                                      (None, None)])
-def test_size_kb(text, kb):
-    assert kernel.size_kb(text) == kb
 
 
 @pytest.mark.parametrize('arg', ['isolcpus=2-4294967295',

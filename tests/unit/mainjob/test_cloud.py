@@ -1,8 +1,8 @@
-"""kvmtune.mainjob.cloud: the cloud side of the main job. The test
-cloud is asked through its own library about a state directory of the
-test's (no cloud there: nothing runs, nothing to stop); the image upload
-and the base flavor go to a stand-in openstacksdk connection (the real
-cloud: tests/functional/test_mainjob.py)."""
+"""kvmtune.mainjob.cloud: what the main job does in any cloud (the image
+upload, the base flavor, the compute node list, to a stand-in openstacksdk
+connection; the real cloud: tests/functional/test_mainjob.py), and an
+operator's cloud as its target (--os-cloud: test_job.py and
+test_compute.py run the job on one)."""
 
 import hashlib
 import types
@@ -13,29 +13,6 @@ from kvmtune.errors import CloudError
 from kvmtune import image as bench_image
 from kvmtune import mainjob
 from kvmtune.mainjob import cloud
-
-
-@pytest.fixture
-def no_cloud(tmp_path, monkeypatch):
-    """A test cloud that was never brought up here."""
-    monkeypatch.setenv('KVMTUNE_CLOUD_DIR', str(tmp_path / 'cloud'))
-    monkeypatch.setenv('KVMTUNE_CLOUD_VENV', str(tmp_path / 'venv'))
-    return tmp_path
-
-
-def test_nothing_up_nothing_to_stop(no_cloud):
-    assert cloud.stop_hint() is None
-    assert cloud.testcloud_emulated() is False
-    assert cloud.nova_python() is None
-    assert cloud.nova_conf() == str(
-        no_cloud / 'cloud' / 'etc' / 'nova' / 'nova-compute.conf')
-
-
-def test_the_venv_python_when_it_exists(no_cloud):
-    python = no_cloud / 'venv' / 'bin' / 'python3'
-    python.parent.mkdir(parents=True)
-    python.write_text('')
-    assert cloud.nova_python() == str(python)
 
 
 class Images:

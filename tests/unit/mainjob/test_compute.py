@@ -23,6 +23,7 @@ from kvmtune.mainjob import hugepages
 from kvmtune.mainjob import job
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import sweep
+from kvmtune.mainjob import testcloud
 from kvmtune.tuning import plan as plans
 from kvmtune.tuning import traits
 from tests import paths
@@ -67,8 +68,8 @@ class Commands:
             compute, 'apply_nova_conf',
             lambda profile, facts, path, python=None, conf=None:
             self.ran.append(('nova-conf apply', profile, path, python)))
-        monkeypatch.setattr(cloud, 'restart_compute',
-                            lambda: self.ran.append(('restart-compute',)))
+        self.restart = lambda: self.ran.append(('restart-compute',))
+        monkeypatch.setattr(testcloud, 'restart_compute', self.restart)
         monkeypatch.setattr(
             compute, 'tag_host',
             lambda name, facts, node=None: self.ran.append(
@@ -89,7 +90,10 @@ def commands(profile, nova_python=None):
 
 
 def tune(setup, root):
-    return compute.tune_local_compute(None, setup, 'kvmtune-admin', root)
+    # the restart the job passes: the test cloud's (Commands records it)
+    return compute.tune_local_compute(
+        None, setup, 'kvmtune-admin', root,
+        restart=lambda: testcloud.restart_compute())
 
 
 # -- local compute: the EPT hosts -------------------------------------------
@@ -330,8 +334,8 @@ def test_main_os_cloud_changes_nothing_here(monkeypatch, tmp_path, capsys):
 
     def forbidden(*args, **kwargs):
         raise AssertionError('touches this host or starts a cloud')
-    for module, name in ((cloud, 'testcloud_up'), (cloud, 'nova_conf'),
-                         (cloud, 'restart_compute'),
+    for module, name in ((testcloud, 'testcloud_up'), (testcloud, 'nova_conf'),
+                         (testcloud, 'restart_compute'),
                          (compute, 'tune_local_compute'),
                          (compute, 'apply_nova_conf'),
                          (hugepages, 'reserve_hugepages'),

@@ -15,6 +15,7 @@ from kvmtune.mainjob import job
 from kvmtune.mainjob import rallycloud
 from kvmtune.mainjob import steps
 from kvmtune.mainjob import sweep
+from kvmtune.mainjob import testcloud
 
 STOP = 'the test cloud keeps running for the next run; stop it with: ' \
     'kvmtune cloud down'
@@ -60,20 +61,20 @@ def local_job(monkeypatch, tmp_path):
         'sizes': {'kvmtune-bench.qcow2': 11e6}, 'changed': False})
     monkeypatch.setattr(job, '_baseline_step', lambda *a: None,
                         raising=False)
-    monkeypatch.setattr(cloud, 'start_cloud', lambda: None)
-    monkeypatch.setattr(cloud, 'testcloud_up',
+    monkeypatch.setattr(testcloud, 'start_cloud', lambda: None)
+    monkeypatch.setattr(testcloud, 'testcloud_up',
                         lambda installed=False: ('kvmtune-admin',
                                                  'up in 50 s'))
-    monkeypatch.setattr(cloud, 'nova_conf', lambda: '/x/nova-compute.conf')
-    monkeypatch.setattr(cloud, 'nova_python', lambda: None)
-    monkeypatch.setattr(cloud, 'testcloud_emulated', lambda: True)
-    monkeypatch.setattr(cloud, 'stop_hint', lambda: STOP)
+    monkeypatch.setattr(testcloud, 'nova_conf', lambda: '/x/nova-compute.conf')
+    monkeypatch.setattr(testcloud, 'nova_python', lambda: None)
+    monkeypatch.setattr(testcloud, 'testcloud_emulated', lambda: True)
+    monkeypatch.setattr(testcloud, 'stop_hint', lambda: STOP)
     monkeypatch.setattr(cloud, 'upload_image', lambda conn: 'image')
     monkeypatch.setattr(cloud, 'base_flavor', lambda conn: 'flavor')
     monkeypatch.setattr(flavors, 'apply_profile',
                         lambda name, profile, base, **k: f'{base}.{profile}')
 
-    def tune(conn, setup, cloud_name):
+    def tune(conn, setup, cloud_name, restart):
         setup.pcpu, setup.summary = 1, '1 PCPU'
         return 1
     monkeypatch.setattr(compute, 'tune_local_compute', tune)
@@ -123,7 +124,7 @@ def test_a_step_that_cannot_run_exits_2(local_job, monkeypatch, capsys):
     def broken(installed=False):
         raise CloudError('port 5000 is taken', source='keystone',
                          fix='kvmtune cloud status')
-    monkeypatch.setattr(cloud, 'testcloud_up', broken)
+    monkeypatch.setattr(testcloud, 'testcloud_up', broken)
     assert job.run(job.Settings(state_dir=local_job)) == 2
     lines = capsys.readouterr().out.splitlines()
     assert lines[-4].startswith('main-job: test cloud: FAILED (')
@@ -251,10 +252,10 @@ def test_the_cloud_installs_and_comes_up_while_the_image_builds(
     def testcloud_up(installed=False):
         raise AssertionError('the cloud came up beside the image build')
 
-    monkeypatch.setattr(cloud, 'start_cloud', start_cloud)
+    monkeypatch.setattr(testcloud, 'start_cloud', start_cloud)
     monkeypatch.setattr(build, 'build', image)
     monkeypatch.setattr(job, '_baseline_step', baseline)
-    monkeypatch.setattr(cloud, 'testcloud_up', testcloud_up)
+    monkeypatch.setattr(testcloud, 'testcloud_up', testcloud_up)
     FakeRally.sla_ok = True
     assert job.run(job.Settings(max_vms=3, state_dir=local_job)) == 0
     assert order[0] == 'baseline'

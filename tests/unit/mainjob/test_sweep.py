@@ -1,6 +1,7 @@
 """The main job's Rally task arguments, task files and sweep lines (the
 environment spec: test_rallyenv.py)."""
 
+import json
 import os
 
 import pytest
@@ -8,6 +9,7 @@ import yaml
 
 from kvmtune.errors import KvmtuneError
 from kvmtune.mainjob import sweep
+from tests import paths
 from tests.unit.mainjob.conftest import ended_task
 
 
@@ -29,6 +31,40 @@ def test_task_path_is_the_installed_task_file():
                              r"disk-scaling, network-scaling\)") as err:
         sweep.task_path('disk')
     assert 'one of: disk-scaling' in err.value.line()
+
+
+def test_the_installed_task_files_are_the_checkouts_rally_scenarios():
+    """One source: rally_scenarios/ at the top of the tree is what a Rally
+    user runs from a clone, and the wheel carries the same files as
+    kvmtune/rally/tasks (links in the checkout, the files' content in the
+    wheel), so `kvmtune rally task-path` names the same content."""
+    top = os.path.join(paths.REPO, 'rally_scenarios')
+    names = sorted(n[:-5] for n in os.listdir(top) if n.endswith('.yaml'))
+    assert names == sweep.task_names() and names
+    for name in names:
+        with open(os.path.join(top, name + '.yaml'), 'rb') as f:
+            checkout = f.read()
+        with open(sweep.task_path(name), 'rb') as f:
+            assert f.read() == checkout
+
+
+@pytest.mark.parametrize('name', ['disk-scaling', 'network-scaling'])
+def test_each_task_has_an_arguments_file_rally_renders(name):
+    """rally_scenarios/args/NAME.yaml holds arguments the task takes: Rally
+    renders the task with them (its own template code) to a task of one
+    subtask per flavor."""
+    with open(os.path.join(paths.REPO, 'rally_scenarios', 'args',
+                           name + '.yaml')) as f:
+        args = yaml.safe_load(f)
+    from rally import api
+
+    path = sweep.task_path(name)
+    with open(path) as f:
+        text = f.read()
+    task = yaml.safe_load(api._Task(api=None).render_template(
+        task_template=text, template_dir=os.path.dirname(path), **args))
+    assert len(task['subtasks']) == len(args['flavors'])
+    assert args['image_name'] in json.dumps(task)
 
 
 def render(**args):

@@ -44,3 +44,15 @@ def test_unknown_is_not_present():
     facts['virt']['ept'] = None
     facts['virt']['nested'] = None
     assert not {traits.EPT, traits.NESTED} & traits.from_facts(facts)
+
+
+def test_an_arm64_1g_pool_with_pages_is_tagged_without_pdpe1gb():
+    facts = host_facts.gather(os.path.join(HOSTS, 'real',
+                                           '128arm-2pa2n8cluster4co'))
+    assert facts['cpu']['pdpe1gb'] is False
+    assert traits.HUGEPAGES_1G not in traits.from_facts(facts)  # 0 pages
+    for node in facts['numa']['nodes']:
+        for pool in node['hugepages']:
+            if pool['size_kb'] == traits.PAGE_1G_KB:
+                pool['total'] = 8
+    assert traits.HUGEPAGES_1G in traits.from_facts(facts)

@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from kvmtune.errors import EXIT_UNCHECKED
 from kvmtune import verify
 
 
@@ -21,9 +22,28 @@ def test_unknown_carries_its_reason_and_never_a_live_value():
     check = verify.unknown('guests', 'pins', 'in 2-7', 'no libvirt')
     assert (check.status, check.live, check.reason) == (
         'UNKNOWN', None, 'no libvirt')
-    assert verify.exit_code([check]) == 0
+    # nothing checked: every check UNKNOWN, or none at all
+    assert verify.exit_code([check]) == EXIT_UNCHECKED == 3
+    assert verify.exit_code([]) == EXIT_UNCHECKED
     assert verify.exit_code([check, verify.compare(
         'host', 'x', 'a', 'b', 'f')]) == 1
+    # a mix of PASS and UNKNOWN: in sync as far as it could tell (the
+    # UNKNOWN rows are shown and counted, they do not undo the PASS)
+    assert verify.exit_code([check, verify.compare(
+        'host', 'x', 'a', 'a', 'f')]) == 0
+    assert verify.exit_code(iter([check])) == EXIT_UNCHECKED
+
+
+def test_the_origin_names_another_host_only():
+    assert verify.origin_of(None, None) is None
+    assert verify.origin_of('/', None) is None          # --root /: here
+    assert verify.origin_of('/captured', None) == '--root'
+    assert verify.origin_of(None, 'facts.json') == '--facts'
+    ctx = verify.Context(origin='--facts')
+    assert ctx.elsewhere and not ctx.has_tree
+    assert verify.Context().has_tree and not verify.Context().elsewhere
+    with pytest.raises(ValueError, match='origin'):
+        verify.Context(origin='--elsewhere')
 
 
 def test_a_status_outside_the_three_is_refused():

@@ -99,9 +99,41 @@ def test_no_reboot_series_when_not_known_and_no_restart_when_unknown():
     found = families(prometheus.render([unknown], now=1))
     assert 'kvmtune_reboot_required' not in found
     assert found['kvmtune_restart_required'].samples == []
-    # UNKNOWN alone is no drift: the run succeeded
+    # UNKNOWN alone: nothing was checked, no success (0: never)
     [ok] = found['kvmtune_last_success_timestamp_seconds'].samples
-    assert ok.value == 1
+    assert ok.value == 0
+
+
+def _last_success(path):
+    return {s.labels['hostname']: s.value for s in families(
+        path.read_text())['kvmtune_last_success_timestamp_seconds'].samples}
+
+
+def test_a_run_that_checked_nothing_keeps_the_last_success(tmp_path):
+    """In sync at 100; then runs that could check nothing (every check
+    UNKNOWN, or no check at all) keep 100, so KvmtuneVerifyNotSucceeded
+    fires a day later; a mix of PASS and UNKNOWN is a success."""
+    path = tmp_path / 'kvmtune_verify.prom'
+    passed = verify.compare('host', 'cmdline isolcpus', 'isolcpus=2-7',
+                            'isolcpus=2-7', 'reboot', host='h')
+    lost = verify.unknown('novacompute', 'nova-compute options', 'running',
+                          'no nova-compute process', host='h')
+    prometheus.write(str(path), [passed], now=100)
+    assert _last_success(path) == {'h': 100}
+    prometheus.write(str(path), [lost], now=200)
+    assert _last_success(path) == {'h': 100}
+    prometheus.write(str(path), [], host='h', now=300)
+    assert _last_success(path) == {'h': 100}
+    last_run = {s.labels['hostname']: s.value for s in families(
+        path.read_text())['kvmtune_last_run_timestamp_seconds'].samples}
+    assert last_run == {'h': 300}
+    prometheus.write(str(path), [passed, lost], now=400)
+    assert _last_success(path) == {'h': 400}
+    # the fleet view: each host on its own checks
+    other = verify.unknown('cloud', 'resource provider', 'e', '404',
+                           host='g')
+    prometheus.write(str(path), [passed, other], now=500)
+    assert _last_success(path) == {'h': 500, 'g': 0}
 
 
 def test_a_pending_reboot_is_read_from_the_hosts_record(tmp_path):

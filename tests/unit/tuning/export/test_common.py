@@ -125,3 +125,78 @@ def test_a_plan_that_changes_no_host_file(intel):
     ctx = common.Context(plan=plan, facts=intel)
     assert common.host_files(ctx) == []
     assert common.modprobe_text(plan) is None
+
+
+OPERATOR_FILTERS = ('PciPassthroughFilter',
+                    'AggregateInstanceExtraSpecsFilter')
+
+
+def _ctx(intel, profile, base_text=None):
+    from kvmtune.tuning import profiles
+    plan = plans.build_plan(profiles.load(profile, profiles.search_dirs()),
+                            intel)
+    return common.Context(plan=plan, facts=intel, base_text=base_text,
+                          base_path=None if base_text is None else 'BASE')
+
+
+def test_nova_conf_extends_the_bases_lists_as_nova_conf_apply(intel):
+    base = ('[filter_scheduler]\nenabled_filters = ComputeFilter,'
+            + ','.join(OPERATOR_FILTERS) + '\n[libvirt]\n'
+            'disk_cachemodes = network=writeback\n'
+            '[compute]\ncpu_dedicated_set = 0-3\n')
+    alone = _ctx(intel, 'pinned-hugepages-ept')
+    merged = _ctx(intel, 'pinned-hugepages-ept', base)
+    planned = alone.plan.nova_conf['filter_scheduler']['enabled_filters']
+    assert not set(OPERATOR_FILTERS) & set(planned.split(','))
+    got = merged.nova_conf()
+    assert got['filter_scheduler']['enabled_filters'] == (
+        'ComputeFilter,' + ','.join(OPERATOR_FILTERS) + ',NUMATopologyFilter')
+    # an option kvmtune owns is the plan's, whatever the base says
+    assert got['compute'] == alone.plan.nova_conf['compute']
+    # what every service's file is made of
+    assert merged.by_service()['scheduler']['filter_scheduler'] == \
+        got['filter_scheduler']
+    assert [item[:2] for item in merged.extended()] == [
+        ('filter_scheduler', 'enabled_filters')]
+    io = _ctx(intel, 'io-tuned', base).nova_conf()
+    assert io['libvirt']['disk_cachemodes'] == \
+        'network=writeback,file=none,block=none'
+
+
+def test_extension_notes_say_whose_items_and_what_beats_them(intel):
+    notes = []
+    _ctx(intel, 'pinned-hugepages-ept').extension_notes(
+        notes, lambda section, option: f'{option} beaten')
+    assert 'without --nova-conf: it replaces the items your nova.conf ' \
+        'has for enabled_filters' in notes[0]
+    assert notes[1] == '[filter_scheduler] enabled_filters: ' \
+        'enabled_filters beaten'
+    notes = []
+    _ctx(intel, 'pinned-hugepages-ept', '[DEFAULT]\n').extension_notes(
+        notes, lambda section, option: None)
+    assert notes == [
+        '[filter_scheduler] enabled_filters = ' + _ctx(
+            intel, 'pinned-hugepages-ept').plan.nova_conf[
+                'filter_scheduler']['enabled_filters']
+        + ': the items of BASE, then kvmtune\'s']
+    notes = []
+    _ctx(intel, 'baseline', '[DEFAULT]\n').extension_notes(
+        notes, lambda section, option: 'never')
+    assert notes == []
+
+
+@pytest.mark.parametrize('target', ['tuned', 'provider-config'])
+def test_nova_conf_is_refused_by_a_target_it_means_nothing_to(
+        tmp_path, capsys, target):
+    from kvmtune import cli
+    base = tmp_path / 'nova.conf'
+    base.write_text('[DEFAULT]\n')
+    out = tmp_path / 'out'
+    assert cli.main(['export', '--profile', 'pinned-hugepages-ept',
+                     '--target', target, '--root', INTEL, '--output',
+                     str(out), '--nova-conf', str(base)]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert f'--nova-conf: the {target} target writes no nova.conf ' \
+        'option' in err
+    assert not out.exists()

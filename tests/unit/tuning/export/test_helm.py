@@ -53,15 +53,19 @@ def helm(*argv, cwd):
     return done.stdout
 
 
-def render(osh, values, work):
-    """The chart's objects as ``helm template`` gives them."""
+def render(osh, values, work, before=()):
+    """The chart's objects as ``helm template`` gives them, with the values
+    files ``before`` (the operator's) then ``values``."""
     charts = work / 'charts'
-    for chart in ('nova', 'helm-toolkit'):
-        shutil.copytree(os.path.join(osh, chart), charts / chart)
-    # nova's Chart.yaml names helm-toolkit as file://../helm-toolkit
-    helm('dependency', 'build', 'nova', cwd=charts)
+    if not (charts / 'nova').exists():
+        for chart in ('nova', 'helm-toolkit'):
+            shutil.copytree(os.path.join(osh, chart), charts / chart)
+        # nova's Chart.yaml names helm-toolkit as file://../helm-toolkit
+        helm('dependency', 'build', 'nova', cwd=charts)
+    files = [arg for path in (*before, values) if path
+             for arg in ('-f', str(path))]
     out = helm('template', 'nova', './nova', '--namespace', 'openstack',
-               '-f', str(values), cwd=charts)
+               *files, cwd=charts)
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
@@ -149,3 +153,41 @@ def test_group_values_reach_every_compute(osh, tmp_path):
         got = read(confs[name], keys, tmp_path)
         for key, value in planned.items():
             assert got[key] == value, (name, key)
+
+
+OPERATOR_FILTERS = ['PciPassthroughFilter',
+                    'AggregateInstanceExtraSpecsFilter']
+
+
+@needs_helm
+@consumers.needs_nova
+@pytest.mark.parametrize('given', [True, False], ids=['base', 'no-base'])
+def test_operator_filters_survive_helm_template(osh, tmp_path, capsys,
+                                                given):
+    """The operator's values file sets their filters; the nova.conf the
+    chart renders from it is the export's --nova-conf. With it, the
+    values file given after theirs holds their filters and kvmtune's;
+    without, helm takes the later file's list and theirs are gone."""
+    theirs = tmp_path / 'values-operator.yaml'
+    theirs.write_text(yaml.safe_dump({'conf': {'nova': {'filter_scheduler': {
+        'enabled_filters': ','.join(['ComputeFilter', *OPERATOR_FILTERS])}}}}))
+    base = tmp_path / 'rendered-nova.conf'
+    shutil.copyfile(nova_confs(render(osh, None, tmp_path, before=[theirs]),
+                               tmp_path)['nova-etc'], base)
+    out = tmp_path / 'out'
+    capsys.readouterr()
+    consumers.export('helm', out, *(['--nova-conf', str(base)]
+                                    if given else []))
+    printed = capsys.readouterr().out
+    confs = nova_confs(render(osh, out / 'values-kvmtune.yaml', tmp_path,
+                              before=[theirs]), tmp_path)
+    got = read(confs['nova-etc'], [('filter_scheduler', 'enabled_filters')],
+               tmp_path)
+    filters = got['filter_scheduler.enabled_filters'].split(',')
+    assert 'NUMATopologyFilter' in filters
+    if given:
+        assert filters == ['ComputeFilter', *OPERATOR_FILTERS,
+                           'NUMATopologyFilter']
+        assert 'give values-kvmtune.yaml last' in printed
+    else:
+        assert not set(OPERATOR_FILTERS) & set(filters)

@@ -46,15 +46,14 @@ def _kolla_sources():
     raise AssertionError(f'no merge_configs for nova.conf in {path}')
 
 
-@pytest.mark.slow
-@consumers.needs_ansible
-@consumers.needs_nova
-def test_merge_configs_then_nova_reads_the_plan(tmp_path):
-    out = tmp_path / 'out'
-    consumers.export('kolla', out)
+def merge(tmp_path, out, services=SERVICES):
+    """Run kolla-ansible's merge_configs on the export ``out`` (and the
+    node_custom_config files already there) as its nova-cell role does;
+    the directory of each service's merged nova.conf."""
     inventory = tmp_path / 'inventory'
     inventory.mkdir()
-    shutil.copytree(out / 'host_vars', inventory / 'host_vars')
+    if (out / 'host_vars').exists():
+        shutil.copytree(out / 'host_vars', inventory / 'host_vars')
     (inventory / 'hosts').write_text(
         f'[compute]\n{consumers.HOST} ansible_connection=local\n')
     template = tmp_path / 'nova.conf.j2'
@@ -62,31 +61,41 @@ def test_merge_configs_then_nova_reads_the_plan(tmp_path):
     sources = [str(template) if '{{ role_path }}' in source else source
                for source in _kolla_sources()]
     merged = tmp_path / 'merged'
+    tasks = [
+        {'file': {'path': '{{ node_config_directory }}/{{ item }}',
+                  'state': 'directory'},
+         'loop': list(services)},
+        {'merge_configs': {
+            'sources': [s.replace('item.key', 'item') for s in sources],
+            'dest': '{{ node_config_directory }}/{{ item }}/nova.conf',
+            'mode': '0660'},
+         'loop': list(services)}]
+    if (out / 'host_vars').exists():
+        tasks.append({'copy': {
+            'content': '{{ nova_cell_compute_provider_config | '
+                       'to_nice_yaml(indent=2) }}',
+            'dest': '{{ node_config_directory }}/provider_config/'
+                    'provider_config.yaml'}})
+        (merged / 'provider_config').mkdir(parents=True)
     playbook = tmp_path / 'play.yml'
     playbook.write_text(yaml.safe_dump([{
         'hosts': 'compute', 'gather_facts': False,
         'vars': {'node_custom_config': str(out / 'etc/kolla/config'),
                  'node_config_directory': str(merged)},
-        'tasks': [
-            {'file': {'path': '{{ node_config_directory }}/{{ item }}',
-                      'state': 'directory'},
-             'loop': list(SERVICES)},
-            {'merge_configs': {
-                'sources': [s.replace('item.key', 'item') for s in sources],
-                'dest': '{{ node_config_directory }}/{{ item }}/nova.conf',
-                'mode': '0660'},
-             'loop': list(SERVICES)},
-            {'copy': {
-                'content': '{{ nova_cell_compute_provider_config | '
-                           'to_nice_yaml(indent=2) }}',
-                'dest': '{{ node_config_directory }}/provider_config/'
-                        'provider_config.yaml'}},
-        ]}]))
-    (merged / 'provider_config').mkdir(parents=True)
+        'tasks': tasks}]))
     consumers.ansible_playbook(
         playbook, inventory, tmp_path,
         os.path.join(consumers.kolla_share(), 'action_plugins'))
+    return merged
 
+
+@pytest.mark.slow
+@consumers.needs_ansible
+@consumers.needs_nova
+def test_merge_configs_then_nova_reads_the_plan(tmp_path):
+    out = tmp_path / 'out'
+    consumers.export('kolla', out)
+    merged = merge(tmp_path, out)
     plan, _ = consumers.plan()
     keys = [(s, o) for s, opts in plan.nova_conf.items() for o in opts]
     for service in SERVICES:
@@ -121,3 +130,46 @@ def test_group_export_writes_one_compute_file_for_all(tmp_path):
     assert (config / 'nova-compute.conf').exists()
     assert (out / 'group_vars/compute/kvmtune.yml').exists()
     assert not (config / consumers.HOST).exists()
+
+
+# The operator's /etc/kolla/config/nova.conf: filters of their own
+OPERATOR_FILTERS = ['PciPassthroughFilter',
+                    'AggregateInstanceExtraSpecsFilter']
+OPERATOR_CONF = ('[filter_scheduler]\nenabled_filters = ComputeFilter,'
+                 'ComputeCapabilitiesFilter,ImagePropertiesFilter,'
+                 + ','.join(OPERATOR_FILTERS) + '\n')
+
+
+@pytest.mark.slow
+@consumers.needs_ansible
+@consumers.needs_nova
+@pytest.mark.parametrize('given', [True, False], ids=['base', 'no-base'])
+def test_operator_filters_survive_merge_configs(tmp_path, capsys, given):
+    """merge_configs keeps the last file's enabled_filters (this export's
+    nova/nova-scheduler.conf): with the operator's nova.conf as
+    --nova-conf it holds their filters and kvmtune's; without, theirs are
+    gone (the case the notes warn of)."""
+    out = tmp_path / 'out'
+    config = out / 'etc/kolla/config'
+    config.mkdir(parents=True)
+    (config / 'nova.conf').write_text(OPERATOR_CONF)
+    capsys.readouterr()
+    consumers.export('kolla', out, *(['--nova-conf', str(
+        config / 'nova.conf')] if given else []))
+    printed = capsys.readouterr().out
+    merged = merge(tmp_path, out, services=('nova-scheduler',))
+    conf = merged / 'nova-scheduler' / 'nova.conf'
+    got = consumers.nova_reads([('filter_scheduler', 'enabled_filters')],
+                               prog='nova-scheduler', files=[str(conf)],
+                               dirs=[], home=tmp_path)
+    filters = got['filter_scheduler.enabled_filters'].split(',')
+    assert 'NUMATopologyFilter' in filters
+    if given:
+        assert filters == ['ComputeFilter', 'ComputeCapabilitiesFilter',
+                           'ImagePropertiesFilter', *OPERATOR_FILTERS,
+                           'NUMATopologyFilter']
+        assert 'nova/<controller>/nova.conf (under node_custom_config) ' \
+            'after this export\'s file' in printed
+    else:
+        assert not set(OPERATOR_FILTERS) & set(filters)
+        assert 'without --nova-conf: it replaces the items' in printed

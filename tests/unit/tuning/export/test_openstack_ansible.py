@@ -11,6 +11,7 @@ loaded by Nova's provider config loader.
 """
 
 import os
+import re
 import shutil
 
 import pytest
@@ -19,6 +20,7 @@ import yaml
 from kvmtune.tuning.novaconf import services
 from tests import paths
 from tests.unit.tuning.export import consumers
+from tests.unit.tuning.export import test_kolla
 from tests.unit.tuning.export.test_kolla import role_template
 
 CONTROLLER = 'controller-1'
@@ -119,3 +121,51 @@ def test_nested_only_uses_the_role_switch(tmp_path, profile, host, root,
         assert not modprobe.exists()
     else:
         assert modprobe.read_text().endswith(own_file)
+
+
+@consumers.needs_osa
+@consumers.needs_nova
+@pytest.mark.parametrize('given', [True, False], ids=['base', 'no-base'])
+def test_operator_filters_survive_config_template(tmp_path, capsys, given):
+    """os_nova renders nova.conf (here: the realistic one, with the
+    operator's filters) and config_template sets each override key over
+    it: with that nova.conf as --nova-conf the override holds the
+    operator's filters and kvmtune's; without, theirs are gone."""
+    rendered_before = tmp_path / 'nova.conf'
+    rendered_before.write_text(re.sub(
+        r'(?m)^enabled_filters = .*$', 'enabled_filters = ComputeFilter,'
+        + ','.join(test_kolla.OPERATOR_FILTERS), role_template()))
+    out = tmp_path / 'out'
+    capsys.readouterr()
+    consumers.export('openstack-ansible', out, *(
+        ['--nova-conf', str(rendered_before)] if given else []))
+    printed = capsys.readouterr().out
+    inventory = tmp_path / 'inventory'
+    shutil.copytree(out / 'etc/openstack_deploy', inventory)
+    (inventory / 'hosts').write_text(
+        f'[nova_scheduler]\n{CONTROLLER} ansible_connection=local\n'
+        f'[nova_conductor]\n{CONTROLLER}\n')
+    rendered = tmp_path / 'rendered.conf'
+    playbook = tmp_path / 'play.yml'
+    playbook.write_text(yaml.safe_dump([{
+        'hosts': 'all', 'gather_facts': False,
+        'tasks': [{'config_template': {
+            'src': str(rendered_before), 'dest': str(rendered),
+            'config_overrides': '{{ nova_nova_conf_overrides }}',
+            'config_type': 'ini'}}]}]))
+    consumers.ansible_playbook(
+        playbook, inventory, tmp_path,
+        os.path.join(consumers.OSA_VENV, 'share', 'ansible', 'plugins',
+                     'action'), venv=consumers.OSA_VENV)
+    got = consumers.nova_reads([('filter_scheduler', 'enabled_filters')],
+                               prog='nova-scheduler', files=[str(rendered)],
+                               dirs=[], home=tmp_path)
+    filters = got['filter_scheduler.enabled_filters'].split(',')
+    assert 'NUMATopologyFilter' in filters
+    if given:
+        assert filters == ['ComputeFilter', *test_kolla.OPERATOR_FILTERS,
+                           'NUMATopologyFilter']
+        assert 'nova_nova_conf_overrides in host_vars/<controller>.yml ' \
+            'or user_*.yml' in printed
+    else:
+        assert not set(test_kolla.OPERATOR_FILTERS) & set(filters)

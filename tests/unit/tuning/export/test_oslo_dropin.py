@@ -362,3 +362,53 @@ def test_systemd_reads_the_unit_drop_in(tmp_path):
     done = verify()
     assert done.returncode != 0
     assert 'more than one ExecStart=' in done.stderr
+
+
+OPERATOR_FILTERS = ['PciPassthroughFilter',
+                    'AggregateInstanceExtraSpecsFilter']
+
+
+@consumers.needs_nova
+def test_operator_filters_are_merged_not_refused(tmp_path, capsys):
+    """A base with the operator's filters: the drop-in carries their
+    filters and kvmtune's (as nova-conf apply merges them), read after the
+    base it gives them all, and read before it (the distro units' shape)
+    the base's list stays: the operator's filters are never lost."""
+    theirs = ['ComputeFilter', *OPERATOR_FILTERS]
+    base = _quiet_base().replace(
+        '[filter_scheduler]\n', '[filter_scheduler]\nenabled_filters = '
+        + ','.join(theirs) + '\n', 1)
+    base_path = tmp_path / 'nova.conf'
+    base_path.write_text(base)
+    out = tmp_path / 'out'
+    capsys.readouterr()
+    assert cli.main(['export', '--profile', consumers.PROFILE, '--target',
+                     'oslo-dropin', '--root', consumers.HOST_DIR,
+                     '--host', consumers.HOST, '--output', str(out),
+                     '--nova-conf', str(base_path)]) == 0
+    printed = capsys.readouterr().out
+    assert '[filter_scheduler] enabled_filters: the drop-in has ' \
+        f'{base_path}\'s items and kvmtune\'s' in printed
+    union = ','.join([*theirs, 'NUMATopologyFilter'])
+    home = tmp_path / 'home'
+    shutil.copytree(out / 'etc' / 'nova', home / '.nova')
+    shutil.copyfile(base_path, home / '.nova' / 'nova.conf')
+    for service in ('scheduler', 'conductor'):
+        dropin = home / '.nova' / f'nova-{service}.conf.d' / '50-kvmtune.conf'
+        assert f'enabled_filters = {union}\n' in dropin.read_text()
+        # oslo.config with Nova's options, the drop-in read after the base
+        got = consumers.nova_reads([('filter_scheduler', 'enabled_filters')],
+                                   prog=f'nova-{service}', home=home)
+        assert got['filter_scheduler.enabled_filters'] == union
+        # kvmtune's model of that order agrees ...
+        reader = effective.Reader('/', home=str(home))
+        value, where = effective.effective(
+            [f'/usr/bin/nova-{service}'], reader).get(
+                'filter_scheduler', 'enabled_filters')
+        assert (value, where) == (union, str(dropin))
+        # ... and started --config-file nova.conf, the base's list stays
+        value, where = effective.effective(
+            [f'/usr/bin/nova-{service}', '--config-file',
+             str(home / '.nova' / 'nova.conf')], reader).get(
+                 'filter_scheduler', 'enabled_filters')
+        assert value == ','.join(theirs)

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from kvmtune.errors import InputError
+from kvmtune.tuning.novaconf import inifile
 from kvmtune.tuning.novaconf import update
 from kvmtune.tuning.novaconf import validate
 from tests import devices
@@ -476,6 +477,37 @@ def test_operator_filter_list_is_extended_not_replaced(tmp_path):
 ])
 def test_extend_list(current, planned, result):
     assert update.extend_list(current, planned, ('A',)) == result
+
+
+@pytest.mark.parametrize('section, option, current, planned, result', [
+    # Nova keeps the last mode of each source type: kvmtune's file=none
+    # takes the operator's file=writeback's place, network= stays
+    ('libvirt', 'disk_cachemodes', 'file=writeback,network=writeback',
+     'file=none,block=none', 'file=none,network=writeback,block=none'),
+    # one flag, spelt three ways (ignore_case, +/- turn it on or off)
+    ('libvirt', 'cpu_model_extra_flags', 'pcid,-VMX', 'vmx',
+     'pcid,vmx'),
+    ('libvirt', 'cpu_model_extra_flags', 'pcid', 'svm,npt',
+     'pcid,svm,npt'),
+    # no key: a filter is kept whatever kvmtune's are
+    ('filter_scheduler', 'enabled_filters', 'PciPassthroughFilter',
+     'ComputeFilter,NUMATopologyFilter',
+     'PciPassthroughFilter,NUMATopologyFilter'),
+])
+def test_every_extended_list_keeps_the_operators_items(
+        section, option, current, planned, result):
+    ini = inifile.IniFile(f'[{section}]\n{option} = {current}\n')
+    default = update.list_default(section, option)
+    planned_value = ','.join(default + [planned]) if default else planned
+    got = update.resolve_changes(ini, {section: {option: planned_value}})
+    assert got[section][option] == result
+
+
+def test_an_option_kvmtune_owns_is_replaced():
+    ini = inifile.IniFile('[compute]\ncpu_dedicated_set = 1-3\n')
+    got = update.resolve_changes(ini, {'compute': {'cpu_dedicated_set':
+                                                   '4-7'}})
+    assert got == {'compute': {'cpu_dedicated_set': '4-7'}}
 
 
 # -- hostile input ------------------------------------------------------------

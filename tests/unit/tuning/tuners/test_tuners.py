@@ -107,7 +107,9 @@ def smt_host():
             {'id': 1, 'cpus': [2, 3, 6, 7], 'memory_mb': 8192,
              'hugepages': [{'size_kb': 1048576, 'total': 0, 'free': 0}]}]},
         'memory': {'total_mb': 16384},
-        'kernel': {'args': {'isolcpus': [1, 3, 5, 7]}},
+        # the booted line, and what the facts read of it
+        'kernel': {'cmdline': 'ro isolcpus=1,3,5,7',
+                   'args': {'isolcpus': [1, 3, 5, 7]}},
         'virt': {'mechanism': 'vmx', 'ept': True, 'nested': False,
                  'nested_mechanism': None},
     }
@@ -129,11 +131,19 @@ def test_host_keeps_first_core_siblings_of_each_node():
 
 def test_isolcpus_differs_warns_with_kernel_fix():
     host = smt_host()
+    host['kernel']['cmdline'] = 'ro isolcpus=managed_irq,2-3'
     host['kernel']['args']['isolcpus'] = [2, 3]
     checks = {c.name: c for c in cpu_pinning.CpuPinning({}, host).checks()}
     assert checks['isolcpus'].status == base.WARN
     assert 'isolates 2-3' in checks['isolcpus'].message
-    assert 'isolcpus=1,3,5,7' in checks['isolcpus'].fix
+    # one is there: replaced, the operator's flag kept
+    assert checks['isolcpus'].fix.startswith(
+        'replace isolcpus=managed_irq,2-3 with '
+        'isolcpus=managed_irq,domain,1,3,5,7 on the kernel command line')
+    host['kernel']['cmdline'] = 'ro'
+    host['kernel']['args']['isolcpus'] = []
+    checks = {c.name: c for c in cpu_pinning.CpuPinning({}, host).checks()}
+    assert checks['isolcpus'].fix.startswith('add isolcpus=1,3,5,7 ')
     no_iso = cpu_pinning.CpuPinning({'isolcpus': False}, host)
     assert no_iso.kernel_args() == []
     assert 'isolcpus' not in {c.name for c in no_iso.checks()}
