@@ -23,27 +23,18 @@ if TYPE_CHECKING:
     from kvmtune.tuning.tuners.base import TunerCheck
 
 
-def _staged_kernel_args(fix: str) -> list[str] | None:
-    """The kernel arguments a KERNEL_ARGS_FIX text names, else None."""
-    head, _, tail = base.KERNEL_ARGS_FIX.partition('{args}')
-    if fix.startswith(head) and fix.endswith(tail) and \
-            len(fix) > len(head) + len(tail):
-        return fix[len(head):len(fix) - len(tail)].split()
-    return None
-
-
 def staged(plan: 'Plan', check: 'TunerCheck') -> bool:
     """Whether the plan's own boot-time changes are the fix of ``check``:
-    its fix names kernel arguments the plan has (a huge page pool
+    the kernel arguments its fix stages (``boot_args``) are the plan's (a
+    huge page pool
     reserved at boot), or a module option the plan's modprobe.d file sets
     (kvm_intel ept=1). ``kvmtune boot apply`` and a reboot (for a pool,
     also ``kvmtune pages apply``) clear such a failure; any other failure
     nothing kvmtune writes can clear."""
     if not check.fix:
         return False
-    args = _staged_kernel_args(check.fix)
-    if args is not None:
-        return all(arg in plan.kernel_args for arg in args)
+    if check.boot_args:
+        return all(arg in plan.kernel_args for arg in check.boot_args)
     for content in plan.modprobe.values():
         for line in content.splitlines():
             words = line.split()

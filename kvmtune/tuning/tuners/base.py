@@ -156,9 +156,16 @@ class TunerCheck:
     status: str
     message: str
     fix: str | None = None
+    # the kernel arguments the fix stages (kernel_args_fix): a FAIL the
+    # plan's own boot-time changes clear (kvmtune.tuning.failed); not part
+    # of the plan's JSON
+    boot_args: tuple[str, ...] = dataclasses.field(default=(),
+                                                   compare=False)
 
     def to_dict(self) -> TunerCheckDict:
-        return cast(TunerCheckDict, dataclasses.asdict(self))
+        return TunerCheckDict(tuner=self.tuner, name=self.name,
+                              status=self.status, message=self.message,
+                              fix=self.fix)
 
 
 # What a check method returns: (status, message, fix) or None when the
@@ -227,6 +234,8 @@ class Tuner:
         self.source = source
         self.params = self.parse_params(params or {}, source)
         self.facts = cast(Facts, facts or {})
+        # fix text -> the kernel arguments it stages (kernel_args_fix)
+        self._boot_fixes: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def parse_params(cls, given: Any,
@@ -267,10 +276,12 @@ class Tuner:
     def kernel_args_fix(self, args: list[str]) -> str:
         """The fix for kernel arguments the booted line does not give
         (kvmtune.facts.cmdline.changes: add, or replace what is there)."""
-        return (cmdline.changes(args, cmdline.read(
+        fix = (cmdline.changes(args, cmdline.read(
             self.fact('kernel.cmdline', ''))) + ' on the kernel command '
             'line (kvmtune boot apply --profile P stages it: one argument '
             'per key), then reboot')
+        self._boot_fixes[fix] = tuple(args)
+        return fix
 
     def numa_nodes(self) -> list[NumaNode]:
         """Host NUMA nodes; a host without NUMA data is one node 0."""
@@ -388,7 +399,9 @@ class Tuner:
             if outcome is None:  # not relevant with these params
                 continue
             status, message, fix = outcome
-            results.append(TunerCheck(self.name, name, status, message, fix))
+            results.append(TunerCheck(
+                self.name, name, status, message, fix,
+                boot_args=self._boot_fixes.get(fix or '', ())))
         return results
 
     def notes(self) -> list[str]:

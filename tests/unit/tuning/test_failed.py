@@ -32,8 +32,10 @@ def test_a_pool_the_boot_time_changes_reserve_is_staged_ept_is_not():
         ('hugepages', 'hugepage-pool')]
     # the same check with arguments the plan does not have is not staged
     pool = pending[0]
+    assert pool.boot_args and all(
+        arg in plan.kernel_args for arg in pool.boot_args)
     other = base.TunerCheck(pool.tuner, pool.name, 'fail', pool.message,
-                            base.KERNEL_ARGS_FIX.format(args='hugepages=9'))
+                            pool.fix, boot_args=('hugepages=9',))
     assert not failed.staged(plan, other)
 
 
