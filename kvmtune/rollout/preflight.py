@@ -39,6 +39,7 @@ from kvmtune.rollout import density
 from kvmtune.rollout import inplace
 from kvmtune.rollout import nova
 from kvmtune.rollout import snapshot as snapshots
+from kvmtune.rollout import vocabulary
 
 if TYPE_CHECKING:
     from kvmtune.capacity.placement import Host
@@ -252,7 +253,7 @@ class Report:
                 'refusals': [r.line() for r in self.refusals]}
 
 
-MODES = ('drain', 'in-place')
+MODES = vocabulary.JUDGED
 
 
 def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,

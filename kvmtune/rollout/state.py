@@ -35,10 +35,12 @@ import secrets
 from typing import Any
 
 from kvmtune.errors import InputError
+from kvmtune.rollout import vocabulary
 
-# The steps of one host, in order (the rollout playbook's roles).
-STEPS = ('preflight', 'disable', 'drain', 'apply', 'reboot', 'gate',
-         'enable', 'textfile')
+# The steps of one host the file records, in order (the step table,
+# kvmtune.rollout.vocabulary: reboot, restart, verify and textfile are
+# not recorded, a run again makes them when they are needed).
+STEPS = vocabulary.RECORDED
 # The steps a host made with the plan applied, before it is enabled:
 # ``replan`` forgets them with the plan.
 WITH_THE_PLAN = STEPS[STEPS.index('apply'):STEPS.index('enable')]
@@ -79,8 +81,10 @@ class State:
         return step in self.hosts.get(host, {})
 
     def finished(self, host: str) -> bool:
-        """Every step of the host is done."""
-        return all(self.done(host, step) for step in STEPS)
+        """The host is done with the run: its last recorded step (enable,
+        after its gate passed) is done. A step its mode does not make
+        (drain, in in-place mode) is never recorded."""
+        return self.done(host, vocabulary.LAST)
 
     def taken_out(self, host: str) -> bool:
         """The run disabled the host and has not enabled it again."""
@@ -95,6 +99,8 @@ class State:
 
     def next_step(self, host: str) -> str | None:
         """The host's first step not done, or None (finished)."""
+        if self.finished(host):
+            return None
         return next((s for s in STEPS if not self.done(host, s)), None)
 
     def pending(self, hosts: Iterable[str]) -> list[str]:

@@ -38,7 +38,7 @@ def test_steps_are_recorded_and_survive_a_new_process(tmp_path):
     assert state.load(path).finished('c2')
     assert state.load(path).pending(['c2', 'c3']) == ['c3']
     assert state.summary(state.load(path), ['c2', 'c3']) == [
-        ['c2', 'textfile', 'finished'], ['c3', '', 'preflight']]
+        ['c2', 'enable', 'finished'], ['c3', '', 'preflight']]
     # the time of the first mark stays
     first = json.loads(open(path).read())['hosts']['c2']['disable']
     loaded.mark('c2', 'disable')
