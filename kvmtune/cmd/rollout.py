@@ -139,12 +139,16 @@ def run(args: argparse.Namespace) -> int:
     found = check.plan(hosts, args.profile, path=args.inventory,
                        batch=args.batch, mode=args.mode, cloud=args.os_cloud,
                        config_files=args.config_file or (), early=early)
-    # the preflight refused a batch: the rollout would stop there
+    # the preflight refused a batch: the rollout would stop there; a host
+    # that does not plan: every one is listed, then one line, exit 2
     status = EXIT_DIFFERS if found.refused else 0
+    unplanned = found.unplanned_error()
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=found.to_dict())
+        if unplanned is not None:
+            raise unplanned
         return status
-    rows = [(h.batch, h.host, h.action, _reasons(h.reasons),
+    rows = [(h.batch or '-', h.host, h.action, _reasons(h.reasons),
              _changes(h.changes)) for h in found.hosts]
     output.emit(args, COLUMNS, rows)
     for host in found.hosts:
@@ -158,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
               + ('ok' if report['ok'] else
                  'REFUSED: ' + '; '.join(report['refusals'])))
     summary = found.to_dict()['summary']
+    more = ''.join(f", {summary[a]} {a}" for a in ('unknown', 'unplanned')
+                   if summary[a])
     print(f"{summary['hosts']} hosts in {len(found.batches)} batches of "
           f"{args.batch}: {summary['reboot']} reboot, {summary['restart']} "
-          f"restart, {summary['none']} unchanged; --check changed nothing")
+          f"restart, {summary['none']} unchanged{more}; --check changed "
+          'nothing')
+    if unplanned is not None:
+        raise unplanned
     return status

@@ -53,6 +53,9 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     # host of any batch is disabled or changed.
     found = check.plan(hosts, profile, path=path, batch=batch, mode=mode,
                        cloud=cloud, config_files=config_files)
+    unplanned = found.unplanned_error()
+    if unplanned is not None:
+        raise unplanned
     if found.refused:
         raise _refused(path, found.refused)
     counts = found.to_dict()['summary']
@@ -76,7 +79,12 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     names = resume.to_roll({h.host: h.action for h in found.hosts},
                            taken_out)
     for host in found.hosts:
-        if host.host not in names:
+        if host.host in names:
+            continue
+        if host.action == 'unknown':
+            stream.write(f'{host.host} unknown: {host.notes[0]}; left '
+                         'alone\n')
+        else:
             stream.write(f'{host.host} unchanged: nothing to do, left '
                          'alone\n')
     if not names:

@@ -37,6 +37,15 @@ MODES = tuple(mode.value for mode in Mode)
 # service and no guest).
 JUDGED = (Mode.DRAIN.value, Mode.IN_PLACE.value)
 
+# What the rollout does on a host (kvmtune rollout --check's action):
+# reboot or restart it, in a batch; leave it alone, with nothing to
+# change (none) or nothing kvmtune can see to change while a part it
+# would change cannot be seen (unknown: its nova.conf is not there); or
+# stop, the host does not plan (unplanned; the run and --check exit 2).
+ACTIONS = ('reboot', 'restart', 'none', 'unknown', 'unplanned')
+# The actions that put a host in a batch.
+ROLLED = ('reboot', 'restart')
+
 HOST = 'host'
 CONTROLLER = 'controller'
 

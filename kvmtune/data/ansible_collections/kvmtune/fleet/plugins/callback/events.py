@@ -37,6 +37,7 @@ options:
 """
 
 import json  # noqa: E402
+from typing import Any  # noqa: E402
 
 from ansible.plugins.callback import CallbackBase  # noqa: E402
 
@@ -46,7 +47,7 @@ KEPT = ('rc', 'msg', 'stdout', 'stderr')
 LIMIT = 8000
 
 
-def _last_line(result):
+def _last_line(result: dict[str, Any]) -> str:
     for key in ('stderr', 'stdout'):
         text = str(result.get(key) or '')
         lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -55,7 +56,7 @@ def _last_line(result):
     return ''
 
 
-def _kept(result):
+def _kept(result: dict[str, Any]) -> dict[str, Any]:
     if result.get('_ansible_no_log'):
         return {'msg': 'the output has been hidden (no_log)'}
     kept = {}
@@ -75,33 +76,36 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = 'kvmtune.fleet.events'
     CALLBACK_NEEDS_ENABLED = True
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._out = None
+        self._out: Any = None
         self._batch = 0
         # {host: (step, status, result)} of the step each host is in
-        self._current = {}
+        self._current: dict[str, tuple[str, str, Any]] = {}
 
-    def _write(self, event):
+    def _write(self, event: dict[str, Any]) -> None:
         if self._out is None:
             self._out = open(self.get_option('path'), 'a', encoding='utf-8')
         self._out.write(json.dumps(event, sort_keys=True) + '\n')
         self._out.flush()
 
-    def _emit(self, host, step, status, result):
-        event = {'event': 'step', 'host': host, 'step': step,
-                 'status': status, 'batch': self._batch}
+    def _emit(self, host: str, step: str, status: str,
+              result: Any) -> None:
+        event: dict[str, Any] = {'event': 'step', 'host': host,
+                                 'step': step, 'status': status,
+                                 'batch': self._batch}
         if result is not None:
-            event['result'] = _kept(result)
-            event['line'] = _last_line(event['result'])
+            kept = _kept(result)
+            event['result'] = kept
+            event['line'] = _last_line(kept)
         self._write(event)
 
-    def _flush(self):
+    def _flush(self) -> None:
         for host, (step, status, result) in list(self._current.items()):
             self._emit(host, step, status, result)
         self._current.clear()
 
-    def _result(self, result, status):
+    def _result(self, result: Any, status: str) -> None:
         task = result._task
         step = (task.vars or {}).get('kvmtune_step')
         if not step:
@@ -120,24 +124,25 @@ class CallbackModule(CallbackBase):
             self._emit(host, *before)
             del self._current[host]
 
-    def v2_playbook_on_play_start(self, play):
+    def v2_playbook_on_play_start(self, play: Any) -> None:
         self._flush()
         self._batch += 1
         self._write({'event': 'batch', 'batch': self._batch})
 
-    def v2_runner_on_ok(self, result):
+    def v2_runner_on_ok(self, result: Any) -> None:
         self._result(result, 'changed' if result.is_changed() else 'ok')
 
-    def v2_runner_on_skipped(self, result):
+    def v2_runner_on_skipped(self, result: Any) -> None:
         self._result(result, 'skipped')
 
-    def v2_runner_on_failed(self, result, ignore_errors=False):
+    def v2_runner_on_failed(self, result: Any,
+                            ignore_errors: bool = False) -> None:
         self._result(result, 'failed')
 
-    def v2_runner_on_unreachable(self, result):
+    def v2_runner_on_unreachable(self, result: Any) -> None:
         self._result(result, 'unreachable')
 
-    def v2_playbook_on_stats(self, stats):
+    def v2_playbook_on_stats(self, stats: Any) -> None:
         self._flush()
         self._write({'event': 'end', 'hosts': {
             host: stats.summarize(host) for host in sorted(stats.processed)}})

@@ -116,21 +116,23 @@ nova_conf:
 
 import json  # noqa: E402
 import os  # noqa: E402
+from typing import Any  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
-def _run(module, argv, stdin=None):
+def _run(module: Any, argv: list[str], stdin: str | None = None) -> str:
     rc, out, err = module.run_command(argv, data=stdin, binary_data=False)
     if rc != 0:
         lines = [line for line in (err or out or '').splitlines()
                  if line.strip()]
         module.fail_json(msg=lines[-1] if lines else f'{argv[0]} failed',
                          rc=rc, stdout=out, stderr=err, cmd=argv)
-    return out
+    return str(out)
 
 
-def _json(module, argv, stdin=None):
+def _json(module: Any, argv: list[str],
+          stdin: str | None = None) -> Any:
     out = _run(module, argv, stdin)
     try:
         return json.loads(out)
@@ -140,7 +142,7 @@ def _json(module, argv, stdin=None):
     return None
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type='str', choices=['read', 'applied'],
