@@ -12,6 +12,7 @@ printed first and which a failure's line names.
 """
 
 from collections.abc import Sequence
+import contextlib
 import os
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ from kvmtune.rollout import events
 from kvmtune.rollout import inventory
 from kvmtune.rollout import playbook
 from kvmtune.rollout import resume
+from kvmtune.rollout import runlock
 from kvmtune.rollout import state as states
 
 
@@ -44,6 +46,23 @@ def run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     With ``state_file`` a host the run has applied a plan to and not
     enabled again gets that plan again (kvmtune.rollout.resume.applied),
     unless ``replan`` names it (kvmtune.rollout.resume.replan)."""
+    with contextlib.ExitStack() as held:
+        if state_file is not None:
+            # one rollout at a time on a state file: a second one is
+            # refused here, naming the holder, before anything is read
+            held.enter_context(runlock.hold(state_file, run_id))
+        return _run(path, hosts, profile=profile, limit=limit, batch=batch,
+                    mode=mode, cloud=cloud, run_id=run_id,
+                    config_files=config_files, state_file=state_file,
+                    replan=replan, stream=stream)
+
+
+def _run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
+         limit: str, batch: int, mode: str, cloud: str | None,
+         run_id: str | None, config_files: Sequence[str] = (),
+         state_file: str | None = None, replan: Sequence[str] = (),
+         stream: TextIO | None = None) -> int:
+    """``run``, its state file's run lock held."""
     stream = stream or sys.stdout
     if replan and state_file is None:
         resume.replan(None, replan, {})     # refused: no state file
