@@ -84,7 +84,8 @@ def _run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     # the run's state, read once here: the state file's run when it holds
     # one (a rollout run again goes on), else a new one
     run = None if state_file is None else states.open_run(
-        state_file, profile=profile, run_id=run_id)[0]
+        state_file, profile=profile, run_id=run_id,
+        inventory=os.path.abspath(path))[0]
     run_id = run.run_id if run else (run_id or states.new_run_id())
     nova = {h.name: h.nova_host for h in hosts}
     for name in resume.replan(run, replan, nova):

@@ -26,7 +26,7 @@ description:
     line); the file is the contract kvmtune rollout reads
     (doc/design.md, the rollout's contract).
 version_added: 0.1.0
-author: kvmtune developers
+author: kvmtune developers (@openstack)
 options:
   path:
     description: The file the events are appended to.

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: host
 short_description: Read or apply a kvmtune profile on a compute host
 version_added: 0.1.0
-author: kvmtune developers
+author: kvmtune developers (@openstack)
 description:
   - Runs the host's own kvmtune, once per call, for what the rollout needs
     of the host; the host side of kvmtune rollout (the kvmtune.fleet
@@ -62,8 +62,11 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Runs the same commands with C(--dry-run) and reports
+      what would change.
     support: full
   diff_mode:
+    description: Returns nova.conf's unified diff.
     support: full
 """
 
