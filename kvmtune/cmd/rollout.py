@@ -51,7 +51,7 @@ COLUMNS = ('batch', 'host', 'action', 'reasons', 'changes')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kvmtune.rollout import playbook
+    from kvmtune.rollout import vocabulary
 
     parser.add_argument('--inventory', required=True, metavar='INVENTORY',
                         help='an Ansible inventory (any ansible-inventory '
@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'compute, OpenStack-Ansible: compute_hosts)')
     parser.add_argument('--batch', type=int, default=1, metavar='N',
                         help='hosts per batch (Ansible serial; default 1)')
-    parser.add_argument('--mode', choices=playbook.MODES, default='drain',
+    parser.add_argument('--mode', choices=vocabulary.MODES, default='drain',
                         help='drain: migrate the guests away first '
                              '(default); in-place: reboot with them; '
                              'stage: write, reboot nothing')
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from kvmtune.rollout import check
     from kvmtune.rollout import inventory
     from kvmtune.rollout import local
-    from kvmtune.rollout import playbook
+    from kvmtune.rollout import run as rollout
 
     if args.check and args.replan:
         from kvmtune.errors import InputError
@@ -130,21 +130,25 @@ def run(args: argparse.Namespace) -> int:
         if args.check else None
     hosts = inventory.load(args.inventory, args.limit, meanwhile=early)
     if not args.check:
-        return playbook.run(args.inventory, hosts, profile=args.profile,
-                            limit=args.limit, batch=args.batch,
-                            mode=args.mode, cloud=args.os_cloud,
-                            run_id=args.run_id, state_file=args.state,
-                            replan=args.replan,
-                            config_files=args.config_file or ())
+        return rollout.run(args.inventory, hosts, profile=args.profile,
+                           limit=args.limit, batch=args.batch,
+                           mode=args.mode, cloud=args.os_cloud,
+                           run_id=args.run_id, state_file=args.state,
+                           replan=args.replan,
+                           config_files=args.config_file or ())
     found = check.plan(hosts, args.profile, path=args.inventory,
                        batch=args.batch, mode=args.mode, cloud=args.os_cloud,
                        config_files=args.config_file or (), early=early)
-    # the preflight refused a batch: the rollout would stop there
+    # the preflight refused a batch: the rollout would stop there; a host
+    # that does not plan: every one is listed, then one line, exit 2
     status = EXIT_DIFFERS if found.refused else 0
+    unplanned = found.unplanned_error()
     if output.format_of(args) != 'table':
         output.emit(args, [], [], document=found.to_dict())
+        if unplanned is not None:
+            raise unplanned
         return status
-    rows = [(h.batch, h.host, h.action, _reasons(h.reasons),
+    rows = [(h.batch or '-', h.host, h.action, _reasons(h.reasons),
              _changes(h.changes)) for h in found.hosts]
     output.emit(args, COLUMNS, rows)
     for host in found.hosts:
@@ -158,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
               + ('ok' if report['ok'] else
                  'REFUSED: ' + '; '.join(report['refusals'])))
     summary = found.to_dict()['summary']
+    more = ''.join(f", {summary[a]} {a}" for a in ('unknown', 'unplanned')
+                   if summary[a])
     print(f"{summary['hosts']} hosts in {len(found.batches)} batches of "
           f"{args.batch}: {summary['reboot']} reboot, {summary['restart']} "
-          f"restart, {summary['none']} unchanged; --check changed nothing")
+          f"restart, {summary['none']} unchanged{more}; --check changed "
+          'nothing')
+    if unplanned is not None:
+        raise unplanned
     return status

@@ -8,8 +8,8 @@
     kvmtune rollout-step gate --os-cloud admin --host c2 --run-id RUN \\
         --profile pinned-hugepages --root / --plan applied-plan.json
     kvmtune rollout-step enable --os-cloud admin --host c2 --run-id RUN
-    kvmtune rollout-step apply --host c2 --run-id RUN --state rollout.json \\
-        --plan applied-plan.json
+    kvmtune rollout-step record-plan --host c2 --run-id RUN \\
+        --state rollout.json --plan applied-plan.json
 
 The rollout's Ansible roles call these, host by host, batch by batch:
 
@@ -27,15 +27,17 @@ The rollout's Ansible roles call these, host by host, batch by batch:
              disabled; against --plan (the plan the apply step applied),
              else the profile planned on the host's facts
   enable     nova-compute enabled again (only when this run disabled it)
-  apply      records in the state file the plan the apply step applied on
-             the host (--plan), once: a run again applies and gates that
-             plan until the host is enabled (no cloud; needs --state)
+  record-plan  records in the state file the plan the apply step
+             applied on the host (--plan) and the apply step, once: a run
+             again applies and gates that plan until the host is enabled
+             (no cloud; needs --state)
 
 With --state FILE (the rollout's state file) a step already done for the
 host in that run is not made again, and a step made is recorded. Only
 preflight and gate change nothing in the cloud. Exit 0 done, 1 the gate
-did not pass, 2 refused or could not run. Every step but apply needs
---os-cloud.
+did not pass, 2 refused or could not run. Every step but record-plan
+needs --os-cloud. The steps are the rollout's step table
+(kvmtune.rollout.vocabulary).
 """
 
 import argparse
@@ -43,15 +45,17 @@ import sys
 
 from kvmtune import cmd
 from kvmtune.cmd import output
+from kvmtune.rollout import vocabulary
 
-STEPS = ('preflight', 'disable', 'drain', 'enable', 'gate', 'apply')
+# the step table's commands
+STEPS = tuple(vocabulary.COMMANDS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('step', choices=STEPS, help='the step to make')
     cmd.add_os_cloud(parser, required=False,
                      help='cloud name in clouds.yaml (an admin one); every '
-                          'step but apply')
+                          'step but record-plan')
     parser.add_argument('--host', action='append', required=True,
                         metavar='NAME',
                         help='the compute host as Nova names it (preflight: '
@@ -64,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--state', metavar='FILE',
                         help='the rollout\'s state file: skip a step done, '
                              'record a step made')
-    parser.add_argument('--mode', choices=('drain', 'in-place'),
+    parser.add_argument('--mode', choices=vocabulary.JUDGED,
                         default='drain',
                         help='preflight: the guests leave (drain) or stay '
                              '(in-place)')
@@ -75,12 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'empty (default 900)')
     cmd.add_facts_source(parser, verb='gate')
     parser.add_argument('--plan', metavar='FILE', dest='plan_file',
-                        help='gate, apply: the plan the apply step '
+                        help='gate, record-plan: the plan the apply step '
                              'applied ("boot apply -f json"\'s plan, as '
                              '"kvmtune plan -f json" prints one; -: '
                              'standard input): the gate checks it instead '
                              'of a plan made again from the host\'s facts, '
-                             'apply records it')
+                             'record-plan records it')
     parser.add_argument('--nova-config-file', action='append',
                         metavar='PATH', dest='nova_config_files',
                         help='gate: a file nova-compute reads (as verify)')
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int | None:
 
     host = args.host[0] if args.step == 'preflight' else _one_host(args)
     cloud = None
-    if args.step != 'apply':
+    if args.step != 'record-plan':
         if not args.os_cloud:
             from kvmtune.errors import InputError
             raise InputError(f'{args.step} reads or changes the cloud',

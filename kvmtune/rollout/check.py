@@ -42,11 +42,14 @@ from kvmtune.rollout import inventory
 from kvmtune.rollout import local
 from kvmtune.rollout import remote
 from kvmtune.rollout import resume
+from kvmtune.rollout import vocabulary
 
 if TYPE_CHECKING:
     from kvmtune.rollout.preflight import Report
 
-ACTIONS = ('reboot', 'restart', 'none')
+# the rollout's actions (kvmtune.rollout.vocabulary)
+ACTIONS = vocabulary.ACTIONS
+ROLLED = vocabulary.ROLLED
 # (name, what it checks): the cloud's part of the preflight, made only
 # with --os-cloud (kvmtune.rollout.preflight, kvmtune rollout-step).
 CLOUD_CHECKS = (
@@ -76,6 +79,8 @@ class HostCheck:
     changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     kernel_args: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # the nova.conf the plan has options for is not there to be read
+    unseen: bool = False
     # the host's facts, plan and nova.conf text (the cloud's preflight
     # judges on them; not in the document)
     facts: Any = dataclasses.field(default=None, repr=False)
@@ -85,7 +90,8 @@ class HostCheck:
     def to_dict(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name)
                 for field in dataclasses.fields(self)
-                if field.name not in ('facts', 'plan', 'nova_conf_text')}
+                if field.name not in ('facts', 'plan', 'nova_conf_text',
+                                      'unseen')}
 
 
 @dataclasses.dataclass
@@ -106,15 +112,36 @@ class DryRun:
     # fix): the reports hold their lines (not in the document twice)
     refused: list[KvmtuneError] = dataclasses.field(default_factory=list,
                                                     repr=False)
+    # the hosts that do not plan, each its one error, in inventory order
+    unplanned: list[KvmtuneError] = dataclasses.field(default_factory=list,
+                                                      repr=False)
 
     @property
     def batches(self) -> list[list[str]]:
+        """The run's batches: the hosts it rolls (ROLLED), in inventory
+        order; a host left alone is in none (its batch 0)."""
         out: list[list[str]] = []
         for host in self.hosts:
+            if not host.batch:
+                continue
             if len(out) < host.batch:
                 out.append([])
             out[host.batch - 1].append(host.host)
         return out
+
+    def unplanned_error(self) -> KvmtuneError | None:
+        """The one line of the hosts that do not plan: the first one's
+        error (naming it, with its fix) and how many more (None: every
+        host plans)."""
+        if not self.unplanned:
+            return None
+        first = self.unplanned[0]
+        if len(self.unplanned) == 1:
+            return first
+        return InputError(f'{first.problem} (and {len(self.unplanned) - 1} '
+                          'more host(s) that do not plan: kvmtune rollout '
+                          '--check lists them)', source=first.source,
+                          key=first.key, fix=first.fix)
 
     def to_dict(self) -> dict[str, Any]:
         counts = {action: sum(h.action == action for h in self.hosts)
@@ -139,6 +166,8 @@ def _from_reading(host: inventory.Host, reading: local.Reading
                       connection=host.connection, notes=reading.notes)
     _fill(found, reading.staged, reading.earlier)
     found.changes += reading.conf
+    found.unseen = any(note.startswith('no nova.conf at ')
+                       for note in reading.notes)
     _decide(found)
     found.facts, found.plan = reading.facts, reading.plan
     found.nova_conf_text = reading.conf_text
@@ -171,7 +200,8 @@ def _fill(found: HostCheck, staged: dict[str, Any],
 
 def _decide(found: HostCheck) -> None:
     found.action = ('reboot' if any(found.reasons.values())
-                    else 'restart' if found.changes else 'none')
+                    else 'restart' if found.changes
+                    else 'unknown' if found.unseen else 'none')
 
 
 def _from_answer(host: inventory.Host, answer: 'remote.Answer',
@@ -190,12 +220,26 @@ def _from_answer(host: inventory.Host, answer: 'remote.Answer',
                                      config_files=config_files)
     except KvmtuneError as exc:
         raise remote.host_error(host.name, exc) from None
-    if answer.nova_conf is None:
+    if answer.nova_conf is None and _compute_options(found.plan):
         found.notes.append(local.no_nova_conf(host.in_root(host.nova_conf)))
+        found.unseen = True
     found.changes += [{'kind': 'nova.conf', 'path': host.nova_conf,
                        'diff': line} for line in answer.nova_conf or ()]
     _decide(found)
     return found
+
+
+def _compute_options(plan: Any) -> bool:
+    """The plan has options for nova-compute's nova.conf."""
+    from kvmtune.tuning.novaconf import services
+
+    return bool(services.split(plan.nova_conf, services.COMPUTE)[0])
+
+
+def _unplanned(host: inventory.Host, exc: KvmtuneError) -> HostCheck:
+    return HostCheck(host=host.name, root=host.root,
+                     connection=host.connection, action='unplanned',
+                     notes=[exc.line()])
 
 
 def _cloud_checks(cloud: str, hosts: Sequence[inventory.Host],
@@ -292,9 +336,7 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     plan. ``early``: the local.Early of this profile and config files,
     called already."""
     hosts = list(hosts)
-    grouped = batches([h.name for h in hosts], batch)
-    number = {name: n for n, names in enumerate(grouped, 1)
-              for name in names}
+    batches([], batch)      # a batch size that is no size: refused first
     from kvmtune.tuning import profiles
 
     asked = remote.ask([h for h in hosts if not h.local], path, profile)
@@ -311,15 +353,37 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
     read = dict(zip([h.name for h in here],
                     local.read(here, loaded, config_files)))
     checks = []
+    unplanned: list[KvmtuneError] = []
     for host in hosts:
-        found = (_from_answer(host, asked[host.name], profile, config_files)
-                 if host.name in asked else
-                 _from_reading(host, read[host.name]))
-        found.batch = number[host.name]
+        try:
+            if host.name in asked:
+                answer = asked[host.name]
+                if isinstance(answer, KvmtuneError):
+                    raise answer
+                found = _from_answer(host, answer, profile, config_files)
+            else:
+                reading = read[host.name]
+                if isinstance(reading, KvmtuneError):
+                    raise reading
+                found = _from_reading(host, reading)
+        except KvmtuneError as exc:
+            # every host that does not plan is listed, with its reason
+            unplanned.append(exc)
+            found = _unplanned(host, exc)
         checks.append(found)
+    # the run's batches: the hosts it rolls, in inventory order
+    grouped = batches([c.host for c in checks if c.action in ROLLED], batch)
+    number = {name: n for n, names in enumerate(grouped, 1)
+              for name in names}
+    for found in checks:
+        found.batch = number.get(found.host, 0)
     skipped: list[dict[str, str]] = []
     reports: list['Report'] = []
-    if cloud is None or mode == 'stage':
+    if unplanned:
+        why = 'a host does not plan'
+        skipped = [{'check': name, 'what': what, 'why': why}
+                   for name, what in CLOUD_CHECKS]
+    elif cloud is None or mode == 'stage':
         why = ('no --os-cloud given' if cloud is None
                else 'mode stage disables, drains and reboots nothing')
         skipped = [{'check': name, 'what': what, 'why': why}
@@ -331,4 +395,5 @@ def plan(hosts: Iterable[inventory.Host], profile: str, *, path: str,
                   batch_size=batch, cloud=cloud, hosts=checks,
                   skipped=skipped,
                   reports=[report.to_dict() for report in reports],
-                  refused=[r for report in reports for r in report.refusals])
+                  refused=[r for report in reports for r in report.refusals],
+                  unplanned=unplanned)

@@ -19,7 +19,7 @@ from kvmtune.capacity import cells
 from kvmtune.capacity import numa
 from kvmtune.capacity import request as requests
 from kvmtune.rollout import inplace
-from kvmtune.rollout import preflight
+from kvmtune.rollout import snapshot as snapshots
 
 if TYPE_CHECKING:
     from kvmtune.capacity.placement import Host
@@ -64,14 +64,14 @@ def _empty_count(node: 'Host', wanted: requests.Request,
     return None if found is None else min(count, found)
 
 
-def flavors(snapshot: preflight.Snapshot) -> dict[str, Any]:
+def flavors(snapshot: snapshots.Snapshot) -> dict[str, Any]:
     """{flavor name: a server of it}: the flavors of the snapshot's
     servers, the last server of each name."""
     return {s.flavor_name: s for guests in snapshot.servers.values()
             for s in guests}
 
 
-def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None',
+def density(snapshot: snapshots.Snapshot, host: str, plan: 'Plan | None',
             flavors_of: Mapping[str, Any] | None = None
             ) -> list[dict[str, Any]]:
     """[{host, flavor, before, after}]: guests of each of the batch's
@@ -111,7 +111,7 @@ def density(snapshot: preflight.Snapshot, host: str, plan: 'Plan | None',
         if plan is not None and facts is not None and flavors_of else None
     rows = []
     for name, server in sorted(flavors_of.items()):
-        wanted = preflight.request_of(server)
+        wanted = snapshots.request_of(server)
         after = None
         if after_facts is not None:
             after = _empty_count(after_node, wanted, after_facts,

@@ -16,7 +16,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kvmtune.rollout import nova
-from kvmtune.rollout.preflight import Refused
+from kvmtune.rollout.snapshot import Refused
 
 if TYPE_CHECKING:
     from kvmtune.tuning.plan import Plan

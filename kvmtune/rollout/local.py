@@ -164,20 +164,29 @@ def _start_worker(planner: _Planner) -> None:
     _planner = planner
 
 
-def _read_in_worker(host: inventory.Host) -> Reading:
+def _read_or_error(host: inventory.Host,
+                   planner: _Planner) -> 'Reading | KvmtuneError':
+    """The host's Reading, or the error that says why it does not plan."""
+    try:
+        return _read(host, planner)
+    except KvmtuneError as exc:
+        return exc
+
+
+def _read_in_worker(host: inventory.Host) -> 'Reading | KvmtuneError':
     assert _planner is not None, 'a worker of read()'
-    return _read(host, _planner)
+    return _read_or_error(host, _planner)
 
 
 def read(hosts: Sequence[inventory.Host], profile: Any,
-         config_files: Sequence[str]) -> list[Reading]:
+         config_files: Sequence[str]) -> 'list[Reading | KvmtuneError]':
     """The Reading of each host, in order, ``profile`` a Profile loaded
     once for every host; from PARALLEL_FROM hosts on, in WORKERS
-    processes, each with its own _Planner. The first host that does not
-    plan, in inventory order, is the error."""
+    processes, each with its own _Planner. A host that does not plan has
+    its error (naming it) in its place: every such host is listed."""
     planner = _Planner(profile, config_files)
     if len(hosts) < PARALLEL_FROM or WORKERS < 2:
-        return [_read(host, planner) for host in hosts]
+        return [_read_or_error(host, planner) for host in hosts]
     from concurrent import futures
 
     with futures.ProcessPoolExecutor(max_workers=WORKERS,

@@ -99,9 +99,11 @@ def command(path: str, hosts: Sequence[inventory.Host], profile: str
 
 
 def ask(hosts: Sequence[inventory.Host], path: str, profile: str
-        ) -> dict[str, Answer]:
+        ) -> 'dict[str, Answer | KvmtuneError]':
     """{host name: Answer} of ``hosts`` (none: {} without running
-    Ansible)."""
+    Ansible); a host that did not answer, or whose kvmtune refused, has
+    the error naming it in its place. Ansible that does not run at all is
+    the error (InputError)."""
     if not hosts:
         return {}
     try:
@@ -118,8 +120,14 @@ def ask(hosts: Sequence[inventory.Host], path: str, profile: str
         name, sep, rest = line.partition(' | ')
         if sep:
             lines[name] = rest
-    return {host.name: parse(host.name, lines.get(host.name), done.stderr)
-            for host in hosts}
+    answers: dict[str, Answer | KvmtuneError] = {}
+    for host in hosts:
+        try:
+            answers[host.name] = parse(host.name, lines.get(host.name),
+                                       done.stderr)
+        except KvmtuneError as exc:
+            answers[host.name] = exc
+    return answers
 
 
 def parse(name: str, line: str | None, stderr: str = '') -> Answer:

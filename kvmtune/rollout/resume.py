@@ -22,6 +22,8 @@ import dataclasses
 from typing import Any
 from typing import TYPE_CHECKING
 
+from kvmtune.rollout import vocabulary
+
 if TYPE_CHECKING:
     from kvmtune.rollout.state import State
 
@@ -35,7 +37,7 @@ def to_roll(actions: dict[str, str], started: dict[str, bool]
     need now. A host with nothing to do is left alone: not disabled, not
     drained, not rebooted."""
     return [host for host, action in actions.items()
-            if action != 'none' or started.get(host, False)]
+            if action in vocabulary.ROLLED or started.get(host, False)]
 
 
 def started(state: 'State | None', checks: Sequence[Any],
@@ -64,7 +66,7 @@ def start_over(state: 'State | None', checks: Sequence[Any],
     nova = nova or {}
     again = [check.host for check in checks
              if state.done(nova.get(check.host, check.host), 'enable')
-             and check.action != 'none']
+             and check.action in vocabulary.ROLLED]
     state.forget(*[nova.get(host, host) for host in again])
     return again
 

@@ -35,10 +35,12 @@ import secrets
 from typing import Any
 
 from kvmtune.errors import InputError
+from kvmtune.rollout import vocabulary
 
-# The steps of one host, in order (the rollout playbook's roles).
-STEPS = ('preflight', 'disable', 'drain', 'apply', 'reboot', 'gate',
-         'enable', 'textfile')
+# The steps of one host the file records, in order (the step table,
+# kvmtune.rollout.vocabulary: reboot, restart, verify and textfile are
+# not recorded, a run again makes them when they are needed).
+STEPS = vocabulary.RECORDED
 # The steps a host made with the plan applied, before it is enabled:
 # ``replan`` forgets them with the plan.
 WITH_THE_PLAN = STEPS[STEPS.index('apply'):STEPS.index('enable')]
@@ -61,16 +63,21 @@ class State:
 
     def __init__(self, path: str, run_id: str, profile: str | None,
                  hosts: dict[str, dict[str, str]] | None = None,
-                 plans: dict[str, dict[str, Any]] | None = None) -> None:
+                 plans: dict[str, dict[str, Any]] | None = None,
+                 inventory: str | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.profile = profile
+        # the inventory the run rolls (its absolute path), when known
+        self.inventory = inventory
         self.hosts: dict[str, dict[str, str]] = hosts or {}
         # {host: the plan its apply step applied}
         self.plans: dict[str, dict[str, Any]] = plans or {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {'run_id': self.run_id, 'profile': self.profile,
+        extra = {} if self.inventory is None else {
+            'inventory': self.inventory}
+        return {'run_id': self.run_id, 'profile': self.profile, **extra,
                 'hosts': {h: dict(steps) for h, steps
                           in sorted(self.hosts.items())},
                 'plans': dict(sorted(self.plans.items()))}
@@ -79,8 +86,10 @@ class State:
         return step in self.hosts.get(host, {})
 
     def finished(self, host: str) -> bool:
-        """Every step of the host is done."""
-        return all(self.done(host, step) for step in STEPS)
+        """The host is done with the run: its last recorded step (enable,
+        after its gate passed) is done. A step its mode does not make
+        (drain, in in-place mode) is never recorded."""
+        return self.done(host, vocabulary.LAST)
 
     def taken_out(self, host: str) -> bool:
         """The run disabled the host and has not enabled it again."""
@@ -95,6 +104,8 @@ class State:
 
     def next_step(self, host: str) -> str | None:
         """The host's first step not done, or None (finished)."""
+        if self.finished(host):
+            return None
         return next((s for s in STEPS if not self.done(host, s)), None)
 
     def pending(self, hosts: Iterable[str]) -> list[str]:
@@ -191,6 +202,9 @@ def _check(data: Any, path: str) -> State:
     profile = data.get('profile')
     if profile is not None and not isinstance(profile, str):
         raise bad('profile', 'not a string')
+    inventory = data.get('inventory')
+    if inventory is not None and not isinstance(inventory, str):
+        raise bad('inventory', 'not a string')
     hosts = data.get('hosts', {})
     if not isinstance(hosts, dict):
         raise bad('hosts', 'not an object')
@@ -211,7 +225,8 @@ def _check(data: Any, path: str) -> State:
                                        'step')
         _check_plan(plan, path, f'plans.{host}', bad)
     return State(path, run_id, profile,
-                 {h: dict(s) for h, s in hosts.items()}, dict(plans))
+                 {h: dict(s) for h, s in hosts.items()}, dict(plans),
+                 inventory)
 
 
 def _check_plan(data: Any, path: str, key: str,
@@ -256,21 +271,24 @@ def load(path: str) -> State:
 
 
 def open_run(path: str, profile: str | None = None,
-             run_id: str | None = None) -> tuple[State, bool]:
+             run_id: str | None = None,
+             inventory: str | None = None) -> tuple[State, bool]:
     """The run of ``path``: the one it holds (a rollout run again goes
     on), else a new one (written now), with ``run_id`` when given, else a
     new run id.
 
     :returns: (state, whether the run was started now)
-    :raises InputError: the file holds another run than ``run_id``, or
-        another profile than ``profile``
+    :raises InputError: the file holds another run than ``run_id``,
+        another profile than ``profile`` or another inventory than
+        ``inventory`` (its absolute path)
     """
     from kvmtune import fileio
 
     with fileio.lock(path):
         found = _read(path)
         if found is None:
-            state = State(path, run_id or new_run_id(), profile)
+            state = State(path, run_id or new_run_id(), profile,
+                          inventory=inventory)
             _write(state)
             return state, True
     if run_id is not None and found.run_id != run_id:
@@ -283,6 +301,10 @@ def open_run(path: str, profile: str | None = None,
                          f'{profile}', source=path, key='profile',
                          fix='finish that rollout first, or give another '
                              'state file')
+    if inventory is not None and found.inventory not in (None, inventory):
+        raise InputError(f'is a rollout of inventory {found.inventory}, not '
+                         f'{inventory}', source=path, key='inventory',
+                         fix='give that inventory, or another state file')
     return found, False
 
 

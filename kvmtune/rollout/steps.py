@@ -3,7 +3,7 @@ library call behind the command (kvmtune.cmd.rollout_step).
 
 ``make(step, cloud, hosts, run_id, ...)`` runs preflight, disable, drain,
 gate or enable (kvmtune.rollout.preflight, .nova, .drain, .gate), or
-records the plan the apply step applied on the host (apply: in the state
+records the plan the apply step applied on the host (record-plan: in the state
 file, kvmtune.rollout.state.State.record_plan, no cloud), and
 returns a ``Result``: rows to print, one line saying what happened, the
 exit status, and the error to raise once the rows are printed (a refused
@@ -59,8 +59,8 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
     from kvmtune.rollout import state as states
 
     hosts = list(hosts)
-    if step == 'apply':
-        return _apply(hosts, run_id, state_file, plan_file, profiles)
+    if step == 'record-plan':
+        return _record_plan(hosts, run_id, state_file, plan_file, profiles)
     state = None
     if state_file is not None:
         state, _ = states.open_run(state_file, run_id=run_id,
@@ -82,8 +82,8 @@ def make(step: str, cloud: Any, hosts: Sequence[str], run_id: str, *,
     return result
 
 
-def _apply(hosts: list[str], run_id: str, state_file: str | None,
-           plan_file: str | None, profiles: Sequence[str]) -> Result:
+def _record_plan(hosts: list[str], run_id: str, state_file: str | None,
+                 plan_file: str | None, profiles: Sequence[str]) -> Result:
     """Record, once, the plan the apply step applied on the host (``boot
     apply -f json``'s plan, from ``plan_file``) with its apply step: a
     run again applies and gates that plan until the host is enabled."""
@@ -91,11 +91,13 @@ def _apply(hosts: list[str], run_id: str, state_file: str | None,
     from kvmtune.tuning import plan
 
     if state_file is None:
-        raise InputError('apply records the plan applied in the rollout\'s '
+        raise InputError('record-plan records the plan applied in the '
+                         'rollout\'s '
                          'state file', key='--state',
                          fix='give --state FILE')
     if plan_file is None:
-        raise InputError('apply records the plan the apply step applied',
+        raise InputError('record-plan records the plan the apply step '
+                         'applied',
                          key='--plan', fix='give --plan FILE ("boot apply '
                          '-f json"\'s plan; -: standard input)')
     applied = plan.load(plan_file)
@@ -105,7 +107,7 @@ def _apply(hosts: list[str], run_id: str, state_file: str | None,
     line = (f'the plan of {applied.profile} applied, recorded in run '
             f'{run_id}' if now else
             f'the plan applied in run {run_id} kept (recorded before)')
-    return Result('apply', hosts, run_id, line,
+    return Result('record-plan', hosts, run_id, line,
                   document={'plan': recorded}, skipped=not now)
 
 

@@ -83,7 +83,8 @@ def test_check_over_ssh_is_what_each_tree_says(fleet):
 
 
 def test_the_playbook_in_check_mode_over_ssh_changes_nothing(
-        fleet, monkeypatch):
+        fleet, monkeypatch, tmp_path):
+    from kvmtune.rollout import events
     from kvmtune.rollout import playbook
 
     # the fleet's ansible-core for playbook.command's lookup
@@ -92,14 +93,19 @@ def test_the_playbook_in_check_mode_over_ssh_changes_nothing(
     variables = playbook.extra_vars(profile='cpu-pinning', batch=2,
                                     mode='drain', cloud=None, run_id='chk')
     variables['kvmtune_controller_command'] = ['false']  # no cloud step
+    found = tmp_path / 'events.jsonl'
+    found.write_text('')
     done = subprocess.run(
         playbook.command(str(fleet.inventory()), 'all', variables)
-        + ['--check'], capture_output=True, text=True, timeout=900,
-        env={**playbook.environment(), **_env(fleet)})
+        + ['--check', '--diff'], capture_output=True, text=True,
+        timeout=900, env={**playbook.environment(str(found)), **_env(fleet)})
     assert done.returncode == 0, done.stdout[-3000:]
-    steps = list(playbook.steps(playbook.progress(done.stdout.splitlines())))
+    with open(found, encoding='utf-8') as lines:
+        steps = [(e.host, e.step, e.status) for e in events.read(lines)
+                 if e.kind == 'step']
     for name in NAMES:
         assert (name, 'preflight', 'ok') in steps
+        assert (name, 'apply', 'changed') in steps     # predicted
         assert (name, 'reboot', 'changed') in steps    # reported only
     assert _snapshots(fleet) == before
 

@@ -70,12 +70,14 @@ def test_check_table_names_action_reasons_and_skips(fleet, capsys):
     assert out.rstrip().endswith('--check changed nothing')
 
 
-def _one_line_exit_2(capsys, argv):
+def _one_line_exit_2(capsys, argv, listed=False):
+    """The one error line of exit 2; ``listed``: --check listed every
+    host first (a host that does not plan is a row with its reason)."""
     assert cli.main([str(a) for a in argv]) == 2
     out, err = capsys.readouterr()
-    assert out == ''
+    assert (out != '') if listed else (out == '')
     assert len(err.splitlines()) == 1 and err.startswith('kvmtune: error: ')
-    return err
+    return (err, out) if listed else err
 
 
 def _add_small_host(inv, tmp_path):
@@ -90,10 +92,16 @@ def _add_small_host(inv, tmp_path):
 def test_a_host_that_does_not_plan(fleet, tmp_path, capsys):
     inv, roots = fleet
     _add_small_host(inv, tmp_path)
-    err = _one_line_exit_2(capsys, [
+    err, out = _one_line_exit_2(capsys, [
         'rollout', '--check', '--inventory', inv, '--profile',
-        'pinned-hugepages', '--limit', 'computes'])
+        'pinned-hugepages', '--limit', 'computes'], listed=True)
     assert 'inventory host small: ' in err and 'withheld' in err
+    # every host listed: the ones that plan in batches, small with none
+    row = next(line.split() for line in out.splitlines()
+               if ' small ' in line)
+    assert row[:3] == ['-', 'small', 'unplanned']
+    assert 'note: small: inventory host small: ' in out
+    assert ', 1 unplanned; --check changed nothing' in out
 
 
 def test_a_missing_root(fleet, capsys):
@@ -101,10 +109,12 @@ def test_a_missing_root(fleet, capsys):
     inv.write_text(inv.read_text().replace(
         '[other]', 'gone kvmtune_root=/nonexistent/tree '
         'ansible_connection=local\n[other]'))
-    err = _one_line_exit_2(capsys, ['rollout', '--check', '--inventory',
-                                    inv, '--profile', 'cpu-pinning',
-                                    '--limit', 'computes'])
+    err, out = _one_line_exit_2(capsys, ['rollout', '--check', '--inventory',
+                                         inv, '--profile', 'cpu-pinning',
+                                         '--limit', 'computes'], listed=True)
     assert 'inventory host gone: kvmtune_root /nonexistent/tree' in err
+    assert any(line.split()[:3] == ['-', 'gone', 'unplanned']
+               for line in out.splitlines())
 
 
 def test_a_bad_inventory_and_an_empty_pattern(fleet, tmp_path, capsys):

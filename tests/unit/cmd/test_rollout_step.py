@@ -105,9 +105,9 @@ def test_the_gate_passes_a_host_booted_as_planned(cloud, capsys,
     assert {c['status'] for c in doc['checks']} == {'PASS'}
 
 
-def test_apply_records_the_plan_from_standard_input_without_a_cloud(
+def test_record_plan_takes_the_plan_from_standard_input_without_a_cloud(
         tmp_path, capsys, monkeypatch):
-    """rollout-step apply, as the apply role runs it on the controller:
+    """rollout-step record-plan, as the apply role runs it on the controller:
     the plan boot apply printed, on standard input, recorded in the
     state file; no --os-cloud. A cloud step without it: one line."""
     import io
@@ -120,12 +120,12 @@ def test_apply_records_the_plan_from_standard_input_without_a_cloud(
     monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(
         json.dumps(made).encode())))
     path = tmp_path / 'rollout.json'
-    assert cli.main(['rollout-step', 'apply', '--host', 'compute-0000',
+    assert cli.main(['rollout-step', 'record-plan', '--host', 'compute-0000',
                      '--run-id', 'R1', '--profile', 'cpu-pinning',
                      '--state', str(path), '--plan', '-']) == 0
     assert capsys.readouterr().out == (
-        'apply compute-0000: the plan of cpu-pinning applied, recorded in '
-        'run R1\n')
+        'record-plan compute-0000: the plan of cpu-pinning applied, '
+        'recorded in run R1\n')
     assert state.load(str(path)).applied('compute-0000') == made
     assert cli.main(['rollout-step', 'drain', '--host', 'compute-0000',
                      '--run-id', 'R1']) == 2

@@ -64,7 +64,9 @@ def test_already_booted_with_the_plan_is_none_or_restart(tmp_path):
     _booted_with(root, [ISOLCPUS])
     host, = check.plan([_host('c1', root)], 'cpu-pinning',
                        path='inv').hosts
-    assert (host.action, host.changes) == ('none', [])
+    # nothing kvmtune can see to change, but the nova.conf the plan has
+    # options for is not there: unknown, not unchanged, and in no batch
+    assert (host.action, host.changes, host.batch) == ('unknown', [], 0)
     assert not any(host.reasons.values())
     assert 'no nova.conf at' in host.notes[0]
     # with the nova.conf nova-compute reads: its options change, a restart
@@ -90,7 +92,7 @@ def test_batches_in_inventory_order_and_skipped_cloud_checks(tmp_path):
     doc = found.to_dict()
     assert [b['hosts'] for b in doc['batches']] == [['c3', 'c1'], ['c2']]
     assert doc['summary'] == {'hosts': 3, 'reboot': 3, 'restart': 0,
-                              'none': 0}
+                              'none': 0, 'unknown': 0, 'unplanned': 0}
     assert [s['check'] for s in doc['preflight']['cloud_checks_skipped']] \
         == [name for name, _ in check.CLOUD_CHECKS]
     with pytest.raises(InputError, match='--batch'):
@@ -102,20 +104,35 @@ def test_a_host_that_does_not_plan_is_named(tmp_path):
     # 16amd64-8n2c: the 2M pool of pinned-hugepages is withheld there
     small = hosttrees.make(tmp_path / 'small', 'debian-12',
                            os.path.join('real', '16amd64-8n2c'))
-    with pytest.raises(InputError) as err:
-        check.plan([_host('good', good), _host('small', small)],
-                   'pinned-hugepages', path='inv')
-    line = err.value.line()
+    found = check.plan([_host('good', good), _host('small', small)],
+                       'pinned-hugepages', path='inv')
+    line = found.unplanned_error().line()
     assert line.startswith('inventory host small: ')
     assert 'withheld' in line and '\n' not in line
+    # listed with its reason, in no batch; the host that plans is batched
+    assert [(h.host, h.action, h.batch) for h in found.hosts] == [
+        ('good', 'reboot', 1), ('small', 'unplanned', 0)]
+    assert found.hosts[1].notes == [line]
+    assert found.batches == [['good']]
+
+
+def test_every_host_that_does_not_plan_is_listed(tmp_path):
+    found = check.plan([_host('gone', tmp_path / 'nothing'),
+                        _host('lost', tmp_path / 'nowhere')], 'cpu-pinning',
+                       path='inv')
+    assert [h.action for h in found.hosts] == ['unplanned', 'unplanned']
+    line = found.unplanned_error().line()
+    assert line.startswith('inventory host gone: kvmtune_root ')
+    assert '(and 1 more host(s) that do not plan' in line
+    assert found.to_dict()['summary']['unplanned'] == 2
 
 
 def test_a_missing_root_is_unreachable(tmp_path):
-    with pytest.raises(InputError) as err:
-        check.plan([_host('gone', tmp_path / 'nothing')], 'cpu-pinning',
-                   path='inv')
-    assert err.value.line().startswith('inventory host gone: kvmtune_root ')
-    assert 'no such directory' in err.value.line()
+    found = check.plan([_host('gone', tmp_path / 'nothing')], 'cpu-pinning',
+                       path='inv')
+    line = found.unplanned_error().line()
+    assert line.startswith('inventory host gone: kvmtune_root ')
+    assert 'no such directory' in line
 
 
 @needs_ansible
@@ -229,3 +246,25 @@ def test_with_a_cloud_a_bad_dedicated_set_names_the_host_and_file(
     assert err.value.line().startswith(
         f'inventory host compute-0000: {conf}: [compute] '
         'cpu_dedicated_set: ')
+
+
+def test_the_check_makes_the_runs_batches(tmp_path):
+    """io-tuned, batches of 2: only the hosts the run rolls are batched
+    (a host with nothing kvmtune can see to change is in none), so the
+    check makes the one batch the run makes, not two; a host whose
+    nova.conf cannot be seen is unknown, not unchanged."""
+    from kvmtune.rollout import resume
+
+    roots = {name: hosttrees.make(tmp_path / name, 'debian-12')
+             for name in ('c1', 'c2', 'c3')}
+    for name in ('c1', 'c3'):
+        conf = roots[name] / 'etc' / 'nova' / 'nova.conf'
+        conf.parent.mkdir(parents=True)
+        conf.write_text('[DEFAULT]\ndebug = false\n')
+    found = check.plan([_host(n, r) for n, r in roots.items()], 'io-tuned',
+                       path='inv', batch=2)
+    assert [(h.host, h.action, h.batch) for h in found.hosts] == [
+        ('c1', 'restart', 1), ('c2', 'unknown', 0), ('c3', 'restart', 1)]
+    run = resume.to_roll({h.host: h.action for h in found.hosts}, {})
+    assert found.batches == check.batches(run, 2) == [['c1', 'c3']]
+    assert found.to_dict()['summary']['unknown'] == 1

@@ -95,9 +95,9 @@ def test_an_unreachable_host_over_ssh(tmp_path, ansible_on_path):  # noqa
     inv = tmp_path / 'hosts.ini'
     inv.write_text('[computes]\nfar ansible_host=127.35.0.250 '
                    'ansible_port=1 ansible_connection=ssh\n')
-    with pytest.raises(InputError) as err:
-        remote.ask(inventory.load(str(inv)), str(inv), 'cpu-pinning')
-    assert err.value.line().startswith(
+    answers = remote.ask(inventory.load(str(inv)), str(inv), 'cpu-pinning')
+    assert isinstance(answers['far'], InputError)
+    assert answers['far'].line().startswith(
         'inventory host far: unreachable or failed over Ansible: '
         'UNREACHABLE!')
 

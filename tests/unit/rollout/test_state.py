@@ -38,7 +38,7 @@ def test_steps_are_recorded_and_survive_a_new_process(tmp_path):
     assert state.load(path).finished('c2')
     assert state.load(path).pending(['c2', 'c3']) == ['c3']
     assert state.summary(state.load(path), ['c2', 'c3']) == [
-        ['c2', 'textfile', 'finished'], ['c3', '', 'preflight']]
+        ['c2', 'enable', 'finished'], ['c3', '', 'preflight']]
     # the time of the first mark stays
     first = json.loads(open(path).read())['hosts']['c2']['disable']
     loaded.mark('c2', 'disable')
@@ -163,3 +163,26 @@ def test_no_state_file(tmp_path):
         state.load(str(tmp_path / 'none.json'))
     with pytest.raises(ValueError):
         state.State(str(tmp_path / 'x.json'), 'R', None).mark('c2', 'bogus')
+
+
+def test_a_state_file_of_another_inventory_is_refused(tmp_path):
+    path = str(tmp_path / 'rollout.json')
+    run, new = state.open_run(path, profile='p', inventory='/srv/a.ini')
+    assert new and state.load(path).inventory == '/srv/a.ini'
+    again, new = state.open_run(path, profile='p', inventory='/srv/a.ini')
+    assert not new and again.run_id == run.run_id
+    with pytest.raises(InputError) as err:
+        state.open_run(path, profile='p', inventory='/srv/b.ini')
+    assert err.value.line() == (
+        f'{path}: inventory: is a rollout of inventory /srv/a.ini, not '
+        '/srv/b.ini (fix: give that inventory, or another state file)')
+    # the one a state file written before it kept no inventory takes any
+    old = str(tmp_path / 'old.json')
+    state.open_run(old, profile='p')
+    assert state.open_run(old, inventory='/srv/b.ini')[0].inventory is None
+    # edited by hand into something else: one line naming the key
+    with open(path, 'w') as f:
+        f.write('{"run_id": "R", "inventory": 7}')
+    with pytest.raises(InputError) as err:
+        state.load(path)
+    assert err.value.key == 'inventory' and '\n' not in err.value.line()

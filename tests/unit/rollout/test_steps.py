@@ -135,8 +135,8 @@ def test_the_gate_of_another_host_needs_its_facts():
     assert 'plans host compute-0000 from its facts' in exc.value.line()
 
 
-def test_apply_records_the_plan_applied_once_and_needs_no_cloud(tmp_path):
-    """rollout-step apply: the plan the apply step applied on the host,
+def test_record_plan_records_the_plan_applied_once_without_a_cloud(tmp_path):
+    """rollout-step record-plan: the plan the apply step applied on the host,
     recorded with the step in the state file; a plan made again later
     (after the reboot) does not replace it."""
     from kvmtune.tuning import plan
@@ -146,7 +146,7 @@ def test_apply_records_the_plan_applied_once_and_needs_no_cloud(tmp_path):
         paths.HOSTS, 'real', '32intel64-2p8co2t+8ve'))[0]
     applied = tmp_path / 'applied.json'
     applied.write_text(json.dumps(made.to_dict()))
-    result = steps.make('apply', None, ['compute-0000'], 'R1',
+    result = steps.make('record-plan', None, ['compute-0000'], 'R1',
                         profiles=['cpu-pinning'], state_file=path,
                         plan_file=str(applied))
     assert result.line == ('the plan of cpu-pinning applied, recorded in '
@@ -155,7 +155,7 @@ def test_apply_records_the_plan_applied_once_and_needs_no_cloud(tmp_path):
     assert state.load(path).applied('compute-0000') == made.to_dict()
     other = made.to_dict() | {'kernel_args': ['isolcpus=1']}
     applied.write_text(json.dumps(other))
-    again = steps.make('apply', None, ['compute-0000'], 'R1',
+    again = steps.make('record-plan', None, ['compute-0000'], 'R1',
                        profiles=['cpu-pinning'], state_file=path,
                        plan_file=str(applied))
     assert again.skipped and again.line == ('the plan applied in run R1 '
@@ -164,16 +164,16 @@ def test_apply_records_the_plan_applied_once_and_needs_no_cloud(tmp_path):
     assert state.load(path).plans['compute-0000'] == made.to_dict()
     # another run's state file is refused, as for every step
     with pytest.raises(InputError):
-        steps.make('apply', None, ['compute-0000'], 'R2',
+        steps.make('record-plan', None, ['compute-0000'], 'R2',
                    state_file=path, plan_file=str(applied))
 
 
 @pytest.mark.parametrize('state_file, plan_file, key', [
     (None, 'plan.json', '--state'), ('state.json', None, '--plan')])
-def test_apply_needs_the_state_file_and_the_plan(tmp_path, state_file,
-                                                 plan_file, key):
+def test_record_plan_needs_the_state_file_and_the_plan(
+        tmp_path, state_file, plan_file, key):
     with pytest.raises(InputError) as exc:
-        steps.make('apply', None, ['compute-0000'], 'R1',
+        steps.make('record-plan', None, ['compute-0000'], 'R1',
                    state_file=state_file and str(tmp_path / state_file),
                    plan_file=plan_file)
     assert exc.value.key == key
