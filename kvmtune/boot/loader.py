@@ -67,7 +67,7 @@ GRUB_D = 'etc/default/grub.d'
 GRUBENV = ('boot/grub2/grubenv', 'boot/efi/EFI/redhat/grubenv')
 CMDLINE_VARS = ('GRUB_CMDLINE_LINUX', 'GRUB_CMDLINE_LINUX_DEFAULT')
 _ASSIGN = re.compile(r'^\s*(?:export\s+)?(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)='
-                     r'(.*?)\s*$')
+                     r'(.*?)\s*\Z')
 _REF = re.compile(r'\$(?:\{(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)\}|'
                   r'(GRUB_CMDLINE_LINUX(?:_DEFAULT)?)(?![A-Za-z0-9_]))')
 _FIX = ('set the kernel arguments by hand (kvmtune plan shows them); '

@@ -78,9 +78,11 @@ def _run(path: str, hosts: Sequence[inventory.Host], *, profile: str,
     if found.refused:
         raise _refused(path, found.refused)
     counts = found.to_dict()['summary']
+    unknown = (f", {counts['unknown']} unknown" if counts.get('unknown')
+               else '')
     stream.write(f"checked {counts['hosts']} hosts: {counts['reboot']} "
                  f"reboot, {counts['restart']} restart, {counts['none']} "
-                 'unchanged\n')
+                 f'unchanged{unknown}\n')
     # the run's state, read once here: the state file's run when it holds
     # one (a rollout run again goes on), else a new one
     run = None if state_file is None else states.open_run(

@@ -210,9 +210,13 @@ def _gate(cloud: Any, hosts: list[str], run_id: str, **kw: Any) -> Result:
     plans = ([plan.load(kw['plan_file'])] if kw['plan_file'] is not None
              else plan.for_host(profiles, facts=facts,
                                 config_files=kw['config_files']))
+    # --facts or --root: a verdict from that host alone (no layer reads
+    # this machine's processes, files or libvirt)
     ctx = verify.Context(root=kw['root'] or '/',
                          config_files=kw['nova_config_files'],
-                         cloud=cloud, host=hosts[0], facts=facts)
+                         cloud=cloud, host=hosts[0], facts=facts,
+                         origin=verify.origin_of(kw['root'],
+                                                 kw['facts_file']))
     verdict = gate.gate(plans, ctx, kw['layers'] or gate.LAYERS)
     rows = [{'layer': c.layer, 'check': c.name, 'expected': c.expected,
              'live': c.live if c.live is not None else f'? {c.reason}',
