@@ -363,6 +363,37 @@ def _map(text):
     return [set(re.findall(r'`(\w+)`', groups)) for _, groups in rows]
 
 
+def _named_modules(text, package):
+    """The modules doc/design.md 9.1's table names for ``package``: the
+    `words` after `package/`: in its row, up to the row's end (a
+    `module.Type` names its module)."""
+    section = text.split('### 9.1 ', 1)[1].split('\n### ', 1)[0]
+    row = next(line for line in section.splitlines()
+               if f'`{package}/`:' in line)
+    words = re.findall(r'`([\w.]+)`', row.split(f'`{package}/`:', 1)[1])
+    return {word.split('.')[0] for word in words}
+
+
+@pytest.mark.parametrize('package', ['mainjob', 'rollout'])
+def test_the_map_names_each_module_of_the_main_job_and_the_rollout(package):
+    """design.md 9.1 says where each module of the main job and of the
+    rollout holds its concept: every module is named there, and every
+    name is a module."""
+    with open(DESIGN, encoding='utf-8') as f:
+        named = _named_modules(f.read(), package)
+    modules = {rel[len(package) + 1:-3] for rel in _modules()
+               if rel.startswith(package + '/') and '/' not in
+               rel[len(package) + 1:] and not rel.endswith('__init__.py')
+               and not rel.endswith('__main__.py')}
+    assert named == modules
+
+
+def test_the_module_map_check_sees_a_missing_module():
+    text = ('### 9.1 The house\n| 4 | `rollout` | batch by batch '
+            '(`rollout/`: `gate`, `state.State`) |\n### 9.2 x\n')
+    assert _named_modules(text, 'rollout') == {'gate', 'state'}
+
+
 def test_the_map_is_these_layers():
     with open(DESIGN, encoding='utf-8') as f:
         assert _map(f.read()) == [set(line) for line in LAYERS], (
