@@ -42,3 +42,15 @@ def kvmtune_on_path(monkeypatch, tmp_path):
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv('PYTHONPATH', paths.REPO)
     return bindir
+
+
+def kvmtune_bin(tmp_path):
+    """A bin directory whose kvmtune is this checkout's kvmtune (the
+    kvmtune under test), for a play's kvmtune_command."""
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'kvmtune').write_text(
+        f'#!/bin/sh\nPYTHONPATH={paths.REPO} exec {sys.executable} -m '
+        'kvmtune.cli "$@"\n')
+    (bindir / 'kvmtune').chmod(0o755)
+    return bindir

@@ -16,10 +16,8 @@ from kvmtune.rollout import playbook
 from tests import hosttrees
 from tests.unit.rollout import fleetvenv
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import kvmtune_bin
 from tests.unit.rollout.fleetvenv import needs_ansible
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _play(tmp_path, argv, env=None):
@@ -45,23 +43,11 @@ def test_extra_vars_name_the_settings():
         == (2, 'in-place', '', '')
 
 
-@needs_ansible
-def _kvmtune_bin(tmp_path):
-    """A bin directory whose kvmtune is the kvmtune under test."""
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
-        '"$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
-    return bindir
-
-
 def test_the_playbook_in_check_mode_changes_nothing(tmp_path,
                                                      ansible_on_path):  # noqa
     roots = {name: hosttrees.make(tmp_path / name, distro)
              for name, distro in (('c1', 'debian-12'), ('c2', 'rhel-7'))}
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     inv = tmp_path / 'hosts.ini'
     inv.write_text('[computes]\n' + ''.join(
         f'{name} kvmtune_root={root} ansible_connection=local '
@@ -126,7 +112,7 @@ def test_a_tree_is_never_rebooted_by_rebooting_the_machine(
     a reboot pending refuses, before ansible.builtin.reboot, unless
     kvmtune_reboot_command says how the tree reboots."""
     root = hosttrees.make(tmp_path / 'c1', 'debian-12')
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     inv = tmp_path / 'hosts.ini'
     inv.write_text(f'c1 kvmtune_root={root} ansible_connection=local '
                    f'ansible_python_interpreter={sys.executable}\n')
@@ -196,7 +182,7 @@ def test_the_playbook_run_directly_leaves_a_tuned_host_alone(
     judges in-place); the other host gets nova.conf, restarted by the
     handler, gated and enabled. A second run changes nothing."""
     roots, conf, controller, inv = _tuned_and_untuned(tmp_path)
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     before = hosttrees.snapshot(roots['c1'])
     argv = [os.path.join(fleetvenv.BIN, 'ansible-playbook'), '-i', str(inv),
             '-e', json.dumps({'kvmtune_command': [str(bindir / 'kvmtune')]}),
@@ -234,7 +220,7 @@ def test_check_mode_names_the_nova_conf_change(tmp_path,
     in check mode) predicts nova.conf's change and shows its diff, and
     writes nothing."""
     roots, conf, controller, inv = _tuned_and_untuned(tmp_path)
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     text = conf.read_text()
     done, steps = _play(tmp_path, [
         os.path.join(fleetvenv.BIN, 'ansible-playbook'), '-i', str(inv),

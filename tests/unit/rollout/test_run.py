@@ -17,21 +17,8 @@ from kvmtune.rollout import run
 from kvmtune.tuning import plan
 from tests import hosttrees
 from tests.unit.rollout.fleetvenv import ansible_on_path  # noqa: F401
+from tests.unit.rollout.fleetvenv import kvmtune_bin
 from tests.unit.rollout.fleetvenv import needs_ansible
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
-
-
-def _kvmtune_bin(tmp_path):
-    """A bin directory whose kvmtune is the kvmtune under test."""
-    bindir = tmp_path / 'bin'
-    bindir.mkdir()
-    (bindir / 'kvmtune').write_text(
-        f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kvmtune.cli '
-        '"$@"\n')
-    (bindir / 'kvmtune').chmod(0o755)
-    return bindir
 
 
 @needs_ansible
@@ -43,7 +30,7 @@ def test_a_host_that_fails_stops_the_rollout_before_the_next_batch(
     (max_fail_percentage 0); the next batch's host is not touched."""
     broken = hosttrees.make(tmp_path / 'broken', 'debian-12')
     good = hosttrees.make(tmp_path / 'good', 'rhel-7')
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     inv = tmp_path / 'hosts.ini'
     local = f'ansible_connection=local ansible_python_interpreter=' \
@@ -98,7 +85,7 @@ def test_a_host_that_fails_its_gate_lets_its_batch_mates_go_on(
     roots = {name: hosttrees.make(tmp_path / name, distro) for name, distro
              in (('c1', 'debian-12'), ('c2', 'rhel-7'), ('c3', 'debian-12'))}
     before = hosttrees.snapshot(roots['c3'])
-    bindir = _kvmtune_bin(tmp_path)
+    bindir = kvmtune_bin(tmp_path)
     controller = tmp_path / 'controller'
     controller.write_text(CONTROLLER)
     textfiles = {name: tmp_path / f'{name}-textfiles' for name in roots}
