@@ -7,9 +7,9 @@ failed request they bring is collected (``problems``). Its users:
 tools/check-docs opens every page of the built documentation,
 tests/functional/test_report_html.py opens the page `kvmtune report
 --html` writes, and tests/functional/test_canary_report_html.py the page
-of `kvmtune rollout-report --html`. Standard library only, so that the tool needs no
-virtualenv; it lives under tests/ so that the installed package carries
-no test code.
+of `kvmtune rollout-report --html`. Standard library only, so that the
+tool needs no virtualenv; it lives under tests/ so that the installed
+package carries no test code.
 """
 
 import base64
