@@ -39,7 +39,9 @@ NOVA_PYTHON = paths.NOVA_PYTHON
 def plan(profile):
     done = subprocess.run(
         [sys.executable, '-m', 'kvmtune.cli', 'plan', '--profile', profile,
-         '--format', 'json'], capture_output=True, text=True, check=True)
+         '--format', 'json'], capture_output=True, text=True)
+    # 1: planned, with FAIL checks on this host (no EPT under TCG)
+    assert done.returncode in (0, 1), done.stderr
     return json.loads(done.stdout)
 
 
