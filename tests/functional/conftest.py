@@ -40,6 +40,7 @@ import pytest
 import requests.adapters
 
 from kvmtune.testcloud import api as testcloud
+from tests import chromium
 from tests import paths
 
 REPO = pathlib.Path(paths.REPO)
@@ -497,3 +498,18 @@ def untagged_node(admin, compute_node, restore_traits):
     yield compute_node
     put_provider_traits(admin, compute_node[1], restore_traits)
     admin.placement.delete(f'/traits/{FOREIGN}', microversion='1.6')
+
+
+# the report pages' tests (test_report_html.py, test_canary_report_html.py):
+# one headless Chromium per module; without it they skip, or fail where
+# the functional tier was asked for
+@pytest.fixture(scope='module')
+def browser():
+    path = chromium.binary()
+    if path is None:
+        reason = 'no chromium on PATH (apt-get install chromium)'
+        if os.environ.get('KVMTUNE_FUNCTIONAL') == '1':
+            pytest.fail(f'KVMTUNE_FUNCTIONAL=1 but {reason}', pytrace=False)
+        pytest.skip(reason)
+    with chromium.browser(path) as port:
+        yield port

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 
-import pytest
 
 from kvmtune.rollout import measure_record
 from tests import canarystate
@@ -56,18 +55,6 @@ READ_PAGE = '''(() => {
   return {title: document.title, records: cells('table.records'),
           hosts: cells('table.hosts'), figures, verdictCells};
 })()'''
-
-
-@pytest.fixture(scope='module')
-def browser():
-    path = chromium.binary()
-    if path is None:
-        reason = 'no chromium on PATH (apt-get install chromium)'
-        if os.environ.get('KVMTUNE_FUNCTIONAL') == '1':
-            pytest.fail(f'KVMTUNE_FUNCTIONAL=1 but {reason}', pytrace=False)
-        pytest.skip(reason)
-    with chromium.browser(path) as port:
-        yield port
 
 
 def test_the_canary_report_page_in_chromium(tmp_path, browser):

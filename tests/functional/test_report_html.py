@@ -13,11 +13,9 @@ tools/run-functional runs it beside the benchmark guest's tests. In CI
 
 import base64
 import json
-import os
 import pathlib
 import struct
 
-import pytest
 
 from kvmtune.report import render
 from kvmtune.results import analysis
@@ -44,18 +42,6 @@ READ_PAGE = '''(async () => {
     emulated: document.querySelector('.emulated')?.textContent ?? null,
   };
 })()'''
-
-
-@pytest.fixture(scope='module')
-def browser():
-    path = chromium.binary()
-    if path is None:
-        reason = 'no chromium on PATH (apt-get install chromium)'
-        if os.environ.get('KVMTUNE_FUNCTIONAL') == '1':
-            pytest.fail(f'KVMTUNE_FUNCTIONAL=1 but {reason}', pytrace=False)
-        pytest.skip(reason)
-    with chromium.browser(path) as port:
-        yield port
 
 
 def png_size(data):
