@@ -47,10 +47,6 @@ if TYPE_CHECKING:
 
 
 # the shared types, kept under these names for the preflight's callers
-Refused = snapshots.Refused
-Snapshot = snapshots.Snapshot
-flavor_of = snapshots.flavor_of
-request_of = snapshots.request_of
 
 
 @dataclasses.dataclass
@@ -76,7 +72,7 @@ def _size(server: nova.Server) -> tuple[int, int]:
 class _Target:
     """A node outside the batch, with the use the guests placed add."""
 
-    def __init__(self, node: 'Host', snapshot: Snapshot) -> None:
+    def __init__(self, node: 'Host', snapshot: snapshots.Snapshot) -> None:
         # its own usages, the one thing take() changes; the rest is read
         # only, shared with the snapshot (a deep copy of every node for
         # every batch was most of the preflight's time at 500 hosts,
@@ -133,7 +129,8 @@ class _Target:
         return None
 
 
-def targets(snapshot: Snapshot, batch: Iterable[str]) -> list['Host']:
+def targets(snapshot: snapshots.Snapshot,
+            batch: Iterable[str]) -> list['Host']:
     """The nodes that may take the batch's guests: outside the batch,
     read, their nova-compute enabled and up."""
     out = set(batch)
@@ -149,7 +146,8 @@ def targets(snapshot: Snapshot, batch: Iterable[str]) -> list['Host']:
     return found
 
 
-def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
+def fleet_fit(snapshot: snapshots.Snapshot,
+              batch: Sequence[str]) -> list[Placed]:
     """Where first fit puts each guest of the batch on the rest of the
     fleet; a guest with ``target`` None fits nowhere (``why``)."""
     nodes = iter(targets(snapshot, batch))
@@ -170,7 +168,7 @@ def fleet_fit(snapshot: Snapshot, batch: Sequence[str]) -> list[Placed]:
         guests = sorted(snapshot.servers.get(host, ()),
                         key=lambda s: (_size(s), s.id), reverse=True)
         for server in guests:
-            wanted = request_of(server)
+            wanted = snapshots.request_of(server)
             entry = Placed(host, server.id, server.name, server.flavor_name,
                            server.status)
             reasons: dict[str, list[str]] = {}
@@ -198,17 +196,18 @@ def _grouped(reasons: Mapping[str, list[str]], shown: int = 5) -> str:
     return '; '.join(parts)
 
 
-def refusals(placed: Iterable[Placed]) -> list[Refused]:
-    return [Refused(f'server {p.server} ({p.name}, flavor {p.flavor}) '
-                    f'fits on no other enabled compute: {p.why}',
-                    source=f'host {p.host}', key='preflight',
-                    fix='free room elsewhere or make the batch smaller; '
-                        'nothing was touched')
+def refusals(placed: Iterable[Placed]) -> list[snapshots.Refused]:
+    return [snapshots.Refused(f'server {p.server} ({p.name}, flavor '
+                              f'{p.flavor}) fits on no other enabled '
+                              f'compute: {p.why}',
+                              source=f'host {p.host}', key='preflight',
+                              fix='free room elsewhere or make the batch '
+                                  'smaller; nothing was touched')
             for p in placed if p.target is None]
 
 
 def read(cloud: Any, batch: Sequence[str],
-         facts_dir: str | None = None) -> Snapshot:
+         facts_dir: str | None = None) -> snapshots.Snapshot:
     """The Snapshot of the cloud for ``batch``: GET requests only.
 
     :raises InputError: a batch host Nova does not know
@@ -220,12 +219,13 @@ def read(cloud: Any, batch: Sequence[str],
     facts, dedicated = (nodefacts.read_dir(facts_dir) if facts_dir
                         else ({}, {}))
     reader = placement.Reader(cloud)
-    snapshot = Snapshot(nodes=reader.hosts(), services=known,
-                        servers={h: nova.servers(cloud, h) for h in batch},
-                        facts=dict(facts), dedicated=dedicated)
+    snapshot = snapshots.Snapshot(
+        nodes=reader.hosts(), services=known,
+        servers={h: nova.servers(cloud, h) for h in batch},
+        facts=dict(facts), dedicated=dedicated)
     for guests in snapshot.servers.values():
         for server in guests:
-            if request_of(server).numa is not None:
+            if snapshots.request_of(server).numa is not None:
                 snapshot.topologies[server.id] = cloud.compute(
                     'GET', f'/servers/{server.id}/topology')
     numa_wanted = bool(snapshot.topologies)
@@ -243,7 +243,7 @@ class Report:
     mode: str
     placed: list[Placed]
     density: list[dict[str, Any]]
-    refusals: list[Refused]
+    refusals: list[snapshots.Refused]
 
     def to_dict(self) -> dict[str, Any]:
         return {'batch': self.batch, 'mode': self.mode,
@@ -256,7 +256,7 @@ class Report:
 MODES = vocabulary.JUDGED
 
 
-def judge(snapshot: Snapshot, batch: Sequence[str], mode: str,
+def judge(snapshot: snapshots.Snapshot, batch: Sequence[str], mode: str,
           plans: Mapping[str, 'Plan'],
           flavors: Mapping[str, Any] | None = None) -> Report:
     """The preflight on a snapshot (pure: no call to the cloud).

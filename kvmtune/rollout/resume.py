@@ -139,7 +139,7 @@ def applied(state: 'State | None', hosts: Sequence[str],
 
 
 def back_by_then(snapshot: Any, earlier: Sequence[str]) -> Any:
-    """The preflight's snapshot (kvmtune.rollout.preflight.Snapshot) as a
+    """The preflight's snapshot (kvmtune.rollout.snapshot.Snapshot) as a
     later batch will find the cloud: a host of an earlier batch that a
     kvmtune rollout disabled (a rollout stopped, run again) is enabled
     again by the time the later batch starts, as that batch's own

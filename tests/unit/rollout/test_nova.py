@@ -13,7 +13,7 @@ import pytest
 from kvmtune.errors import CloudError
 from kvmtune.errors import InputError
 from kvmtune.rollout import nova
-from kvmtune.rollout import preflight
+from kvmtune.rollout import snapshot as snapshots
 from tests import paths
 from tests.unit.rollout.fakenova import FakeNova
 from tests.unit.rollout.fakenova import server
@@ -141,10 +141,10 @@ def test_the_test_clouds_answers():
     assert {s.status for s in servers} == {'ACTIVE', 'SHUTOFF'}
     assert {s.host for s in servers} == {DRAINED}
     for guest in servers:
-        request = preflight.request_of(guest)
+        request = snapshots.request_of(guest)
         assert request.resources['MEMORY_MB'] == guest.flavor['ram']
     huge, = [s for s in servers if s.flavor['extra_specs']]
-    assert preflight.request_of(huge).numa.page_kb == 2048
+    assert snapshots.request_of(huge).numa.page_kb == 2048
     # after the drain: one live migration done, one cold one confirmed;
     # nothing waits for a confirm
     moved = cloud.answers[f'compute /os-migrations?source_compute={DRAINED}']

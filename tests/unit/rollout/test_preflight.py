@@ -11,6 +11,7 @@ import os
 from kvmtune.capacity import placement
 from kvmtune.rollout import nova
 from kvmtune.rollout import preflight
+from kvmtune.rollout import snapshot as snapshots
 from kvmtune.tuning.plan import Plan
 from tests.unit.capacity.replay import load
 from tests.unit.capacity.replay import RECORDINGS
@@ -33,7 +34,7 @@ def snapshot(count=3, batch=('compute-0000',), guests=(), facts=True,
     servers = {h: [nova.Server.from_api(g) for g in guests
                    if g['OS-EXT-SRV-ATTR:host'] == h] for h in batch}
     names = [n.name for n in nodes]
-    return preflight.Snapshot(
+    return snapshots.Snapshot(
         nodes=nodes, services=services, servers=servers,
         facts={n: FACTS for n in names} if facts else {},
         dedicated={n: {1} for n in names})

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from kvmtune.rollout import resume
+from kvmtune.rollout import snapshot as snapshots
 from tests import paths
 
 
@@ -171,7 +172,7 @@ def test_later_batches_find_the_hosts_a_rollout_took_out_back():
                             disabled_reason=why)
 
     off = frozenset({'COMPUTE_STATUS_DISABLED', 'HW_CPU_X86_AVX2'})
-    snapshot = preflight.Snapshot(
+    snapshot = snapshots.Snapshot(
         nodes=[placement.Host(f'{h}.node', h, f'u-{h}', traits=off)
                for h in ('c1', 'c2', 'c3')]
         + [placement.Host('c4.node', 'c4', 'u-c4')],

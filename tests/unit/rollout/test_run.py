@@ -171,7 +171,7 @@ def test_a_refusal_is_one_line_with_its_own_fix():
     """The preflight's refusal as it raised it: its text and its own fix,
     carried, never parsed back out of its line (a problem that has
     " (fix: " in it stays whole)."""
-    from kvmtune.rollout.preflight import Refused
+    from kvmtune.rollout.snapshot import Refused
 
     refusal = Refused('server s1 (g, flavor pinned): pinned to CPUs [1] '
                       'outside the new cpu_dedicated_set 4-39 (Nova only '
