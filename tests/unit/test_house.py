@@ -134,8 +134,13 @@ def _imports(rel):
 
 
 def _own_group(rel):
-    return _group('kvmtune.' + rel[:-3].replace('/', '.').removesuffix(
-        '.__init__')) if rel != '__init__.py' else 'kvmtune'
+    return _group(_module(rel))
+
+
+def _module(rel):
+    """The dotted name of the module at ``rel`` (a package: its name)."""
+    return 'kvmtune' + ''.join(
+        '.' + part for part in rel[:-3].split('/')).removesuffix('.__init__')
 
 
 def _edges():
@@ -165,21 +170,11 @@ def _cycles(edges):
     """Groups of one line that reach themselves through that line. A
     ``__main__`` module is a program that nothing imports (``python -m
     kvmtune.mainjob`` calls the CLI): its imports close no cycle."""
-    graph = collections.defaultdict(set)
-    for (src, dst), sites in edges.items():
-        if all('/__main__.py:' in site for site in sites):
-            continue
-        if LAYER.get(src) == LAYER.get(dst):
-            graph[src].add(dst)
-
-    def reaches(start, goal, seen):
-        for nxt in sorted(graph.get(start, ())):
-            if nxt == goal or (nxt not in seen
-                               and reaches(nxt, goal, seen | {nxt})):
-                return True
-        return False
-
-    return sorted(g for g in list(graph) if reaches(g, g, {g}))
+    line = {(src, dst) for (src, dst), sites in edges.items()
+            if LAYER.get(src) == LAYER.get(dst)
+            and not all('/__main__.py:' in site for site in sites)}
+    return sorted(group for members in _module_cycles(line)
+                  for group in members)
 
 
 def test_no_cycle_between_the_groups_of_one_line():
@@ -206,12 +201,6 @@ def test_the_checks_see_an_upward_import(tmp_path, monkeypatch):
     assert sorted(found) == ['kvmtune/errors.py:1 imports kvmtune.cli',
                              'kvmtune/facts/x.py:2 imports kvmtune.tuning']
     assert _cycles(_edges()) == ['bench', 'report']
-
-
-def _module(rel):
-    """The dotted name of the module at ``rel`` (a package: its name)."""
-    return 'kvmtune' + ''.join(
-        '.' + part for part in rel[:-3].split('/')).removesuffix('.__init__')
 
 
 def _module_edges():
@@ -247,8 +236,9 @@ def _module_edges():
 
 
 def _module_cycles(edges):
-    """The modules of one package that reach themselves, each cycle as
-    its sorted members (Tarjan's strongly connected components)."""
+    """The nodes of ``edges`` ((src, dst) pairs: modules of one package,
+    or groups of one line) that reach themselves, each cycle as its sorted
+    members (Tarjan's strongly connected components)."""
     graph = collections.defaultdict(set)
     for src, dst in edges:
         graph[src].add(dst)
