@@ -1,13 +1,9 @@
-"""kvmtune.rollout.snapshot: the rollout's shared types, and no circle of
-imports inside kvmtune/rollout (imports inside functions included)."""
-
-import ast
-import os
+"""kvmtune.rollout.snapshot: the rollout's shared types, below the judges
+that use them (no import circle: tests/unit/test_house.py)."""
 
 from kvmtune.capacity.placement import Host
 from kvmtune.rollout import nova
 from kvmtune.rollout import snapshot
-from tests import paths
 
 
 def _node(name, service_host):
@@ -40,50 +36,11 @@ def test_request_of_an_uncountable_flavor_is_refused():
         raise AssertionError('an uncountable flavor was counted')
 
 
-def _imports(path, package):
-    """The kvmtune.rollout modules ``path`` imports, anywhere in it."""
-    found = set()
-    for node in ast.walk(ast.parse(open(path, encoding='utf-8').read())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == package:
-                found |= {a.name for a in node.names}
-            elif node.module.startswith(package + '.'):
-                found.add(node.module[len(package) + 1:].split('.')[0])
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith(package + '.'):
-                    found.add(alias.name[len(package) + 1:].split('.')[0])
-    return found
+def test_the_judges_share_the_types_below_them():
+    """preflight takes the shared types from snapshot, which imports none
+    of the judges; that no module of rollout/ closes an import circle
+    (imports inside functions included) is tests/unit/test_house.py's
+    check of every package."""
+    from kvmtune.rollout import preflight
 
-
-def cycles(graph):
-    """Every module of ``graph`` ({module: modules it imports}) that
-    reaches itself again."""
-    looped = set()
-    for start in graph:
-        seen, todo = set(), list(graph[start])
-        while todo:
-            name = todo.pop()
-            if name == start:
-                looped.add(start)
-                break
-            if name in seen or name not in graph:
-                continue
-            seen.add(name)
-            todo.extend(graph[name])
-    return looped
-
-
-def test_cycles_finds_a_planted_circle():
-    assert cycles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == {
-        'a', 'b', 'c'}
-    assert cycles({'a': {'b'}, 'b': set()}) == set()
-
-
-def test_no_circle_of_imports_inside_rollout():
-    directory = os.path.join(paths.REPO, 'kvmtune', 'rollout')
-    graph = {name[:-3]: _imports(os.path.join(directory, name),
-                                 'kvmtune.rollout')
-             for name in os.listdir(directory) if name.endswith('.py')}
-    assert 'preflight' in graph and 'snapshot' in graph['preflight']
-    assert cycles(graph) == set()
+    assert preflight.snapshots is snapshot
